@@ -1,0 +1,120 @@
+// Command agentos is the agentos CLI: it replays and verifies session logs,
+// calls kernel tools, runs the agent runtime, serves the GitHub webhook bot
+// and runs as a GitHub Action. main only wires; every subcommand is a plain
+// function that tests call directly.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sort"
+	"strings"
+	"syscall"
+)
+
+// Exit codes shared by every subcommand.
+const (
+	exitOK      = 0
+	exitFailure = 1 // the command ran and the answer is "no" (e.g. invalid log)
+	exitUsage   = 2
+)
+
+// exitError carries a specific exit code up to main.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+func usageErrorf(format string, args ...any) error {
+	return &exitError{code: exitUsage, err: fmt.Errorf(format, args...)}
+}
+
+// command is one subcommand.
+type command struct {
+	summary string
+	run     func(ctx context.Context, args []string, stdout, stderr io.Writer) error
+}
+
+// commands is the subcommand table. Keep one line per subcommand.
+func commands() map[string]command {
+	return map[string]command{
+		"version": {"print the version", cmdVersion},
+		"run":     {"run the agent on a repository: agentos run --repo DIR \"prompt\"", cmdRun},
+		"approve": {"approve a pending action and resume the run", cmdResolve("approve")},
+		"deny":    {"deny a pending action (the reason goes back to the agent) and resume", cmdResolve("deny")},
+		"resume":  {"resume a paused session", cmdResume},
+		"tool":    {"list tools, or call one through the full kernel: agentos tool call NAME --args JSON --workspace DIR", cmdTool},
+		"skills":  {"list the skills: agentos skills list [--repo DIR] [--json]", cmdSkills},
+		"hooks":   {"fire an event's hooks with stdin as input: agentos hooks test EVENT < input.json", cmdHooks},
+		"demo":    {"run the bundled demo: fix a real bug in a sample repository", cmdDemo},
+		"replay":  {"fold a session log into its snapshot", cmdReplay},
+		"verify":  {"check a session log's hash chain, schemas and audit completeness", cmdVerify},
+	}
+}
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(exitCode(err, os.Stderr))
+}
+
+func exitCode(err error, stderr io.Writer) int {
+	if err == nil {
+		return exitOK
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		if ee.err != nil && ee.err.Error() != "" {
+			fmt.Fprintln(stderr, "agentos:", ee.err)
+		}
+		return ee.code
+	}
+	fmt.Fprintln(stderr, "agentos:", err)
+	return exitFailure
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	cmds := commands()
+	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+		printUsage(stdout, cmds)
+		if len(args) == 0 {
+			return &exitError{code: exitUsage, err: errors.New("")}
+		}
+		return nil
+	}
+	c, ok := cmds[args[0]]
+	if !ok {
+		printUsage(stderr, cmds)
+		return usageErrorf("unknown command %q", args[0])
+	}
+	return c.run(ctx, args[1:], stdout, stderr)
+}
+
+func printUsage(w io.Writer, cmds map[string]command) {
+	names := make([]string, 0, len(cmds))
+	for n := range cmds {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	fmt.Fprintln(w, "usage: agentos <command> [arguments]")
+	fmt.Fprintln(w)
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-10s %s\n", n, cmds[n].summary)
+	}
+}
+
+func cmdVersion(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fmt.Fprintln(stdout, "agentos", strings.TrimSpace(version))
+	return nil
+}

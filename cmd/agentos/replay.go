@@ -1,0 +1,203 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/agentos/agentos/runtime/event"
+	"github.com/agentos/agentos/runtime/replay"
+	"github.com/agentos/agentos/schemas"
+)
+
+// parseFlags parses flags that may appear before or after positional
+// arguments ("verify FILE --json" as well as "verify --json FILE").
+func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
+	fs.SetOutput(io.Discard)
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, usageErrorf("%s: %v", fs.Name(), err)
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return pos, nil
+		}
+		pos = append(pos, args[0])
+		args = args[1:]
+	}
+}
+
+func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("verify", flag.ContinueOnError)
+	asJSON := fs.Bool("json", false, "print the report as JSON")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usageErrorf("usage: agentos verify <events.jsonl> [--json]")
+	}
+	f, err := os.Open(pos[0])
+	if err != nil {
+		return usageErrorf("verify: %v", err)
+	}
+	defer f.Close()
+	rep, err := replay.VerifyReader(schemas.MustDefault(), f)
+	if err != nil {
+		return fmt.Errorf("verify %s: %w", pos[0], err)
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(rep); err != nil {
+			return err
+		}
+	} else if rep.Valid {
+		fmt.Fprintf(stdout, "OK %s: session %s, %d events, chain head %s\n", pos[0], rep.SessionID, rep.Events, rep.LastHash)
+	} else {
+		fmt.Fprintf(stdout, "INVALID %s: %v\n", pos[0], rep.Problem)
+	}
+	if !rep.Valid {
+		return &exitError{code: exitFailure, err: fmt.Errorf("%s is not a valid session log", pos[0])}
+	}
+	return nil
+}
+
+func cmdReplay(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("replay", flag.ContinueOnError)
+	asJSON := fs.Bool("json", false, "print the snapshot as JSON")
+	data := fs.String("data", defaultDataDir(), "embedded store directory, for a session id argument")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usageErrorf("usage: agentos replay <events.jsonl | session-id> [--json] [--data DIR]")
+	}
+	evs, err := loadEvents(ctx, pos[0], *data)
+	if err != nil {
+		return err
+	}
+	snap, err := replay.Replay(evs)
+	if err != nil {
+		return fmt.Errorf("replay %s: %w", pos[0], err)
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(snap)
+	}
+	printTrace(stdout, evs)
+	fmt.Fprintln(stdout)
+	printSnapshot(stdout, snap)
+	return nil
+}
+
+// loadEvents reads a session from a JSONL file, or from the embedded store
+// when the argument is not a file.
+func loadEvents(ctx context.Context, arg, dataDir string) ([]event.Event, error) {
+	if _, err := os.Stat(arg); err == nil {
+		return readJSONL(arg)
+	}
+	if !event.ValidSessionID(arg) {
+		return nil, usageErrorf("replay: %s: no such file, and not a session id", arg)
+	}
+	return readStoreSession(ctx, dataDir, arg)
+}
+
+func readJSONL(path string) ([]event.Event, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var evs []event.Event
+	for i, line := range strings.Split(strings.TrimRight(string(b), "\n"), "\n") {
+		if line == "" {
+			continue
+		}
+		e, err := event.ParseLineFast([]byte(line))
+		if err != nil {
+			return nil, fmt.Errorf("%s: line %d: %w (run agentos verify)", path, i+1, err)
+		}
+		evs = append(evs, e)
+	}
+	return evs, nil
+}
+
+// printTrace prints one line per event, the way the seed shows a trace.
+func printTrace(w io.Writer, evs []event.Event) {
+	for i := range evs {
+		fmt.Fprintf(w, "%4d  %-20s %-10s %s\n", evs[i].Seq, evs[i].Type, evs[i].Actor, traceDetail(&evs[i]))
+	}
+}
+
+func traceDetail(e *event.Event) string {
+	var p map[string]any
+	_ = json.Unmarshal(e.Payload, &p)
+	str := func(k string) string { s, _ := p[k].(string); return s }
+	switch e.Type {
+	case event.SessionStart:
+		return fmt.Sprintf("%q", str("prompt"))
+	case event.HookFired:
+		return strings.TrimSpace(str("hook") + " " + str("decision") + " " + str("reason"))
+	case event.SkillInvoke, event.SkillComplete:
+		return str("skill")
+	case event.AgentTransition:
+		return str("from") + " → " + str("to")
+	case event.ToolInvoke, event.ToolResult, event.ToolRejected:
+		s := str("tool")
+		if ok, isBool := p["ok"].(bool); isBool && !ok {
+			s += " failed"
+		}
+		if c := str("code"); c != "" {
+			s += " " + c
+		}
+		return s
+	case event.ApprovalRequested:
+		return str("approval_id") + " " + str("tool")
+	case event.ApprovalResolved:
+		return str("approval_id") + " " + str("decision") + " by " + str("by")
+	case event.TurnTerminal:
+		return strings.TrimSpace(str("status") + " " + str("error_class") + " " + str("reason"))
+	case event.RunPaused, event.RunResumed:
+		return str("reason")
+	case event.SessionClose:
+		return fmt.Sprintf("ok=%v", p["ok"])
+	case event.WorkerReport:
+		return fmt.Sprintf("%q", str("output"))
+	}
+	return ""
+}
+
+func printSnapshot(w io.Writer, s replay.Snapshot) {
+	fmt.Fprintf(w, "session   %s (%d events, last seq %d)\n", s.SessionID, s.Events, s.LastSeq)
+	status := s.RunStatus
+	if status == "" {
+		status = "unknown"
+	}
+	fmt.Fprintf(w, "status    %s, closed=%v\n", status, s.Closed)
+	if t := s.Terminal; t != nil {
+		fmt.Fprintf(w, "terminal  %s", t.Status)
+		if t.ErrorClass != "" {
+			fmt.Fprintf(w, " (%s)", t.ErrorClass)
+		}
+		if t.Reason != "" {
+			fmt.Fprintf(w, ": %s", t.Reason)
+		}
+		fmt.Fprintf(w, "; next: %s\n", t.NextAction)
+	}
+	if s.Output != "" {
+		fmt.Fprintf(w, "output    %q\n", s.Output)
+	}
+	fmt.Fprintf(w, "usage     %d input + %d output tokens over %d model calls, $%.4f\n", s.Usage.InputTokens, s.Usage.OutputTokens, s.LLMCalls, s.Usage.CostUSD)
+	fmt.Fprintf(w, "tools     %d invoked, %d rejected\n", len(s.ToolsInvoked), s.Rejected)
+	fmt.Fprintf(w, "approvals %d pending, %d resolved\n", len(s.PendingApprovals), len(s.ResolvedApprovals))
+	for _, a := range s.PendingApprovals {
+		fmt.Fprintf(w, "          pending %s: %s (digest %.12s…)\n", a.ID, a.Tool, a.Digest)
+	}
+}

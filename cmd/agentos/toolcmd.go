@@ -1,0 +1,308 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/agentos/agentos/kernel"
+	"github.com/agentos/agentos/kernel/redact"
+	"github.com/agentos/agentos/kernel/tools"
+	"github.com/agentos/agentos/kernel/workspace"
+	"github.com/agentos/agentos/runtime/event"
+	"github.com/agentos/agentos/runtime/replay"
+	"github.com/agentos/agentos/schemas"
+)
+
+// Exit codes of agentos tool call.
+const (
+	exitBlocked  = 3
+	exitApproval = 4
+)
+
+// eventFile is a Recorder appending to one events.jsonl file (the session
+// artifact format), chained onto whatever the file already holds.
+type eventFile struct {
+	path   string
+	sealer *event.Sealer
+	sid    string
+	tip    event.Tip
+	evs    []event.Event
+}
+
+func openEventFile(path string, sealer *event.Sealer) (*eventFile, error) {
+	ef := &eventFile{path: path, sealer: sealer}
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		ef.sid = "tool-" + strings.ToLower(newSessionID()[4:])
+		return ef, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	br := bufio.NewReader(f)
+	for n := 1; ; n++ {
+		l, err := br.ReadBytes('\n')
+		if len(l) > 0 {
+			if l[len(l)-1] != '\n' {
+				return nil, fmt.Errorf("%s: line %d: %w", path, n, event.ErrTornLine)
+			}
+			l = l[:len(l)-1]
+			if _, err := event.CheckLineHash(l); err != nil {
+				return nil, fmt.Errorf("%s: line %d: %w", path, n, err)
+			}
+			e, err := event.ParseLine(l)
+			if err != nil {
+				return nil, fmt.Errorf("%s: line %d: %w", path, n, err)
+			}
+			if e.Seq != ef.tip.Seq+1 || e.PrevHash != ef.tip.Hash {
+				return nil, fmt.Errorf("%s: line %d: the hash chain is broken (run agentos verify)", path, n)
+			}
+			ef.sid, ef.tip = e.SessionID, event.Tip{Seq: e.Seq, Hash: e.Hash}
+			ef.evs = append(ef.evs, e)
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if ef.sid == "" {
+		ef.sid = "tool-" + strings.ToLower(newSessionID()[4:])
+	}
+	return ef, nil
+}
+
+// Record implements kernel.Recorder.
+func (ef *eventFile) Record(ctx context.Context, typ, actor string, payload any, parent string) (string, error) {
+	ps, perr := ef.sealer.PrepareAll(ef.sid, []event.Draft{{RunID: "tool-cli", Type: typ, Actor: actor, Payload: payload, ParentID: parent}})
+	if ps == nil {
+		return "", perr
+	}
+	evs := ef.sealer.Chain(ef.tip, ps)
+	f, err := os.OpenFile(ef.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return "", err
+	}
+	if _, err := f.Write(append(evs[0].Line(), '\n')); err != nil {
+		f.Close()
+		return "", err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return "", err
+	}
+	if err := f.Close(); err != nil {
+		return "", err
+	}
+	ef.tip = event.Tip{Seq: evs[0].Seq, Hash: evs[0].Hash}
+	ef.evs = append(ef.evs, evs[0])
+	if perr != nil {
+		return "", perr
+	}
+	return evs[0].ID, nil
+}
+
+// discard records nothing (tool call without --events).
+type discard struct{}
+
+func (discard) Record(context.Context, string, string, any, string) (string, error) { return "", nil }
+
+func toolKernel(workspaceDir, policyFile string) (*kernel.Kernel, *workspace.Root, *redact.Redactor, error) {
+	base, err := loadPolicy(policyFile, nil)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	red := redact.New(base.Redaction.Keys)
+	ws, err := workspace.Open(workspaceDir, workspace.Options{DenyPatterns: base.Workspace.DenyPatterns, EnvAllow: base.Execution.EnvAllow, SecretName: red.IsSecretName})
+	if err != nil {
+		return nil, nil, nil, usageErrorf("%v", err)
+	}
+	pol, err := loadPolicy(policyFile, ws)
+	if err != nil {
+		ws.Close()
+		return nil, nil, nil, err
+	}
+	k := kernel.New(pol, ws, nil)
+	k.Redact = red.String
+	for _, d := range tools.Defs(ws, tools.Options{AllowShell: pol.Execution.AllowShell}) {
+		if err := k.Register(d); err != nil {
+			ws.Close()
+			return nil, nil, nil, err
+		}
+	}
+	return k, ws, red, nil
+}
+
+func cmdTool(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		return usageErrorf("usage: agentos tool list|call|approve ...")
+	}
+	switch args[0] {
+	case "list":
+		return toolList(args[1:], stdout)
+	case "call":
+		return toolCall(ctx, args[1:], stdout)
+	case "approve":
+		return toolApprove(ctx, args[1:], stdout)
+	}
+	return usageErrorf("agentos tool: unknown subcommand %q (list, call, approve)", args[0])
+}
+
+func toolList(args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("tool list", flag.ContinueOnError)
+	asJSON := fs.Bool("json", false, "print JSON")
+	if _, err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	dir, err := os.MkdirTemp("", "agentos-tools-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	ws, err := workspace.Open(dir, workspace.Options{})
+	if err != nil {
+		return err
+	}
+	defer ws.Close()
+	defs := tools.Defs(ws, tools.Options{})
+	sort.Slice(defs, func(i, j int) bool { return defs[i].Name < defs[j].Name })
+	if *asJSON {
+		type item struct {
+			Name        string          `json:"name"`
+			Description string          `json:"description"`
+			Category    string          `json:"category"`
+			Input       json.RawMessage `json:"input_schema"`
+			Output      json.RawMessage `json:"output_schema"`
+		}
+		var out []item
+		for _, d := range defs {
+			out = append(out, item{d.Name, d.Description, string(d.Category), d.Input, d.Output})
+		}
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(out)
+	}
+	for _, d := range defs {
+		fmt.Fprintf(stdout, "%-12s %-6s %s\n", d.Name, d.Category, d.Description)
+	}
+	return nil
+}
+
+func toolCall(ctx context.Context, args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("tool call", flag.ContinueOnError)
+	argJSON := fs.String("args", "{}", "arguments as JSON")
+	wsDir := fs.String("workspace", "", "workspace directory")
+	pol := fs.String("policy", "", "policy.yaml")
+	events := fs.String("events", "", "events.jsonl to append the call's events to")
+	asJSON := fs.Bool("json", false, "print JSON")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 || *wsDir == "" {
+		return usageErrorf("usage: agentos tool call NAME --args JSON --workspace DIR [--policy FILE] [--events FILE] [--json]")
+	}
+	k, ws, red, err := toolKernel(*wsDir, *pol)
+	if err != nil {
+		return err
+	}
+	defer ws.Close()
+	var rec kernel.Recorder = discard{}
+	if *events != "" {
+		sealer, err := event.NewSealer(schemas.MustDefault(), red, nil)
+		if err != nil {
+			return err
+		}
+		if rec, err = openEventFile(*events, sealer); err != nil {
+			return err
+		}
+	}
+	out, err := k.Dispatch(ctx, rec, kernel.Call{ID: "cli-1", Name: pos[0], Args: json.RawMessage(*argJSON), Caller: "cli"})
+	return printToolOutcome(stdout, out, err, *asJSON)
+}
+
+func printToolOutcome(stdout io.Writer, out kernel.Outcome, err error, asJSON bool) error {
+	var ke *kernel.Error
+	switch {
+	case errors.As(err, &ke):
+		b, _ := json.MarshalIndent(map[string]any{"error": ke}, "", "  ")
+		fmt.Fprintln(stdout, string(b))
+		return &exitError{code: exitBlocked, err: errors.New("")}
+	case err != nil:
+		return err
+	case out.Pending != nil:
+		b, _ := json.MarshalIndent(map[string]any{"approval_required": out.Pending}, "", "  ")
+		fmt.Fprintln(stdout, string(b))
+		return &exitError{code: exitApproval, err: errors.New("")}
+	}
+	if asJSON {
+		fmt.Fprintln(stdout, string(out.Result))
+		return nil
+	}
+	var pretty any
+	_ = json.Unmarshal(out.Result, &pretty)
+	b, _ := json.MarshalIndent(pretty, "", "  ")
+	fmt.Fprintln(stdout, string(b))
+	return nil
+}
+
+func toolApprove(ctx context.Context, args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("tool approve", flag.ContinueOnError)
+	wsDir := fs.String("workspace", "", "workspace directory")
+	pol := fs.String("policy", "", "policy.yaml")
+	events := fs.String("events", "", "events.jsonl holding the pending action")
+	by := fs.String("by", os.Getenv("USER"), "who approves")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 || *wsDir == "" || *events == "" {
+		return usageErrorf("usage: agentos tool approve ID --workspace DIR --events FILE")
+	}
+	if *by == "" {
+		*by = "cli"
+	}
+	k, ws, red, err := toolKernel(*wsDir, *pol)
+	if err != nil {
+		return err
+	}
+	defer ws.Close()
+	sealer, err := event.NewSealer(schemas.MustDefault(), red, nil)
+	if err != nil {
+		return err
+	}
+	ef, err := openEventFile(*events, sealer)
+	if err != nil {
+		return err
+	}
+	snap, err := replay.Replay(ef.evs)
+	if err != nil {
+		return err
+	}
+	var p *replay.Approval
+	for i := range snap.PendingApprovals {
+		if snap.PendingApprovals[i].ID == pos[0] {
+			p = &snap.PendingApprovals[i]
+		}
+	}
+	if p == nil {
+		return &exitError{code: exitBlocked, err: fmt.Errorf("no pending approval %s in %s", pos[0], *events)}
+	}
+	if _, err := ef.Record(ctx, event.ApprovalResolved, "maintainer", map[string]any{"approval_id": p.ID, "decision": "approve", "by": *by, "digest": p.Digest}, ""); err != nil {
+		return err
+	}
+	var rev kernel.Revision
+	_ = json.Unmarshal(p.Revision, &rev)
+	out, err := k.ExecuteApproved(ctx, ef, kernel.Call{ID: p.CallID, Name: p.Tool, Args: p.Args, Caller: "cli"}, p.ID, p.Digest, rev)
+	return printToolOutcome(stdout, out, err, false)
+}

@@ -1,0 +1,463 @@
+package kernel
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/agentos/agentos/kernel/guard"
+	"github.com/agentos/agentos/kernel/policy"
+	"github.com/santhosh-tekuri/jsonschema/v6"
+)
+
+// Call is one tool call.
+type Call struct {
+	ID     string
+	Name   string
+	Args   json.RawMessage
+	Caller string // the role asking, recorded as the tool.invoke actor
+	// Scope is the caller's allowed tools (the selected skill's
+	// allowed-tools); nil means every registered tool.
+	Scope []string
+}
+
+// Outcome is a dispatch that did not fail: a result, or an action waiting
+// for approval (APPROVAL_REQUIRED is not an error to the run).
+type Outcome struct {
+	Result  json.RawMessage
+	Pending *Pending
+}
+
+// Pending is an action waiting for a maintainer.
+type Pending struct {
+	ApprovalID string          `json:"approval_id"`
+	Tool       string          `json:"tool"`
+	CallID     string          `json:"call_id"`
+	Digest     string          `json:"digest"`
+	Args       json.RawMessage `json:"args"`
+	Preview    Preview         `json:"preview"`
+	Risk       Risk            `json:"risk"`
+	Revision   Revision        `json:"revision"`
+	CreatedAt  string          `json:"created_at"`
+}
+
+// Decision values of hooks.
+const (
+	HookAllow     = "allow"
+	HookDeny      = "deny"
+	HookTransform = "transform"
+)
+
+// HookDecision is a PreToolUse/PostToolUse answer.
+type HookDecision struct {
+	Decision string
+	Reason   string
+	Output   json.RawMessage
+}
+
+// Hooks is how dispatch consults lifecycle hooks. Implementations record
+// their own hook.fired events through rec. An error denies.
+type Hooks interface {
+	PreToolUse(ctx context.Context, rec Recorder, tool string, args json.RawMessage) (HookDecision, error)
+	PostToolUse(ctx context.Context, rec Recorder, tool string, args, result json.RawMessage) (HookDecision, error)
+}
+
+// TrustCounts are a command's history in this repository (adaptive trust).
+type TrustCounts struct {
+	Approved, Denied, Failed, Reverted int
+}
+
+// Kernel dispatches tool calls through the governed pipeline.
+type Kernel struct {
+	Policy    *policy.Policy
+	Hooks     Hooks
+	Workspace Workspace
+	// Redact masks secrets in text handed back by tools.
+	Redact func(string) string
+	// Trust returns a command's counters for adaptive trust; nil disables it.
+	Trust func(tool, command string) TrustCounts
+	Now   func() time.Time
+
+	mu    sync.RWMutex
+	tools map[string]*registered
+}
+
+type registered struct {
+	def ToolDef
+	in  *jsonschema.Schema
+	out *jsonschema.Schema
+}
+
+// New returns a kernel with the policy (nil = built-in defaults).
+func New(p *policy.Policy, ws Workspace, hooks Hooks) *Kernel {
+	if p == nil {
+		p = policy.Default()
+	}
+	return &Kernel{Policy: p, Workspace: ws, Hooks: hooks, Now: time.Now, tools: map[string]*registered{}}
+}
+
+var (
+	schemaMu    sync.Mutex
+	schemaCache = map[string]*jsonschema.Schema{}
+)
+
+// compile compiles a tool schema once per distinct content.
+func compile(doc json.RawMessage) (*jsonschema.Schema, error) {
+	sum := sha256.Sum256(doc)
+	key := hex.EncodeToString(sum[:])
+	schemaMu.Lock()
+	defer schemaMu.Unlock()
+	if s, ok := schemaCache[key]; ok {
+		return s, nil
+	}
+	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(doc))
+	if err != nil {
+		return nil, err
+	}
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft2020)
+	url := "mem:///tool/" + key + ".json"
+	if err := c.AddResource(url, v); err != nil {
+		return nil, err
+	}
+	s, err := c.Compile(url)
+	if err != nil {
+		return nil, err
+	}
+	schemaCache[key] = s
+	return s, nil
+}
+
+// ErrRegister is returned (wrapped) for a tool that cannot register.
+var ErrRegister = errors.New("tool not registered")
+
+// Register adds a tool. A tool without a valid input and output schema, a
+// handler or a category does not register.
+func (k *Kernel) Register(d ToolDef) error {
+	if d.Name == "" || d.Handler == nil || d.Category == "" {
+		return fmt.Errorf("%w: %q needs a name, a category and a handler", ErrRegister, d.Name)
+	}
+	if len(d.Input) == 0 || len(d.Output) == 0 {
+		return fmt.Errorf("%w: %s needs both an input and an output schema", ErrRegister, d.Name)
+	}
+	in, err := compile(d.Input)
+	if err != nil {
+		return fmt.Errorf("%w: %s input schema: %v", ErrRegister, d.Name, err)
+	}
+	out, err := compile(d.Output)
+	if err != nil {
+		return fmt.Errorf("%w: %s output schema: %v", ErrRegister, d.Name, err)
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if _, dup := k.tools[d.Name]; dup {
+		return fmt.Errorf("%w: %s is already registered", ErrRegister, d.Name)
+	}
+	k.tools[d.Name] = &registered{def: d, in: in, out: out}
+	return nil
+}
+
+// Tools lists the registered tools by name.
+func (k *Kernel) Tools() []ToolDef {
+	k.mu.RLock()
+	defer k.mu.RUnlock()
+	out := make([]ToolDef, 0, len(k.tools))
+	for _, r := range k.tools {
+		out = append(out, r.def)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+func (k *Kernel) names() []string {
+	k.mu.RLock()
+	defer k.mu.RUnlock()
+	out := make([]string, 0, len(k.tools))
+	for n := range k.tools {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func (k *Kernel) lookup(name string) *registered {
+	k.mu.RLock()
+	defer k.mu.RUnlock()
+	return k.tools[name]
+}
+
+func (k *Kernel) env() Env {
+	red := k.Redact
+	if red == nil {
+		red = func(s string) string { return s }
+	}
+	return Env{Workspace: k.Workspace, Limits: Limits{MaxStdout: k.Policy.Limits.MaxStdout, MaxDiffSize: k.Policy.Limits.MaxDiffSize}, Redact: red}
+}
+
+// reject records tool.rejected and returns the error.
+func (k *Kernel) reject(ctx context.Context, rec Recorder, c Call, stage string, e *Error) error {
+	p := map[string]any{"call_id": callID(c), "tool": c.Name, "code": string(e.Code), "kind": e.Kind, "message": e.Message, "stage": stage}
+	switch d := e.Details.(type) {
+	case []guard.Diagnostic:
+		p["diagnostics"] = d
+		for _, x := range d {
+			if x.Suggestion != "" {
+				p["suggestion"] = x.Suggestion
+			}
+		}
+	}
+	if _, err := rec.Record(ctx, "tool.rejected", "kernel", p, ""); err != nil {
+		return errors.Join(e, err)
+	}
+	return e
+}
+
+func callID(c Call) string {
+	if c.ID == "" {
+		return "call"
+	}
+	return c.ID
+}
+
+// Dispatch runs a call through the pipeline, in the seed's order: find tool
+// → caller scope → guard/validate args → PreToolUse → policy & risk →
+// preview → approval gate → tool.invoke → execute in the jail with a
+// timeout → tool.result → PostToolUse → validate the result. Every failure
+// is a *Error recorded as an event; nothing executes unless every step
+// before it passed.
+func (k *Kernel) Dispatch(ctx context.Context, rec Recorder, c Call) (Outcome, error) {
+	r := k.lookup(c.Name)
+	if r == nil {
+		d := guard.Diagnostic{Class: guard.WrongFuncName, Message: fmt.Sprintf("no tool named %q", c.Name)}
+		if s := guard.SuggestName(c.Name, k.names()); s != "" {
+			d.Suggestion = s
+			d.Message += fmt.Sprintf("; did you mean %q?", s)
+		}
+		return Outcome{}, k.reject(ctx, rec, c, "find", &Error{Kind: "gate", Code: CodeToolNotFound, Message: d.Message, Details: []guard.Diagnostic{d}})
+	}
+	if c.Scope != nil && !contains(c.Scope, c.Name) {
+		return Outcome{}, k.reject(ctx, rec, c, "scope", &Error{Kind: "gate", Code: CodeToolNotAllowed, Message: fmt.Sprintf("%s is not in the selected skill's allowed-tools %v", c.Name, c.Scope)})
+	}
+	args, err := k.guardArgs(ctx, rec, c, r)
+	if err != nil {
+		return Outcome{}, err
+	}
+	if k.Hooks != nil {
+		d, herr := k.Hooks.PreToolUse(ctx, rec, c.Name, args)
+		if herr != nil {
+			d = HookDecision{Decision: HookDeny, Reason: "PreToolUse hook failed: " + herr.Error()}
+		}
+		switch d.Decision {
+		case HookAllow:
+		case HookTransform:
+			c.Args = d.Output
+			if args, err = k.guardArgs(ctx, rec, c, r); err != nil {
+				return Outcome{}, err
+			}
+		default:
+			return Outcome{}, k.reject(ctx, rec, c, "PreToolUse", &Error{Kind: "gate", Code: CodeGateDenied, Message: "PreToolUse hook denied: " + d.Reason})
+		}
+	}
+	env := k.env()
+	risk, preview, perr := k.assess(ctx, env, r, args)
+	if perr != nil {
+		return Outcome{}, k.reject(ctx, rec, c, "policy", perr)
+	}
+	switch risk.Control {
+	case ControlDeny:
+		return Outcome{}, k.reject(ctx, rec, c, "policy", &Error{Kind: "policy", Code: CodePolicyDenied, Message: risk.Reason})
+	case ControlApproval:
+		p, err := k.request(ctx, rec, c, args, risk, preview)
+		if err != nil {
+			return Outcome{}, err
+		}
+		return Outcome{Pending: p}, nil
+	}
+	return k.execute(ctx, rec, c, r, args, "")
+}
+
+// guardArgs parses (repairing trivial breakage), validates and path-checks
+// the arguments.
+func (k *Kernel) guardArgs(ctx context.Context, rec Recorder, c Call, r *registered) (json.RawMessage, error) {
+	args, repairs, diag := guard.Parse(c.Args)
+	if diag != nil {
+		return nil, k.reject(ctx, rec, c, "guard", &Error{Kind: "guard", Code: CodeInvalidArguments, Message: diag.Message, Details: []guard.Diagnostic{*diag}})
+	}
+	if len(repairs) > 0 {
+		if _, err := rec.Record(ctx, "tool.args_repaired", "kernel", map[string]any{"call_id": callID(c), "tool": c.Name, "repairs": repairs, "original": string(c.Args), "repaired": args}, ""); err != nil {
+			return nil, err
+		}
+	}
+	diags := append(guard.Validate(r.in, args), guard.Paths(args)...)
+	if len(diags) > 0 {
+		msgs := make([]string, 0, len(diags))
+		for _, d := range diags {
+			msgs = append(msgs, d.Class+" "+d.Param+": "+d.Message)
+		}
+		return nil, k.reject(ctx, rec, c, "guard", &Error{Kind: "guard", Code: CodeInvalidArguments, Message: strings.Join(msgs, "; "), Details: diags})
+	}
+	return args, nil
+}
+
+// Digest is the SHA-256 of a tool name and its canonical arguments.
+func Digest(tool string, args json.RawMessage) string {
+	h := sha256.New()
+	h.Write([]byte(tool))
+	h.Write([]byte{0})
+	h.Write(args)
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+func newApprovalID() string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return "ap-" + hex.EncodeToString(b[:])
+}
+
+// request records approval.requested and returns the pending action.
+func (k *Kernel) request(ctx context.Context, rec Recorder, c Call, args json.RawMessage, risk Risk, preview Preview) (*Pending, error) {
+	var rev Revision
+	if k.Workspace != nil {
+		var err error
+		if rev, err = k.Workspace.Revision(ctx); err != nil {
+			return nil, fmt.Errorf("approval: workspace revision: %w", err)
+		}
+	}
+	p := &Pending{ApprovalID: newApprovalID(), Tool: c.Name, CallID: callID(c), Digest: Digest(c.Name, args), Args: args, Preview: preview, Risk: risk, Revision: rev, CreatedAt: k.Now().UTC().Format(time.RFC3339)}
+	if _, err := rec.Record(ctx, "approval.requested", "kernel", p, ""); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// ExecuteApproved executes a pending action after a maintainer approved
+// it: the arguments must still hash to the approved digest and the
+// workspace must still be at the revision the approval was computed
+// against; otherwise APPROVAL_STALE (recorded) and nothing runs.
+func (k *Kernel) ExecuteApproved(ctx context.Context, rec Recorder, c Call, approvalID, digest string, rev Revision) (Outcome, error) {
+	r := k.lookup(c.Name)
+	if r == nil {
+		return Outcome{}, k.reject(ctx, rec, c, "find", &Error{Kind: "gate", Code: CodeToolNotFound, Message: fmt.Sprintf("no tool named %q", c.Name)})
+	}
+	args, diag := mustArgs(c.Args)
+	if diag != nil || Digest(c.Name, args) != digest {
+		return Outcome{}, k.reject(ctx, rec, c, "approval", &Error{Kind: "approval", Code: CodeApprovalStale, Message: "the arguments differ from the approved action (digest mismatch)"})
+	}
+	if k.Workspace != nil {
+		now, err := k.Workspace.Revision(ctx)
+		if err != nil {
+			return Outcome{}, err
+		}
+		if now != rev {
+			return Outcome{}, k.reject(ctx, rec, c, "approval", &Error{Kind: "approval", Code: CodeApprovalStale, Message: fmt.Sprintf("the workspace changed since the approval was requested (was %.12s/%.12s, now %.12s/%.12s): request it again", rev.Commit, rev.Tree, now.Commit, now.Tree)})
+		}
+	}
+	return k.execute(ctx, rec, c, r, args, approvalID)
+}
+
+func mustArgs(raw json.RawMessage) (json.RawMessage, *guard.Diagnostic) {
+	args, _, d := guard.Parse(raw)
+	return args, d
+}
+
+// maxResult bounds a tool result (after the tool's own output caps).
+const maxResult = 1 << 20
+
+// execute records tool.invoke, runs the handler with the capability's
+// timeout, records tool.result, consults PostToolUse and validates the
+// result against the output schema.
+func (k *Kernel) execute(ctx context.Context, rec Recorder, c Call, r *registered, args json.RawMessage, approvalID string) (Outcome, error) {
+	inv := map[string]any{"call_id": callID(c), "tool": c.Name, "args": args}
+	if approvalID != "" {
+		inv["approval_id"] = approvalID
+	}
+	if c.Caller != "" {
+		inv["caller"] = c.Caller
+	}
+	actor := c.Caller
+	if actor == "" {
+		actor = "kernel"
+	}
+	invID, err := rec.Record(ctx, "tool.invoke", actor, inv, "")
+	if err != nil {
+		return Outcome{}, err
+	}
+	tctx, cancel := context.WithTimeout(ctx, k.Policy.Timeout(c.Name))
+	start := time.Now()
+	res, herr := r.def.Handler(tctx, k.env(), args)
+	cancel()
+	dur := float64(time.Since(start).Microseconds()) / 1000
+	var kerr *Error
+	var raw json.RawMessage
+	if herr == nil {
+		if raw, err = json.Marshal(res); err != nil {
+			herr = err
+		} else if len(raw) > maxResult {
+			kerr = &Error{Kind: "runtime", Code: CodeOutputLimit, Message: fmt.Sprintf("result is %d bytes, more than the %d the kernel passes on; ask for less (a range, fewer results)", len(raw), maxResult)}
+		}
+	}
+	if herr != nil {
+		if !errors.As(herr, &kerr) {
+			code := CodeToolRuntimeError
+			if errors.Is(herr, context.DeadlineExceeded) {
+				code = CodeTimeout
+			}
+			kerr = &Error{Kind: "runtime", Code: code, Message: herr.Error()}
+		}
+	}
+	resPayload := map[string]any{"call_id": callID(c), "tool": c.Name, "ok": kerr == nil, "duration_ms": dur}
+	if kerr != nil {
+		ep := map[string]any{"kind": kerr.Kind, "code": string(kerr.Code), "message": kerr.Message}
+		if kerr.Details != nil {
+			ep["details"] = kerr.Details
+		}
+		resPayload["error"] = ep
+	} else {
+		resPayload["result"] = raw
+	}
+	if _, err := rec.Record(ctx, "tool.result", "kernel", resPayload, invID); err != nil {
+		return Outcome{}, err
+	}
+	if kerr != nil {
+		return Outcome{}, kerr
+	}
+	if k.Hooks != nil {
+		d, herr := k.Hooks.PostToolUse(ctx, rec, c.Name, args, raw)
+		if herr != nil {
+			d = HookDecision{Decision: HookDeny, Reason: "PostToolUse hook failed: " + herr.Error()}
+		}
+		switch d.Decision {
+		case HookAllow:
+		case HookTransform:
+			raw = d.Output
+		default:
+			return Outcome{}, &Error{Kind: "gate", Code: CodeGateDenied, Message: "PostToolUse hook denied the result: " + d.Reason}
+		}
+	}
+	for _, d := range guard.Validate(r.out, raw) {
+		e := &Error{Kind: "schema", Code: CodeSchemaViolation, Message: fmt.Sprintf("%s result violates its output schema at %s: %s", c.Name, d.Param, d.Message)}
+		if _, err := rec.Record(ctx, "schema.violation", "kernel", map[string]any{"schema_id": c.Name + ".output", "event_type": "tool.result", "pointer": d.Param, "message": d.Message, "boundary": "tool_result:" + c.Name}, ""); err != nil {
+			return Outcome{}, errors.Join(e, err)
+		}
+		return Outcome{}, e
+	}
+	return Outcome{Result: raw}, nil
+}
+
+func contains(l []string, s string) bool {
+	for _, x := range l {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

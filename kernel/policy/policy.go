@@ -1,0 +1,357 @@
+// Package policy reads policy.yaml, the kernel's policy contract (seed 003
+// §41): workspace deny patterns, per-capability approval (never | always |
+// risk), timeouts, high-risk commands, redaction keys and output limits.
+// Files are validated with the kernel_policy_v1 schema; unknown keys and bad
+// values are errors that name the file position.
+package policy
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/agentos/agentos/schemas"
+	"gopkg.in/yaml.v3"
+)
+
+// Approval levels.
+const (
+	Never  = "never"
+	Risk   = "risk"
+	Always = "always"
+)
+
+// Policy is an effective kernel policy.
+type Policy struct {
+	Workspace struct {
+		Root         string   `json:"root,omitempty"`
+		DenyPatterns []string `json:"denyPatterns,omitempty"`
+	} `json:"workspace"`
+	Execution struct {
+		Timeouts   map[string]string `json:"timeouts,omitempty"`
+		AllowShell bool              `json:"allowShell,omitempty"`
+		EnvAllow   []string          `json:"envAllow,omitempty"`
+	} `json:"execution"`
+	Capabilities map[string]struct {
+		Approval string `json:"approval"`
+	} `json:"capabilities"`
+	Risk struct {
+		HighRiskCommands []string `json:"highRiskCommands,omitempty"`
+		HighRiskAction   string   `json:"highRiskAction,omitempty"` // approve (default) | deny
+	} `json:"risk"`
+	Redaction struct {
+		Keys []string `json:"keys,omitempty"`
+	} `json:"redaction"`
+	Limits struct {
+		MaxStdout   int `json:"maxStdout,omitempty"`
+		MaxDiffSize int `json:"maxDiffSize,omitempty"`
+	} `json:"limits"`
+	Trust struct {
+		Enabled        bool `json:"enabled,omitempty"`
+		CleanApprovals int  `json:"cleanApprovals,omitempty"`
+	} `json:"trust"`
+}
+
+// DefaultYAML is the built-in policy: reads never need approval, writes and
+// shell always do, tests and linters by risk.
+const DefaultYAML = `
+workspace:
+  root: ./
+  denyPatterns:
+    - "**/.git/**"
+execution:
+  timeouts:
+    process.run: 300s
+    test.run: 600s
+    lint.run: 300s
+capabilities:
+  echo:
+    approval: never
+  repo.read:
+    approval: never
+  repo.search:
+    approval: never
+  repo.patch:
+    approval: always
+  repo.write:
+    approval: always
+  process.run:
+    approval: always
+  test.run:
+    approval: risk
+  lint.run:
+    approval: risk
+risk:
+  highRiskCommands: [rm, sudo, curl, wget, chmod, chown, dd, mkfs, ssh, scp, git]
+redaction:
+  keys: [SECRET, TOKEN, API_KEY, PASSWORD, PRIVATE_KEY]
+limits:
+  maxStdout: 20000
+  maxDiffSize: 200000
+trust:
+  enabled: false
+  cleanApprovals: 5
+`
+
+// Default returns the built-in policy.
+func Default() *Policy {
+	p, err := Parse("built-in", strings.NewReader(DefaultYAML))
+	if err != nil {
+		panic("policy: built-in default invalid: " + err.Error())
+	}
+	return p
+}
+
+// Error is a policy file problem with its position.
+type Error struct {
+	File   string
+	Line   int
+	Column int
+	Path   string // JSON pointer of the offending value
+	Msg    string
+}
+
+func (e *Error) Error() string {
+	if e.Line > 0 {
+		return fmt.Sprintf("%s:%d:%d: %s: %s", e.File, e.Line, e.Column, e.Path, e.Msg)
+	}
+	return fmt.Sprintf("%s: %s: %s", e.File, e.Path, e.Msg)
+}
+
+// Parse reads and validates a policy file.
+func Parse(name string, r io.Reader) (*Policy, error) {
+	b, err := io.ReadAll(r)
+	if err != nil {
+		return nil, err
+	}
+	var root yaml.Node
+	if err := yaml.Unmarshal(b, &root); err != nil {
+		return nil, &Error{File: name, Msg: err.Error()}
+	}
+	var doc any
+	if err := root.Decode(&doc); err != nil {
+		return nil, &Error{File: name, Msg: err.Error()}
+	}
+	if doc == nil {
+		doc = map[string]any{}
+	}
+	js, err := json.Marshal(doc)
+	if err != nil {
+		return nil, &Error{File: name, Msg: "not representable as JSON: " + err.Error()}
+	}
+	if err := schemas.MustDefault().ValidateJSON("kernel_policy_v1", js); err != nil {
+		var ve *schemas.ValidationError
+		if errors.As(err, &ve) {
+			n := locate(&root, ve.Pointer)
+			if k := unknownKey(n, ve.Message); k != nil {
+				n = k
+			}
+			e := &Error{File: name, Path: ve.Pointer, Msg: ve.Message}
+			if e.Path == "" {
+				e.Path = "/"
+			}
+			if n != nil {
+				e.Line, e.Column = n.Line, n.Column
+			}
+			return nil, e
+		}
+		return nil, err
+	}
+	p := &Policy{}
+	dec := json.NewDecoder(bytes.NewReader(js))
+	if err := dec.Decode(p); err != nil {
+		return nil, &Error{File: name, Msg: err.Error()}
+	}
+	for capName, d := range p.Execution.Timeouts {
+		if _, err := time.ParseDuration(d); err != nil {
+			return nil, &Error{File: name, Path: "/execution/timeouts/" + capName, Msg: err.Error()}
+		}
+	}
+	return p, nil
+}
+
+// locate finds the YAML node at a JSON pointer (the deepest it can reach).
+func locate(n *yaml.Node, ptr string) *yaml.Node {
+	if n.Kind == yaml.DocumentNode && len(n.Content) > 0 {
+		n = n.Content[0]
+	}
+	if ptr == "" {
+		return n
+	}
+	for _, tok := range strings.Split(strings.TrimPrefix(ptr, "/"), "/") {
+		tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
+		var next *yaml.Node
+		switch n.Kind {
+		case yaml.MappingNode:
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				if n.Content[i].Value == tok {
+					next = n.Content[i+1]
+					break
+				}
+			}
+		case yaml.SequenceNode:
+			var idx int
+			if _, err := fmt.Sscanf(tok, "%d", &idx); err == nil && idx < len(n.Content) {
+				next = n.Content[idx]
+			}
+		}
+		if next == nil {
+			// A disallowed key: point at the key itself.
+			if n.Kind == yaml.MappingNode {
+				for i := 0; i+1 < len(n.Content); i += 2 {
+					if !knownKey(n.Content[i].Value) {
+						return n.Content[i]
+					}
+				}
+			}
+			return n
+		}
+		n = next
+	}
+	return n
+}
+
+// unknownKey points at the key an "additional properties 'x' not allowed"
+// error names, inside mapping n.
+func unknownKey(n *yaml.Node, msg string) *yaml.Node {
+	if n == nil || n.Kind != yaml.MappingNode || !strings.Contains(msg, "additional properties") {
+		return nil
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if strings.Contains(msg, "'"+n.Content[i].Value+"'") {
+			return n.Content[i]
+		}
+	}
+	return nil
+}
+
+var known = map[string]bool{"workspace": true, "execution": true, "capabilities": true, "risk": true, "redaction": true, "limits": true, "trust": true}
+
+func knownKey(k string) bool { return known[k] }
+
+// Approval returns the approval level of a capability (always for tools the
+// policy does not name: unknown capabilities fail closed).
+func (p *Policy) Approval(capability string) string {
+	if c, ok := p.Capabilities[capability]; ok {
+		return c.Approval
+	}
+	return Always
+}
+
+// Timeout returns the capability's timeout (default 120 s).
+func (p *Policy) Timeout(capability string) time.Duration {
+	if d, ok := p.Execution.Timeouts[capability]; ok {
+		if v, err := time.ParseDuration(d); err == nil {
+			return v
+		}
+	}
+	return 120 * time.Second
+}
+
+// IsHighRisk reports whether a command's program is listed as high risk.
+func (p *Policy) IsHighRisk(argv0 string) bool {
+	base := argv0[strings.LastIndexByte(argv0, '/')+1:]
+	for _, c := range p.Risk.HighRiskCommands {
+		if c == base {
+			return true
+		}
+	}
+	return false
+}
+
+var rank = map[string]int{Never: 0, Risk: 1, Always: 2}
+
+// Merge layers a repository's policy over the operator's (or built-in)
+// policy. A repository may only tighten: approvals take the stricter
+// level, deny patterns, high-risk commands and redaction keys are unions,
+// limits and timeouts the smaller values, shell and env pass-through need
+// both to allow, a "deny" high-risk action wins, and adaptive trust is on
+// only if both enable it.
+func Merge(base, repo *Policy) *Policy {
+	if repo == nil {
+		return base
+	}
+	out := *base
+	out.Capabilities = map[string]struct {
+		Approval string `json:"approval"`
+	}{}
+	for k, v := range base.Capabilities {
+		out.Capabilities[k] = v
+	}
+	for k, v := range repo.Capabilities {
+		if cur, ok := out.Capabilities[k]; !ok || rank[v.Approval] > rank[cur.Approval] {
+			out.Capabilities[k] = v
+		}
+	}
+	out.Workspace.DenyPatterns = union(base.Workspace.DenyPatterns, repo.Workspace.DenyPatterns)
+	out.Risk.HighRiskCommands = union(base.Risk.HighRiskCommands, repo.Risk.HighRiskCommands)
+	if repo.Risk.HighRiskAction == "deny" {
+		out.Risk.HighRiskAction = "deny"
+	}
+	out.Redaction.Keys = union(base.Redaction.Keys, repo.Redaction.Keys)
+	out.Limits.MaxStdout = minPos(base.Limits.MaxStdout, repo.Limits.MaxStdout)
+	out.Limits.MaxDiffSize = minPos(base.Limits.MaxDiffSize, repo.Limits.MaxDiffSize)
+	out.Execution.Timeouts = map[string]string{}
+	for k, v := range base.Execution.Timeouts {
+		out.Execution.Timeouts[k] = v
+	}
+	for k, v := range repo.Execution.Timeouts {
+		if cur, ok := out.Execution.Timeouts[k]; !ok || durLess(v, cur) {
+			out.Execution.Timeouts[k] = v
+		}
+	}
+	out.Execution.AllowShell = base.Execution.AllowShell && repo.Execution.AllowShell
+	out.Execution.EnvAllow = intersect(base.Execution.EnvAllow, repo.Execution.EnvAllow)
+	out.Trust.Enabled = base.Trust.Enabled && repo.Trust.Enabled
+	if repo.Trust.CleanApprovals > out.Trust.CleanApprovals {
+		out.Trust.CleanApprovals = repo.Trust.CleanApprovals
+	}
+	return &out
+}
+
+func union(a, b []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, l := range [][]string{a, b} {
+		for _, s := range l {
+			if !seen[s] {
+				seen[s] = true
+				out = append(out, s)
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func intersect(a, b []string) []string {
+	in := map[string]bool{}
+	for _, s := range b {
+		in[s] = true
+	}
+	var out []string
+	for _, s := range a {
+		if in[s] {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func minPos(a, b int) int {
+	if b > 0 && (a <= 0 || b < a) {
+		return b
+	}
+	return a
+}
+
+func durLess(a, b string) bool {
+	x, err1 := time.ParseDuration(a)
+	y, err2 := time.ParseDuration(b)
+	return err1 == nil && err2 == nil && x < y
+}

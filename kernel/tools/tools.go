@@ -1,0 +1,551 @@
+// Package tools holds the capability tools (seed 003 §37 and seed 000):
+// repo.read, repo.search, repo.patch, repo.write (the protected write),
+// process.run, test.run, lint.run and echo. Every tool is a kernel.ToolDef
+// with input and output schemas and an Assess that describes the call
+// without side effects; every handler works only through the workspace
+// jail. Argument names follow seed 003 exactly.
+package tools
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/agentos/agentos/kernel"
+	"github.com/agentos/agentos/kernel/patch"
+	"github.com/agentos/agentos/kernel/workspace"
+	"gopkg.in/yaml.v3"
+)
+
+// Options configure the tools.
+type Options struct {
+	// AllowShell lets process.run start an explicit shell (sh -c ...).
+	AllowShell bool
+	// Timeouts per capability (the kernel also bounds the handler's ctx).
+	Timeouts map[string]time.Duration
+}
+
+// Defs returns every capability tool bound to a workspace.
+func Defs(ws *workspace.Root, opts Options) []kernel.ToolDef {
+	t := &tools{ws: ws, opts: opts}
+	return []kernel.ToolDef{t.echo(), t.read(), t.search(), t.patchTool(), t.write(), t.process(), t.test(), t.lint()}
+}
+
+type tools struct {
+	ws   *workspace.Root
+	opts Options
+}
+
+func decode(args json.RawMessage, v any) error {
+	if err := json.Unmarshal(args, v); err != nil {
+		return &kernel.Error{Kind: "guard", Code: kernel.CodeInvalidArguments, Message: err.Error()}
+	}
+	return nil
+}
+
+// Sha256Hex is the protected write's content hash.
+func Sha256Hex(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+func (t *tools) echo() kernel.ToolDef {
+	return kernel.ToolDef{
+		Name: "echo", Description: "Echo text back (the seed's test tool).", Category: kernel.CategoryRead,
+		Input:  json.RawMessage(`{"type":"object","additionalProperties":false,"required":["text"],"properties":{"text":{"type":"string","maxLength":10000}}}`),
+		Output: json.RawMessage(`{"type":"object","required":["text"],"properties":{"text":{"type":"string"}}}`),
+		Handler: func(ctx context.Context, env kernel.Env, args json.RawMessage) (any, error) {
+			var a struct{ Text string }
+			if err := decode(args, &a); err != nil {
+				return nil, err
+			}
+			return map[string]string{"text": a.Text}, nil
+		},
+	}
+}
+
+const readCap = 256 << 10
+
+func (t *tools) read() kernel.ToolDef {
+	return kernel.ToolDef{
+		Name: "repo.read", Description: "Read a file of the repository, optionally a 1-based inclusive line range [start, end].", Category: kernel.CategoryRead,
+		Input: json.RawMessage(`{"type":"object","additionalProperties":false,"required":["path"],"properties":{
+			"path":{"type":"string","minLength":1},
+			"range":{"type":"array","items":{"type":"integer","minimum":1},"minItems":2,"maxItems":2}}}`),
+		Output: json.RawMessage(`{"type":"object","required":["path","content","sha256","total_lines"],"properties":{
+			"path":{"type":"string"},"content":{"type":"string"},"sha256":{"type":"string"},"total_lines":{"type":"integer"},
+			"start_line":{"type":"integer"},"end_line":{"type":"integer"},"truncated":{"type":"boolean"}}}`),
+		Assess: func(ctx context.Context, env kernel.Env, args json.RawMessage) (kernel.Assessment, error) {
+			var a struct{ Path string }
+			if err := decode(args, &a); err != nil {
+				return kernel.Assessment{}, err
+			}
+			if _, err := t.ws.Resolve(a.Path); err != nil {
+				return kernel.Assessment{}, err
+			}
+			return kernel.Assessment{Paths: []string{a.Path}}, nil
+		},
+		Handler: func(ctx context.Context, env kernel.Env, args json.RawMessage) (any, error) {
+			var a struct {
+				Path  string
+				Range []int
+			}
+			if err := decode(args, &a); err != nil {
+				return nil, err
+			}
+			b, err := t.ws.ReadFile(a.Path)
+			if err != nil {
+				return nil, err
+			}
+			if bytes.IndexByte(b[:min(len(b), 8000)], 0) >= 0 {
+				return nil, &kernel.Error{Kind: "runtime", Code: kernel.CodeToolRuntimeError, Message: a.Path + " is a binary file"}
+			}
+			lines := strings.SplitAfter(string(b), "\n")
+			if n := len(lines); n > 0 && lines[n-1] == "" {
+				lines = lines[:n-1]
+			}
+			start, end := 1, len(lines)
+			if len(a.Range) == 2 {
+				start, end = a.Range[0], a.Range[1]
+				if start > end {
+					return nil, &kernel.Error{Kind: "guard", Code: kernel.CodeInvalidArguments, Message: fmt.Sprintf("range [%d, %d] is empty", start, end)}
+				}
+				end = min(end, len(lines))
+			}
+			var content string
+			if start <= end && start <= len(lines) {
+				content = strings.Join(lines[start-1:end], "")
+			}
+			res := map[string]any{"path": a.Path, "sha256": Sha256Hex(b), "total_lines": len(lines), "start_line": start, "end_line": end}
+			if len(content) > readCap {
+				content, res["truncated"] = content[:readCap], true
+			}
+			res["content"] = env.Redact(content)
+			return res, nil
+		},
+	}
+}
+
+func (t *tools) patchTool() kernel.ToolDef {
+	return kernel.ToolDef{
+		Name: "repo.patch", Description: "Apply a git-style unified diff (one or more files; new, deleted and renamed files). Every hunk's context must match the file exactly; all files change or none.", Category: kernel.CategoryWrite,
+		Input: json.RawMessage(`{"type":"object","additionalProperties":false,"required":["unifiedDiff"],"properties":{
+			"path":{"type":"string","minLength":1},"unifiedDiff":{"type":"string","minLength":1}}}`),
+		Output: json.RawMessage(`{"type":"object","required":["files","lines_added","lines_removed"],"properties":{
+			"files":{"type":"array","items":{"type":"object","required":["path","op"]}},"lines_added":{"type":"integer"},"lines_removed":{"type":"integer"}}}`),
+		Assess: func(ctx context.Context, env kernel.Env, args json.RawMessage) (kernel.Assessment, error) {
+			_, _, a, err := t.planPatch(args)
+			return a, err
+		},
+		Handler: func(ctx context.Context, env kernel.Env, args json.RawMessage) (any, error) {
+			fps, results, a, err := t.planPatch(args)
+			if err != nil {
+				return nil, err
+			}
+			if err := t.commit(fps, results); err != nil {
+				return nil, err
+			}
+			return map[string]any{"files": a.Files, "lines_added": a.LinesAdded, "lines_removed": a.LinesRemoved}, nil
+		},
+	}
+}
+
+// planPatch parses and applies a diff in memory: nothing is written.
+func (t *tools) planPatch(args json.RawMessage) ([]patch.File, [][]byte, kernel.Assessment, error) {
+	var a struct {
+		Path        string
+		UnifiedDiff string `json:"unifiedDiff"`
+	}
+	if err := decode(args, &a); err != nil {
+		return nil, nil, kernel.Assessment{}, err
+	}
+	fps, err := patch.Parse(a.UnifiedDiff)
+	if err != nil {
+		return nil, nil, kernel.Assessment{}, &kernel.Error{Kind: "guard", Code: kernel.CodeInvalidArguments, Message: "unifiedDiff: " + err.Error()}
+	}
+	as := kernel.Assessment{Diff: a.UnifiedDiff}
+	results := make([][]byte, len(fps))
+	for i := range fps {
+		f := &fps[i]
+		for _, p := range []string{f.OldPath, f.NewPath} {
+			if p == "" {
+				continue
+			}
+			if a.Path != "" && p != a.Path {
+				return nil, nil, as, &kernel.Error{Kind: "guard", Code: kernel.CodeInvalidArguments, Message: fmt.Sprintf("the diff touches %s, but path is %s", p, a.Path)}
+			}
+			if _, err := t.ws.Resolve(p); err != nil {
+				return nil, nil, as, err
+			}
+		}
+		var old []byte
+		if f.Op != patch.Create {
+			b, err := t.ws.ReadFile(f.OldPath)
+			if err != nil {
+				return nil, nil, as, &kernel.Error{Kind: "runtime", Code: kernel.CodeToolRuntimeError, Message: fmt.Sprintf("%s: %v", f.OldPath, err)}
+			}
+			old = b
+		} else if _, err := t.ws.Stat(f.NewPath); err == nil {
+			return nil, nil, as, &kernel.Error{Kind: "lock", Code: kernel.CodeWriteConflict, Message: f.NewPath + " already exists; the diff creates it"}
+		}
+		out, err := f.Apply(old)
+		if err != nil {
+			return nil, nil, as, &kernel.Error{Kind: "runtime", Code: kernel.CodeToolRuntimeError, Message: err.Error(), Err: err}
+		}
+		if f.Op == patch.Delete && len(out) > 0 {
+			return nil, nil, as, &kernel.Error{Kind: "runtime", Code: kernel.CodeToolRuntimeError, Message: f.OldPath + ": the diff deletes the file but does not remove all of its lines"}
+		}
+		results[i] = out
+		added, removed := f.Stats()
+		as.Files = append(as.Files, kernel.FileChange{Path: f.Path(), OldPath: renamedFrom(f), Op: string(f.Op), Hunks: len(f.Hunks), Added: added, Removed: removed})
+		as.LinesAdded += added
+		as.LinesRemoved += removed
+		as.Paths = append(as.Paths, f.Path())
+	}
+	return fps, results, as, nil
+}
+
+func renamedFrom(f *patch.File) string {
+	if f.Op == patch.Rename {
+		return f.OldPath
+	}
+	return ""
+}
+
+// commit writes the planned results; if a write fails, files already
+// written are restored, so a patch applies all or nothing.
+func (t *tools) commit(fps []patch.File, results [][]byte) error {
+	type undo struct {
+		path string
+		old  []byte
+		had  bool
+	}
+	var done []undo
+	rollback := func() {
+		for i := len(done) - 1; i >= 0; i-- {
+			u := done[i]
+			if u.had {
+				_ = t.ws.WriteFile(u.path, u.old, 0o644)
+			} else {
+				_ = t.ws.Remove(u.path)
+			}
+		}
+	}
+	save := func(p string) {
+		b, err := t.ws.ReadFile(p)
+		done = append(done, undo{path: p, old: b, had: err == nil})
+	}
+	for i, f := range fps {
+		var err error
+		switch f.Op {
+		case patch.Delete:
+			save(f.OldPath)
+			err = t.ws.Remove(f.OldPath)
+		case patch.Rename:
+			save(f.NewPath)
+			if err = t.ws.WriteFile(f.NewPath, results[i], 0o644); err == nil {
+				save(f.OldPath)
+				err = t.ws.Remove(f.OldPath)
+			}
+		default:
+			save(f.Path())
+			err = t.ws.WriteFile(f.Path(), results[i], 0o644)
+		}
+		if err != nil {
+			rollback()
+			return err
+		}
+	}
+	return nil
+}
+
+func (t *tools) write() kernel.ToolDef {
+	return kernel.ToolDef{
+		Name: "repo.write", Description: "Protected write (write_claim_v1): replace a file's content only if its current SHA-256 is expected_hash (\"\" for a file that must not exist yet).", Category: kernel.CategoryWrite,
+		Input: json.RawMessage(`{"type":"object","additionalProperties":false,"required":["path","content","expected_hash"],"properties":{
+			"path":{"type":"string","minLength":1},"content":{"type":"string"},
+			"expected_hash":{"type":"string","pattern":"^([0-9a-f]{64})?$"},"why":{"type":"string"}}}`),
+		Output: json.RawMessage(`{"type":"object","required":["path","hash"],"properties":{"path":{"type":"string"},"hash":{"type":"string"}}}`),
+		Assess: func(ctx context.Context, env kernel.Env, args json.RawMessage) (kernel.Assessment, error) {
+			var a struct{ Path, Content string }
+			if err := decode(args, &a); err != nil {
+				return kernel.Assessment{}, err
+			}
+			if _, err := t.ws.Resolve(a.Path); err != nil {
+				return kernel.Assessment{}, err
+			}
+			old, err := t.ws.ReadFile(a.Path)
+			op := "modify"
+			if err != nil {
+				op, old = "create", nil
+			}
+			diff, added, removed := lineDiff(a.Path, string(old), a.Content)
+			return kernel.Assessment{Paths: []string{a.Path}, Files: []kernel.FileChange{{Path: a.Path, Op: op, Hunks: 1, Added: added, Removed: removed}}, LinesAdded: added, LinesRemoved: removed, Diff: diff}, nil
+		},
+		Handler: func(ctx context.Context, env kernel.Env, args json.RawMessage) (any, error) {
+			var a struct {
+				Path, Content string
+				Expected      string `json:"expected_hash"`
+			}
+			if err := decode(args, &a); err != nil {
+				return nil, err
+			}
+			cur, err := t.ws.ReadFile(a.Path)
+			exists := err == nil
+			switch {
+			case a.Expected == "" && exists:
+				return nil, &kernel.Error{Kind: "lock", Code: kernel.CodeWriteConflict, Message: fmt.Sprintf("%s exists (sha256 %s); pass its hash as expected_hash", a.Path, Sha256Hex(cur))}
+			case a.Expected != "" && !exists:
+				return nil, &kernel.Error{Kind: "lock", Code: kernel.CodeWriteConflict, Message: a.Path + " does not exist; expected_hash must be \"\""}
+			case a.Expected != "" && Sha256Hex(cur) != a.Expected:
+				return nil, &kernel.Error{Kind: "lock", Code: kernel.CodeWriteConflict, Message: fmt.Sprintf("%s changed: its sha256 is %s, not %s; read it again", a.Path, Sha256Hex(cur), a.Expected)}
+			}
+			if err := t.ws.WriteFile(a.Path, []byte(a.Content), 0o644); err != nil {
+				return nil, err
+			}
+			return map[string]string{"path": a.Path, "hash": Sha256Hex([]byte(a.Content))}, nil
+		},
+	}
+}
+
+// lineDiff renders a whole-file replacement as a unified diff.
+func lineDiff(path, old, new string) (string, int, int) {
+	split := func(s string) []string {
+		if s == "" {
+			return nil
+		}
+		return strings.SplitAfter(strings.TrimSuffix(s, "\n"), "\n")
+	}
+	ol, nl := split(old), split(new)
+	var b strings.Builder
+	from := "a/" + path
+	if old == "" {
+		from = "/dev/null"
+	}
+	fmt.Fprintf(&b, "--- %s\n+++ b/%s\n@@ -%d,%d +%d,%d @@\n", from, path, min(1, len(ol)), len(ol), min(1, len(nl)), len(nl))
+	for _, l := range ol {
+		b.WriteString("-" + strings.TrimSuffix(l, "\n") + "\n")
+	}
+	for _, l := range nl {
+		b.WriteString("+" + strings.TrimSuffix(l, "\n") + "\n")
+	}
+	return b.String(), len(nl), len(ol)
+}
+
+type runArgs struct {
+	Command string `json:"command"`
+	Cwd     string `json:"cwd"`
+}
+
+var runOutput = json.RawMessage(`{"type":"object","required":["exit_code","stdout","stderr","duration_ms","truncated"],"properties":{
+	"command":{"type":"string"},"exit_code":{"type":"integer"},"stdout":{"type":"string"},"stderr":{"type":"string"},
+	"duration_ms":{"type":"integer"},"truncated":{"type":"boolean"},"timed_out":{"type":"boolean"},"passed":{"type":"boolean"}}}`)
+
+func (t *tools) argv(command string) ([]string, error) {
+	argv, err := workspace.SplitCommand(command)
+	if err != nil {
+		return nil, &kernel.Error{Kind: "guard", Code: kernel.CodeInvalidArguments, Message: "command: " + err.Error()}
+	}
+	if workspace.IsShell(argv) && !t.opts.AllowShell {
+		return nil, &kernel.Error{Kind: "policy", Code: kernel.CodePolicyDenied, Message: fmt.Sprintf("%s is a shell; policy execution.allowShell is off, so run the program directly", argv[0])}
+	}
+	return argv, nil
+}
+
+func (t *tools) assessRun(name, command, cwd string) (kernel.Assessment, error) {
+	if _, err := t.argv(command); err != nil {
+		return kernel.Assessment{}, err
+	}
+	if cwd != "" {
+		if _, err := t.ws.Resolve(cwd); err != nil {
+			return kernel.Assessment{}, err
+		}
+	}
+	_, names := t.ws.Env()
+	return kernel.Assessment{Command: command, Cwd: cwd, EnvVars: names, Timeout: t.opts.Timeouts[name].String()}, nil
+}
+
+func (t *tools) run(ctx context.Context, env kernel.Env, name, command, cwd string) (map[string]any, error) {
+	argv, err := t.argv(command)
+	if err != nil {
+		return nil, err
+	}
+	spec := workspace.RunSpec{Argv: argv, Cwd: cwd, MaxOutput: env.Limits.MaxStdout, Timeout: t.opts.Timeouts[name]}
+	res, err := t.ws.Run(ctx, spec)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"command": command, "exit_code": res.ExitCode, "stdout": env.Redact(res.Stdout), "stderr": env.Redact(res.Stderr), "duration_ms": res.DurationMS, "truncated": res.Truncated, "timed_out": res.TimedOut}, nil
+}
+
+func (t *tools) process() kernel.ToolDef {
+	return kernel.ToolDef{
+		Name: "process.run", Description: "Run a command (argv split like a shell, but no shell: no pipes, globs or variables) in the repository.", Category: kernel.CategoryExec,
+		Input: json.RawMessage(`{"type":"object","additionalProperties":false,"required":["command"],"properties":{
+			"command":{"type":"string","minLength":1},"cwd":{"type":"string","minLength":1}}}`),
+		Output: runOutput,
+		Assess: func(ctx context.Context, env kernel.Env, args json.RawMessage) (kernel.Assessment, error) {
+			var a runArgs
+			if err := decode(args, &a); err != nil {
+				return kernel.Assessment{}, err
+			}
+			return t.assessRun("process.run", a.Command, a.Cwd)
+		},
+		Handler: func(ctx context.Context, env kernel.Env, args json.RawMessage) (any, error) {
+			var a runArgs
+			if err := decode(args, &a); err != nil {
+				return nil, err
+			}
+			return t.run(ctx, env, "process.run", a.Command, a.Cwd)
+		},
+	}
+}
+
+// projectConfig is .agent/config.yaml.
+type projectConfig struct {
+	Test string `yaml:"test"`
+	Lint string `yaml:"lint"`
+}
+
+func (t *tools) config() (projectConfig, error) {
+	var c projectConfig
+	b, err := t.ws.ReadFile(".agent/config.yaml")
+	if err != nil {
+		return c, nil
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	dec.KnownFields(true)
+	if err := dec.Decode(&c); err != nil {
+		return c, &kernel.Error{Kind: "runtime", Code: kernel.CodeToolRuntimeError, Message: ".agent/config.yaml: " + err.Error()}
+	}
+	return c, nil
+}
+
+func (t *tools) exists(p string) bool { _, err := t.ws.Stat(p); return err == nil }
+
+var nameRe = func(s string) bool {
+	for _, c := range s {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("_-./^$|", c)) {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// TestCommand returns the test command for the workspace: .agent/config.yaml
+// `test:`, else detected from go.mod, package.json or a Python project.
+func (t *tools) testCommand(name string) (string, error) {
+	if name != "" && !nameRe(name) {
+		return "", &kernel.Error{Kind: "guard", Code: kernel.CodeInvalidArguments, Message: "name may contain only letters, digits and _-./^$|"}
+	}
+	c, err := t.config()
+	if err != nil {
+		return "", err
+	}
+	switch {
+	case c.Test != "":
+		if name != "" {
+			return c.Test + " " + name, nil
+		}
+		return c.Test, nil
+	case t.exists("go.mod"):
+		if name != "" {
+			return "go test -count=1 -run " + name + " ./...", nil
+		}
+		return "go test -count=1 ./...", nil
+	case t.exists("package.json"):
+		if name != "" {
+			return "npm test -- " + name, nil
+		}
+		return "npm test", nil
+	case t.exists("pyproject.toml") || t.exists("pytest.ini") || t.exists("setup.py"):
+		if name != "" {
+			return "python -m pytest -k " + name, nil
+		}
+		return "python -m pytest", nil
+	}
+	return "", &kernel.Error{Kind: "runtime", Code: kernel.CodeToolRuntimeError, Message: "no test command: add `test: <command>` to .agent/config.yaml"}
+}
+
+func (t *tools) lintCommand() (string, error) {
+	c, err := t.config()
+	if err != nil {
+		return "", err
+	}
+	switch {
+	case c.Lint != "":
+		return c.Lint, nil
+	case t.exists("go.mod"):
+		return "go vet ./...", nil
+	case t.exists("package.json"):
+		return "npm run lint", nil
+	case t.exists("pyproject.toml") || t.exists("setup.py"):
+		return "python -m ruff check .", nil
+	}
+	return "", &kernel.Error{Kind: "runtime", Code: kernel.CodeToolRuntimeError, Message: "no lint command: add `lint: <command>` to .agent/config.yaml"}
+}
+
+func (t *tools) test() kernel.ToolDef {
+	return kernel.ToolDef{
+		Name: "test.run", Description: "Run the project's tests (from .agent/config.yaml or detected); name narrows to matching tests.", Category: kernel.CategoryExec,
+		Input:  json.RawMessage(`{"type":"object","additionalProperties":false,"properties":{"name":{"type":"string","minLength":1,"maxLength":200}}}`),
+		Output: runOutput,
+		Assess: func(ctx context.Context, env kernel.Env, args json.RawMessage) (kernel.Assessment, error) {
+			var a struct{ Name string }
+			if err := decode(args, &a); err != nil {
+				return kernel.Assessment{}, err
+			}
+			cmd, err := t.testCommand(a.Name)
+			if err != nil {
+				return kernel.Assessment{}, err
+			}
+			return t.assessRun("test.run", cmd, "")
+		},
+		Handler: func(ctx context.Context, env kernel.Env, args json.RawMessage) (any, error) {
+			var a struct{ Name string }
+			if err := decode(args, &a); err != nil {
+				return nil, err
+			}
+			cmd, err := t.testCommand(a.Name)
+			if err != nil {
+				return nil, err
+			}
+			res, err := t.run(ctx, env, "test.run", cmd, "")
+			if err == nil {
+				res["passed"] = res["exit_code"] == 0
+			}
+			return res, err
+		},
+	}
+}
+
+func (t *tools) lint() kernel.ToolDef {
+	return kernel.ToolDef{
+		Name: "lint.run", Description: "Run the project's linter (from .agent/config.yaml or detected).", Category: kernel.CategoryExec,
+		Input:  json.RawMessage(`{"type":"object","additionalProperties":false,"properties":{}}`),
+		Output: runOutput,
+		Assess: func(ctx context.Context, env kernel.Env, args json.RawMessage) (kernel.Assessment, error) {
+			cmd, err := t.lintCommand()
+			if err != nil {
+				return kernel.Assessment{}, err
+			}
+			return t.assessRun("lint.run", cmd, "")
+		},
+		Handler: func(ctx context.Context, env kernel.Env, args json.RawMessage) (any, error) {
+			cmd, err := t.lintCommand()
+			if err != nil {
+				return nil, err
+			}
+			res, err := t.run(ctx, env, "lint.run", cmd, "")
+			if err == nil {
+				res["passed"] = res["exit_code"] == 0
+			}
+			return res, err
+		},
+	}
+}

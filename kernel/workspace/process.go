@@ -1,0 +1,248 @@
+package workspace
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/agentos/agentos/kernel"
+)
+
+// RunSpec is one process to run.
+type RunSpec struct {
+	Argv      []string
+	Cwd       string // workspace-relative; "" is the root
+	Timeout   time.Duration
+	MaxOutput int    // bytes kept of stdout and of stderr, each
+	Stdin     []byte // optional
+}
+
+// RunResult is what a process did.
+type RunResult struct {
+	ExitCode   int    `json:"exit_code"`
+	Stdout     string `json:"stdout"`
+	Stderr     string `json:"stderr"`
+	DurationMS int64  `json:"duration_ms"`
+	Truncated  bool   `json:"truncated"`
+	TimedOut   bool   `json:"timed_out"`
+}
+
+// TruncationMarker ends output that hit the cap.
+const TruncationMarker = "\n[output truncated by agentos: limits.maxStdout]\n"
+
+// baseEnv are passed through from the server's environment when set; build
+// tools need them to find their caches. Secrets are never in this list.
+var baseEnv = []string{"PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "USER", "GOPATH", "GOCACHE", "GOMODCACHE", "GOFLAGS", "GOPROXY", "GOTOOLCHAIN", "GOROOT", "CGO_ENABLED", "NODE_PATH", "npm_config_cache", "PYTHONPATH", "VIRTUAL_ENV", "CI"}
+
+// Env builds a process environment: the base list plus the workspace's
+// EnvAllow names, never a name that looks like a secret unless EnvAllow
+// names it explicitly. It returns the entries and the names passed.
+func (w *Root) Env() (env, names []string) {
+	explicit := map[string]bool{}
+	for _, n := range w.opts.EnvAllow {
+		explicit[n] = true
+	}
+	seen := map[string]bool{}
+	add := func(n string) {
+		if seen[n] {
+			return
+		}
+		seen[n] = true
+		v, ok := os.LookupEnv(n)
+		if !ok {
+			return
+		}
+		if !explicit[n] && w.opts.SecretName != nil && w.opts.SecretName(n) {
+			return
+		}
+		env = append(env, n+"="+v)
+		names = append(names, n)
+	}
+	for _, n := range baseEnv {
+		add(n)
+	}
+	for _, n := range w.opts.EnvAllow {
+		add(n)
+	}
+	env = append(env, "AGENTOS=1", "TERM=dumb", "GIT_TERMINAL_PROMPT=0")
+	return env, names
+}
+
+// capWriter keeps the first n bytes and counts the rest.
+type capWriter struct {
+	buf     bytes.Buffer
+	n       int
+	dropped int
+}
+
+func (c *capWriter) Write(p []byte) (int, error) {
+	if room := c.n - c.buf.Len(); room > 0 {
+		if len(p) <= room {
+			c.buf.Write(p)
+		} else {
+			c.buf.Write(p[:room])
+			c.dropped += len(p) - room
+		}
+	} else {
+		c.dropped += len(p)
+	}
+	return len(p), nil
+}
+
+func (c *capWriter) String() string {
+	if c.dropped > 0 {
+		return c.buf.String() + TruncationMarker
+	}
+	return c.buf.String()
+}
+
+// Run starts argv (no shell) in the jail and waits for it. A timeout kills
+// the whole process group and returns a TIMEOUT error carrying the partial
+// result; a non-zero exit is a result, not an error.
+func (w *Root) Run(ctx context.Context, spec RunSpec) (RunResult, error) {
+	if len(spec.Argv) == 0 || spec.Argv[0] == "" {
+		return RunResult{}, errors.New("empty command")
+	}
+	cwd := "."
+	if spec.Cwd != "" {
+		r, err := w.Resolve(spec.Cwd)
+		if err != nil {
+			return RunResult{}, err
+		}
+		fi, err := w.root.Stat(r)
+		if err != nil || !fi.IsDir() {
+			return RunResult{}, violation(spec.Cwd, "cwd is not a directory in the workspace")
+		}
+		cwd = r
+	}
+	if spec.MaxOutput <= 0 {
+		spec.MaxOutput = 20000
+	}
+	rctx := ctx
+	if spec.Timeout > 0 {
+		var cancel context.CancelFunc
+		rctx, cancel = context.WithTimeout(ctx, spec.Timeout)
+		defer cancel()
+	}
+	cmd := exec.Command(spec.Argv[0], spec.Argv[1:]...)
+	cmd.Dir = w.dir + "/" + cwd
+	cmd.Env, _ = w.Env()
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	stdout, stderr := &capWriter{n: spec.MaxOutput}, &capWriter{n: spec.MaxOutput}
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	if spec.Stdin != nil {
+		cmd.Stdin = bytes.NewReader(spec.Stdin)
+	}
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		return RunResult{}, &kernel.Error{Kind: "runtime", Code: kernel.CodeToolRuntimeError, Message: fmt.Sprintf("cannot start %s", spec.Argv[0]), Err: err}
+	}
+	waitErr := make(chan error, 1)
+	go func() { waitErr <- cmd.Wait() }()
+	var err error
+	timedOut := false
+	select {
+	case err = <-waitErr:
+	case <-rctx.Done():
+		timedOut = true
+		// Kill the group: children that outlive the shell die too.
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		err = <-waitErr
+	}
+	res := RunResult{Stdout: stdout.String(), Stderr: stderr.String(), DurationMS: time.Since(start).Milliseconds(), Truncated: stdout.dropped > 0 || stderr.dropped > 0, TimedOut: timedOut}
+	// Leave no stragglers behind even on a normal exit.
+	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	var ee *exec.ExitError
+	switch {
+	case timedOut:
+		res.ExitCode = -1
+		return res, &kernel.Error{Kind: "runtime", Code: kernel.CodeTimeout, Message: fmt.Sprintf("%s did not finish within %s; the process group was killed", spec.Argv[0], spec.Timeout), Details: res}
+	case errors.As(err, &ee):
+		res.ExitCode = ee.ExitCode()
+	case err != nil:
+		return res, &kernel.Error{Kind: "runtime", Code: kernel.CodeToolRuntimeError, Message: "wait failed", Err: err}
+	}
+	return res, nil
+}
+
+// SplitCommand splits a command line into argv with shell-like quoting
+// (single quotes, double quotes, backslash escapes) and no expansion: no
+// variables, globs, pipes or redirections. Metacharacters stay literal
+// arguments.
+func SplitCommand(s string) ([]string, error) {
+	var out []string
+	var cur strings.Builder
+	inWord, quote := false, byte(0)
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case quote == '\'':
+			if c == '\'' {
+				quote = 0
+			} else {
+				cur.WriteByte(c)
+			}
+		case quote == '"':
+			switch c {
+			case '"':
+				quote = 0
+			case '\\':
+				if i+1 < len(s) && strings.IndexByte(`"\$`+"`", s[i+1]) >= 0 {
+					i++
+					cur.WriteByte(s[i])
+				} else {
+					cur.WriteByte(c)
+				}
+			default:
+				cur.WriteByte(c)
+			}
+		case c == '\'' || c == '"':
+			quote, inWord = c, true
+		case c == '\\':
+			if i+1 < len(s) {
+				i++
+				cur.WriteByte(s[i])
+				inWord = true
+			}
+		case c == ' ' || c == '\t' || c == '\n':
+			if inWord {
+				out = append(out, cur.String())
+				cur.Reset()
+				inWord = false
+			}
+		default:
+			cur.WriteByte(c)
+			inWord = true
+		}
+	}
+	if quote != 0 {
+		return nil, fmt.Errorf("unterminated %c quote", quote)
+	}
+	if inWord {
+		out = append(out, cur.String())
+	}
+	if len(out) == 0 {
+		return nil, errors.New("empty command")
+	}
+	return out, nil
+}
+
+// IsShell reports whether argv is an explicit shell invocation (sh -c,
+// bash -c, ...), which policy must allow separately.
+func IsShell(argv []string) bool {
+	if len(argv) == 0 {
+		return false
+	}
+	base := argv[0][strings.LastIndexByte(argv[0], '/')+1:]
+	switch base {
+	case "sh", "bash", "zsh", "dash", "ksh", "fish", "busybox":
+		return true
+	}
+	return false
+}

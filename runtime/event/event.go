@@ -1,0 +1,227 @@
+// Package event defines the runtime's one source of truth: the event
+// envelope, its canonical encoding, and the hash chain that links each
+// session's events so an edited log is detected on load.
+//
+// An event is written as one canonical JSON line (fields in envelope order,
+// payload keys sorted, no insignificant white space) with "hash" as the last
+// member. The hash is SHA-256 over that same line with the hash member
+// removed, and each event's prev_hash is the hash of the event before it in
+// the same session ("" for seq 1).
+package event
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+)
+
+// SchemaVersion is the envelope version written by this code.
+const SchemaVersion = "v1"
+
+// TimeFormat is the fixed-width UTC timestamp layout of Event.TS.
+const TimeFormat = "2006-01-02T15:04:05.000000Z"
+
+// Event types: the union of the seed documents' event names, plus the
+// kernel's tool.rejected and tool.args_repaired.
+const (
+	SessionStart          = "session.start"
+	SessionClose          = "session.close"
+	HookFired             = "hook.fired"
+	SkillInvoke           = "skill.invoke"
+	SkillComplete         = "skill.complete"
+	AgentTransition       = "agent.transition"
+	LLMRequest            = "llm.request"
+	LLMResponse           = "llm.response"
+	ToolInvoke            = "tool.invoke"
+	ToolResult            = "tool.result"
+	ToolRejected          = "tool.rejected"
+	ToolArgsRepaired      = "tool.args_repaired"
+	WorkerReport          = "worker.report"
+	EventAmended          = "event.amended"
+	SchemaViolation       = "schema.violation"
+	RunStarted            = "run.started"
+	RunPaused             = "run.paused"
+	RunResumed            = "run.resumed"
+	RunCompleted          = "run.completed"
+	RunFailed             = "run.failed"
+	OutputDelta           = "output.delta"
+	OutputMessage         = "output.message"
+	ApprovalRequested     = "approval.requested"
+	ApprovalResolved      = "approval.resolved"
+	ArtifactEmitted       = "artifact.emitted"
+	CheckpointCreated     = "checkpoint.created"
+	TurnTerminal          = "turn.terminal"
+	WorkflowStarted       = "workflow.started"
+	WorkflowPhaseAdvanced = "workflow.phase_advanced"
+	WorkflowPolicyGated   = "workflow.policy_gated"
+	WorkflowCompleted     = "workflow.completed"
+	WorkflowAborted       = "workflow.aborted"
+)
+
+// Types lists every event type the runtime may append. Appending any other
+// type fails closed.
+var Types = []string{
+	SessionStart, SessionClose, HookFired, SkillInvoke, SkillComplete, AgentTransition,
+	LLMRequest, LLMResponse, ToolInvoke, ToolResult, ToolRejected, ToolArgsRepaired,
+	WorkerReport, EventAmended, SchemaViolation, RunStarted, RunPaused, RunResumed,
+	RunCompleted, RunFailed, OutputDelta, OutputMessage, ApprovalRequested, ApprovalResolved,
+	ArtifactEmitted, CheckpointCreated, TurnTerminal, WorkflowStarted, WorkflowPhaseAdvanced,
+	WorkflowPolicyGated, WorkflowCompleted, WorkflowAborted,
+}
+
+// Event is one immutable entry of a session's log.
+type Event struct {
+	ID            string          `json:"id"`
+	SessionID     string          `json:"session_id"`
+	RunID         string          `json:"run_id"`
+	Seq           int64           `json:"seq"`
+	TS            string          `json:"ts"`
+	Type          string          `json:"type"`
+	Actor         string          `json:"actor"`
+	Payload       json.RawMessage `json:"payload"`
+	SchemaVersion string          `json:"schema_version"`
+	ParentID      *string         `json:"parent_id"`
+	PrevHash      string          `json:"prev_hash"`
+	Hash          string          `json:"hash"`
+}
+
+// Time parses TS.
+func (e *Event) Time() (time.Time, error) { return time.Parse(TimeFormat, e.TS) }
+
+// Parent returns ParentID or "".
+func (e *Event) Parent() string {
+	if e.ParentID == nil {
+		return ""
+	}
+	return *e.ParentID
+}
+
+// DecodePayload unmarshals the payload into v.
+func (e *Event) DecodePayload(v any) error { return json.Unmarshal(e.Payload, v) }
+
+// appendUnhashed appends the canonical encoding of e without the hash member
+// and without the closing brace. Payload must already be canonical.
+func (e *Event) appendUnhashed(b []byte) []byte {
+	b = append(b, `{"id":`...)
+	b = appendString(b, e.ID)
+	b = append(b, `,"session_id":`...)
+	b = appendString(b, e.SessionID)
+	b = append(b, `,"run_id":`...)
+	b = appendString(b, e.RunID)
+	b = append(b, `,"seq":`...)
+	b = strconv.AppendInt(b, e.Seq, 10)
+	b = append(b, `,"ts":`...)
+	b = appendString(b, e.TS)
+	b = append(b, `,"type":`...)
+	b = appendString(b, e.Type)
+	b = append(b, `,"actor":`...)
+	b = appendString(b, e.Actor)
+	b = append(b, `,"payload":`...)
+	b = append(b, e.Payload...)
+	b = append(b, `,"schema_version":`...)
+	b = appendString(b, e.SchemaVersion)
+	b = append(b, `,"parent_id":`...)
+	if e.ParentID == nil {
+		b = append(b, "null"...)
+	} else {
+		b = appendString(b, *e.ParentID)
+	}
+	b = append(b, `,"prev_hash":`...)
+	b = appendString(b, e.PrevHash)
+	return b
+}
+
+// ComputeHash returns the hex SHA-256 of e's canonical encoding without hash.
+func (e *Event) ComputeHash() string {
+	var buf [1024]byte
+	b := e.appendUnhashed(buf[:0])
+	b = append(b, '}')
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// AppendLine appends e's canonical line (with hash, without newline) to b.
+func (e *Event) AppendLine(b []byte) []byte {
+	b = e.appendUnhashed(b)
+	b = append(b, `,"hash":`...)
+	b = appendString(b, e.Hash)
+	return append(b, '}')
+}
+
+// Line returns e's canonical line without the trailing newline.
+func (e *Event) Line() []byte { return e.AppendLine(make([]byte, 0, 256+len(e.Payload))) }
+
+var hashSuffixLen = len(`,"hash":""}`) + 64
+
+// CheckLineHash verifies a canonical line's hash from its bytes alone: the
+// line must end with `,"hash":"<64 hex>"}` and the SHA-256 of the line with
+// that member removed must equal it. It returns the stored hash.
+func CheckLineHash(line []byte) (string, error) {
+	if len(line) < hashSuffixLen || !bytes.HasPrefix(line[len(line)-hashSuffixLen:], []byte(`,"hash":"`)) || line[len(line)-1] != '}' || line[len(line)-2] != '"' {
+		return "", errors.New(`line does not end with the "hash" member`)
+	}
+	stored := line[len(line)-hashSuffixLen+len(`,"hash":"`) : len(line)-2]
+	h := sha256.New()
+	h.Write(line[:len(line)-hashSuffixLen])
+	h.Write([]byte{'}'})
+	var sum [32]byte
+	got := hex.EncodeToString(h.Sum(sum[:0]))
+	if got != string(stored) {
+		return string(stored), fmt.Errorf("hash mismatch: content hashes to %s, line says %s", got, stored)
+	}
+	return got, nil
+}
+
+// ParseLine decodes one canonical line. It checks JSON shape only; use
+// CheckLineHash and the chain checks in replay.Verify for integrity.
+func ParseLine(line []byte) (Event, error) {
+	var e Event
+	if err := json.Unmarshal(line, &e); err != nil {
+		return e, err
+	}
+	return e, nil
+}
+
+// Canonical re-encodes a JSON value canonically: object keys sorted, no
+// insignificant white space, no HTML escaping, numbers kept as written.
+func Canonical(doc []byte) (json.RawMessage, error) {
+	dec := json.NewDecoder(bytes.NewReader(doc))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	if dec.More() {
+		return nil, errors.New("trailing data after JSON value")
+	}
+	return marshalCanonical(v)
+}
+
+func marshalCanonical(v any) (json.RawMessage, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+func appendString(b []byte, s string) []byte {
+	// Fast path: plain ASCII with nothing to escape.
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < 0x20 || c == '"' || c == '\\' || c >= 0x80 {
+			enc, _ := marshalCanonical(s)
+			return append(b, enc...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
+}

@@ -1,0 +1,143 @@
+package event
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentos/agentos/kernel/redact"
+	"github.com/agentos/agentos/schemas"
+)
+
+func newSealer(t *testing.T) *Sealer {
+	t.Helper()
+	s, err := NewSealer(schemas.MustDefault(), redact.New(nil), func() time.Time { return time.Date(2026, 1, 2, 3, 4, 5, 6000, time.UTC) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestChainAndLineHash(t *testing.T) {
+	s := newSealer(t)
+	ps, err := s.PrepareAll("sess-1", []Draft{
+		{RunID: "r", Type: SessionStart, Actor: "user", Payload: map[string]any{"prompt": "hi <b>&"}},
+		{RunID: "r", Type: OutputDelta, Actor: "worker", Payload: json.RawMessage(`{ "text" : "x\u00e9" , "role":"worker"}`), ParentID: "p1"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs := s.Chain(Tip{}, ps)
+	if evs[0].Seq != 1 || evs[1].Seq != 2 || evs[0].PrevHash != "" || evs[1].PrevHash != evs[0].Hash {
+		t.Fatalf("chain: %+v", evs)
+	}
+	if evs[0].TS != "2026-01-02T03:04:05.000006Z" {
+		t.Errorf("ts = %s", evs[0].TS)
+	}
+	if got := string(evs[1].Payload); got != `{"role":"worker","text":"xé"}` {
+		t.Errorf("payload not canonical: %s", got)
+	}
+	if !strings.Contains(string(evs[0].Line()), `"hi <b>&"`) {
+		t.Errorf("HTML escaped: %s", evs[0].Line())
+	}
+	for _, e := range evs {
+		line := e.Line()
+		if _, err := CheckLineHash(line); err != nil {
+			t.Fatalf("%v: %s", err, line)
+		}
+		back, err := ParseLine(line)
+		if err != nil || string(back.Line()) != string(line) {
+			t.Fatalf("round trip: %v\n%s\n%s", err, line, back.Line())
+		}
+		bad := []byte(strings.Replace(string(line), `"actor":"`, `"actor":"x`, 1))
+		if _, err := CheckLineHash(bad); err == nil {
+			t.Fatal("edited line passed CheckLineHash")
+		}
+	}
+	if evs[0].ID >= evs[1].ID {
+		t.Errorf("ids not increasing: %s %s", evs[0].ID, evs[1].ID)
+	}
+}
+
+func TestPrepareFailsClosed(t *testing.T) {
+	s := newSealer(t)
+	cases := []struct {
+		name    string
+		session string
+		d       Draft
+		ptr     string
+	}{
+		{"unknown type", "s", Draft{Type: "tool.call", Actor: "a", Payload: map[string]any{}}, "/type"},
+		{"missing actor", "s", Draft{Type: SessionStart, Payload: map[string]any{"prompt": "x"}}, "/actor"},
+		{"bad payload", "s", Draft{Type: ToolInvoke, Actor: "w", Payload: map[string]any{"call_id": "c", "tool": "t", "args": "notobject"}}, "/args"},
+		{"payload not JSON", "s", Draft{Type: SessionStart, Actor: "u", Payload: json.RawMessage(`{"prompt":`)}, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			ps, err := s.PrepareAll(c.session, []Draft{{Type: SessionStart, Actor: "u", Payload: map[string]any{"prompt": "ok"}}, c.d})
+			var sv *SchemaViolationError
+			if !errors.As(err, &sv) {
+				t.Fatalf("got %v, want SchemaViolationError", err)
+			}
+			if sv.Pointer != c.ptr {
+				t.Errorf("pointer %q, want %q (%v)", sv.Pointer, c.ptr, sv)
+			}
+			if len(ps) != 1 || ps[0].Type != SchemaViolation {
+				t.Fatalf("want a single schema.violation instead of the batch, got %+v", ps)
+			}
+		})
+	}
+	if _, err := s.Prepare("../etc", Draft{Type: SessionStart, Actor: "u", Payload: map[string]any{"prompt": "x"}}); !errors.Is(err, ErrInvalidSession) {
+		t.Errorf("traversal session id: %v", err)
+	}
+}
+
+func TestValidSessionID(t *testing.T) {
+	for id, want := range map[string]bool{
+		"sess-1": true, "o_r.42-abc": true, "": false, ".hidden": false, "-x": false, "a..b": false,
+		"a/b": false, "a\x00b": false, strings.Repeat("a", 128): true, strings.Repeat("a", 129): false,
+	} {
+		if got := ValidSessionID(id); got != want {
+			t.Errorf("ValidSessionID(%q) = %v, want %v", id, got, want)
+		}
+	}
+}
+
+func TestRedactedBeforeSealing(t *testing.T) {
+	s := newSealer(t)
+	tok := "ghs_" + strings.Repeat("A1b2", 9)
+	p, err := s.Prepare("s", Draft{Type: OutputMessage, Actor: "worker", RunID: "r " + tok, Payload: map[string]any{"text": "token " + tok, "role": "GITHUB_TOKEN=abcdef123"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := string(p.Payload) + p.RunID
+	if strings.Contains(all, tok) || strings.Contains(all, "abcdef123") {
+		t.Fatalf("secret survived: %s", all)
+	}
+}
+
+func TestField(t *testing.T) {
+	obj := []byte(`{"a":"x\"y","b":{"c":[1,"}",{"d":2}],"e":-1.5e3},"f":true,"g":null,"h":"é", "i" : 42 }`)
+	if got := FieldString(obj, "a"); got != `x"y` {
+		t.Errorf("a = %q", got)
+	}
+	if got := FieldFloat(Field(obj, "b"), "e"); got != -1500 {
+		t.Errorf("b.e = %v", got)
+	}
+	if got := string(Field(Field(obj, "b"), "c")); got != `[1,"}",{"d":2}]` {
+		t.Errorf("b.c = %s", got)
+	}
+	if !FieldBool(obj, "f") || FieldString(obj, "h") != "é" || FieldInt(obj, "i") != 42 {
+		t.Errorf("f/h/i wrong")
+	}
+	for _, bad := range []string{``, `[]`, `{"a":`, `{"a" 1}`, `"str"`} {
+		if Field([]byte(bad), "a") != nil {
+			t.Errorf("Field(%q) not nil", bad)
+		}
+	}
+	if Field(obj, "zz") != nil || Field(nil, "a") != nil {
+		t.Error("absent field not nil")
+	}
+}

@@ -1,0 +1,215 @@
+package event
+
+import (
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"sync"
+	"time"
+
+	"github.com/agentos/agentos/kernel/redact"
+	"github.com/agentos/agentos/schemas"
+	"github.com/oklog/ulid/v2"
+)
+
+// Draft is an event before the store gives it an id, sequence number,
+// timestamp and hash.
+type Draft struct {
+	RunID    string
+	Type     string
+	Actor    string
+	Payload  any // a struct, map, json.RawMessage or []byte holding JSON
+	ParentID string
+}
+
+// Prepared is a draft whose payload has been redacted, canonicalised and
+// validated. Preparing is the expensive part of an append and needs no lock.
+type Prepared struct {
+	SessionID string
+	RunID     string
+	Type      string
+	Actor     string
+	Payload   json.RawMessage
+	ParentID  *string
+}
+
+// Tip is the last event of a session as the chain needs it.
+type Tip struct {
+	Seq  int64
+	Hash string
+}
+
+// SchemaViolationError is returned when a draft's payload fails its event
+// type's schema. The store appends a schema.violation event in its place
+// (Violation) and appends nothing else from the batch.
+type SchemaViolationError struct {
+	EventType string
+	SchemaID  string
+	Pointer   string
+	Message   string
+	Violation *Event // the schema.violation event appended instead, if any
+}
+
+func (e *SchemaViolationError) Error() string {
+	ptr := e.Pointer
+	if ptr == "" {
+		ptr = "/"
+	}
+	return fmt.Sprintf("event %s: payload violates %s at %s: %s", e.EventType, e.SchemaID, ptr, e.Message)
+}
+
+// ErrInvalidSession is returned for a session id that is not safe to use as
+// a file name component.
+var ErrInvalidSession = errors.New("invalid session id")
+
+var sessionIDRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
+
+// ValidSessionID reports whether id can name a session: 1–128 characters of
+// letters, digits, '.', '_' and '-', not starting with a dot or dash and
+// without "..".
+func ValidSessionID(id string) bool {
+	return sessionIDRe.MatchString(id) && !containsDotDot(id)
+}
+
+func containsDotDot(s string) bool {
+	for i := 0; i+1 < len(s); i++ {
+		if s[i] == '.' && s[i+1] == '.' {
+			return true
+		}
+	}
+	return false
+}
+
+// Sealer turns drafts into chained events: redact, canonicalise, validate,
+// then (under the store's per-session lock) number and hash.
+type Sealer struct {
+	schemas  *schemas.Registry
+	redactor *redact.Redactor
+	now      func() time.Time
+	known    map[string]string // event type → payload schema id
+
+	mu      sync.Mutex
+	entropy *ulid.MonotonicEntropy
+}
+
+// NewSealer returns a Sealer. A nil redactor uses redact.New(nil); a nil
+// clock uses time.Now.
+func NewSealer(reg *schemas.Registry, r *redact.Redactor, now func() time.Time) (*Sealer, error) {
+	if r == nil {
+		r = redact.New(nil)
+	}
+	if now == nil {
+		now = time.Now
+	}
+	s := &Sealer{schemas: reg, redactor: r, now: now, known: map[string]string{}, entropy: ulid.Monotonic(rand.Reader, 0)}
+	for _, t := range Types {
+		id := schemas.PayloadSchemaID(t)
+		if !reg.Has(id) {
+			return nil, fmt.Errorf("event: no payload schema %s for %s: %w", id, t, schemas.ErrUnknownSchema)
+		}
+		s.known[t] = id
+	}
+	return s, nil
+}
+
+// Redactor returns the redactor applied to every payload.
+func (s *Sealer) Redactor() *redact.Redactor { return s.redactor }
+
+// Prepare redacts, canonicalises and validates one draft.
+func (s *Sealer) Prepare(sessionID string, d Draft) (Prepared, error) {
+	if !ValidSessionID(sessionID) {
+		return Prepared{}, fmt.Errorf("event: %q: %w", sessionID, ErrInvalidSession)
+	}
+	schemaID, ok := s.known[d.Type]
+	if !ok {
+		return Prepared{}, &SchemaViolationError{EventType: d.Type, SchemaID: "event_v1", Pointer: "/type", Message: fmt.Sprintf("unknown event type %q", d.Type)}
+	}
+	if d.Actor == "" {
+		return Prepared{}, &SchemaViolationError{EventType: d.Type, SchemaID: "event_v1", Pointer: "/actor", Message: "actor is required"}
+	}
+	raw, err := payloadJSON(d.Payload)
+	if err != nil {
+		return Prepared{}, &SchemaViolationError{EventType: d.Type, SchemaID: schemaID, Message: "payload is not JSON: " + err.Error()}
+	}
+	red, err := s.redactor.JSON(raw)
+	if err != nil {
+		return Prepared{}, &SchemaViolationError{EventType: d.Type, SchemaID: schemaID, Message: "payload is not JSON: " + err.Error()}
+	}
+	if err := s.schemas.ValidateJSON(schemaID, red); err != nil {
+		var ve *schemas.ValidationError
+		if errors.As(err, &ve) {
+			return Prepared{}, &SchemaViolationError{EventType: d.Type, SchemaID: schemaID, Pointer: ve.Pointer, Message: ve.Message}
+		}
+		return Prepared{}, err
+	}
+	p := Prepared{SessionID: sessionID, RunID: s.redactor.String(d.RunID), Type: d.Type, Actor: s.redactor.String(d.Actor), Payload: red}
+	if d.ParentID != "" {
+		pid := d.ParentID
+		p.ParentID = &pid
+	}
+	return p, nil
+}
+
+// PrepareAll prepares a batch. On a schema violation it returns the error
+// and a one-event batch holding the schema.violation to append instead.
+func (s *Sealer) PrepareAll(sessionID string, drafts []Draft) ([]Prepared, error) {
+	out := make([]Prepared, 0, len(drafts))
+	for _, d := range drafts {
+		p, err := s.Prepare(sessionID, d)
+		if err != nil {
+			var sv *SchemaViolationError
+			if !errors.As(err, &sv) {
+				return nil, err
+			}
+			vp, verr := s.Prepare(sessionID, Draft{RunID: d.RunID, Type: SchemaViolation, Actor: "runtime", Payload: map[string]any{
+				"schema_id": sv.SchemaID, "event_type": sv.EventType, "pointer": sv.Pointer, "message": sv.Message, "boundary": "event.append",
+			}})
+			if verr != nil {
+				return nil, errors.Join(err, verr)
+			}
+			return []Prepared{vp}, err
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// Chain numbers and hashes prepared events after tip. The caller must hold
+// the session's append lock so that tip is current.
+func (s *Sealer) Chain(tip Tip, ps []Prepared) []Event {
+	now := s.now().UTC()
+	ts := now.Format(TimeFormat)
+	out := make([]Event, len(ps))
+	s.mu.Lock()
+	for i := range ps {
+		out[i].ID = ulid.MustNew(ulid.Timestamp(now), s.entropy).String()
+	}
+	s.mu.Unlock()
+	prev := tip
+	for i, p := range ps {
+		e := &out[i]
+		e.SessionID, e.RunID, e.Type, e.Actor, e.Payload, e.ParentID = p.SessionID, p.RunID, p.Type, p.Actor, p.Payload, p.ParentID
+		e.Seq = prev.Seq + 1
+		e.TS = ts
+		e.SchemaVersion = SchemaVersion
+		e.PrevHash = prev.Hash
+		e.Hash = e.ComputeHash()
+		prev = Tip{Seq: e.Seq, Hash: e.Hash}
+	}
+	return out
+}
+
+func payloadJSON(p any) ([]byte, error) {
+	switch v := p.(type) {
+	case nil:
+		return []byte(`{}`), nil
+	case json.RawMessage:
+		return v, nil
+	case []byte:
+		return v, nil
+	default:
+		return json.Marshal(v)
+	}
+}

@@ -1,0 +1,190 @@
+// Package provider is the provider-agnostic completion layer (seed 000 L2):
+// one request and response shape (completion_request_v1 /
+// completion_response_v1) for every model provider. SDK types stay inside
+// the adapter sub-packages; changing provider is a RuntimeProfile change.
+package provider
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/agentos/agentos/schemas"
+)
+
+// Message roles.
+const (
+	RoleSystem    = "system"
+	RoleUser      = "user"
+	RoleAssistant = "assistant"
+	RoleTool      = "tool"
+)
+
+// Message is one conversation message. Assistant messages may carry tool
+// calls; tool messages answer one call by id.
+type Message struct {
+	Role       string     `json:"role"`
+	Content    string     `json:"content"`
+	ToolCalls  []ToolCall `json:"tool_calls,omitempty"`
+	ToolCallID string     `json:"tool_call_id,omitempty"`
+	Name       string     `json:"name,omitempty"`
+}
+
+// ToolSpec offers a tool to the model.
+type ToolSpec struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	InputSchema json.RawMessage `json:"input_schema"`
+}
+
+// ToolCall is a tool call normalised to {id, name, args}; Args is a raw
+// JSON object whatever the provider's native shape.
+type ToolCall struct {
+	ID   string          `json:"id"`
+	Name string          `json:"name"`
+	Args json.RawMessage `json:"args"`
+}
+
+// Usage is the token count and cost of one call.
+type Usage struct {
+	InputTokens  int64   `json:"input_tokens" yaml:"input_tokens"`
+	OutputTokens int64   `json:"output_tokens" yaml:"output_tokens"`
+	CostUSD      float64 `json:"cost_usd,omitempty" yaml:"cost_usd,omitempty"`
+}
+
+// CompletionRequest is completion_request_v1. Role and Turn are routing
+// hints for the runtime and the scripted provider; they are not sent to a
+// model and not part of the schema.
+type CompletionRequest struct {
+	Role          string     `json:"-"`
+	Turn          int        `json:"-"` // calls this role made earlier in the session
+	Messages      []Message  `json:"messages"`
+	Model         string     `json:"model"`
+	Tools         []ToolSpec `json:"tools,omitempty"`
+	MaxTokens     int        `json:"max_tokens,omitempty"`
+	Temperature   *float64   `json:"temperature,omitempty"`
+	SchemaVersion string     `json:"schema_version"`
+}
+
+// Finish reasons.
+const (
+	FinishStop      = "stop"
+	FinishToolUse   = "tool_use"
+	FinishMaxTokens = "max_tokens"
+	FinishSafety    = "safety"
+)
+
+// CompletionResponse is completion_response_v1.
+type CompletionResponse struct {
+	Text          string     `json:"text"`
+	ToolCalls     []ToolCall `json:"tool_calls"`
+	FinishReason  string     `json:"finish_reason"`
+	Usage         Usage      `json:"usage"`
+	Model         string     `json:"model"`
+	SchemaVersion string     `json:"schema_version"`
+}
+
+// Provider completes requests. Adapters retry inside Complete and return
+// *Error when they give up.
+type Provider interface {
+	Name() string
+	Complete(ctx context.Context, req CompletionRequest) (CompletionResponse, error)
+}
+
+// CodeProviderError is the fail-closed code for a provider that failed.
+const CodeProviderError = "PROVIDER_ERROR"
+
+// Error is a provider failure the runtime can branch on.
+type Error struct {
+	Code      string // PROVIDER_ERROR, or SCHEMA_VIOLATION for an invalid request/response
+	Provider  string
+	Status    int  // HTTP status, 0 if none
+	Retryable bool // a later attempt might succeed (the adapter already retried)
+	Attempts  int
+	Message   string
+	Err       error
+}
+
+func (e *Error) Error() string {
+	s := fmt.Sprintf("%s: %s: %s", e.Code, e.Provider, e.Message)
+	if e.Status != 0 {
+		s += fmt.Sprintf(" (HTTP %d)", e.Status)
+	}
+	if e.Attempts > 1 {
+		s += fmt.Sprintf(" after %d attempts", e.Attempts)
+	}
+	if e.Err != nil {
+		s += ": " + e.Err.Error()
+	}
+	return s
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Checked wraps a provider with schema validation of every request before
+// it is sent and every response after it arrives (I-5).
+type Checked struct {
+	P   Provider
+	Reg *schemas.Registry
+}
+
+// Name implements Provider.
+func (c Checked) Name() string { return c.P.Name() }
+
+// Complete implements Provider.
+func (c Checked) Complete(ctx context.Context, req CompletionRequest) (CompletionResponse, error) {
+	if req.SchemaVersion == "" {
+		req.SchemaVersion = "v1"
+	}
+	if err := c.Reg.Validate("completion_request_v1", req); err != nil {
+		return CompletionResponse{}, &Error{Code: "SCHEMA_VIOLATION", Provider: c.P.Name(), Message: "request", Err: err}
+	}
+	resp, err := c.P.Complete(ctx, req)
+	if err != nil {
+		var pe *Error
+		if !errors.As(err, &pe) {
+			err = &Error{Code: CodeProviderError, Provider: c.P.Name(), Message: "call failed", Err: err}
+		}
+		return CompletionResponse{}, err
+	}
+	if resp.ToolCalls == nil {
+		resp.ToolCalls = []ToolCall{}
+	}
+	if resp.SchemaVersion == "" {
+		resp.SchemaVersion = "v1"
+	}
+	if err := c.Reg.Validate("completion_response_v1", resp); err != nil {
+		return CompletionResponse{}, &Error{Code: "SCHEMA_VIOLATION", Provider: c.P.Name(), Message: "response", Err: err}
+	}
+	return resp, nil
+}
+
+// Pricing turns token counts into a cost when the provider reports none.
+type Pricing struct {
+	InputPerMTok  float64 `yaml:"input_per_mtok" json:"input_per_mtok"`
+	OutputPerMTok float64 `yaml:"output_per_mtok" json:"output_per_mtok"`
+}
+
+// Cost returns the price of u.
+func (p Pricing) Cost(u Usage) float64 {
+	return float64(u.InputTokens)*p.InputPerMTok/1e6 + float64(u.OutputTokens)*p.OutputPerMTok/1e6
+}
+
+// Priced fills Usage.CostUSD from a price table when the adapter left it 0.
+type Priced struct {
+	P       Provider
+	Pricing Pricing
+}
+
+// Name implements Provider.
+func (p Priced) Name() string { return p.P.Name() }
+
+// Complete implements Provider.
+func (p Priced) Complete(ctx context.Context, req CompletionRequest) (CompletionResponse, error) {
+	resp, err := p.P.Complete(ctx, req)
+	if err == nil && resp.Usage.CostUSD == 0 {
+		resp.Usage.CostUSD = p.Pricing.Cost(resp.Usage)
+	}
+	return resp, err
+}

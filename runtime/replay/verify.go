@@ -1,0 +1,291 @@
+package replay
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+
+	"github.com/agentos/agentos/runtime/event"
+	"github.com/agentos/agentos/schemas"
+)
+
+// Problem codes reported by Verify.
+const (
+	ProblemEmpty            = "empty_log"
+	ProblemTornFinalLine    = "torn_final_line" // a crash cut the last write short
+	ProblemBlankLine        = "blank_line"
+	ProblemInvalidJSON      = "invalid_json"
+	ProblemHashMismatch     = "hash_mismatch" // content edited after it was written
+	ProblemNotCanonical     = "not_canonical"
+	ProblemEnvelopeSchema   = "envelope_schema"
+	ProblemPayloadSchema    = "payload_schema"
+	ProblemSessionMismatch  = "session_mismatch"
+	ProblemSeqGap           = "seq_gap"          // events missing (deleted)
+	ProblemSeqOrder         = "seq_out_of_order" // reordered or duplicated lines
+	ProblemChainBroken      = "chain_broken"
+	ProblemTerminalMissing  = "terminal_missing"
+	ProblemTerminalDup      = "terminal_duplicate"
+	ProblemUnpairedTool     = "unpaired_tool_invoke"
+	ProblemUnpairedLLM      = "unpaired_llm_request"
+	ProblemUnexpectedResult = "orphan_result"
+)
+
+// Problem is the first integrity problem found in a log.
+type Problem struct {
+	Code    string `json:"code"`
+	Line    int    `json:"line,omitempty"` // 1-based line in the file (0 when verifying stored events)
+	Seq     int64  `json:"seq,omitempty"`
+	Message string `json:"message"`
+}
+
+func (p *Problem) Error() string {
+	loc := ""
+	if p.Line > 0 {
+		loc = fmt.Sprintf("line %d", p.Line)
+	}
+	if p.Seq > 0 {
+		if loc != "" {
+			loc += ", "
+		}
+		loc += fmt.Sprintf("seq %d", p.Seq)
+	}
+	if loc == "" {
+		return fmt.Sprintf("%s: %s", p.Code, p.Message)
+	}
+	return fmt.Sprintf("%s: %s: %s", loc, p.Code, p.Message)
+}
+
+// Report is the result of Verify.
+type Report struct {
+	Valid     bool     `json:"valid"`
+	SessionID string   `json:"session_id,omitempty"`
+	Events    int      `json:"events"`
+	LastSeq   int64    `json:"last_seq"`
+	LastHash  string   `json:"last_hash,omitempty"`
+	Closed    bool     `json:"closed"`
+	Problem   *Problem `json:"problem,omitempty"`
+}
+
+// Verifier checks events one by one. It is used by VerifyReader for files
+// and VerifyEvents for events read from a store.
+type Verifier struct {
+	reg       *schemas.Registry
+	rep       Report
+	prevHash  string
+	openTools map[string]open // tool.invoke id → where
+	openLLM   map[string]open
+	terminals map[string]int // run id → count
+	runs      map[string]open
+}
+
+type open struct {
+	line int
+	seq  int64
+}
+
+// NewVerifier returns a Verifier using the schema registry.
+func NewVerifier(reg *schemas.Registry) *Verifier {
+	return &Verifier{reg: reg, openTools: map[string]open{}, openLLM: map[string]open{}, terminals: map[string]int{}, runs: map[string]open{}}
+}
+
+// Line checks one raw line (without its newline). final says it is the last
+// line and had no trailing newline, which is how a crash mid-write looks.
+func (v *Verifier) Line(lineNo int, b []byte, final bool) *Problem {
+	if len(bytes.TrimSpace(b)) == 0 {
+		if final {
+			return nil
+		}
+		return &Problem{Code: ProblemBlankLine, Line: lineNo, Message: "blank line inside the log"}
+	}
+	if _, err := event.CheckLineHash(b); err != nil {
+		if final {
+			return &Problem{Code: ProblemTornFinalLine, Line: lineNo, Message: fmt.Sprintf("the last line is incomplete (%d bytes, no newline): a write was cut short, e.g. by a crash; the %d events before it are intact if no other problem is reported", len(b), v.rep.Events)}
+		}
+		if !json.Valid(b) {
+			return &Problem{Code: ProblemInvalidJSON, Line: lineNo, Message: "line is not valid JSON (corrupted bytes)"}
+		}
+		return &Problem{Code: ProblemHashMismatch, Line: lineNo, Seq: seqOf(b), Message: "content does not match its hash: the event was edited after it was written (" + err.Error() + ")"}
+	}
+	e, err := event.ParseLine(b)
+	if err != nil {
+		return &Problem{Code: ProblemInvalidJSON, Line: lineNo, Message: err.Error()}
+	}
+	if !bytes.Equal(e.Line(), b) {
+		return &Problem{Code: ProblemNotCanonical, Line: lineNo, Seq: e.Seq, Message: "line is not in canonical form (fields reordered, extra members or white space)"}
+	}
+	if err := v.reg.ValidateJSON("event_v1", b); err != nil {
+		return &Problem{Code: ProblemEnvelopeSchema, Line: lineNo, Seq: e.Seq, Message: err.Error()}
+	}
+	return v.Event(lineNo, &e)
+}
+
+func seqOf(b []byte) int64 {
+	var s struct{ Seq int64 }
+	_ = json.Unmarshal(b, &s)
+	return s.Seq
+}
+
+// Event checks one decoded event whose hash is already known to be right.
+func (v *Verifier) Event(lineNo int, e *event.Event) *Problem {
+	r := &v.rep
+	if r.SessionID == "" {
+		r.SessionID = e.SessionID
+	} else if e.SessionID != r.SessionID {
+		return &Problem{Code: ProblemSessionMismatch, Line: lineNo, Seq: e.Seq, Message: fmt.Sprintf("event belongs to session %q, log is session %q", e.SessionID, r.SessionID)}
+	}
+	want := r.LastSeq + 1
+	switch {
+	case e.Seq > want:
+		return &Problem{Code: ProblemSeqGap, Line: lineNo, Seq: e.Seq, Message: fmt.Sprintf("expected seq %d: %d event(s) missing (deleted?)", want, e.Seq-want)}
+	case e.Seq < want:
+		return &Problem{Code: ProblemSeqOrder, Line: lineNo, Seq: e.Seq, Message: fmt.Sprintf("expected seq %d: lines reordered or duplicated", want)}
+	}
+	if e.PrevHash != v.prevHash {
+		return &Problem{Code: ProblemChainBroken, Line: lineNo, Seq: e.Seq, Message: fmt.Sprintf("prev_hash %.12s… does not match the previous event's hash %.12s…", e.PrevHash, v.prevHash)}
+	}
+	if err := v.reg.ValidateJSON(schemas.PayloadSchemaID(e.Type), e.Payload); err != nil {
+		msg := err.Error()
+		if errors.Is(err, schemas.ErrUnknownSchema) {
+			msg = fmt.Sprintf("unknown event type %q", e.Type)
+		}
+		return &Problem{Code: ProblemPayloadSchema, Line: lineNo, Seq: e.Seq, Message: msg}
+	}
+	here := open{line: lineNo, seq: e.Seq}
+	if e.RunID != "" {
+		if _, ok := v.runs[e.RunID]; !ok {
+			v.runs[e.RunID] = here
+		}
+	}
+	switch e.Type {
+	case event.ToolInvoke:
+		v.openTools[e.ID] = here
+	case event.ToolResult:
+		if p := e.Parent(); p != "" {
+			if _, ok := v.openTools[p]; !ok {
+				return &Problem{Code: ProblemUnexpectedResult, Line: lineNo, Seq: e.Seq, Message: fmt.Sprintf("tool.result for %s, which is not an open tool.invoke", p)}
+			}
+			delete(v.openTools, p)
+		} else {
+			return &Problem{Code: ProblemUnexpectedResult, Line: lineNo, Seq: e.Seq, Message: "tool.result without parent_id"}
+		}
+	case event.LLMRequest:
+		v.openLLM[e.ID] = here
+	case event.LLMResponse:
+		p := e.Parent()
+		if _, ok := v.openLLM[p]; !ok {
+			return &Problem{Code: ProblemUnexpectedResult, Line: lineNo, Seq: e.Seq, Message: fmt.Sprintf("llm.response for %q, which is not an open llm.request", p)}
+		}
+		delete(v.openLLM, p)
+	case event.TurnTerminal:
+		v.terminals[e.RunID]++
+		if v.terminals[e.RunID] > 1 {
+			return &Problem{Code: ProblemTerminalDup, Line: lineNo, Seq: e.Seq, Message: fmt.Sprintf("run %q has a second turn.terminal: exactly one terminal report per run", e.RunID)}
+		}
+	case event.SessionClose:
+		r.Closed = true
+	}
+	r.Events++
+	r.LastSeq = e.Seq
+	r.LastHash = e.Hash
+	v.prevHash = e.Hash
+	return nil
+}
+
+// Finish runs the whole-log checks (audit completeness) and returns the
+// report.
+func (v *Verifier) Finish() Report {
+	r := v.rep
+	if r.Events == 0 {
+		r.Problem = &Problem{Code: ProblemEmpty, Message: "the log holds no events"}
+		return r
+	}
+	if p := firstOpen(v.openTools, ProblemUnpairedTool, "tool.invoke has no tool.result"); p != nil {
+		r.Problem = p
+		return r
+	}
+	if p := firstOpen(v.openLLM, ProblemUnpairedLLM, "llm.request has no llm.response"); p != nil {
+		r.Problem = p
+		return r
+	}
+	if r.Closed {
+		ids := make([]string, 0, len(v.runs))
+		for id := range v.runs {
+			ids = append(ids, id)
+		}
+		sort.Slice(ids, func(i, j int) bool { return v.runs[ids[i]].seq < v.runs[ids[j]].seq })
+		for _, id := range ids {
+			if v.terminals[id] == 0 {
+				o := v.runs[id]
+				r.Problem = &Problem{Code: ProblemTerminalMissing, Line: o.line, Seq: o.seq, Message: fmt.Sprintf("session is closed but run %q has no turn.terminal (report_missing)", id)}
+				return r
+			}
+		}
+		if len(ids) == 0 && len(v.terminals) == 0 {
+			r.Problem = &Problem{Code: ProblemTerminalMissing, Message: "session is closed but has no turn.terminal (report_missing)"}
+			return r
+		}
+	}
+	r.Valid = true
+	return r
+}
+
+func firstOpen(m map[string]open, code, msg string) *Problem {
+	var best *open
+	for _, o := range m {
+		if best == nil || o.seq < best.seq {
+			o := o
+			best = &o
+		}
+	}
+	if best == nil {
+		return nil
+	}
+	return &Problem{Code: code, Line: best.line, Seq: best.seq, Message: msg}
+}
+
+// VerifyReader verifies a JSONL log and reports the first problem.
+func VerifyReader(reg *schemas.Registry, r io.Reader) (Report, error) {
+	v := NewVerifier(reg)
+	br := bufio.NewReaderSize(r, 1<<20)
+	lineNo := 0
+	for {
+		b, err := br.ReadBytes('\n')
+		if err != nil && err != io.EOF {
+			return v.rep, err
+		}
+		if len(b) == 0 && err == io.EOF {
+			break
+		}
+		lineNo++
+		final := err == io.EOF // no trailing newline
+		if p := v.Line(lineNo, trimEOL(b), final); p != nil {
+			rep := v.rep
+			rep.Problem = p
+			return rep, nil
+		}
+		if err == io.EOF {
+			break
+		}
+	}
+	return v.Finish(), nil
+}
+
+// VerifyEvents verifies events read from a store (Line numbers are 0).
+func VerifyEvents(reg *schemas.Registry, evs []event.Event) Report {
+	v := NewVerifier(reg)
+	for i := range evs {
+		if p := v.Line(0, evs[i].Line(), false); p != nil {
+			if p.Seq == 0 {
+				p.Seq = evs[i].Seq
+			}
+			rep := v.rep
+			rep.Problem = p
+			return rep
+		}
+	}
+	return v.Finish()
+}

@@ -1,0 +1,457 @@
+package run
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"strings"
+
+	"github.com/agentos/agentos/runtime/event"
+	"github.com/agentos/agentos/runtime/hooks"
+	"github.com/agentos/agentos/runtime/journal"
+	"github.com/agentos/agentos/runtime/provider"
+	"github.com/agentos/agentos/runtime/skills"
+	"github.com/agentos/agentos/schemas"
+	"github.com/agentos/agentos/workflows"
+)
+
+// Engine is the Plan-Work-Review loop (seed 000 L3): INTAKE → LEAD →
+// (ADVISOR) → PLAN → WORK → REVIEW → DONE, with REVIEW fail → REWORK →
+// WORK bounded by the profile's max_rework. It is re-executable: every
+// effect goes through the run's effects, which replay the recorded log
+// before acting live, so the same code resumes a paused run in any process.
+type Engine struct {
+	Provider provider.Provider
+	Tools    Tools
+	Hooks    *hooks.Registry
+	Skills   *skills.Registry
+	Schemas  *schemas.Registry
+	Profile  provider.Profile
+	// Repo reads repository configuration (role prompt overrides, memory).
+	// It must be jailed to the workspace (os.Root.FS); nil means none.
+	Repo fs.FS
+}
+
+// Input is one run's request.
+type Input struct {
+	Prompt      string
+	Cwd         string // workspace root, for hook commands
+	Transcript  string // path of events.jsonl, for hook commands
+	PrevSummary string // the previous run's outcome, if any
+	RoleTurns   map[string]int
+	Source      string // startup | resume
+}
+
+// Result is how Execute ended when it did not fail.
+type Result struct {
+	Paused  bool
+	Pending []Pending
+	Output  string
+	Report  json.RawMessage
+	Usage   provider.Usage
+}
+
+// Resolution is a maintainer's answer to a pending approval.
+type Resolution struct {
+	Decision string // approve | deny | stale | cancelled
+	By       string
+	Reason   string
+}
+
+type state struct {
+	e         *Engine
+	f         *effects
+	in        Input
+	prompt    string
+	skill     *skills.Skill
+	allowed   []string
+	turns     map[string]int
+	calls     int
+	usage     provider.Usage
+	approvals map[string]Resolution
+}
+
+// Execute runs (or re-runs over its recorded history) one run.
+func (e *Engine) Execute(ctx context.Context, j *journal.Journal, in Input, history []event.Event) (Result, error) {
+	s := newState(e, j, in, history)
+	res, err := s.run(ctx)
+	res.Usage = s.usage
+	if err != nil && s.skill != nil && !res.Paused {
+		var nd *NonDeterminismError
+		if !errors.As(err, &nd) {
+			if _, cerr := s.f.emit(ctx, event.SkillComplete, "runtime", map[string]any{"skill": s.skill.Name, "ok": false, "reason": err.Error()}, ""); cerr != nil {
+				err = errors.Join(err, cerr)
+			}
+		}
+	}
+	return res, err
+}
+
+func newState(e *Engine, j *journal.Journal, in Input, history []event.Event) *state {
+	s := &state{e: e, f: &effects{j: j, history: history}, in: in, prompt: in.Prompt, turns: map[string]int{}, approvals: map[string]Resolution{}}
+	for k, v := range in.RoleTurns {
+		s.turns[k] = v
+	}
+	for _, ev := range history {
+		if ev.Type == event.ApprovalResolved {
+			s.approvals[event.FieldString(ev.Payload, "approval_id")] = Resolution{Decision: event.FieldString(ev.Payload, "decision"), By: event.FieldString(ev.Payload, "by"), Reason: event.FieldString(ev.Payload, "reason")}
+		}
+	}
+	return s
+}
+
+func (s *state) run(ctx context.Context) (Result, error) {
+	d, err := s.f.hook(ctx, s.e.Hooks, hooks.Input{Event: hooks.SessionStart, SessionID: s.f.j.SessionID(), Cwd: s.in.Cwd, Transcript: s.in.Transcript, Source: s.in.Source})
+	if err != nil {
+		return Result{}, err
+	}
+	if d.Decision == hooks.Deny {
+		return Result{}, &Failure{Status: StatusDenied, Class: ClassPolicyDenied, Code: "GATE_DENIED", Reason: "SessionStart hook: " + d.Reason, NextAction: "change the hook configuration or ask a maintainer"}
+	}
+	d, err = s.f.hook(ctx, s.e.Hooks, hooks.Input{Event: hooks.UserPromptSubmit, SessionID: s.f.j.SessionID(), Cwd: s.in.Cwd, Transcript: s.in.Transcript, Prompt: s.prompt})
+	if err != nil {
+		return Result{}, err
+	}
+	switch d.Decision {
+	case hooks.Deny:
+		return Result{}, &Failure{Status: StatusDenied, Class: ClassPolicyDenied, Code: "PROMPT_DENIED", Reason: "UserPromptSubmit hook: " + d.Reason, NextAction: "rephrase the request"}
+	case hooks.Transform:
+		var p struct{ Prompt string }
+		if err := json.Unmarshal(d.Output, &p); err == nil {
+			s.prompt = p.Prompt
+		}
+	}
+	if s.e.Skills != nil {
+		if sk := s.e.Skills.Select(s.prompt); sk != nil {
+			s.skill, s.allowed = sk, sk.AllowedTools
+			p := map[string]any{"skill": sk.Name, "source": sk.Root}
+			if sk.AllowedTools != nil {
+				p["allowed_tools"] = sk.AllowedTools
+			}
+			if _, err := s.f.emit(ctx, event.SkillInvoke, "runtime", p, ""); err != nil {
+				return Result{}, err
+			}
+			d, err := s.f.hook(ctx, s.e.Hooks, hooks.Input{Event: hooks.SkillStart, SessionID: s.f.j.SessionID(), Cwd: s.in.Cwd, Skill: sk.Name})
+			if err != nil {
+				return Result{}, err
+			}
+			if d.Decision == hooks.Deny {
+				return Result{}, &Failure{Status: StatusDenied, Class: ClassPolicyDenied, Code: "GATE_DENIED", Reason: "SkillStart hook: " + d.Reason, NextAction: "change the hook configuration"}
+			}
+		}
+	}
+
+	if err := s.transition(ctx, "INTAKE", "LEAD", "lead", ""); err != nil {
+		return Result{}, err
+	}
+	directive, err := s.roleJSON(ctx, "lead", "lead_directive_v1", []provider.Message{
+		{Role: provider.RoleSystem, Content: s.rolePrompt("lead")},
+		{Role: provider.RoleUser, Content: s.leadInput()},
+	})
+	if err != nil {
+		return Result{}, err
+	}
+	from := "LEAD"
+	if event.FieldBool(directive, "needs_advisor") {
+		if err := s.transition(ctx, "LEAD", "ADVISOR", "advisor", "lead asked for outside advice"); err != nil {
+			return Result{}, err
+		}
+		directive, err = s.roleJSON(ctx, "advisor", "lead_directive_v1", []provider.Message{
+			{Role: provider.RoleSystem, Content: s.rolePrompt("advisor")},
+			{Role: provider.RoleUser, Content: "User request:\n" + s.prompt + "\n\nLead directive:\n" + string(directive)},
+		})
+		if err != nil {
+			return Result{}, err
+		}
+		from = "ADVISOR"
+	}
+	if err := s.transition(ctx, from, "PLAN", "planner", ""); err != nil {
+		return Result{}, err
+	}
+	plan, err := s.roleJSON(ctx, "planner", "plan_v1", []provider.Message{
+		{Role: provider.RoleSystem, Content: s.rolePrompt("planner")},
+		{Role: provider.RoleUser, Content: s.plannerInput(directive)},
+	})
+	if err != nil {
+		return Result{}, err
+	}
+	if _, err := s.f.emit(ctx, event.ArtifactEmitted, "planner", artifact("plan", "plan.json", plan), ""); err != nil {
+		return Result{}, err
+	}
+
+	maxRework := s.e.Profile.Limits.MaxRework
+	feedback := ""
+	from = "PLAN"
+	for round := 0; ; round++ {
+		if err := s.transition(ctx, from, "WORK", "worker", ""); err != nil {
+			return Result{}, err
+		}
+		report, res, err := s.work(ctx, directive, plan, feedback)
+		if err != nil || res.Paused {
+			return res, err
+		}
+		if _, err := s.f.emit(ctx, event.WorkerReport, "worker", report, ""); err != nil {
+			return Result{}, err
+		}
+		if err := s.transition(ctx, "WORK", "REVIEW", "reviewer", ""); err != nil {
+			return Result{}, err
+		}
+		review, err := s.roleJSON(ctx, "reviewer", "review_result_v1", []provider.Message{
+			{Role: provider.RoleSystem, Content: s.rolePrompt("reviewer")},
+			{Role: provider.RoleUser, Content: "Intent:\n" + event.FieldString(directive, "intent") + "\n\nplan_v1:\n" + string(plan) + "\n\nworker_report_v1 (written by the worker, not by you):\n" + string(report)},
+		})
+		if err != nil {
+			return Result{}, err
+		}
+		if _, err := s.f.emit(ctx, event.ArtifactEmitted, "reviewer", artifact("review", "review.json", review), ""); err != nil {
+			return Result{}, err
+		}
+		pass := event.FieldString(review, "verdict") == "pass"
+		feedback = event.FieldString(review, "feedback")
+		if pass {
+			d, err := s.f.hook(ctx, s.e.Hooks, hooks.Input{Event: hooks.Stop, SessionID: s.f.j.SessionID(), Cwd: s.in.Cwd, StopActive: round > 0})
+			if err != nil {
+				return Result{}, err
+			}
+			// A Stop hook that blocks stopping sends the work back once more,
+			// within the rework budget (Claude Code's "decision: block").
+			if d.Decision != hooks.Deny || round >= maxRework {
+				if err := s.transition(ctx, "REVIEW", "DONE", "reviewer", ""); err != nil {
+					return Result{}, err
+				}
+				break
+			}
+			pass, feedback = false, "Stop hook: "+d.Reason
+		}
+		if !pass {
+			if round >= maxRework {
+				if err := s.transition(ctx, "REVIEW", "ESCALATED", "reviewer", "rework budget spent"); err != nil {
+					return Result{}, err
+				}
+				return Result{}, &Failure{Status: StatusDenied, Class: ClassPolicyDenied, Code: "REVIEW_FAILED",
+					Reason:     fmt.Sprintf("the reviewer rejected the work after %d rework round(s): %s", round, feedback),
+					NextAction: "a maintainer should review the feedback and the partial work, then re-run with clearer instructions"}
+			}
+			if err := s.transition(ctx, "REVIEW", "REWORK", "reviewer", feedback); err != nil {
+				return Result{}, err
+			}
+			from = "REWORK"
+		}
+	}
+	if s.skill != nil {
+		if _, err := s.f.emit(ctx, event.SkillComplete, "runtime", map[string]any{"skill": s.skill.Name, "ok": true}, ""); err != nil {
+			return Result{}, err
+		}
+	}
+	rep := s.lastReport()
+	out := event.FieldString(rep, "output")
+	if _, err := s.f.emit(ctx, event.OutputMessage, "worker", map[string]any{"text": out, "role": "worker"}, ""); err != nil {
+		return Result{}, err
+	}
+	return Result{Output: out, Report: rep}, nil
+}
+
+func (s *state) lastReport() json.RawMessage {
+	for i := len(s.f.history) - 1; i >= 0; i-- {
+		if s.f.history[i].Type == event.WorkerReport {
+			return s.f.history[i].Payload
+		}
+	}
+	evs, err := s.f.j.Events(context.Background())
+	if err != nil {
+		return nil
+	}
+	for i := len(evs) - 1; i >= 0; i-- {
+		if evs[i].Type == event.WorkerReport {
+			return evs[i].Payload
+		}
+	}
+	return nil
+}
+
+func artifact(kind, name string, content []byte) map[string]any {
+	return map[string]any{"kind": kind, "name": name, "digest": digestOf(content), "size": len(content), "media_type": "application/json", "content": string(content)}
+}
+
+func (s *state) transition(ctx context.Context, from, to, actor, reason string) error {
+	p := map[string]any{"from": from, "to": to, "role": actor}
+	if reason != "" {
+		p["reason"] = reason
+	}
+	_, err := s.f.emit(ctx, event.AgentTransition, actor, p, "")
+	return err
+}
+
+// rolePrompt returns .agent/roles/<role>.md from the repository, else the
+// built-in canonical prompt.
+func (s *state) rolePrompt(role string) string {
+	if s.e.Repo != nil {
+		if b, err := fs.ReadFile(s.e.Repo, ".agent/roles/"+role+".md"); err == nil && len(b) > 0 {
+			return string(b)
+		}
+	}
+	b, err := fs.ReadFile(workflows.FS, "roles/"+role+".md")
+	if err != nil {
+		return "# " + role + " role\n\nOutput JSON only."
+	}
+	return string(b)
+}
+
+const memoryCap = 8 << 10
+
+func (s *state) memory() string {
+	if s.e.Repo == nil {
+		return ""
+	}
+	b, err := fs.ReadFile(s.e.Repo, ".agent/memory.md")
+	if err != nil {
+		return ""
+	}
+	if len(b) > memoryCap {
+		b = append(b[:memoryCap], "\n[memory truncated]"...)
+	}
+	return string(b)
+}
+
+func (s *state) contextNotes() string {
+	var b strings.Builder
+	if m := s.memory(); m != "" {
+		b.WriteString("\n\n## Repository memory (.agent/memory.md)\n" + m)
+	}
+	if s.in.PrevSummary != "" {
+		b.WriteString("\n\n## Previous run\n" + s.in.PrevSummary)
+	}
+	return b.String()
+}
+
+func (s *state) leadInput() string {
+	in := "User request:\n" + s.prompt
+	if s.skill != nil {
+		in += fmt.Sprintf("\n\nSelected skill: %s — %s", s.skill.Name, s.skill.Description)
+	}
+	return in + s.contextNotes()
+}
+
+func (s *state) plannerInput(directive json.RawMessage) string {
+	in := "lead_directive_v1:\n" + string(directive)
+	if s.skill != nil {
+		if body, err := s.skill.Body(); err == nil {
+			in += "\n\n## Skill: " + s.skill.Name + "\n" + body
+		}
+	}
+	return in + s.contextNotes()
+}
+
+// checkBudget ends the run before a model call that the limits forbid.
+func (s *state) checkBudget() error {
+	l := s.e.Profile.Limits
+	switch {
+	case l.MaxTurns > 0 && s.calls >= l.MaxTurns:
+		return &Failure{Status: StatusFailed, Class: ClassPolicyDenied, Code: "BUDGET_EXCEEDED", Reason: fmt.Sprintf("max_turns %d reached", l.MaxTurns), NextAction: "raise max_turns or narrow the request; the work so far is kept"}
+	case l.MaxTokens > 0 && s.usage.InputTokens+s.usage.OutputTokens >= l.MaxTokens:
+		return &Failure{Status: StatusFailed, Class: ClassPolicyDenied, Code: "BUDGET_EXCEEDED", Reason: fmt.Sprintf("max_tokens %d reached", l.MaxTokens), NextAction: "raise max_tokens or narrow the request; the work so far is kept"}
+	case l.MaxCostUSD > 0 && s.usage.CostUSD >= l.MaxCostUSD:
+		return &Failure{Status: StatusFailed, Class: ClassPolicyDenied, Code: "BUDGET_EXCEEDED", Reason: fmt.Sprintf("max_cost_usd %.2f reached ($%.4f spent)", l.MaxCostUSD, s.usage.CostUSD), NextAction: "raise max_cost_usd or narrow the request; the work so far is kept"}
+	}
+	return nil
+}
+
+// call makes one model call for a role.
+func (s *state) call(ctx context.Context, role string, msgs []provider.Message, tools []provider.ToolSpec) (provider.CompletionResponse, error) {
+	if !s.f.replaying() {
+		if err := s.checkBudget(); err != nil {
+			return provider.CompletionResponse{}, err
+		}
+	}
+	p := s.e.Profile
+	req := provider.CompletionRequest{Role: role, Turn: s.turns[role], Messages: msgs, Model: p.Model, Tools: tools, MaxTokens: p.MaxTokens, Temperature: p.Temperature, SchemaVersion: "v1"}
+	cctx := ctx
+	if idle := p.Limits.IdleTimeout.D(); idle > 0 {
+		var cancel context.CancelFunc
+		cctx, cancel = context.WithTimeout(ctx, idle)
+		defer cancel()
+	}
+	resp, err := s.f.complete(cctx, s.e.Provider, req)
+	s.turns[role]++
+	s.calls++
+	if err != nil {
+		var nd *NonDeterminismError
+		if errors.As(err, &nd) {
+			return resp, err
+		}
+		if ctx.Err() != nil || cctx.Err() != nil {
+			return resp, &Failure{Status: StatusFailed, Class: ClassTimeout, Code: "TIMEOUT", Reason: role + " model call timed out", NextAction: "retry later or raise the time limits", Err: err}
+		}
+		var pe *provider.Error
+		if errors.As(err, &pe) {
+			class := ClassProviderError
+			if pe.Status == 401 || pe.Status == 403 {
+				class = ClassAuthError
+			}
+			return resp, &Failure{Status: StatusFailed, Class: class, Code: provider.CodeProviderError, Reason: fmt.Sprintf("%s call failed: %s", role, pe.Message), NextAction: "check the provider configuration and retry", Err: err}
+		}
+		return resp, err
+	}
+	s.usage.InputTokens += resp.Usage.InputTokens
+	s.usage.OutputTokens += resp.Usage.OutputTokens
+	s.usage.CostUSD += resp.Usage.CostUSD
+	return resp, nil
+}
+
+// roleJSON asks a role for JSON matching schemaID, with one repair round.
+func (s *state) roleJSON(ctx context.Context, role, schemaID string, msgs []provider.Message) (json.RawMessage, error) {
+	var lastErr error
+	for attempt := 0; attempt < 2; attempt++ {
+		resp, err := s.call(ctx, role, msgs, nil)
+		if err != nil {
+			return nil, err
+		}
+		doc, verr := s.parseRole(resp.Text, schemaID)
+		if verr == nil {
+			return doc, nil
+		}
+		lastErr = verr
+		if err := s.violation(ctx, role, schemaID, verr); err != nil {
+			return nil, err
+		}
+		msgs = append(msgs,
+			provider.Message{Role: provider.RoleAssistant, Content: resp.Text},
+			provider.Message{Role: provider.RoleUser, Content: fmt.Sprintf("Your reply is not valid %s: %v\nReply again with the corrected JSON object only.", schemaID, verr)})
+	}
+	return nil, &Failure{Status: StatusFailed, Class: ClassProviderError, Code: "MALFORMED_AGENT_MESSAGE", Reason: fmt.Sprintf("%s output is not valid %s after one repair round: %v", role, schemaID, lastErr), NextAction: "retry, or use a stronger model for this role"}
+}
+
+func (s *state) violation(ctx context.Context, role, schemaID string, verr error) error {
+	p := map[string]any{"schema_id": schemaID, "message": verr.Error(), "boundary": "role_output:" + role}
+	var ve *schemas.ValidationError
+	if errors.As(verr, &ve) {
+		p["pointer"], p["message"] = ve.Pointer, ve.Message
+	}
+	_, err := s.f.emit(ctx, event.SchemaViolation, role, p, "")
+	return err
+}
+
+// parseRole extracts the JSON object from a role's reply (tolerating a
+// Markdown code fence around it) and validates it.
+func (s *state) parseRole(text, schemaID string) (json.RawMessage, error) {
+	t := strings.TrimSpace(text)
+	if strings.HasPrefix(t, "```") {
+		t = strings.TrimPrefix(t, "```json")
+		t = strings.TrimPrefix(t, "```")
+		t = strings.TrimSuffix(strings.TrimSpace(t), "```")
+		t = strings.TrimSpace(t)
+	}
+	if !strings.HasPrefix(t, "{") {
+		return nil, errors.New("the reply is not a JSON object")
+	}
+	raw, err := event.Canonical([]byte(t))
+	if err != nil {
+		return nil, fmt.Errorf("invalid JSON: %v", err)
+	}
+	if err := s.e.Schemas.ValidateJSON(schemaID, raw); err != nil {
+		return nil, err
+	}
+	return raw, nil
+}

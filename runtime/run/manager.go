@@ -1,0 +1,369 @@
+// Package run owns a run's lifecycle: the RunManager (one active run per
+// session, start, pause on approval, resume from the log in any process,
+// exactly one terminal report) and the Plan-Work-Review engine it drives.
+package run
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/agentos/agentos/runtime/event"
+	"github.com/agentos/agentos/runtime/journal"
+	"github.com/agentos/agentos/runtime/replay"
+	"github.com/agentos/agentos/runtime/store"
+	"github.com/oklog/ulid/v2"
+)
+
+// Errors callers branch on.
+var (
+	ErrPaused          = errors.New("the session has a run waiting for approval")
+	ErrNotPaused       = errors.New("the session has no paused run")
+	ErrUnknownApproval = errors.New("no such pending approval")
+	ErrResolved        = errors.New("approval already resolved")
+)
+
+// Manager runs sessions. It keeps no run state between calls: a paused run
+// is only its log, so any process with the store can resume it.
+type Manager struct {
+	Store store.Store
+	Now   func() time.Time
+
+	mu    sync.Mutex
+	locks map[string]*sync.Mutex
+}
+
+// NewManager returns a manager over s.
+func NewManager(s store.Store) *Manager {
+	return &Manager{Store: s, Now: time.Now, locks: map[string]*sync.Mutex{}}
+}
+
+// lock serialises runs of one session in this process: a later request
+// waits for the active one (the queue). Across processes the store's
+// expected-seq check makes a second writer fail instead of interleaving.
+func (m *Manager) lock(sessionID string) func() {
+	m.mu.Lock()
+	l, ok := m.locks[sessionID]
+	if !ok {
+		l = &sync.Mutex{}
+		m.locks[sessionID] = l
+	}
+	m.mu.Unlock()
+	l.Lock()
+	return l.Unlock
+}
+
+// StartRequest asks for a new run.
+type StartRequest struct {
+	SessionID     string
+	Prompt        string
+	SessionKey    string         // e.g. owner/repo#42
+	CorrelationID string         // e.g. the webhook delivery id; defaults to the session id
+	Trigger       map[string]any // recorded in run.started
+	Cwd           string
+	Transcript    string
+}
+
+// Outcome is where a run stands when Start, Resume or Cancel returns.
+type Outcome struct {
+	SessionID string    `json:"session_id"`
+	RunID     string    `json:"run_id"`
+	Status    string    `json:"status"` // completed | failed | denied | paused
+	Terminal  *Report   `json:"terminal,omitempty"`
+	Pending   []Pending `json:"pending,omitempty"`
+	Output    string    `json:"output,omitempty"`
+}
+
+var ids = struct {
+	sync.Mutex
+	e *ulid.MonotonicEntropy
+}{e: ulid.Monotonic(rand.Reader, 0)}
+
+func newRunID(now time.Time) string {
+	ids.Lock()
+	defer ids.Unlock()
+	return "run-" + ulid.MustNew(ulid.Timestamp(now), ids.e).String()
+}
+
+// Start begins a new run of the session and drives it until it completes,
+// fails, or pauses for an approval.
+func (m *Manager) Start(ctx context.Context, eng *Engine, req StartRequest) (Outcome, error) {
+	unlock := m.lock(req.SessionID)
+	defer unlock()
+	j, err := journal.Open(ctx, m.Store, req.SessionID)
+	if err != nil {
+		return Outcome{}, err
+	}
+	evs, err := j.Events(ctx)
+	if err != nil {
+		return Outcome{}, err
+	}
+	snap, err := replay.Replay(evs)
+	if err != nil {
+		return Outcome{}, err
+	}
+	if snap.RunStatus == "paused" {
+		return Outcome{SessionID: req.SessionID, RunID: snap.RunID, Status: "paused"}, ErrPaused
+	}
+	if err := m.closeOrphan(ctx, j, snap, req.SessionID); err != nil {
+		return Outcome{}, err
+	}
+	runID := newRunID(m.Now())
+	j.SetRun(runID)
+	corr := req.CorrelationID
+	if corr == "" {
+		corr = req.SessionID
+	}
+	start := map[string]any{"prompt": req.Prompt}
+	if req.SessionKey != "" {
+		start["session_key"] = req.SessionKey
+	}
+	if _, err := j.Append(ctx, event.SessionStart, "user", start, ""); err != nil {
+		return Outcome{}, err
+	}
+	started := map[string]any{"run_id": runID, "prompt": req.Prompt, "trigger": map[string]any{"correlation_id": corr}}
+	for k, v := range req.Trigger {
+		started["trigger"].(map[string]any)[k] = v
+	}
+	if req.SessionKey != "" {
+		started["session_key"] = req.SessionKey
+	}
+	if _, err := j.Append(ctx, event.RunStarted, "runtime", started, ""); err != nil {
+		return Outcome{}, err
+	}
+	in := Input{Prompt: req.Prompt, Cwd: req.Cwd, Transcript: req.Transcript, PrevSummary: prevSummary(snap), RoleTurns: roleTurns(evs), Source: "startup"}
+	return m.drive(ctx, eng, j, runID, corr, in, nil)
+}
+
+// closeOrphan gives a run that ended without a terminal report (a crash)
+// its report_missing terminal report, so every run has exactly one.
+func (m *Manager) closeOrphan(ctx context.Context, j *journal.Journal, snap replay.Snapshot, sessionID string) error {
+	if snap.RunID == "" || snap.RunStatus == "" || snap.Runs[snap.RunID] == nil || snap.Runs[snap.RunID].Terminal != nil {
+		return nil
+	}
+	rep := Report{Status: StatusFailed, Reason: "the run ended without a terminal report (the process stopped mid-run)", NextAction: "start the request again", TraceID: snap.RunID, CorrelationID: sessionID, ErrorClass: ClassReportMissing, SchemaVersion: "v1"}
+	j.SetRun(snap.RunID)
+	if _, err := j.Append(ctx, event.TurnTerminal, "runtime", rep, ""); err != nil {
+		return err
+	}
+	_, err := j.Append(ctx, event.SessionClose, "runtime", map[string]any{"ok": false, "reason": "report_missing"}, "")
+	return err
+}
+
+// Resolve records a maintainer's answer to a pending approval. The caller
+// has checked that `by` may answer; Resolve checks the approval exists and
+// is still pending. Call Resume afterwards to continue the run.
+func (m *Manager) Resolve(ctx context.Context, sessionID, approvalID, decision, by, reason string) error {
+	if by == "" {
+		return fmt.Errorf("resolve %s: who answered is required", approvalID)
+	}
+	switch decision {
+	case "approve", "deny", "stale", "cancelled":
+	default:
+		return fmt.Errorf("resolve %s: decision must be approve, deny, stale or cancelled, not %q", approvalID, decision)
+	}
+	unlock := m.lock(sessionID)
+	defer unlock()
+	j, err := journal.Open(ctx, m.Store, sessionID)
+	if err != nil {
+		return err
+	}
+	evs, err := j.Events(ctx)
+	if err != nil {
+		return err
+	}
+	snap, err := replay.Replay(evs)
+	if err != nil {
+		return err
+	}
+	for _, a := range snap.ResolvedApprovals {
+		if a.ID == approvalID {
+			return fmt.Errorf("%s: %w (%s by %s)", approvalID, ErrResolved, a.Decision, a.By)
+		}
+	}
+	for _, a := range snap.PendingApprovals {
+		if a.ID == approvalID {
+			p := map[string]any{"approval_id": approvalID, "decision": decision, "by": by, "digest": a.Digest}
+			if reason != "" {
+				p["reason"] = reason
+			}
+			_, err := j.Append(ctx, event.ApprovalResolved, "maintainer", p, "")
+			return err
+		}
+	}
+	return fmt.Errorf("%s: %w", approvalID, ErrUnknownApproval)
+}
+
+// Resume continues the session's paused run: the engine re-executes over
+// the run's recorded events (no model call or tool call is repeated) and
+// goes on live from where the log ends.
+func (m *Manager) Resume(ctx context.Context, eng *Engine, sessionID, cwd, transcript string) (Outcome, error) {
+	unlock := m.lock(sessionID)
+	defer unlock()
+	j, err := journal.Open(ctx, m.Store, sessionID)
+	if err != nil {
+		return Outcome{}, err
+	}
+	evs, err := j.Events(ctx)
+	if err != nil {
+		return Outcome{}, err
+	}
+	snap, err := replay.Replay(evs)
+	if err != nil {
+		return Outcome{}, err
+	}
+	if snap.RunStatus != "paused" {
+		return Outcome{SessionID: sessionID, RunID: snap.RunID, Status: snap.RunStatus}, ErrNotPaused
+	}
+	history, prompt, corr, before := runHistory(evs, snap.RunID)
+	j.SetRun(snap.RunID)
+	if _, err := j.Append(ctx, event.RunResumed, "runtime", map[string]any{"reason": "approval answered"}, ""); err != nil {
+		return Outcome{}, err
+	}
+	prevSnap, _ := replay.Replay(before)
+	in := Input{Prompt: prompt, Cwd: cwd, Transcript: transcript, PrevSummary: prevSummary(prevSnap), RoleTurns: roleTurns(before), Source: "resume"}
+	return m.drive(ctx, eng, j, snap.RunID, corr, in, history)
+}
+
+// Cancel ends the session's paused run with a terminal report (e.g. its PR
+// was closed). It appends approval.resolved (cancelled) for each pending
+// approval first.
+func (m *Manager) Cancel(ctx context.Context, sessionID, by, reason string) (Outcome, error) {
+	unlock := m.lock(sessionID)
+	defer unlock()
+	j, err := journal.Open(ctx, m.Store, sessionID)
+	if err != nil {
+		return Outcome{}, err
+	}
+	evs, err := j.Events(ctx)
+	if err != nil {
+		return Outcome{}, err
+	}
+	snap, err := replay.Replay(evs)
+	if err != nil {
+		return Outcome{}, err
+	}
+	if snap.RunStatus != "paused" {
+		return Outcome{SessionID: sessionID, RunID: snap.RunID, Status: snap.RunStatus}, ErrNotPaused
+	}
+	_, _, corr, _ := runHistory(evs, snap.RunID)
+	j.SetRun(snap.RunID)
+	for _, a := range snap.PendingApprovals {
+		if _, err := j.Append(ctx, event.ApprovalResolved, "maintainer", map[string]any{"approval_id": a.ID, "decision": "cancelled", "by": by, "reason": reason}, ""); err != nil {
+			return Outcome{}, err
+		}
+	}
+	f := &Failure{Status: StatusDenied, Class: ClassPolicyDenied, Code: "CANCELLED", Reason: "cancelled by " + by + ": " + reason, NextAction: "start a new request if the work is still wanted"}
+	return m.finish(ctx, j, snap.RunID, corr, Result{}, f)
+}
+
+func (m *Manager) drive(ctx context.Context, eng *Engine, j *journal.Journal, runID, corr string, in Input, history []event.Event) (Outcome, error) {
+	rctx := ctx
+	if wc := eng.Profile.Limits.WallClock.D(); wc > 0 {
+		var cancel context.CancelFunc
+		rctx, cancel = context.WithTimeout(ctx, wc)
+		defer cancel()
+	}
+	res, err := eng.Execute(rctx, j, in, history)
+	if err == nil && res.Paused {
+		ids := make([]string, 0, len(res.Pending))
+		for _, p := range res.Pending {
+			ids = append(ids, p.ApprovalID)
+		}
+		if _, err := j.Append(ctx, event.RunPaused, "runtime", map[string]any{"reason": "approval", "approval_ids": ids}, ""); err != nil {
+			return Outcome{}, err
+		}
+		return Outcome{SessionID: j.SessionID(), RunID: runID, Status: "paused", Pending: res.Pending}, nil
+	}
+	if err != nil && rctx.Err() != nil && ctx.Err() == nil {
+		err = &Failure{Status: StatusFailed, Class: ClassTimeout, Code: "TIMEOUT", Reason: "the run's wall-clock limit was reached", NextAction: "raise the time limit or split the request; the work so far is kept", Err: err}
+	}
+	return m.finish(ctx, j, runID, corr, res, err)
+}
+
+// finish appends the run's end: run.completed or run.failed, exactly one
+// turn.terminal, and session.close.
+func (m *Manager) finish(ctx context.Context, j *journal.Journal, runID, corr string, res Result, runErr error) (Outcome, error) {
+	out := Outcome{SessionID: j.SessionID(), RunID: runID, Output: res.Output}
+	var rep Report
+	if runErr == nil {
+		rep = Report{Status: StatusCompleted, NextAction: "review the change", TraceID: runID, CorrelationID: corr, SchemaVersion: "v1"}
+		if _, err := j.Append(ctx, event.RunCompleted, "runtime", map[string]any{"output": res.Output}, ""); err != nil {
+			return out, err
+		}
+	} else {
+		var f *Failure
+		if !errors.As(runErr, &f) {
+			var nd *NonDeterminismError
+			if errors.As(runErr, &nd) {
+				f = &Failure{Status: StatusFailed, Class: ClassToolRuntimeError, Code: "NON_DETERMINISM", Reason: nd.Error(), NextAction: "the code changed since the run was recorded; start the request again", Err: runErr}
+			} else {
+				f = &Failure{Status: StatusFailed, Class: ClassToolRuntimeError, Code: "RUNTIME_ERROR", Reason: runErr.Error(), NextAction: "check the server logs and retry", Err: runErr}
+			}
+		}
+		rep = f.report(runID, corr)
+		if _, err := j.Append(ctx, event.RunFailed, "runtime", map[string]any{"reason": rep.Reason, "error_class": string(rep.ErrorClass)}, ""); err != nil {
+			return out, errors.Join(runErr, err)
+		}
+	}
+	if _, err := j.Append(ctx, event.TurnTerminal, "runtime", rep, ""); err != nil {
+		return out, err
+	}
+	if _, err := j.Append(ctx, event.SessionClose, "runtime", map[string]any{"ok": rep.Status == StatusCompleted}, ""); err != nil {
+		return out, err
+	}
+	out.Status, out.Terminal = string(rep.Status), &rep
+	return out, nil
+}
+
+// runHistory returns the events of run runID from its run.started, the
+// run's prompt and correlation id, and the session's events before it.
+func runHistory(evs []event.Event, runID string) (history []event.Event, prompt, corr string, before []event.Event) {
+	start := len(evs)
+	for i, e := range evs {
+		if e.Type == event.RunStarted && e.RunID == runID {
+			start = i
+			prompt = event.FieldString(e.Payload, "prompt")
+			corr = event.FieldString(event.Field(e.Payload, "trigger"), "correlation_id")
+			break
+		}
+	}
+	// session.start precedes run.started; it belongs to this run too.
+	before = evs[:start]
+	if n := len(before); n > 0 && before[n-1].Type == event.SessionStart {
+		before = before[:n-1]
+	}
+	if corr == "" && start < len(evs) {
+		corr = evs[start].SessionID
+	}
+	return evs[start:], prompt, corr, before
+}
+
+// roleTurns counts each role's model calls in events, so the scripted
+// provider's turn numbering continues across runs and resumes.
+func roleTurns(evs []event.Event) map[string]int {
+	t := map[string]int{}
+	for _, e := range evs {
+		if e.Type == event.LLMRequest {
+			t[event.FieldString(e.Payload, "role")]++
+		}
+	}
+	return t
+}
+
+func prevSummary(s replay.Snapshot) string {
+	if s.Terminal == nil {
+		return ""
+	}
+	sum := "status: " + s.Terminal.Status
+	if s.Terminal.Reason != "" {
+		sum += "; reason: " + s.Terminal.Reason
+	}
+	if s.Output != "" {
+		sum += "\noutput: " + clip(s.Output, 2000)
+	}
+	return sum
+}

@@ -1,0 +1,74 @@
+package run
+
+import "fmt"
+
+// Status is a run's terminal status (terminal_report_v1).
+type Status string
+
+// Terminal statuses.
+const (
+	StatusCompleted Status = "completed"
+	StatusFailed    Status = "failed"
+	StatusDenied    Status = "denied"
+)
+
+// ErrorClass is seed 004's classification of a failed or denied run.
+type ErrorClass string
+
+// Error classes.
+const (
+	ClassInvalidInput     ErrorClass = "invalid_input"
+	ClassPolicyDenied     ErrorClass = "policy_denied"
+	ClassToolRuntimeError ErrorClass = "tool_runtime_error"
+	ClassTimeout          ErrorClass = "timeout"
+	ClassAuthError        ErrorClass = "auth_error"
+	ClassProviderError    ErrorClass = "provider_error"
+	ClassReportMissing    ErrorClass = "report_missing"
+)
+
+// Report is the exactly-one terminal report of a run (turn.terminal).
+type Report struct {
+	Status        Status     `json:"status"`
+	Reason        string     `json:"reason,omitempty"`
+	NextAction    string     `json:"next_action"`
+	TraceID       string     `json:"trace_id"`
+	CorrelationID string     `json:"correlation_id"`
+	ErrorClass    ErrorClass `json:"error_class,omitempty"`
+	SchemaVersion string     `json:"schema_version"`
+}
+
+// Failure is an error that ends a run with a classified terminal report.
+// The engine returns it; the manager turns it into turn.terminal.
+type Failure struct {
+	Status     Status
+	Class      ErrorClass
+	Code       string // a domain code such as MALFORMED_AGENT_MESSAGE, PROVIDER_ERROR
+	Reason     string
+	NextAction string
+	Err        error
+}
+
+func (f *Failure) Error() string {
+	s := fmt.Sprintf("%s (%s)", f.Reason, f.Class)
+	if f.Code != "" {
+		s = f.Code + ": " + s
+	}
+	if f.Err != nil {
+		s += ": " + f.Err.Error()
+	}
+	return s
+}
+
+func (f *Failure) Unwrap() error { return f.Err }
+
+func failf(class ErrorClass, code, next, format string, args ...any) *Failure {
+	return &Failure{Status: StatusFailed, Class: class, Code: code, Reason: fmt.Sprintf(format, args...), NextAction: next}
+}
+
+func (f *Failure) report(traceID, correlationID string) Report {
+	reason := f.Reason
+	if f.Code != "" {
+		reason = f.Code + ": " + reason
+	}
+	return Report{Status: f.Status, Reason: reason, NextAction: f.NextAction, TraceID: traceID, CorrelationID: correlationID, ErrorClass: f.Class, SchemaVersion: "v1"}
+}

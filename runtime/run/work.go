@@ -1,0 +1,201 @@
+package run
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/agentos/agentos/kernel"
+	"github.com/agentos/agentos/runtime/event"
+	"github.com/agentos/agentos/runtime/hooks"
+	"github.com/agentos/agentos/runtime/provider"
+)
+
+// toolMessageCap bounds one tool result in the worker's context.
+const toolMessageCap = 16 << 10
+
+// work is the Worker's multi-turn tool loop. It returns the validated
+// worker report, or a paused Result when a call waits for approval.
+func (s *state) work(ctx context.Context, directive, plan json.RawMessage, feedback string) (json.RawMessage, Result, error) {
+	system := s.rolePrompt("worker")
+	if s.skill != nil {
+		if body, err := s.skill.Body(); err == nil {
+			system += "\n\n## Skill: " + s.skill.Name + "\n" + body
+		}
+	}
+	system += s.contextNotes()
+	user := "lead_directive_v1:\n" + string(directive) + "\n\nplan_v1:\n" + string(plan)
+	if feedback != "" {
+		user += "\n\nReview feedback to address in this round:\n" + feedback
+	}
+	msgs := []provider.Message{{Role: provider.RoleSystem, Content: system}, {Role: provider.RoleUser, Content: user}}
+	var specs []provider.ToolSpec
+	if s.e.Tools != nil {
+		specs = s.e.Tools.Specs(s.allowed)
+	}
+	strikes := 0
+	repaired := false
+	maxTurns := s.e.Profile.Limits.MaxToolTurns
+	for turn := 0; turn < maxTurns; turn++ {
+		var err error
+		if msgs, err = s.compact(ctx, msgs); err != nil {
+			return nil, Result{}, err
+		}
+		resp, err := s.call(ctx, "worker", msgs, specs)
+		if err != nil {
+			return nil, Result{}, err
+		}
+		if len(resp.ToolCalls) == 0 {
+			doc, verr := s.parseRole(resp.Text, "worker_report_v1")
+			if verr == nil {
+				return doc, Result{}, nil
+			}
+			if err := s.violation(ctx, "worker", "worker_report_v1", verr); err != nil {
+				return nil, Result{}, err
+			}
+			if repaired {
+				return nil, Result{}, &Failure{Status: StatusFailed, Class: ClassProviderError, Code: "MALFORMED_AGENT_MESSAGE", Reason: "worker report is not valid worker_report_v1 after one repair round: " + verr.Error(), NextAction: "retry, or use a stronger model for the worker"}
+			}
+			repaired = true
+			msgs = append(msgs,
+				provider.Message{Role: provider.RoleAssistant, Content: resp.Text},
+				provider.Message{Role: provider.RoleUser, Content: fmt.Sprintf("Your final reply is not valid worker_report_v1: %v\nReply again with the corrected JSON object only.", verr)})
+			continue
+		}
+		msgs = append(msgs, provider.Message{Role: provider.RoleAssistant, Content: resp.Text, ToolCalls: resp.ToolCalls})
+		for _, tc := range resp.ToolCalls {
+			c := Call{ID: tc.ID, Name: tc.Name, Args: tc.Args, AllowedTools: s.allowed, Role: "worker"}
+			out, err := s.callTool(ctx, c)
+			if err != nil {
+				return nil, Result{}, err
+			}
+			if out.Pending != nil {
+				return nil, Result{Paused: true, Pending: []Pending{*out.Pending}}, nil
+			}
+			if out.Error != nil && (out.Error.Code == string(kernel.CodeInvalidArguments) || out.Error.Code == string(kernel.CodeToolNotFound)) {
+				strikes++
+				if strikes > 1 {
+					return nil, Result{}, &Failure{Status: StatusFailed, Class: ClassInvalidInput, Code: out.Error.Code,
+						Reason: fmt.Sprintf("the model's call to %s was blocked again after one repair round: %s", tc.Name, out.Error.Message), NextAction: "retry, or use a model with better tool calling"}
+				}
+			} else {
+				strikes = 0
+			}
+			msgs = append(msgs, provider.Message{Role: provider.RoleTool, ToolCallID: tc.ID, Name: tc.Name, Content: toolMessage(out)})
+		}
+	}
+	return nil, Result{}, &Failure{Status: StatusFailed, Class: ClassPolicyDenied, Code: "BUDGET_EXCEEDED", Reason: fmt.Sprintf("the worker did not finish within max_tool_turns %d", maxTurns), NextAction: "raise max_tool_turns or split the request; the work so far is kept"}
+}
+
+// callTool dispatches one call and, when it waits for an approval that the
+// log already answers, applies the answer.
+func (s *state) callTool(ctx context.Context, c Call) (ToolOutcome, error) {
+	out, err := s.f.tool(ctx, s.e.Tools, c)
+	for tries := 0; err == nil && out.Pending != nil && tries < 3; tries++ {
+		res, answered := s.approvals[out.Pending.ApprovalID]
+		if !answered {
+			return out, nil // still waiting: the run pauses
+		}
+		switch res.Decision {
+		case "approve":
+			ex, err := s.f.approved(ctx, s.e.Tools, c, *out.Pending, res.By)
+			if err != nil || ex.Error == nil || ex.Error.Code != string(kernel.CodeApprovalStale) {
+				return ex, err
+			}
+			// The worktree moved after the approval: ask again.
+			out, err = s.f.tool(ctx, s.e.Tools, c)
+		case "deny", "cancelled":
+			reason := res.Reason
+			if reason == "" {
+				reason = "no reason given"
+			}
+			return ToolOutcome{CallID: c.ID, Tool: c.Name, Error: &OutcomeError{Code: "APPROVAL_DENIED", Message: fmt.Sprintf("%s denied this action: %s", res.By, reason)}}, nil
+		case "stale":
+			// The worktree moved since the request: ask again.
+			out, err = s.f.tool(ctx, s.e.Tools, c)
+		default:
+			return out, fmt.Errorf("approval %s: unknown decision %q", out.Pending.ApprovalID, res.Decision)
+		}
+	}
+	return out, err
+}
+
+func toolMessage(out ToolOutcome) string {
+	b, err := json.Marshal(out)
+	if err != nil {
+		return `{"ok":false,"error":{"code":"TOOL_RUNTIME_ERROR","message":"result not encodable"}}`
+	}
+	if len(b) > toolMessageCap {
+		return string(b[:toolMessageCap]) + "\n[truncated: the result was longer than the context allows; read a narrower range]"
+	}
+	return string(b)
+}
+
+// estimateTokens approximates a tokenizer: ~4 bytes per token.
+func estimateTokens(msgs []provider.Message) int {
+	n := 0
+	for _, m := range msgs {
+		n += len(m.Content) / 4
+		for _, c := range m.ToolCalls {
+			n += len(c.Args) / 4
+		}
+	}
+	return n
+}
+
+// compact keeps the worker's context under the profile's token budget:
+// older tool exchanges are replaced by a summary, which is stored as an
+// artifact and referenced by digest. The PreCompact hook may veto it.
+func (s *state) compact(ctx context.Context, msgs []provider.Message) ([]provider.Message, error) {
+	budget := s.e.Profile.Limits.ContextTokens
+	if budget <= 0 || estimateTokens(msgs) <= budget {
+		return msgs, nil
+	}
+	// Groups start at assistant messages after the system and first user
+	// message; keep the last two so tool calls and results stay paired.
+	var starts []int
+	for i := 2; i < len(msgs); i++ {
+		if msgs[i].Role == provider.RoleAssistant {
+			starts = append(starts, i)
+		}
+	}
+	if len(starts) <= 2 {
+		return msgs, nil
+	}
+	cut := starts[len(starts)-2]
+	d, err := s.f.hook(ctx, s.e.Hooks, hooks.Input{Event: hooks.PreCompact, SessionID: s.f.j.SessionID(), Cwd: s.in.Cwd, Trigger: "auto"})
+	if err != nil {
+		return nil, err
+	}
+	if d.Decision == hooks.Deny {
+		return msgs, nil
+	}
+	var sum strings.Builder
+	fmt.Fprintf(&sum, "Summary of %d earlier messages (compacted to stay within the context budget):\n", cut-2)
+	for _, m := range msgs[2:cut] {
+		switch m.Role {
+		case provider.RoleAssistant:
+			for _, c := range m.ToolCalls {
+				fmt.Fprintf(&sum, "- called %s %s\n", c.Name, clip(string(c.Args), 200))
+			}
+		case provider.RoleTool:
+			fmt.Fprintf(&sum, "  → %s\n", clip(m.Content, 300))
+		}
+	}
+	text := sum.String()
+	ev, err := s.f.emit(ctx, event.ArtifactEmitted, "runtime", map[string]any{"kind": "compaction", "name": "context-summary.md", "digest": digestOf([]byte(text)), "size": len(text), "media_type": "text/markdown", "content": text}, "")
+	if err != nil {
+		return nil, err
+	}
+	ref := fmt.Sprintf("%s\n(full summary: artifact %s, event seq %d)", text, event.FieldString(ev.Payload, "digest"), ev.Seq)
+	out := append([]provider.Message{msgs[0], msgs[1], {Role: provider.RoleUser, Content: ref}}, msgs[cut:]...)
+	return out, nil
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}

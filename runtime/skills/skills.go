@@ -1,0 +1,226 @@
+// Package skills discovers Markdown skills (seed 000 L5, agentskills.io
+// format): directories holding a SKILL.md whose YAML frontmatter is
+// validated with skill_frontmatter_v1. A selected skill scopes the kernel's
+// tools to its allowed-tools, and its body is loaded into context lazily.
+package skills
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/adrg/frontmatter"
+	"github.com/agentos/agentos/schemas"
+	"gopkg.in/yaml.v3"
+)
+
+// Root is one place skills are discovered: FS holds <name>/SKILL.md files
+// under Dir ("." for the FS root).
+type Root struct {
+	Name string // "builtin", ".agent/skills", ".claude/skills"
+	FS   fs.FS
+	Dir  string
+}
+
+// Skill is a registered skill. Its body is read on demand.
+type Skill struct {
+	Name          string
+	Description   string
+	Triggers      []string
+	AllowedTools  []string // nil: the skill does not restrict tools
+	License       string
+	Compatibility string
+	Version       int
+	Root          string
+	Path          string // SKILL.md path inside the root's FS
+
+	fsys fs.FS
+}
+
+// Body returns the Markdown after the frontmatter.
+func (s *Skill) Body() (string, error) {
+	b, err := fs.ReadFile(s.fsys, s.Path)
+	if err != nil {
+		return "", fmt.Errorf("skill %s: %w", s.Name, err)
+	}
+	var fm map[string]any
+	body, err := frontmatter.Parse(bytes.NewReader(b), &fm, yamlFormat)
+	if err != nil {
+		return "", fmt.Errorf("skill %s: %w", s.Name, err)
+	}
+	return strings.TrimSpace(string(body)), nil
+}
+
+// Problem is a skill that was skipped, with the reason.
+type Problem struct {
+	Root   string `json:"root"`
+	Path   string `json:"path"`
+	Reason string `json:"reason"`
+}
+
+func (p Problem) String() string { return fmt.Sprintf("%s/%s: %s", p.Root, p.Path, p.Reason) }
+
+// Registry holds discovered skills by name.
+type Registry struct {
+	byName map[string]*Skill
+}
+
+var yamlFormat = frontmatter.NewFormat("---", "---", yaml.Unmarshal)
+
+// Discover scans roots in order; a later root's skill replaces an earlier
+// one of the same name (a repository overrides a built-in). Invalid skills
+// are skipped and reported, never fatal.
+func Discover(reg *schemas.Registry, roots ...Root) (*Registry, []Problem) {
+	r := &Registry{byName: map[string]*Skill{}}
+	var problems []Problem
+	for _, root := range roots {
+		if root.FS == nil {
+			continue
+		}
+		dir := root.Dir
+		if dir == "" {
+			dir = "."
+		}
+		entries, err := fs.ReadDir(root.FS, dir)
+		if err != nil {
+			if !isNotExist(err) {
+				problems = append(problems, Problem{Root: root.Name, Path: dir, Reason: err.Error()})
+			}
+			continue
+		}
+		for _, e := range entries {
+			if !e.IsDir() {
+				continue
+			}
+			p := path.Join(dir, e.Name(), "SKILL.md")
+			s, err := load(reg, root, p, e.Name())
+			if err != nil {
+				if !isNotExist(err) {
+					problems = append(problems, Problem{Root: root.Name, Path: p, Reason: err.Error()})
+				}
+				continue
+			}
+			r.byName[s.Name] = s
+		}
+	}
+	return r, problems
+}
+
+func isNotExist(err error) bool { return err != nil && errors.Is(err, fs.ErrNotExist) }
+
+func load(reg *schemas.Registry, root Root, p, dirName string) (*Skill, error) {
+	b, err := fs.ReadFile(root.FS, p)
+	if err != nil {
+		return nil, err
+	}
+	var fm map[string]any
+	if _, err := frontmatter.MustParse(bytes.NewReader(b), &fm, yamlFormat); err != nil {
+		return nil, fmt.Errorf("frontmatter: %v", err)
+	}
+	doc, err := json.Marshal(fm)
+	if err != nil {
+		return nil, fmt.Errorf("frontmatter is not representable as JSON: %v", err)
+	}
+	if err := reg.ValidateJSON("skill_frontmatter_v1", doc); err != nil {
+		return nil, err
+	}
+	var f struct {
+		Name          string          `json:"name"`
+		Description   string          `json:"description"`
+		Triggers      []string        `json:"triggers"`
+		AllowedTools  json.RawMessage `json:"allowed-tools"`
+		License       string          `json:"license"`
+		Compatibility string          `json:"compatibility"`
+		Version       int             `json:"version"`
+		Metadata      struct {
+			Triggers []string `json:"triggers"`
+		} `json:"metadata"`
+	}
+	if err := json.Unmarshal(doc, &f); err != nil {
+		return nil, err
+	}
+	if f.Name != dirName {
+		return nil, fmt.Errorf("name %q does not match its directory %q", f.Name, dirName)
+	}
+	s := &Skill{Name: f.Name, Description: f.Description, License: f.License, Compatibility: f.Compatibility, Version: f.Version, Root: root.Name, Path: p, fsys: root.FS}
+	s.Triggers = append(append([]string{}, f.Triggers...), f.Metadata.Triggers...)
+	s.AllowedTools = parseAllowedTools(f.AllowedTools)
+	return s, nil
+}
+
+// parseAllowedTools accepts the seed's YAML list and the agentskills.io
+// space- or comma-separated string.
+func parseAllowedTools(raw json.RawMessage) []string {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil
+	}
+	var list []string
+	if json.Unmarshal(raw, &list) == nil {
+		return list
+	}
+	var s string
+	if json.Unmarshal(raw, &s) != nil {
+		return nil
+	}
+	out := []string{}
+	for _, f := range strings.FieldsFunc(s, func(r rune) bool { return r == ' ' || r == ',' || r == '\t' || r == '\n' }) {
+		out = append(out, f)
+	}
+	return out
+}
+
+// Get returns a skill by name.
+func (r *Registry) Get(name string) (*Skill, bool) { s, ok := r.byName[name]; return s, ok }
+
+// List returns the skills sorted by name.
+func (r *Registry) List() []*Skill {
+	out := make([]*Skill, 0, len(r.byName))
+	for _, s := range r.byName {
+		out = append(out, s)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// Select returns the skill whose triggers best match the prompt, or nil.
+// A trigger matches as a whole word or phrase, case-insensitively. The
+// skill matching the most triggers wins; ties go to the longer matched
+// text, then to the name.
+func (r *Registry) Select(prompt string) *Skill {
+	lower := strings.ToLower(prompt)
+	var best *Skill
+	bestN, bestLen := 0, 0
+	for _, s := range r.List() {
+		n, l := 0, 0
+		for _, t := range s.Triggers {
+			if wordMatch(lower, strings.ToLower(strings.TrimSpace(t))) {
+				n++
+				l += len(t)
+			}
+		}
+		if n > bestN || (n == bestN && n > 0 && l > bestLen) {
+			best, bestN, bestLen = s, n, l
+		}
+	}
+	return best
+}
+
+var wordCache sync.Map // phrase → *regexp.Regexp
+
+func wordMatch(text, phrase string) bool {
+	if phrase == "" {
+		return false
+	}
+	re, ok := wordCache.Load(phrase)
+	if !ok {
+		re, _ = wordCache.LoadOrStore(phrase, regexp.MustCompile(`(^|[^\pL\pN_])`+regexp.QuoteMeta(phrase)+`($|[^\pL\pN_])`))
+	}
+	return re.(*regexp.Regexp).MatchString(text)
+}

@@ -1,0 +1,106 @@
+package skills
+
+import (
+	"strings"
+	"testing"
+	"testing/fstest"
+
+	"github.com/agentos/agentos/schemas"
+	builtin "github.com/agentos/agentos/skills"
+)
+
+func TestBuiltinSkills(t *testing.T) {
+	r, problems := Discover(schemas.MustDefault(), Root{Name: "builtin", FS: builtin.FS})
+	if len(problems) > 0 {
+		t.Fatalf("built-in skills invalid: %v", problems)
+	}
+	greet, ok := r.Get("greet")
+	if !ok || strings.Join(greet.AllowedTools, ",") != "echo" {
+		t.Fatalf("greet = %+v", greet)
+	}
+	body, err := greet.Body()
+	if err != nil || !strings.HasPrefix(body, "# Greet skill") {
+		t.Fatalf("body %q %v", body, err)
+	}
+	fix, ok := r.Get("fix")
+	if !ok || !contains(fix.AllowedTools, "repo.patch") || !contains(fix.AllowedTools, "test.run") {
+		t.Fatalf("fix = %+v", fix)
+	}
+}
+
+func contains(l []string, s string) bool {
+	for _, x := range l {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func TestDiscoverSkipsInvalidAndOverrides(t *testing.T) {
+	repo := fstest.MapFS{
+		".agent/skills/fix/SKILL.md":      {Data: []byte("---\nname: fix\ndescription: repo-specific fix\nallowed-tools: repo.read, repo.patch test.run\nmetadata:\n  triggers: [repair]\n---\nbody\n")},
+		".agent/skills/bad-name/SKILL.md": {Data: []byte("---\nname: other\ndescription: x\n---\n")},
+		".agent/skills/nofm/SKILL.md":     {Data: []byte("# no frontmatter\n")},
+		".agent/skills/badyaml/SKILL.md":  {Data: []byte("---\nname: [unclosed\n---\n")},
+		".agent/skills/noDesc/SKILL.md":   {Data: []byte("---\nname: noDesc\n---\n")},
+		".agent/skills/types/SKILL.md":    {Data: []byte("---\nname: types\ndescription: d\nversion: one\n---\n")},
+		".agent/skills/empty-dir/x.txt":   {Data: []byte("not a skill")},
+		".claude/skills/deploy/SKILL.md":  {Data: []byte("---\nname: deploy\ndescription: ships it\ntriggers: [deploy, ship it]\n---\nsteps\n")},
+	}
+	r, problems := Discover(schemas.MustDefault(),
+		Root{Name: "builtin", FS: builtin.FS},
+		Root{Name: ".agent/skills", FS: repo, Dir: ".agent/skills"},
+		Root{Name: ".claude/skills", FS: repo, Dir: ".claude/skills"},
+		Root{Name: "missing", FS: repo, Dir: "nope"},
+	)
+	got := map[string]string{}
+	for _, p := range problems {
+		got[p.Path] = p.Reason
+	}
+	for path, want := range map[string]string{
+		".agent/skills/bad-name/SKILL.md": "does not match its directory",
+		".agent/skills/nofm/SKILL.md":     "frontmatter",
+		".agent/skills/badyaml/SKILL.md":  "frontmatter",
+		".agent/skills/noDesc/SKILL.md":   "skill_frontmatter_v1",
+		".agent/skills/types/SKILL.md":    "/version",
+	} {
+		if !strings.Contains(got[path], want) {
+			t.Errorf("%s: problem %q, want it to mention %q", path, got[path], want)
+		}
+	}
+	if len(problems) != 5 {
+		t.Errorf("problems: %v", problems)
+	}
+	fix, _ := r.Get("fix")
+	if fix.Root != ".agent/skills" || strings.Join(fix.AllowedTools, " ") != "repo.read repo.patch test.run" || !contains(fix.Triggers, "repair") {
+		t.Errorf("override: %+v", fix)
+	}
+	if _, ok := r.Get("deploy"); !ok {
+		t.Error(".claude/skills not scanned")
+	}
+}
+
+func TestSelect(t *testing.T) {
+	r, _ := Discover(schemas.MustDefault(), Root{Name: "builtin", FS: builtin.FS}, Root{Name: "repo", FS: fstest.MapFS{
+		"deploy/SKILL.md": {Data: []byte("---\nname: deploy\ndescription: d\ntriggers: [deploy, ship it]\n---\n")},
+	}})
+	cases := map[string]string{
+		"fix auth.ts":                       "fix",
+		"Please FIX the failing test":       "fix",
+		"hello there":                       "greet",
+		"this is thin":                      "", // "hi" must match as a word only
+		"ship it to prod":                   "deploy",
+		"prefix matters not":                "",
+		"greet me, then fix the broken bug": "fix", // three fix triggers beat one greet trigger
+	}
+	for prompt, want := range cases {
+		got := ""
+		if s := r.Select(prompt); s != nil {
+			got = s.Name
+		}
+		if got != want {
+			t.Errorf("Select(%q) = %q, want %q", prompt, got, want)
+		}
+	}
+}

@@ -1,0 +1,94 @@
+// Package store defines the event Store: append with an expected sequence
+// number, read a session from a sequence number, list sessions, and watch
+// for new events. Backends live in sub-packages (sqlite, jsonl); Memory is
+// the in-process backend for tests and benchmarks.
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/agentos/agentos/runtime/event"
+)
+
+// Store is the append-only event log. Implementations are safe for
+// concurrent use and must make an appended event durable before Append
+// returns (Memory excepted).
+type Store interface {
+	// Append seals drafts and appends them to the session right after
+	// expectedSeq (0 for a new session). If another writer appended first it
+	// returns a *ConflictError and appends nothing. If a draft's payload
+	// fails its schema it appends one schema.violation event instead of the
+	// batch and returns *event.SchemaViolationError.
+	Append(ctx context.Context, sessionID string, expectedSeq int64, drafts ...event.Draft) ([]event.Event, error)
+	// Read returns the session's events with seq >= fromSeq, in order.
+	// An unknown session has no events.
+	Read(ctx context.Context, sessionID string, fromSeq int64) ([]event.Event, error)
+	// Sessions lists the sessions with at least one event.
+	Sessions(ctx context.Context) ([]SessionInfo, error)
+	// Watch returns a channel that receives a value (coalesced) after each
+	// successful append to the session, and a function that stops watching.
+	Watch(sessionID string) (<-chan struct{}, func())
+	Close() error
+}
+
+// SessionInfo summarises one session.
+type SessionInfo struct {
+	SessionID string `json:"session_id"`
+	LastSeq   int64  `json:"last_seq"`
+	FirstTS   string `json:"first_ts"`
+	LastTS    string `json:"last_ts"`
+	LastType  string `json:"last_type"`
+}
+
+// ErrConflict matches every *ConflictError.
+var ErrConflict = errors.New("append conflict")
+
+// ErrClosed is returned by operations on a closed store.
+var ErrClosed = errors.New("store closed")
+
+// ConflictError says another writer appended to the session first.
+type ConflictError struct {
+	SessionID string
+	Expected  int64 // the seq the caller believed was last
+	Actual    int64 // the session's actual last seq
+}
+
+func (e *ConflictError) Error() string {
+	return fmt.Sprintf("append to session %s: expected last seq %d, store has %d", e.SessionID, e.Expected, e.Actual)
+}
+
+// Is makes errors.Is(err, ErrConflict) true.
+func (e *ConflictError) Is(target error) bool { return target == ErrConflict }
+
+// Follow calls fn for every event of the session with seq > afterSeq, in
+// order and without gaps or duplicates, first the backlog and then new
+// events as they are appended, until ctx ends, fn returns an error, or fn
+// returns stop=true. It is the basis of SSE streaming.
+func Follow(ctx context.Context, s Store, sessionID string, afterSeq int64, fn func(event.Event) (stop bool, err error)) error {
+	wake, cancel := s.Watch(sessionID)
+	defer cancel()
+	next := afterSeq + 1
+	for {
+		evs, err := s.Read(ctx, sessionID, next)
+		if err != nil {
+			return err
+		}
+		for _, e := range evs {
+			if e.Seq != next {
+				return fmt.Errorf("follow %s: gap: want seq %d, got %d", sessionID, next, e.Seq)
+			}
+			stop, err := fn(e)
+			if err != nil || stop {
+				return err
+			}
+			next++
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-wake:
+		}
+	}
+}
