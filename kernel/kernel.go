@@ -443,7 +443,8 @@ func (k *Kernel) execute(ctx context.Context, rec Recorder, c Call, r *registere
 			return Outcome{}, &Error{Kind: "gate", Code: CodeGateDenied, Message: "PostToolUse hook denied the result: " + d.Reason}
 		}
 	}
-	for _, d := range guard.Validate(r.out, raw) {
+	if ds := guard.Validate(r.out, raw); len(ds) > 0 {
+		d := ds[0] // the first violation is enough to refuse the result
 		e := &Error{Kind: "schema", Code: CodeSchemaViolation, Message: fmt.Sprintf("%s result violates its output schema at %s: %s", c.Name, d.Param, d.Message)}
 		if _, err := rec.Record(ctx, "schema.violation", "kernel", map[string]any{"schema_id": c.Name + ".output", "event_type": "tool.result", "pointer": d.Param, "message": d.Message, "boundary": "tool_result:" + c.Name}, ""); err != nil {
 			return Outcome{}, errors.Join(e, err)

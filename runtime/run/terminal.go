@@ -61,10 +61,6 @@ func (f *Failure) Error() string {
 
 func (f *Failure) Unwrap() error { return f.Err }
 
-func failf(class ErrorClass, code, next, format string, args ...any) *Failure {
-	return &Failure{Status: StatusFailed, Class: class, Code: code, Reason: fmt.Sprintf(format, args...), NextAction: next}
-}
-
 func (f *Failure) report(traceID, correlationID string) Report {
 	reason := f.Reason
 	if f.Code != "" {

@@ -99,9 +99,9 @@ func (s *state) callTool(ctx context.Context, c Call) (ToolOutcome, error) {
 		}
 		switch res.Decision {
 		case "approve":
-			ex, err := s.f.approved(ctx, s.e.Tools, c, *out.Pending, res.By)
-			if err != nil || ex.Error == nil || ex.Error.Code != string(kernel.CodeApprovalStale) {
-				return ex, err
+			ex, exErr := s.f.approved(ctx, s.e.Tools, c, *out.Pending, res.By)
+			if exErr != nil || ex.Error == nil || ex.Error.Code != string(kernel.CodeApprovalStale) {
+				return ex, exErr
 			}
 			// The worktree moved after the approval: ask again.
 			out, err = s.f.tool(ctx, s.e.Tools, c)

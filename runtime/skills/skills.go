@@ -169,11 +169,7 @@ func parseAllowedTools(raw json.RawMessage) []string {
 	if json.Unmarshal(raw, &s) != nil {
 		return nil
 	}
-	out := []string{}
-	for _, f := range strings.FieldsFunc(s, func(r rune) bool { return r == ' ' || r == ',' || r == '\t' || r == '\n' }) {
-		out = append(out, f)
-	}
-	return out
+	return append([]string{}, strings.FieldsFunc(s, func(r rune) bool { return r == ' ' || r == ',' || r == '\t' || r == '\n' })...)
 }
 
 // Get returns a skill by name.
