@@ -17,6 +17,9 @@ import (
 	"github.com/agentos/agentos/runtime/event"
 	"github.com/agentos/agentos/runtime/hooks"
 	"github.com/agentos/agentos/runtime/provider"
+	"github.com/agentos/agentos/runtime/provider/anthropic"
+	"github.com/agentos/agentos/runtime/provider/gemini"
+	"github.com/agentos/agentos/runtime/provider/openai"
 	"github.com/agentos/agentos/runtime/provider/scripted"
 	agentrun "github.com/agentos/agentos/runtime/run"
 	"github.com/agentos/agentos/runtime/skills"
@@ -25,8 +28,10 @@ import (
 	builtinskills "github.com/agentos/agentos/skills"
 )
 
-// providers is the provider registry, built explicitly. Real adapters are
-// added here as they land.
+// providers is the provider registry, built explicitly. The real adapters
+// take everything from the profile (model, base_url, the API key from the
+// environment, max_tokens, temperature, retries, timeout); a missing key is
+// an error, except for openai with a base_url (a local compatible server).
 func providers(script *scripted.Script) provider.Registry {
 	return provider.Registry{
 		"scripted": func(ctx context.Context, p provider.Profile) (provider.Provider, error) {
@@ -38,6 +43,27 @@ func providers(script *scripted.Script) provider.Registry {
 				return nil, err
 			}
 			return scripted.New(s), nil
+		},
+		"openai": func(ctx context.Context, p provider.Profile) (provider.Provider, error) {
+			a, err := openai.New(p, openai.Options{Stream: p.Stream})
+			if err != nil {
+				return nil, err
+			}
+			return a, nil
+		},
+		"anthropic": func(ctx context.Context, p provider.Profile) (provider.Provider, error) {
+			a, err := anthropic.New(p, anthropic.Options{Stream: p.Stream})
+			if err != nil {
+				return nil, err
+			}
+			return a, nil
+		},
+		"gemini": func(ctx context.Context, p provider.Profile) (provider.Provider, error) {
+			a, err := gemini.New(ctx, p, gemini.Options{Stream: p.Stream})
+			if err != nil {
+				return nil, err
+			}
+			return a, nil
 		},
 	}
 }

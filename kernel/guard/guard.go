@@ -88,8 +88,15 @@ var (
 // JSON (a Markdown code fence, trailing commas, single-quoted strings). It
 // returns the canonical arguments and the repairs made; an empty raw means
 // {}. Anything else is unparsable_arguments.
+//
+// Arguments that were not a JSON object when the model sent them travel
+// through the provider layer and the log as {"_raw": "<the model's text>"}
+// (see provider.NormalizeArgs); Parse judges that text, not the wrapper.
 func Parse(raw []byte) (json.RawMessage, []string, *Diagnostic) {
 	s := strings.TrimSpace(string(raw))
+	if text, ok := rawWrapped(s); ok {
+		s = strings.TrimSpace(text)
+	}
 	if s == "" {
 		return json.RawMessage(`{}`), nil, nil
 	}
@@ -125,6 +132,23 @@ func Parse(raw []byte) (json.RawMessage, []string, *Diagnostic) {
 		msg = "arguments are not valid JSON: " + err.Error()
 	}
 	return nil, nil, &Diagnostic{Class: UnparsableArguments, Message: msg}
+}
+
+// rawWrapped recognises {"_raw": "<text>"}, the wrapper for arguments that
+// were not a JSON object.
+func rawWrapped(s string) (string, bool) {
+	if !strings.HasPrefix(s, "{") || !strings.Contains(s, `"_raw"`) {
+		return "", false
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal([]byte(s), &m) != nil || len(m) != 1 {
+		return "", false
+	}
+	var text string
+	if json.Unmarshal(m["_raw"], &text) != nil {
+		return "", false
+	}
+	return text, true
 }
 
 func asObject(s string) (json.RawMessage, bool) {

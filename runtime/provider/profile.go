@@ -25,6 +25,7 @@ type Profile struct {
 	Script      string   `yaml:"script,omitempty"`
 	MaxTokens   int      `yaml:"max_tokens,omitempty"` // per model call
 	Temperature *float64 `yaml:"temperature,omitempty"`
+	Stream      bool     `yaml:"stream,omitempty"` // use the provider's streaming API
 	Retries     int      `yaml:"retries,omitempty"`
 	Timeout     Duration `yaml:"timeout,omitempty"` // per model call
 	Pricing     Pricing  `yaml:"pricing,omitempty"`
@@ -174,8 +175,14 @@ func (p Profile) Validate() error {
 	if p.Provider == "scripted" && p.Script == "" {
 		errs = append(errs, "the scripted provider needs a script (profile script: or AGENTOS_SCRIPT)")
 	}
-	if k := keyEnv[p.Provider]; k != "" && p.APIKey == "" && p.BaseURL == "" {
-		errs = append(errs, fmt.Sprintf("provider %s needs %s (or base_url for a keyless compatible server)", p.Provider, k))
+	// Only OpenAI-compatible servers (Ollama, vLLM, llama.cpp) run without
+	// a key; a proxy for Anthropic or Gemini still forwards one.
+	if k := keyEnv[p.Provider]; k != "" && p.APIKey == "" && (p.Provider != "openai" || p.BaseURL == "") {
+		hint := ""
+		if p.Provider == "openai" {
+			hint = " (or base_url for a keyless compatible server)"
+		}
+		errs = append(errs, fmt.Sprintf("provider %s needs %s%s", p.Provider, k, hint))
 	}
 	l := p.Limits
 	if l.MaxTurns <= 0 || l.MaxTokens <= 0 || l.MaxCostUSD <= 0 || l.WallClock <= 0 || l.MaxToolTurns <= 0 {

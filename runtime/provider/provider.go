@@ -5,6 +5,7 @@
 package provider
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -151,6 +152,9 @@ func (c Checked) Complete(ctx context.Context, req CompletionRequest) (Completio
 	if resp.ToolCalls == nil {
 		resp.ToolCalls = []ToolCall{}
 	}
+	for i := range resp.ToolCalls {
+		resp.ToolCalls[i].Args = NormalizeArgs(resp.ToolCalls[i].Args)
+	}
 	if resp.SchemaVersion == "" {
 		resp.SchemaVersion = "v1"
 	}
@@ -187,4 +191,24 @@ func (p Priced) Complete(ctx context.Context, req CompletionRequest) (Completion
 		resp.Usage.CostUSD = p.Pricing.Cost(resp.Usage)
 	}
 	return resp, err
+}
+
+// NormalizeArgs makes a tool call's arguments a JSON object whatever the
+// model sent: an object passes unchanged, empty text is {}, and anything
+// else (invalid JSON, an array, a string) becomes {"_raw": "<text>"}, so it
+// can be validated and logged, while the kernel's argument guard still
+// judges — and may repair — the model's own text.
+func NormalizeArgs(raw json.RawMessage) json.RawMessage {
+	t := bytes.TrimSpace(raw)
+	if len(t) == 0 {
+		return json.RawMessage(`{}`)
+	}
+	if t[0] == '{' && json.Valid(t) {
+		return raw
+	}
+	b, err := json.Marshal(map[string]string{"_raw": string(raw)})
+	if err != nil { // cannot happen for a map of strings
+		return json.RawMessage(`{}`)
+	}
+	return b
 }
