@@ -1,0 +1,126 @@
+package action
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func envFrom(m map[string]string) func(string) string {
+	return func(k string) string { return m[k] }
+}
+
+func baseEnv() map[string]string {
+	return map[string]string{
+		"GITHUB_EVENT_NAME":  "issue_comment",
+		"GITHUB_EVENT_PATH":  "/tmp/event.json",
+		"GITHUB_REPOSITORY":  "octo/repo",
+		"RUNNER_TEMP":        "/tmp",
+		"INPUT_GITHUB_TOKEN": "ghs_token",
+	}
+}
+
+func TestFromEnvDefaultsAndInputs(t *testing.T) {
+	m := baseEnv()
+	m["INPUT_MAX_TURNS"] = "12"
+	m["INPUT_MAX_COST_USD"] = "0.5"
+	m["INPUT_TIMEOUT_MINUTES"] = "7"
+	m["INPUT_ALLOWED_USERS"] = "alice, bob"
+	m["INPUT_PROVIDER"] = "openai"
+	m["INPUT_OPENAI_API_KEY"] = "sk-x"
+	e, err := FromEnv(envFrom(m))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.Inputs.Trigger != "/agent" || e.Inputs.ArtifactBranch != "agent-sessions" || e.APIURL != "https://api.github.com" {
+		t.Errorf("defaults: %+v", e)
+	}
+	if e.Inputs.MaxTurns != 12 || e.Inputs.MaxCostUSD != 0.5 || e.Inputs.Timeout != 7*time.Minute {
+		t.Errorf("budgets: %+v", e.Inputs)
+	}
+	if got := strings.Join(e.Inputs.AllowedUsers, "|"); got != "alice|bob" {
+		t.Errorf("allowed users = %q", got)
+	}
+	if k, err := e.APIKey(); err != nil || k != "sk-x" {
+		t.Errorf("APIKey = %q, %v", k, err)
+	}
+	if got := e.Secrets(); len(got) != 2 {
+		t.Errorf("secrets = %v", got)
+	}
+}
+
+func TestFromEnvTokenFallsBackToGITHUB_TOKEN(t *testing.T) {
+	m := baseEnv()
+	delete(m, "INPUT_GITHUB_TOKEN")
+	m["GITHUB_TOKEN"] = "ghs_fallback"
+	e, err := FromEnv(envFrom(m))
+	if err != nil || e.Token != "ghs_fallback" {
+		t.Fatalf("token = %q, %v", e.Token, err)
+	}
+}
+
+func TestFromEnvReportsEveryProblem(t *testing.T) {
+	m := map[string]string{"GITHUB_REPOSITORY": "no-slash", "INPUT_MAX_TURNS": "-1", "INPUT_MAX_COST_USD": "lots", "INPUT_ARTIFACT_BRANCH": "bad branch"}
+	_, err := FromEnv(envFrom(m))
+	var ee *EnvError
+	if !errors.As(err, &ee) {
+		t.Fatalf("err = %v, want *EnvError", err)
+	}
+	for _, want := range []string{"GITHUB_EVENT_NAME", "GITHUB_EVENT_PATH", "RUNNER_TEMP", "github_token", "not owner/name", "max_turns", "max_cost_usd", "artifact_branch"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not mention %q", err, want)
+		}
+	}
+}
+
+func TestWorkflowCommandsEscape(t *testing.T) {
+	var b bytes.Buffer
+	Mask(&b, "a%b\nc")
+	Errorf(&b, "line1\nline2")
+	end := Group(&b, "x")
+	end()
+	want := "::add-mask::a%25b%0Ac\n::error::line1%0Aline2\n::group::x\n::endgroup::\n"
+	if b.String() != want {
+		t.Errorf("got %q, want %q", b.String(), want)
+	}
+}
+
+func TestWriteOutputs(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "out")
+	o := Outputs{SessionID: "7-abc", Status: "paused", PRNumber: 3, Branch: "agent/7-abc", InputTokens: 10, OutputTokens: 5, CostUSD: 0.25}
+	pairs := append(o.Pairs(), [2]string{"multi", "a\nstatus=forged"})
+	if err := WriteOutputs(p, pairs); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(p)
+	got := string(b)
+	for _, want := range []string{"session_id=7-abc\n", "status=paused\n", "pr_number=3\n", "branch=agent/7-abc\n", "input_tokens=10\n", "output_tokens=5\n", "cost_usd=0.250000\n", "multi<<ghadelimiter_"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("outputs file lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "\nstatus=forged\nmulti") {
+		t.Errorf("multi-line value not fenced:\n%s", got)
+	}
+}
+
+func TestSummary(t *testing.T) {
+	s := Summary(SummaryInput{
+		Outputs:   Outputs{SessionID: "7-abc", Status: "completed", PRNumber: 3, Branch: "agent/7-abc", InputTokens: 100, OutputTokens: 20, CostUSD: 0.01},
+		Event:     "pull_request_review",
+		Plan:      []string{"find the bug", "fix it"},
+		Tools:     map[string]int{"repo.patch": 1, "test.run": 2},
+		Approvals: []string{"`ap-1` repo.patch: approve by alice"},
+		Tests:     []string{"test.run: pass"},
+		LogURL:    "https://example.test/log",
+	})
+	for _, want := range []string{"## agentos: completed", "`7-abc`", "#3", "1. find the bug", "| `test.run` | 2 |", "approve by alice", "test.run: pass", "[events.jsonl](https://example.test/log)", "$0.0100"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("summary lacks %q:\n%s", want, s)
+		}
+	}
+}

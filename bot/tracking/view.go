@@ -1,0 +1,238 @@
+// Package tracking renders what the bot shows on GitHub about a session:
+// the tracking comment (one per session, edited in place as the run
+// advances) and the body of the approval review (event COMMENT) that lists
+// each pending action with its preview.
+//
+// Both are projections of the runtime's replay snapshot: ViewFromSnapshot
+// builds a View, Render and RenderApprovalReview turn it into Markdown that
+// stays under GitHub's 65,536-character limit (sections are shortened with
+// a note; a code fence is never cut open). The tracking comment starts with
+// a hidden marker, <!-- agentos:session=<id> -->, so the bot can find its
+// own comment again (FindSessionID).
+package tracking
+
+import (
+	"encoding/json"
+	"strings"
+
+	"github.com/agentos/agentos/kernel"
+	"github.com/agentos/agentos/runtime/replay"
+)
+
+// View is everything the tracking comment and the approval review show.
+type View struct {
+	SessionID string
+	RunID     string
+	// Status is the latest run's state: "" (queued), running, paused,
+	// completed, failed or denied.
+	Status    string
+	Prompt    string
+	Phase     string // workflow phase, if any
+	Plan      []Step
+	Approvals []Approval // pending, oldest first
+	Tests     []TestRun
+	Artifacts []Artifact
+	Usage     Usage
+	Review    *ReviewVerdict
+	Output    string // the worker's final report
+	Terminal  *Terminal
+	// EventsURL links to the run's events (the run viewer or the
+	// committed events.jsonl).
+	EventsURL string
+	// Trigger is the command word, "/agent" by default.
+	Trigger string
+	// HeadSHA is the pull request head the approvals were computed against.
+	HeadSHA string
+}
+
+// Step is one plan step.
+type Step struct {
+	ID, Description string
+	Done            bool
+}
+
+// Approval is a pending action.
+type Approval struct {
+	ID, Tool, Digest string
+	Command, Cwd     string
+	Diff             string
+	DiffTruncated    bool // the kernel already cut the diff
+	Files            []kernel.FileChange
+	Added, Removed   int
+	Commit           string // revision the preview was computed against
+}
+
+// TestRun is one command the agent ran and how it ended.
+type TestRun struct {
+	Command string
+	// Result is passed, failed or running.
+	Result string
+	Detail string // error code of a failure
+}
+
+// Artifact is an artifact the run emitted.
+type Artifact struct {
+	Kind, Name, Digest string
+	Size               int64
+}
+
+// Usage is tokens and cost so far.
+type Usage struct {
+	InputTokens, OutputTokens int64
+	CostUSD                   float64
+	LLMCalls                  int
+}
+
+// ReviewVerdict is the reviewer persona's verdict.
+type ReviewVerdict struct {
+	Verdict  string // pass or fail
+	Feedback string
+}
+
+// Terminal is the run's terminal report.
+type Terminal struct {
+	Status, Reason, NextAction, TraceID string
+}
+
+// Options carries what the snapshot does not know.
+type Options struct {
+	EventsURL string
+	Trigger   string // default "/agent"
+	HeadSHA   string
+}
+
+// commandTools are the tools whose calls are listed as tests and commands.
+var commandTools = map[string]bool{"process.run": true}
+
+// ViewFromSnapshot builds the View of a replay snapshot. Malformed JSON in
+// the snapshot (a plan, a preview) drops that part, it never fails.
+func ViewFromSnapshot(s replay.Snapshot, o Options) View {
+	v := View{
+		SessionID: s.SessionID, RunID: s.RunID, Status: s.RunStatus, Prompt: s.Prompt,
+		Output: s.Output, EventsURL: o.EventsURL, Trigger: o.Trigger, HeadSHA: o.HeadSHA,
+		Usage: Usage{InputTokens: s.Usage.InputTokens, OutputTokens: s.Usage.OutputTokens, CostUSD: s.Usage.CostUSD, LLMCalls: s.LLMCalls},
+	}
+	if s.Workflow != nil {
+		v.Phase = s.Workflow.Phase
+	}
+	v.Plan = planSteps(s)
+	for _, a := range s.PendingApprovals {
+		v.Approvals = append(v.Approvals, approvalView(a))
+	}
+	v.Tests = testRuns(s)
+	for _, a := range s.Artifacts {
+		if a.Kind == "plan" || a.Kind == "review" {
+			continue // shown as the plan and the verdict
+		}
+		v.Artifacts = append(v.Artifacts, Artifact{Kind: a.Kind, Name: firstNonEmpty(a.Name, a.Path), Digest: a.Digest, Size: a.Size})
+	}
+	if len(s.Review) > 0 {
+		var r struct{ Verdict, Feedback string }
+		if json.Unmarshal(s.Review, &r) == nil && r.Verdict != "" {
+			v.Review = &ReviewVerdict{Verdict: r.Verdict, Feedback: r.Feedback}
+		}
+	}
+	if t := s.Terminal; t != nil {
+		v.Terminal = &Terminal{Status: t.Status, Reason: t.Reason, NextAction: t.NextAction, TraceID: t.TraceID}
+	}
+	return v
+}
+
+func planSteps(s replay.Snapshot) []Step {
+	if len(s.Plan) == 0 {
+		return nil
+	}
+	var p struct {
+		Steps []struct {
+			ID          string `json:"id"`
+			Description string `json:"description"`
+		} `json:"steps"`
+	}
+	if json.Unmarshal(s.Plan, &p) != nil {
+		return nil
+	}
+	done := map[string]bool{}
+	if len(s.Report) > 0 {
+		var r struct {
+			StepsCompleted []string `json:"steps_completed"`
+		}
+		if json.Unmarshal(s.Report, &r) == nil {
+			for _, id := range r.StepsCompleted {
+				done[id] = true
+			}
+		}
+	}
+	all := s.RunStatus == "completed"
+	out := make([]Step, 0, len(p.Steps))
+	for _, st := range p.Steps {
+		out = append(out, Step{ID: st.ID, Description: st.Description, Done: all || done[st.ID]})
+	}
+	return out
+}
+
+func approvalView(a replay.Approval) Approval {
+	v := Approval{ID: a.ID, Tool: a.Tool, Digest: a.Digest}
+	var p kernel.Preview
+	if len(a.Preview) > 0 && json.Unmarshal(a.Preview, &p) == nil {
+		v.Command, v.Cwd, v.Diff, v.DiffTruncated = p.Command, p.Cwd, p.Diff, p.DiffTrunc
+		v.Files, v.Added, v.Removed = p.Files, p.LinesAdded, p.LinesRemoved
+	}
+	if v.Command == "" && len(a.Args) > 0 {
+		var args struct {
+			Command string `json:"command"`
+			Cwd     string `json:"cwd"`
+		}
+		if json.Unmarshal(a.Args, &args) == nil {
+			v.Command, v.Cwd = args.Command, firstNonEmpty(v.Cwd, args.Cwd)
+		}
+	}
+	if len(a.Revision) > 0 {
+		var r struct{ Commit string }
+		if json.Unmarshal(a.Revision, &r) == nil {
+			v.Commit = r.Commit
+		}
+	}
+	return v
+}
+
+// testRuns lists the command tool calls. The snapshot records a call's
+// outcome but not its arguments, so the command comes from the call's
+// approval when it had one.
+func testRuns(s replay.Snapshot) []TestRun {
+	cmds := map[string]string{}
+	for _, list := range [][]replay.Approval{s.ResolvedApprovals, s.PendingApprovals} {
+		for _, a := range list {
+			if a.CallID != "" {
+				if av := approvalView(a); av.Command != "" {
+					cmds[a.CallID] = av.Command
+				}
+			}
+		}
+	}
+	var out []TestRun
+	for _, tc := range s.ToolsInvoked {
+		if !commandTools[tc.Tool] {
+			continue
+		}
+		t := TestRun{Command: cmds[tc.CallID]}
+		switch {
+		case !tc.Completed:
+			t.Result = "running"
+		case tc.OK:
+			t.Result = "passed"
+		default:
+			t.Result, t.Detail = "failed", tc.ErrorCode
+		}
+		out = append(out, t)
+	}
+	return out
+}
+
+func firstNonEmpty(s ...string) string {
+	for _, x := range s {
+		if strings.TrimSpace(x) != "" {
+			return x
+		}
+	}
+	return ""
+}
