@@ -1,0 +1,169 @@
+package command
+
+import (
+	"strings"
+	"testing"
+)
+
+func run(prompt string, line int) Result {
+	return Result{Kind: Command, Command: Cmd{Name: Run, Prompt: prompt, Line: line}}
+}
+
+func cmd(n Name, line int) Result { return Result{Kind: Command, Command: Cmd{Name: n, Line: line}} }
+
+func ignore(r Reason) Result { return Result{Kind: Ignore, Reason: string(r)} }
+
+var help = Result{Kind: Help, Name: HelpCmd}
+
+func TestParse(t *testing.T) {
+	long := strings.Repeat("word ", 20000)
+	cases := []struct {
+		name    string
+		body    string
+		trigger string
+		want    Result
+	}{
+		{"run", "/agent fix auth.ts", "", run("fix auth.ts", 1)},
+		{"run trims", "/agent    fix auth.ts   ", "", run("fix auth.ts", 1)},
+		{"tab after trigger", "/agent\tfix auth.ts", "", run("fix auth.ts", 1)},
+		{"leading spaces", "   /agent fix it", "", run("fix it", 1)},
+		{"leading tab", "\t/agent fix it", "", run("fix it", 1)},
+		{"upper-case trigger", "/AGENT fix it", "", run("fix it", 1)},
+		{"mixed-case trigger", "/Agent status", "", cmd(Status, 1)},
+		{"upper-case subcommand", "/agent STATUS", "", cmd(Status, 1)},
+		{"trigger glued to word", "/agentx fix it", "", ignore(NoTrigger)},
+		{"trigger glued to punctuation", "/agent: fix it", "", ignore(NoTrigger)},
+		{"trigger mid-line", "please /agent fix it", "", ignore(NoTrigger)},
+		{"no command", "LGTM, thanks!", "", ignore(NoTrigger)},
+		{"empty body", "", "", ignore(EmptyInput)},
+		{"blank body", " \r\n\t ", "", ignore(EmptyInput)},
+		{"bare trigger is help", "/agent", "", help},
+		{"bare trigger with spaces is help", "  /agent   ", "", help},
+		{"help", "/agent help", "", help},
+		{"help words are a prompt", "/agent help me fix the login", "", run("help me fix the login", 1)},
+		{"status", "/agent status", "", cmd(Status, 1)},
+		{"cancel", "/agent cancel", "", cmd(Cancel, 1)},
+		{"cancel with words is a prompt", "/agent cancel the cron job", "", run("cancel the cron job", 1)},
+		{"approve all implied", "/agent approve", "", Result{Kind: Command, Command: Cmd{Name: Approve, All: true, Line: 1}}},
+		{"approve all", "/agent approve ALL", "", Result{Kind: Command, Command: Cmd{Name: Approve, All: true, Line: 1}}},
+		{"approve id", "/agent approve ap-3f9c2a1b7d4e", "", Result{Kind: Command, Command: Cmd{Name: Approve, ApprovalID: "ap-3f9c2a1b7d4e", Line: 1}}},
+		{"approve two args", "/agent approve ap-1 ap-2", "", Result{Kind: Invalid, Name: Approve, Reason: "`approve` takes one approval id or `all`, got ap-1 ap-2", Usage: "/agent approve [<id>|all]"}},
+		{"approve bad id", "/agent approve <ap-1>", "", Result{Kind: Invalid, Name: Approve, Reason: "`<ap-1>` is not an approval id (letters, digits, `-`, `_`, `.`; at most 64)", Usage: "/agent approve [<id>|all]"}},
+		{"approve id too long", "/agent approve " + strings.Repeat("a", 65), "", Result{Kind: Invalid, Name: Approve, Reason: "`" + strings.Repeat("a", 40) + "…` is not an approval id (letters, digits, `-`, `_`, `.`; at most 64)", Usage: "/agent approve [<id>|all]"}},
+		{"deny id", "/agent deny ap-1", "", Result{Kind: Command, Command: Cmd{Name: Deny, ApprovalID: "ap-1", Line: 1}}},
+		{"deny id reason", "/agent deny ap-1 do not touch   the lockfile ", "", Result{Kind: Command, Command: Cmd{Name: Deny, ApprovalID: "ap-1", DenyReason: "do not touch   the lockfile", Line: 1}}},
+		{"deny without id", "/agent deny", "", Result{Kind: Invalid, Name: Deny, Reason: "`deny` needs the id of the approval to deny", Usage: "/agent deny <id> [reason]"}},
+		{"deny all refused", "/agent deny all", "", Result{Kind: Invalid, Name: Deny, Reason: "`deny` answers one approval at a time: give its id", Usage: "/agent deny <id> [reason]"}},
+		{"deny backtick id", "/agent deny `ap-1`", "", Result{Kind: Invalid, Name: Deny, Reason: "`'ap-1'` is not an approval id (letters, digits, `-`, `_`, `.`; at most 64)", Usage: "/agent deny <id> [reason]"}},
+		{"CRLF", "Thanks!\r\n/agent fix it\r\n", "", run("fix it", 2)},
+		{"CR only", "Thanks!\r/agent status\r", "", cmd(Status, 2)},
+		{"CRLF bare trigger", "/agent\r\n", "", help},
+		{"first of many commands", "/agent status\n/agent cancel", "", cmd(Status, 1)},
+		{"first after prose", "hi\n\n/agent approve ap-9\n/agent deny ap-9", "", Result{Kind: Command, Command: Cmd{Name: Approve, ApprovalID: "ap-9", Line: 3}}},
+		{"prompt continues in paragraph", "/agent fix the login:\n- keep the API\n- add a test\n\nthanks", "", run("fix the login:\n- keep the API\n- add a test", 1)},
+		{"prompt stops at next command", "/agent fix it\n/agent status", "", run("fix it", 1)},
+		{"prompt stops at fence", "/agent fix it\n```\ncode\n```", "", run("fix it", 1)},
+		{"backtick fence", "```\n/agent fix it\n```", "", ignore(InCode)},
+		{"tilde fence", "~~~\n/agent fix it\n~~~", "", ignore(InCode)},
+		{"fence with info", "```go\n/agent fix it\n```\n", "", ignore(InCode)},
+		{"indented fence", "  ```\n  /agent fix it\n  ```", "", ignore(InCode)},
+		{"command after fence", "```\n/agent fix it\n```\n/agent status", "", cmd(Status, 4)},
+		{"longer fence not closed by shorter", "````\n```\n/agent fix it\n````\n/agent cancel", "", cmd(Cancel, 5)},
+		{"tilde not closed by backticks", "~~~\n```\n/agent fix it\n", "", ignore(InCode)},
+		{"unclosed fence hides the rest", "```\n/agent fix it", "", ignore(InCode)},
+		{"inline code line", "`/agent fix it`", "", ignore(InCode)},
+		{"inline code mid-line", "Use `/agent help` to see commands", "", ignore(NoTrigger)},
+		{"code span over lines", "see `foo\n/agent fix it\nbar` here", "", ignore(InCode)},
+		{"unmatched backtick is literal", "a ` b\n/agent fix it", "", run("fix it", 2)},
+		{"code span in prompt", "/agent rename `foo` to `bar`", "", run("rename `foo` to `bar`", 1)},
+		{"quoted reply", "> /agent fix it\n\nI agree", "", ignore(InQuote)},
+		{"nested quote", ">> /agent fix it", "", ignore(InQuote)},
+		{"indented quote", "  > /agent status", "", ignore(InQuote)},
+		{"quote then command", "> /agent fix it\n/agent status", "", cmd(Status, 2)},
+		{"prompt stops at quote", "/agent fix it\n> old text", "", run("fix it", 1)},
+		{"unicode prompt", "/agent corrige l’accentuation de « café » 🚀", "", run("corrige l’accentuation de « café » 🚀", 1)},
+		{"unicode space after trigger", "/agent\u00a0status", "", cmd(Status, 1)},
+		{"unicode letter glued", "/agenté fix", "", ignore(NoTrigger)},
+		{"very long prompt", "/agent " + long, "", run(strings.TrimSpace(long), 1)},
+		{"command after long prose", strings.Repeat("lorem ipsum\n", 5000) + "/agent cancel", "", cmd(Cancel, 5001)},
+		{"custom trigger", "/bot status", "/bot", cmd(Status, 1)},
+		{"custom trigger ignores default", "/agent status", "/bot", ignore(NoTrigger)},
+		{"mention trigger", "@agentos-bot fix it", "@agentos-bot", run("fix it", 1)},
+	}
+	if len(cases) < 40 {
+		t.Fatalf("only %d cases", len(cases))
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := Parse(tc.body, tc.trigger)
+			if got != tc.want {
+				t.Errorf("Parse(%.60q)\n got %+v\nwant %+v", tc.body, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestHelpTextListsEveryCommand(t *testing.T) {
+	for _, trigger := range []string{"", "/bot"} {
+		want := trigger
+		if want == "" {
+			want = DefaultTrigger
+		}
+		got := HelpText(trigger)
+		for _, d := range Descriptions() {
+			if !strings.Contains(got, "`"+strings.ReplaceAll(d.Usage(trigger), "|", `\|`)+"`") {
+				t.Errorf("HelpText(%q) lacks usage %q:\n%s", trigger, d.Usage(trigger), got)
+			}
+			for _, e := range d.Examples {
+				ex := strings.ReplaceAll(e, "{trigger}", want)
+				if !strings.Contains(got, ex+"\n") {
+					t.Errorf("HelpText(%q) lacks example %q", trigger, ex)
+				}
+				// Every example must parse as the command it illustrates.
+				r := Parse(ex, trigger)
+				name := r.Command.Name
+				if r.Kind == Help {
+					name = HelpCmd
+				}
+				if name != d.Name {
+					t.Errorf("example %q of %s parses as %+v", ex, d.Name, r)
+				}
+			}
+		}
+		if strings.Contains(got, "{trigger}") {
+			t.Errorf("HelpText(%q) has an unexpanded placeholder", trigger)
+		}
+		// Every table row has exactly the three cells of the header.
+		for _, line := range strings.Split(got, "\n") {
+			if strings.HasPrefix(line, "| ") {
+				if n := strings.Count(strings.ReplaceAll(line, `\|`, ""), "|"); n != 4 {
+					t.Errorf("table row with %d separators: %s", n, line)
+				}
+			}
+		}
+	}
+}
+
+func TestEveryCommandIsDescribed(t *testing.T) {
+	for _, n := range []Name{Run, Approve, Deny, Status, Cancel, HelpCmd} {
+		d := lookup(n)
+		if d.Summary == "" || d.Permission == "" || len(d.Examples) == 0 {
+			t.Errorf("%s is not fully described: %+v", n, d)
+		}
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	for _, s := range []string{"/agent fix", "```\n/agent x\n```", "a `b\n/agent c` d", "> /agent", "/agent deny"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, body string) {
+		r := Parse(body, "")
+		if r.Kind == Command && r.Command.Name == Run && r.Command.Prompt == "" {
+			t.Errorf("empty prompt for %q", body)
+		}
+		if r.Kind == Invalid && (r.Reason == "" || r.Usage == "") {
+			t.Errorf("invalid without reason/usage for %q: %+v", body, r)
+		}
+	})
+}

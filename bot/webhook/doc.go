@@ -1,0 +1,36 @@
+// Package webhook owns the intake of GitHub webhooks: it verifies the
+// signature on the raw body, reads only the routing fields, stores the
+// delivery durably in a queue (SQLite, group commit) and answers 202; a
+// Processor later claims each delivery, decodes it fully (go-github),
+// drops the bot's own events, normalises the rest into one Trigger and
+// hands it to a Dispatcher. Processing is at-least-once: a delivery
+// claimed but not finished when the process died is claimed again.
+//
+// Answers of the handler, in the order they are decided:
+//
+//	413 body larger than Config.MaxBody (read is bounded, never unbounded)
+//	401 missing, malformed or wrong X-Hub-Signature-256 (before any parsing)
+//	400 missing/invalid X-GitHub-Delivery, missing X-GitHub-Event
+//	200 ping (not stored)
+//	400 event the bot does not handle ("unsupported event"); GitHub shows
+//	    these as failed deliveries, which tells the maintainer that the
+//	    app subscribes to more than it needs
+//	400 body that is not a JSON object (or a form without "payload")
+//	200 {"duplicate":true} delivery ID already stored (also across restarts)
+//	202 {"accepted":true} stored durably
+//	503 the queue could not store it (GitHub marks the delivery failed, and
+//	    it can be redelivered)
+//
+// Events and actions (everything else is answered 400 "unsupported event"):
+//
+//	issue_comment                created                  → Trigger kind comment
+//	pull_request_review          submitted, dismissed     → review
+//	pull_request_review_comment  created                  → review_comment
+//	pull_request                 closed, synchronize      → pr_closed, pr_synchronize
+//	installation                 any                      → installation
+//	installation_repositories    any                      → installation
+//	ping                         (answered 200, not stored)
+//
+// Other actions of these events are stored and answered 202, then dropped
+// by the Processor with outcome "ignored".
+package webhook

@@ -1,0 +1,166 @@
+package webhook
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/agentos/agentos/bot/internal/corpus"
+	"github.com/gin-gonic/gin"
+)
+
+var testSecret = []byte("test-webhook-secret")
+
+func openTestQueue(t *testing.T) (*SQLiteQueue, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "webhooks.db")
+	q, err := OpenQueue(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { q.Close() })
+	return q, path
+}
+
+func newEngine(h *Handler) *gin.Engine {
+	gin.SetMode(gin.TestMode)
+	e := gin.New()
+	e.POST("/webhook", h.Serve)
+	return e
+}
+
+// request is one delivery as a test sends it.
+type request struct {
+	event, id, sig, contentType string
+	body                        []byte
+}
+
+// signed returns a request signed with testSecret.
+func signed(event, id string, body []byte) request {
+	return request{event: event, id: id, body: body, sig: Sign(testSecret, body)}
+}
+
+func post(t *testing.T, e http.Handler, r request) *httptest.ResponseRecorder {
+	t.Helper()
+	req := httptest.NewRequest(http.MethodPost, "/webhook", bytes.NewReader(r.body))
+	ct := r.contentType
+	if ct == "" {
+		ct = "application/json"
+	}
+	req.Header.Set("Content-Type", ct)
+	if r.event != "" {
+		req.Header.Set(EventHeader, r.event)
+	}
+	if r.id != "" {
+		req.Header.Set(DeliveryHeader, r.id)
+	}
+	if r.sig != "" {
+		req.Header.Set(SignatureHeader, r.sig)
+	}
+	w := httptest.NewRecorder()
+	e.ServeHTTP(w, req)
+	return w
+}
+
+// recorder is an Observer that keeps every call.
+type recorder struct {
+	mu    sync.Mutex
+	calls []string
+}
+
+func (r *recorder) Delivery(event, outcome string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.calls = append(r.calls, event+" "+outcome)
+}
+
+func (r *recorder) list() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.calls...)
+}
+
+// example is one payload of @octokit/webhooks-examples.
+type example struct {
+	event  string
+	action string
+	body   []byte
+}
+
+// webhookExamples loads the examples of the given events (all if none).
+func webhookExamples(t testing.TB, events ...string) []example {
+	t.Helper()
+	index := loadExampleIndex(t)
+	want := map[string]bool{}
+	for _, e := range events {
+		want[e] = true
+	}
+	var out []example
+	for _, ev := range index {
+		if len(want) > 0 && !want[ev.Name] {
+			continue
+		}
+		for _, b := range ev.Examples {
+			var head struct {
+				Action string `json:"action"`
+			}
+			if err := json.Unmarshal(b, &head); err != nil {
+				t.Fatalf("%s example: %v", ev.Name, err)
+			}
+			out = append(out, example{event: ev.Name, action: head.Action, body: []byte(b)})
+		}
+	}
+	if len(out) == 0 {
+		t.Fatalf("no examples of %v in the corpus", events)
+	}
+	return out
+}
+
+type indexEntry struct {
+	Name     string            `json:"name"`
+	Examples []json.RawMessage `json:"examples"`
+}
+
+var (
+	indexMu    sync.Mutex
+	indexCache []indexEntry
+)
+
+// loadExampleIndex reads the examples index once per test binary.
+func loadExampleIndex(t testing.TB) []indexEntry {
+	t.Helper()
+	path := corpus.WebhookExamples(t)
+	indexMu.Lock()
+	defer indexMu.Unlock()
+	if indexCache != nil {
+		return indexCache
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(raw, &indexCache); err != nil {
+		t.Fatalf("webhooks-examples index: %v", err)
+	}
+	return indexCache
+}
+
+// exampleOf returns the n-th example of event with action.
+func exampleOf(t testing.TB, event, action string, n int) []byte {
+	t.Helper()
+	for _, e := range webhookExamples(t, event) {
+		if e.action == action {
+			if n == 0 {
+				return e.body
+			}
+			n--
+		}
+	}
+	t.Fatalf("no example %d of %s.%s", n, event, action)
+	return nil
+}

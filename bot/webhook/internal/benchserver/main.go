@@ -1,0 +1,202 @@
+// Command benchserver is the server side of the webhook benchmark (see
+// bot/webhook/loadtest/run.sh). It serves POST /webhook on a loopback
+// address in one of two ways:
+//
+//	-kind ours  the bot's intake: gin + webhook.Handler + SQLiteQueue in
+//	            -dir (every delivery durable before 202); with -process,
+//	            also a webhook.Processor that decodes each delivery fully
+//	            and dispatches it to a counter
+//	-kind bare  the baseline most Go bots start from: net/http with
+//	            go-github ValidatePayload + ParseWebHook, nothing stored
+//
+// It prints "listening on <addr>" once it accepts connections and stops
+// cleanly on SIGINT/SIGTERM.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime/pprof"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/agentos/agentos/bot/webhook"
+	"github.com/gin-gonic/gin"
+	"github.com/google/go-github/v62/github"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "benchserver:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("benchserver", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	kind := fs.String("kind", "ours", "ours | bare")
+	addr := fs.String("addr", "127.0.0.1:0", "listen address (loopback only)")
+	secret := fs.String("secret", "", "webhook secret (required)")
+	dir := fs.String("dir", "", "directory of the SQLite queue (ours; default: a new temp dir, removed on exit)")
+	process := fs.Bool("process", false, "ours: also run the Processor (full decode + dispatch)")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *secret == "" {
+		return errors.New("-secret is required")
+	}
+	host, _, err := net.SplitHostPort(*addr)
+	if err != nil {
+		return err
+	}
+	if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
+		return fmt.Errorf("-addr %s: only loopback addresses are allowed", *addr)
+	}
+
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			f.Close()
+			return err
+		}
+		defer func() {
+			pprof.StopCPUProfile()
+			f.Close()
+		}()
+	}
+
+	var handler http.Handler
+	var finish func() error
+	switch *kind {
+	case "ours":
+		handler, finish, err = ours(ctx, *dir, []byte(*secret), *process, stderr)
+		if err != nil {
+			return err
+		}
+	case "bare":
+		handler, finish = bare([]byte(*secret)), func() error { return nil }
+	default:
+		return fmt.Errorf("-kind %q: want ours or bare", *kind)
+	}
+
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+	fmt.Fprintf(stdout, "listening on %s\n", ln.Addr())
+
+	select {
+	case err = <-serveErr:
+	case <-ctx.Done():
+		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		err = srv.Shutdown(sctx)
+		cancel()
+		<-serveErr
+	}
+	return errors.Join(err, finish())
+}
+
+// outcomes counts the handler's answers (a webhook.Observer).
+type outcomes struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (o *outcomes) Delivery(event, outcome string) {
+	o.mu.Lock()
+	o.n[outcome]++
+	o.mu.Unlock()
+}
+
+// counter is the Processor's Dispatcher in the benchmark.
+type counter struct{ n atomic.Int64 }
+
+func (c *counter) Dispatch(ctx context.Context, t webhook.Trigger) error {
+	c.n.Add(1)
+	return nil
+}
+
+func ours(ctx context.Context, dir string, secret []byte, process bool, stderr io.Writer) (http.Handler, func() error, error) {
+	cleanup := func() error { return nil }
+	if dir == "" {
+		d, err := os.MkdirTemp("", "agentos-webhook-bench-")
+		if err != nil {
+			return nil, nil, err
+		}
+		dir, cleanup = d, func() error { return os.RemoveAll(d) }
+	}
+	q, err := webhook.OpenQueue(filepath.Join(dir, "webhooks.db"))
+	if err != nil {
+		return nil, nil, errors.Join(err, cleanup())
+	}
+	gin.SetMode(gin.ReleaseMode)
+	e := gin.New()
+	e.Use(gin.Recovery())
+	obs := &outcomes{n: map[string]int{}}
+	e.POST("/webhook", webhook.NewHandler(webhook.Config{Secrets: [][]byte{secret}}, q, obs).Serve)
+
+	var wg sync.WaitGroup
+	c := &counter{}
+	pctx, stopProcessor := context.WithCancel(context.WithoutCancel(ctx))
+	if process {
+		p := &webhook.Processor{Queue: q, Dispatch: c, BotLogin: "agentos-bench[bot]"}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := p.Run(pctx); err != nil {
+				fmt.Fprintln(stderr, "processor:", err)
+			}
+		}()
+	}
+	finish := func() error {
+		stopProcessor()
+		wg.Wait()
+		depth, derr := q.Depth(context.Background())
+		obs.mu.Lock()
+		fmt.Fprintf(stderr, "benchserver: answers %v, dispatched %d, queue depth %d\n", obs.n, c.n.Load(), depth)
+		obs.mu.Unlock()
+		return errors.Join(derr, q.Close(), cleanup())
+	}
+	return e, finish, nil
+}
+
+func bare(secret []byte) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /webhook", func(w http.ResponseWriter, r *http.Request) {
+		payload, err := github.ValidatePayload(r, secret)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusUnauthorized)
+			return
+		}
+		ev, err := github.ParseWebHook(github.WebHookType(r), payload)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		if e, ok := ev.(*github.IssueCommentEvent); ok && e.GetAction() == "created" {
+			_ = e.GetComment().GetBody()
+		}
+		w.WriteHeader(http.StatusAccepted)
+	})
+	return mux
+}

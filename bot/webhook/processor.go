@@ -1,0 +1,202 @@
+package webhook
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/go-github/v62/github"
+)
+
+// Dispatcher receives the normalised Trigger of every delivery the bot
+// acts on. An error makes the Processor retry the delivery (see Processor)
+// unless it wraps ErrPermanent.
+type Dispatcher interface {
+	Dispatch(ctx context.Context, t Trigger) error
+}
+
+// ErrPermanent, wrapped by a Dispatcher error, marks a delivery that no
+// retry can fix: it fails at once.
+var ErrPermanent = errors.New("permanent failure")
+
+// Defaults of the Processor.
+const (
+	DefaultWorkers      = 8
+	DefaultMaxAttempts  = 5
+	DefaultPollInterval = time.Second
+)
+
+// Processor claims deliveries from the Queue and processes each one:
+//
+//  1. the bot's own events (sender login equal to BotLogin, ignoring case)
+//     are dropped first, outcome "ignored";
+//  2. the body is decoded with go-github's ParseWebHook; a body it cannot
+//     decode fails at once (outcome "failed");
+//  3. actions the bot does not act on are dropped, outcome "ignored";
+//  4. the Trigger goes to the Dispatcher: nil → "processed"; an error →
+//     "retry" (claimable again after 2^(attempts-1) s) while the delivery
+//     has had fewer than MaxAttempts claims, then "failed" for good with
+//     the error message. Errors wrapping ErrPermanent fail at once.
+//
+// Deliveries are processed concurrently by Workers goroutines, so two
+// deliveries about the same issue can be dispatched in any order.
+type Processor struct {
+	Queue    Queue
+	Dispatch Dispatcher
+	BotLogin string
+	Observer Observer // may be nil
+	Workers  int      // default DefaultWorkers
+	Logger   *slog.Logger
+
+	MaxAttempts  int           // default DefaultMaxAttempts
+	PollInterval time.Duration // idle re-check (retries, queues without Notifier); default DefaultPollInterval
+}
+
+// Run processes deliveries until ctx ends, then waits for the deliveries in
+// flight to finish (their Dispatch sees the ended ctx) and returns nil. It
+// returns an error only if the Processor is misconfigured (Queue, Dispatch
+// and BotLogin are required).
+func (p *Processor) Run(ctx context.Context) error {
+	if p.Queue == nil || p.Dispatch == nil {
+		return errors.New("webhook processor: Queue and Dispatch are required")
+	}
+	if p.BotLogin == "" {
+		// Without it the bot would answer its own comments, forever.
+		return errors.New("webhook processor: BotLogin is required")
+	}
+	workers := p.Workers
+	if workers <= 0 {
+		workers = DefaultWorkers
+	}
+	// relay passes a wake-up from worker to worker: one signal from the
+	// queue may stand for many deliveries.
+	relay := make(chan struct{}, 1)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			p.work(ctx, relay)
+		}()
+	}
+	wg.Wait()
+	return nil
+}
+
+func (p *Processor) logger() *slog.Logger {
+	if p.Logger != nil {
+		return p.Logger
+	}
+	return slog.New(slog.DiscardHandler)
+}
+
+func (p *Processor) work(ctx context.Context, relay chan struct{}) {
+	var ready <-chan struct{}
+	if n, ok := p.Queue.(Notifier); ok {
+		ready = n.Ready()
+	}
+	poll := p.PollInterval
+	if poll <= 0 {
+		poll = DefaultPollInterval
+	}
+	timer := time.NewTimer(poll)
+	defer timer.Stop()
+	for ctx.Err() == nil {
+		d, ok, err := p.Queue.Claim(ctx)
+		if err != nil && ctx.Err() == nil {
+			p.logger().Error("webhook: claim", "err", err)
+		}
+		if ok {
+			select { // there may be more: wake an idle worker
+			case relay <- struct{}{}:
+			default:
+			}
+			p.process(ctx, d)
+			continue
+		}
+		timer.Reset(poll)
+		select {
+		case <-ctx.Done():
+		case <-ready:
+		case <-relay:
+		case <-timer.C:
+		}
+	}
+}
+
+// process handles one claimed delivery and records its outcome.
+func (p *Processor) process(ctx context.Context, d Delivery) {
+	outcome, msg := p.handle(ctx, d)
+	// A dispatch cut short by shutdown does not use up the last attempt.
+	if outcome == OutcomeRetry && d.Attempts >= p.maxAttempts() && ctx.Err() == nil {
+		outcome = OutcomeFailed
+		msg = fmt.Sprintf("%s (gave up after %d attempts)", msg, d.Attempts)
+	}
+	log := p.logger().With("delivery", d.ID, "event", d.Event, "action", d.Action, "attempt", d.Attempts)
+	switch outcome {
+	case OutcomeFailed, OutcomeRetry:
+		log.Warn("webhook: delivery "+outcome, "err", msg)
+	default:
+		log.Debug("webhook: delivery "+outcome, "reason", msg)
+	}
+	if p.Observer != nil {
+		p.Observer.Delivery(eventLabel(d.Event), outcome)
+	}
+	// Record the outcome even when ctx has ended, or the work is redone.
+	if err := p.Queue.Done(context.WithoutCancel(ctx), d.ID, outcome, msg); err != nil {
+		log.Error("webhook: record outcome", "err", err)
+	}
+}
+
+func (p *Processor) maxAttempts() int {
+	if p.MaxAttempts > 0 {
+		return p.MaxAttempts
+	}
+	return DefaultMaxAttempts
+}
+
+// handle returns the outcome of one delivery and its reason or error.
+func (p *Processor) handle(ctx context.Context, d Delivery) (outcome, msg string) {
+	// A panic on one delivery (a decoder or dispatcher bug meeting odd
+	// input) fails that delivery, not the process.
+	defer func() {
+		if r := recover(); r != nil {
+			outcome, msg = OutcomeFailed, fmt.Sprintf("panic: %v", r)
+		}
+	}()
+	// The bot's own events come first: nothing else is looked at.
+	var head struct {
+		Sender struct {
+			Login string `json:"login"`
+		} `json:"sender"`
+	}
+	if err := json.Unmarshal(d.Body, &head); err != nil {
+		return OutcomeFailed, "decode: " + err.Error()
+	}
+	if strings.EqualFold(head.Sender.Login, p.BotLogin) {
+		return OutcomeIgnored, "the bot's own event"
+	}
+	ev, err := github.ParseWebHook(d.Event, d.Body)
+	if err != nil {
+		return OutcomeFailed, "decode: " + err.Error()
+	}
+	t, ok, err := normalize(d, ev)
+	if err != nil {
+		return OutcomeFailed, err.Error()
+	}
+	if !ok {
+		return OutcomeIgnored, fmt.Sprintf("%s action %q is not handled", d.Event, t.Action)
+	}
+	if err := p.Dispatch.Dispatch(ctx, t); err != nil {
+		if errors.Is(err, ErrPermanent) {
+			return OutcomeFailed, "dispatch: " + err.Error()
+		}
+		return OutcomeRetry, "dispatch: " + err.Error()
+	}
+	return OutcomeProcessed, ""
+}

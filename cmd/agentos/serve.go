@@ -1,0 +1,334 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/agentos/agentos/bot/api"
+	"github.com/agentos/agentos/bot/config"
+	"github.com/agentos/agentos/bot/server"
+	"github.com/agentos/agentos/bot/webhook"
+	"github.com/agentos/agentos/runtime/event"
+	"github.com/agentos/agentos/runtime/provider"
+	agentrun "github.com/agentos/agentos/runtime/run"
+	"github.com/agentos/agentos/runtime/store/sqlite"
+)
+
+// webhookQueueFile is the delivery queue's SQLite file in the data
+// directory (next to the event store's).
+const webhookQueueFile = "webhooks.db"
+
+// serveDeps is what a real process takes from its surroundings; tests
+// inject their own.
+type serveDeps struct {
+	getenv   func(string) string
+	listener net.Listener // nil: listen on the configured address
+	logger   *slog.Logger // nil: text to stderr
+	// dispatch receives the webhook Triggers; nil leaves the deliveries
+	// queued (durably) with no processor running.
+	dispatch webhook.Dispatcher
+}
+
+func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	return serve(ctx, args, stderr, serveDeps{getenv: os.Getenv})
+}
+
+// serve runs the server until ctx ends (SIGINT/SIGTERM in main).
+func serve(ctx context.Context, args []string, stderr io.Writer, d serveDeps) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	flags := config.BindFlags(fs)
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usageErrorf("usage: agentos serve [--addr HOST:PORT] [--data DIR] [--config FILE]")
+	}
+	cfg, err := flags.Load(d.getenv)
+	if err != nil {
+		return usageErrorf("serve: %v", err)
+	}
+	log := d.logger
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(stderr, nil))
+	}
+	log.Info("agentos serve", "version", version, "config", cfg)
+
+	runs, prof, err := serveProfile(cfg, d, log)
+	if err != nil {
+		return err
+	}
+	secrets := append([]string{cfg.APIToken, cfg.GitHubToken, string(cfg.GitHubPrivateKey), prof.APIKey}, cfg.WebhookSecrets...)
+	sealer, err := newSealer(nil, secrets...)
+	if err != nil {
+		return err
+	}
+	st, err := openStore(cfg.DataDir, sealer)
+	if err != nil {
+		return fmt.Errorf("serve: open the event store in %s: %w", cfg.DataDir, err)
+	}
+	defer st.Close()
+
+	metrics := api.NewMetrics()
+	var apiRuns api.Runs
+	if runs {
+		apiRuns = &serveRuns{store: st, mgr: agentrun.NewManager(st), dataDir: cfg.DataDir, policyFile: cfg.PolicyFile, profile: prof, roots: cfg.RepoRoots, log: log}
+	}
+	a, err := api.New(api.Options{Store: st, Runs: apiRuns, Token: cfg.APIToken, Metrics: metrics, KeepAlive: cfg.SSEKeepAlive, MaxRuns: cfg.MaxRuns, Logger: log})
+	if err != nil {
+		return err
+	}
+	switch {
+	case cfg.APIToken == "":
+		log.Warn("the API's write endpoints are disabled: set AGENTOS_API_TOKEN to start runs and answer approvals over HTTP")
+	case len(cfg.RepoRoots) == 0:
+		log.Warn("repo_roots is not set: an API client may run the agent in any directory this process can open")
+	}
+	opts := server.Options{
+		Addr:       cfg.Addr,
+		Listener:   d.listener,
+		Actors:     []func(context.Context) error{a.Run},
+		OnShutdown: []func(){a.EndStreams},
+		Logger:     log,
+	}
+	// cmd does not import gin; the route func's type comes from the field.
+	opts.Routes = append(opts.Routes, a.Register)
+
+	if cfg.WebhookEnabled() {
+		q, err := webhook.OpenQueue(filepath.Join(cfg.DataDir, webhookQueueFile))
+		if err != nil {
+			return fmt.Errorf("serve: %w", err)
+		}
+		defer q.Close()
+		secrets := make([][]byte, len(cfg.WebhookSecrets))
+		for i, s := range cfg.WebhookSecrets {
+			secrets[i] = []byte(s)
+		}
+		h := webhook.NewHandler(webhook.Config{Secrets: secrets}, q, metrics)
+		opts.WebhookPath, opts.Webhook = cfg.WebhookPath, h.Serve
+		metrics.SetQueueDepth(func() float64 {
+			qctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			n, err := q.Depth(qctx)
+			if err != nil {
+				return math.NaN()
+			}
+			return float64(n)
+		})
+		if d.dispatch != nil {
+			p := &webhook.Processor{Queue: q, Dispatch: d.dispatch, BotLogin: cfg.BotLogin, Observer: metrics, Workers: cfg.Workers, Logger: log}
+			opts.Actors = append(opts.Actors, p.Run)
+		} else {
+			log.Warn("webhook deliveries are verified and queued, but nothing dispatches them yet: they wait in the queue")
+		}
+		if cfg.GitHubAuth() == config.AuthNone {
+			log.Warn("no GitHub credentials (AGENTOS_GITHUB_TOKEN, or AGENTOS_GITHUB_APP_ID with AGENTOS_GITHUB_PRIVATE_KEY_FILE): deliveries are accepted, but the bot cannot check permissions, comment, push or open pull requests")
+		}
+	} else {
+		log.Warn("webhook intake is off: set AGENTOS_WEBHOOK_SECRET (the app's webhook secret) to receive GitHub deliveries at " + cfg.WebhookPath)
+	}
+
+	srv, err := server.New(opts)
+	if err != nil {
+		return err
+	}
+	return srv.Run(ctx)
+}
+
+// serveProfile loads the provider profile runs use. A profile file that
+// does not load is an error; without one, an invalid default (the scripted
+// provider without a script) only disables runs, so that intake and the
+// read API still work.
+func serveProfile(cfg config.Config, d serveDeps, log *slog.Logger) (bool, provider.Profile, error) {
+	prof, err := provider.LoadProfile(cfg.ProfileFile, d.getenv)
+	switch {
+	case err == nil:
+		return true, prof, nil
+	case cfg.ProfileFile != "":
+		return false, prof, usageErrorf("serve: %v", err)
+	}
+	log.Warn("runs are disabled: no usable provider profile (set profile: in the config file, or AGENTOS_PROVIDER and its settings)", "error", err)
+	return false, prof, nil
+}
+
+// serveRuns starts runs for the API with the same wiring as `agentos
+// run`: each run builds its runtime with buildRuntime over the repository
+// it works in.
+type serveRuns struct {
+	store      *sqlite.Store     // the server's store: lookups and notifications
+	mgr        *agentrun.Manager // over store: approvals
+	dataDir    string
+	policyFile string
+	profile    provider.Profile
+	roots      []string // allowed repository parents; empty: any
+	log        *slog.Logger
+}
+
+// Prepare implements api.Runs.
+func (r *serveRuns) Prepare(ctx context.Context, req api.StartRequest) (api.Run, error) {
+	repo := req.RepoDir
+	if repo == "" {
+		var err error
+		if repo, err = r.repoOf(ctx, req.SessionID); err != nil {
+			return nil, err
+		}
+	}
+	abs, err := r.allowed(repo)
+	if err != nil {
+		return nil, err
+	}
+	env, err := r.build(ctx, abs, req.SessionID)
+	if err != nil {
+		return nil, err
+	}
+	key := req.SessionKey
+	if key == "" {
+		key = "api:" + abs
+	}
+	start := agentrun.StartRequest{SessionID: req.SessionID, Prompt: req.Prompt, SessionKey: key, Trigger: map[string]any{"source": "api", "repo_dir": abs}, Cwd: env.ws.Root()}
+	return &serveRun{r: r, env: env, sessionID: req.SessionID, start: &start}, nil
+}
+
+// PrepareResume implements api.Runs: the run resumes in the repository its
+// run.started recorded.
+func (r *serveRuns) PrepareResume(ctx context.Context, sessionID string) (api.Run, error) {
+	repo, err := r.repoOf(ctx, sessionID)
+	if err != nil {
+		return nil, err
+	}
+	if repo, err = r.allowed(repo); err != nil {
+		return nil, err
+	}
+	env, err := r.build(ctx, repo, sessionID)
+	if err != nil {
+		return nil, err
+	}
+	return &serveRun{r: r, env: env, sessionID: sessionID}, nil
+}
+
+// Resolve implements api.Runs.
+func (r *serveRuns) Resolve(ctx context.Context, sessionID, approvalID, decision, by, reason string) error {
+	return r.mgr.Resolve(ctx, sessionID, approvalID, decision, by, reason)
+}
+
+func (r *serveRuns) build(ctx context.Context, repo, sessionID string) (*runtimeEnv, error) {
+	// The runtime keeps the context for its whole life (trust lookups),
+	// and Prepare's is the HTTP request's, which ends with the response.
+	env, err := buildRuntime(context.WithoutCancel(ctx), envOptions{repo: repo, dataDir: r.dataDir, policyFile: r.policyFile, profile: r.profile, sessionID: sessionID})
+	if err != nil {
+		var ee *exitError
+		if errors.As(err, &ee) {
+			err = ee.err
+		}
+		return nil, err
+	}
+	for _, n := range env.notes {
+		r.log.Info("run note", "session", sessionID, "note", n)
+	}
+	return env, nil
+}
+
+// allowed resolves repo (symbolic links too, so that a link cannot lead
+// out of a root) and checks that it lies under one of the repo roots.
+func (r *serveRuns) allowed(repo string) (string, error) {
+	abs, err := filepath.Abs(repo)
+	if err != nil {
+		return "", err
+	}
+	if len(r.roots) == 0 {
+		return abs, nil
+	}
+	real, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return "", fmt.Errorf("repo_dir: %w", err)
+	}
+	for _, root := range r.roots {
+		rr, err := filepath.EvalSymlinks(root)
+		if err != nil {
+			continue
+		}
+		if rel, err := filepath.Rel(rr, real); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+			return real, nil
+		}
+	}
+	return "", fmt.Errorf("repo_dir %s is not under the server's repo_roots (%s)", repo, strings.Join(r.roots, ", "))
+}
+
+// repoOf returns the repository recorded by the session's latest run.
+func (r *serveRuns) repoOf(ctx context.Context, sessionID string) (string, error) {
+	evs, err := r.store.Read(ctx, sessionID, 1)
+	if err != nil {
+		return "", err
+	}
+	for i := len(evs) - 1; i >= 0; i-- {
+		if evs[i].Type == event.RunStarted {
+			if dir := event.FieldString(event.Field(evs[i].Payload, "trigger"), "repo_dir"); dir != "" {
+				return dir, nil
+			}
+		}
+	}
+	return "", fmt.Errorf("session %s records no repository (it was not started through this API): give repo_dir", sessionID)
+}
+
+// serveRun is one prepared run.
+type serveRun struct {
+	r         *serveRuns
+	env       *runtimeEnv
+	sessionID string
+	start     *agentrun.StartRequest // nil: resume
+}
+
+// Execute implements api.Run. The run appends through its own store
+// handle, whose watchers are not the server's: appends are relayed to the
+// server's store so that event streams see them at once.
+func (s *serveRun) Execute(ctx context.Context) (agentrun.Outcome, error) {
+	wake, stopWatch := s.env.store.Watch(s.sessionID)
+	quit, relayed := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(relayed)
+		for {
+			select {
+			case <-wake:
+				s.r.store.Notify(s.sessionID)
+			case <-quit:
+				return
+			}
+		}
+	}()
+	defer func() {
+		close(quit)
+		<-relayed
+		stopWatch()
+		s.r.store.Notify(s.sessionID)
+	}()
+	var out agentrun.Outcome
+	var err error
+	if s.start != nil {
+		out, err = s.env.mgr.Start(ctx, s.env.engine, *s.start)
+	} else {
+		out, err = s.env.mgr.Resume(ctx, s.env.engine, s.sessionID, s.env.ws.Root(), "")
+	}
+	if err != nil {
+		return out, err
+	}
+	if _, err := exportSession(ctx, s.env.store, s.r.dataDir, s.sessionID); err != nil {
+		return out, fmt.Errorf("export session log: %w", err)
+	}
+	return out, nil
+}
+
+// Close implements api.Run.
+func (s *serveRun) Close() error {
+	s.env.Close()
+	return nil
+}
