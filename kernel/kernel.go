@@ -424,7 +424,9 @@ func (k *Kernel) execute(ctx context.Context, rec Recorder, c Call, r *registere
 	} else {
 		resPayload["result"] = raw
 	}
-	if _, err := rec.Record(ctx, "tool.result", "kernel", resPayload, invID); err != nil {
+	// The tool ran: its result is recorded even if the caller's deadline
+	// passed meanwhile, so no tool.invoke is left without its tool.result.
+	if _, err := rec.Record(context.WithoutCancel(ctx), "tool.result", "kernel", resPayload, invID); err != nil {
 		return Outcome{}, err
 	}
 	if kerr != nil {

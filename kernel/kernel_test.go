@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/agentos/agentos/kernel"
 	"github.com/agentos/agentos/kernel/policy"
@@ -47,7 +48,11 @@ func setup(t testing.TB, pol string, hooks kernel.Hooks) *env {
 	}
 	t.Cleanup(func() { ws.Close() })
 	k := kernel.New(p, ws, hooks)
-	for _, d := range tools.Defs(ws, tools.Options{AllowShell: p.Execution.AllowShell}) {
+	timeouts := map[string]time.Duration{}
+	for _, name := range []string{"process.run", "test.run", "lint.run"} {
+		timeouts[name] = p.Timeout(name)
+	}
+	for _, d := range tools.Defs(ws, tools.Options{AllowShell: p.Execution.AllowShell, Timeouts: timeouts}) {
 		must(t, k.Register(d))
 	}
 	sealer, err := event.NewSealer(schemas.MustDefault(), nil, nil)

@@ -145,7 +145,12 @@ func (k *Kernel) assess(ctx context.Context, env Env, r *registered, args []byte
 	default: // risk
 		if risk.HighRiskCommand || risk.TouchesSecrets || risk.TouchesConfig || risk.TouchesBuild || risk.EstimatedImpact == "large" {
 			risk.Control, risk.Reason = ControlApproval, "policy: risky "+r.def.Name
-			if pol.Trust.Enabled && k.Trust != nil && !risk.HighRiskCommand && !risk.TouchesSecrets {
+			// Adaptive trust (seed 003 §40) counts approvals of the exact same
+			// command line, so a trusted "rm -f build.log" trusts nothing
+			// else; under approval "risk" a command needs approval only when
+			// it is high-risk, so those are exactly the calls trust may lower.
+			// Anything touching secrets is never lowered.
+			if pol.Trust.Enabled && k.Trust != nil && !risk.TouchesSecrets {
 				c := k.Trust(r.def.Name, a.Command)
 				if c.Approved >= pol.Trust.CleanApprovals && c.Denied == 0 && c.Failed == 0 && c.Reverted == 0 {
 					risk.Control, risk.Trusted, risk.Reason = ControlPreviewAuto, true, fmt.Sprintf("adaptive trust: %d clean approvals", c.Approved)

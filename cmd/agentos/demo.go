@@ -60,7 +60,7 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fmt.Fprintf(stdout, "agentos demo: %q on a sample Go module in %s\n\n", demo.Prompt, repo)
 	stop := watchProgress(ctx, env, sid, stdout)
 	res, err := env.mgr.Start(ctx, env.engine, agentrun.StartRequest{SessionID: sid, Prompt: demo.Prompt, SessionKey: "demo", Cwd: env.ws.Root()})
-	stop()
+	stop(err == nil)
 	if err != nil {
 		return err
 	}
@@ -93,7 +93,7 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		}
 		stop := watchProgress(ctx, env, sid, stdout)
 		res, err = env.mgr.Resume(ctx, env.engine, sid, env.ws.Root(), "")
-		stop()
+		stop(err == nil)
 		if err != nil {
 			return err
 		}

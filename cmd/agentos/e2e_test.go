@@ -471,8 +471,27 @@ func TestDemo(t *testing.T) {
 			t.Errorf("demo output lacks %q", want)
 		}
 	}
-	if _, _, code := runCLI(t, "verify", filepath.Join(out, "events.jsonl")); code != 0 {
-		t.Error("demo events.jsonl does not verify")
+	// Seed 000's audit-completeness list holds for the demo session.
+	vout, _, code := runCLI(t, "verify", "--json", filepath.Join(out, "events.jsonl"))
+	var rep replay.Report
+	if code != 0 || json.Unmarshal([]byte(vout), &rep) != nil || !rep.Valid {
+		t.Fatalf("demo events.jsonl does not verify (exit %d):\n%s", code, vout)
+	}
+	if rep.Audit == nil || !rep.Audit.Complete {
+		t.Errorf("demo session is not audit-complete: %+v", rep.Audit)
+	}
+	evs, err := readJSONL(filepath.Join(out, "events.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	have := map[string]bool{}
+	for _, e := range evs {
+		have[e.Type] = true
+	}
+	for _, typ := range append(append([]string(nil), replay.SuccessfulSessionTypes...), event.ApprovalRequested, event.RunPaused, event.ApprovalResolved, event.RunResumed, event.TurnTerminal) {
+		if !have[typ] {
+			t.Errorf("demo session has no %s event", typ)
+		}
 	}
 	cmd := exec.Command("go", "test", "./...")
 	cmd.Dir = filepath.Join(out, "repo")

@@ -59,6 +59,11 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 	} else if rep.Valid {
 		fmt.Fprintf(stdout, "OK %s: session %s, %d events, chain head %s\n", pos[0], rep.SessionID, rep.Events, rep.LastHash)
+		if a := rep.Audit; a != nil && a.Complete {
+			fmt.Fprintln(stdout, "audit completeness: every event type of a successful session is present")
+		} else if a != nil {
+			fmt.Fprintf(stdout, "audit completeness: this successful session has no %s events (advice, not an error)\n", strings.Join(a.Missing, ", "))
+		}
 	} else {
 		fmt.Fprintf(stdout, "INVALID %s: %v\n", pos[0], rep.Problem)
 	}
@@ -181,6 +186,9 @@ func printSnapshot(w io.Writer, s replay.Snapshot) {
 		status = "unknown"
 	}
 	fmt.Fprintf(w, "status    %s, closed=%v\n", status, s.Closed)
+	if s.TurnState != "" {
+		fmt.Fprintf(w, "turn      %s\n", s.TurnState)
+	}
 	if t := s.Terminal; t != nil {
 		fmt.Fprintf(w, "terminal  %s", t.Status)
 		if t.ErrorClass != "" {

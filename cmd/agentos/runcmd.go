@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"strings"
-	"time"
 
 	"github.com/agentos/agentos/runtime/provider"
 	agentrun "github.com/agentos/agentos/runtime/run"
@@ -103,11 +102,14 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	for _, n := range env.notes {
 		fmt.Fprintln(stderr, "note:", n)
 	}
+	var stop func(settled bool)
 	if !f.asJSON {
-		stop := watchProgress(ctx, env, f.session, stdout)
-		defer stop()
+		stop = watchProgress(ctx, env, f.session, stdout)
 	}
 	out, err := env.mgr.Start(ctx, env.engine, agentrun.StartRequest{SessionID: f.session, Prompt: prompt, SessionKey: "cli:" + f.repo, Cwd: env.ws.Root()})
+	if stop != nil {
+		stop(err == nil)
+	}
 	if err != nil {
 		return err
 	}
@@ -181,8 +183,11 @@ func cmdResume(ctx context.Context, args []string, stdout, stderr io.Writer) err
 }
 
 // watchProgress prints state changes, tool calls and approvals as the run
-// appends them.
-func watchProgress(ctx context.Context, env *runtimeEnv, sessionID string, w io.Writer) func() {
+// appends them. The returned stop waits for the printer: when the run
+// settled (it ended with turn.terminal or paused with run.paused, both
+// already in the store) the printer stops by itself after printing them;
+// otherwise stop cancels it.
+func watchProgress(ctx context.Context, env *runtimeEnv, sessionID string, w io.Writer) func(settled bool) {
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	var after int64
@@ -193,10 +198,11 @@ func watchProgress(ctx context.Context, env *runtimeEnv, sessionID string, w io.
 		defer close(done)
 		_ = followPrint(ctx, env, sessionID, after, w)
 	}()
-	return func() {
-		// Let the last events print before stopping.
-		time.Sleep(20 * time.Millisecond)
-		cancel()
+	return func(settled bool) {
+		if !settled {
+			cancel()
+		}
 		<-done
+		cancel()
 	}
 }

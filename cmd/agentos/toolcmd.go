@@ -11,12 +11,14 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/agentos/agentos/kernel"
 	"github.com/agentos/agentos/kernel/redact"
 	"github.com/agentos/agentos/kernel/tools"
 	"github.com/agentos/agentos/kernel/workspace"
 	"github.com/agentos/agentos/runtime/event"
+	"github.com/agentos/agentos/runtime/hooks"
 	"github.com/agentos/agentos/runtime/replay"
 	"github.com/agentos/agentos/schemas"
 )
@@ -112,6 +114,15 @@ func (ef *eventFile) Record(ctx context.Context, typ, actor string, payload any,
 	return evs[0].ID, nil
 }
 
+// withSession tells the kernel's hooks which session and transcript a
+// call belongs to (Claude Code's session_id and transcript_path).
+func withSession(k *kernel.Kernel, sessionID, transcript string) {
+	if h, ok := k.Hooks.(hooks.ForKernel); ok {
+		h.SessionID, h.Transcript = sessionID, transcript
+		k.Hooks = h
+	}
+}
+
 // discard records nothing (tool call without --events).
 type discard struct{}
 
@@ -132,9 +143,22 @@ func toolKernel(workspaceDir, policyFile string) (*kernel.Kernel, *workspace.Roo
 		ws.Close()
 		return nil, nil, nil, err
 	}
-	k := kernel.New(pol, ws, nil)
+	// The full kernel: the repository's PreToolUse/PostToolUse hooks
+	// (.agent/settings.json, .claude/settings.json) and the built-in ones,
+	// and the policy's per-capability timeouts, as in agentos run.
+	reg := hooks.NewRegistry()
+	reg.Builtins()
+	if _, err := reg.LoadSettings(ws.FS(), hookRunner{ws}, ".agent/settings.json", ".claude/settings.json"); err != nil {
+		ws.Close()
+		return nil, nil, nil, &exitError{code: exitFailure, err: err}
+	}
+	k := kernel.New(pol, ws, hooks.ForKernel{R: reg, Cwd: ws.Root()})
 	k.Redact = red.String
-	for _, d := range tools.Defs(ws, tools.Options{AllowShell: pol.Execution.AllowShell}) {
+	timeouts := map[string]time.Duration{}
+	for _, name := range []string{"process.run", "test.run", "lint.run"} {
+		timeouts[name] = pol.Timeout(name)
+	}
+	for _, d := range tools.Defs(ws, tools.Options{AllowShell: pol.Execution.AllowShell, Timeouts: timeouts}) {
 		if err := k.Register(d); err != nil {
 			ws.Close()
 			return nil, nil, nil, err
@@ -223,9 +247,12 @@ func toolCall(ctx context.Context, args []string, stdout io.Writer) error {
 		if err != nil {
 			return err
 		}
-		if rec, err = openEventFile(*events, sealer); err != nil {
+		ef, err := openEventFile(*events, sealer)
+		if err != nil {
 			return err
 		}
+		rec = ef
+		withSession(k, ef.sid, *events)
 	}
 	out, err := k.Dispatch(ctx, rec, kernel.Call{ID: "cli-1", Name: pos[0], Args: json.RawMessage(*argJSON), Caller: "cli"})
 	return printToolOutcome(stdout, out, err, *asJSON)
@@ -285,6 +312,7 @@ func toolApprove(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	withSession(k, ef.sid, *events)
 	snap, err := replay.Replay(ef.evs)
 	if err != nil {
 		return err

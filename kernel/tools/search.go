@@ -5,13 +5,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"io/fs"
 	"regexp"
 	"runtime"
 	"sort"
 	"sync"
 
 	"github.com/agentos/agentos/kernel"
+	"github.com/agentos/agentos/kernel/workspace"
 	"github.com/bmatcuk/doublestar/v4"
 )
 
@@ -100,7 +100,7 @@ func parseSearch(args json.RawMessage) (Query, error) {
 // Search scans the workspace in parallel and returns matches sorted by path
 // and line, at most q.Max of them.
 func (t *tools) Search(ctx context.Context, q Query) ([]Match, bool, int, error) {
-	files := make(chan string, 256)
+	files := make(chan *workspace.File, 256)
 	type result struct {
 		path    string
 		matches []Match
@@ -112,9 +112,14 @@ func (t *tools) Search(ctx context.Context, q Query) ([]Match, bool, int, error)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for p := range files {
-				if m := t.searchFile(p, q); len(m) > 0 {
-					results <- result{p, m}
+			for f := range files {
+				b, err := f.Read()
+				f.Release()
+				if err != nil {
+					continue
+				}
+				if m := searchContent(f.Rel, b, q); len(m) > 0 {
+					results <- result{f.Rel, m}
 				}
 			}
 		}()
@@ -122,12 +127,13 @@ func (t *tools) Search(ctx context.Context, q Query) ([]Match, bool, int, error)
 	scanned := 0
 	var walkErr error
 	go func() {
-		walkErr = t.ws.Walk(ctx, func(rel string, d fs.DirEntry) error {
-			if len(q.Globs) > 0 && !globMatch(q.Globs, rel) {
+		walkErr = t.ws.WalkFiles(ctx, func(f *workspace.File) error {
+			if len(q.Globs) > 0 && !globMatch(q.Globs, f.Rel) {
+				f.Release()
 				return nil
 			}
 			scanned++
-			files <- rel
+			files <- f
 			return nil
 		})
 		close(files)
@@ -171,9 +177,10 @@ func globMatch(globs []string, p string) bool {
 	return include || !any
 }
 
-func (t *tools) searchFile(p string, q Query) []Match {
-	b, err := t.ws.ReadWalked(p)
-	if err != nil || bytes.IndexByte(b[:min(len(b), 8000)], 0) >= 0 {
+// searchContent finds q's matches in one file's content; binary files
+// (a NUL byte in the first 8000 bytes, git's heuristic) have none.
+func searchContent(p string, b []byte, q Query) []Match {
+	if bytes.IndexByte(b[:min(len(b), 8000)], 0) >= 0 {
 		return nil
 	}
 	if q.Re == nil && !bytes.Contains(b, q.Literal) {

@@ -21,7 +21,6 @@ import (
 	"github.com/agentos/agentos/kernel"
 	"github.com/bmatcuk/doublestar/v4"
 	"github.com/go-git/go-git/v5"
-	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
 )
 
 // Options configure a workspace.
@@ -271,29 +270,9 @@ func randHex() string {
 // Walk calls fn for every regular file not ignored by .gitignore (and not
 // in .git or a deny pattern), in lexical order, with its relative path.
 func (w *Root) Walk(ctx context.Context, fn func(rel string, d fs.DirEntry) error) error {
-	fsys := w.root.FS()
-	matcher := gitignore.NewMatcher(w.ignorePatterns())
-	return fs.WalkDir(fsys, ".", func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return nil // unreadable entries are skipped, not fatal
-		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		if p == "." {
-			return nil
-		}
-		parts := strings.Split(p, "/")
-		if d.IsDir() {
-			if d.Name() == ".git" || w.deny(p, p) != nil || matcher.Match(parts, true) {
-				return fs.SkipDir
-			}
-			return nil
-		}
-		if !d.Type().IsRegular() || w.deny(p, p) != nil || matcher.Match(parts, false) {
-			return nil
-		}
-		return fn(p, d)
+	return w.WalkFiles(ctx, func(f *File) error {
+		defer f.Release()
+		return fn(f.Rel, f.Entry)
 	})
 }
 
@@ -311,8 +290,10 @@ func (w *Root) Revision(ctx context.Context) (kernel.Revision, error) {
 	}
 	type entry struct{ p, line string }
 	var entries []entry
-	err := w.Walk(ctx, func(rel string, d fs.DirEntry) error {
-		b, err := w.root.ReadFile(rel)
+	err := w.WalkFiles(ctx, func(f *File) error {
+		defer f.Release()
+		rel, d := f.Rel, f.Entry
+		b, err := f.Read()
 		if err != nil {
 			return nil
 		}

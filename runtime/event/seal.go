@@ -146,7 +146,9 @@ func (s *Sealer) Prepare(sessionID string, d Draft) (Prepared, error) {
 	}
 	p := Prepared{SessionID: sessionID, RunID: s.redactor.String(d.RunID), Type: d.Type, Actor: s.redactor.String(d.Actor), Payload: red}
 	if d.ParentID != "" {
-		pid := d.ParentID
+		// Parent ids are event ids; masking one that somehow carries a
+		// secret keeps every written field behind the redactor.
+		pid := s.redactor.String(d.ParentID)
 		p.ParentID = &pid
 	}
 	return p, nil

@@ -27,7 +27,11 @@ type Snapshot struct {
 	RunID   string `json:"run_id,omitempty"` // the latest run
 	// RunStatus is the latest run's state: running, paused, completed,
 	// failed or denied ("" before any run.* or turn.terminal event).
-	RunStatus string              `json:"run_status,omitempty"`
+	RunStatus string `json:"run_status,omitempty"`
+	// TurnState is the latest run's turn lifecycle state (seed 004):
+	// preparing → running → waiting_tool → paused → committing →
+	// completed | failed | denied. It is derived from the run's events.
+	TurnState string              `json:"turn_state,omitempty"`
 	Terminal  *TerminalReport     `json:"terminal,omitempty"` // the latest run's terminal report
 	Runs      map[string]*RunInfo `json:"runs,omitempty"`
 
@@ -277,6 +281,9 @@ func (f *Folder) Apply(e *event.Event) error {
 		}
 		s.RunStatus = status
 	}
+	if st := turnState(e.Type, s.TurnState); st != "" {
+		s.TurnState = st
+	}
 	switch e.Type {
 	case event.SessionStart:
 		var p pPrompt
@@ -309,6 +316,7 @@ func (f *Folder) Apply(e *event.Event) error {
 		if err := decode(&t); err != nil {
 			return err
 		}
+		s.TurnState = t.Status
 		s.Terminal = &t
 		if ri := s.Runs[e.RunID]; ri != nil {
 			ri.Terminal = &t
@@ -437,4 +445,28 @@ func (f *Folder) Apply(e *event.Event) error {
 		s.Amendments = append(s.Amendments, p.Amends)
 	}
 	return nil
+}
+
+// turnState maps an event to the turn state it moves the run into ("" for
+// no change). A run (re)starts by preparing its context, runs while it
+// talks to the model, waits while a tool executes, pauses for approvals,
+// and commits its outcome before the terminal report names the end state.
+func turnState(typ, cur string) string {
+	switch typ {
+	case event.RunStarted, event.RunResumed:
+		return "preparing"
+	case event.LLMRequest:
+		return "running"
+	case event.ToolInvoke:
+		return "waiting_tool"
+	case event.ToolResult:
+		if cur == "waiting_tool" {
+			return "running"
+		}
+	case event.RunPaused:
+		return "paused"
+	case event.RunCompleted, event.RunFailed:
+		return "committing"
+	}
+	return ""
 }

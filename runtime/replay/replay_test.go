@@ -344,3 +344,174 @@ func TestParseLineFastMatchesEncodingJSON(t *testing.T) {
 		}
 	}
 }
+
+// TestVerifyTornVersusTampered cuts the last line at every byte: each cut is
+// a torn final line with the events before it intact. An edited last line
+// that lost its newline still parses, so it is reported as an edit, not
+// as a crash.
+func TestVerifyTornVersusTampered(t *testing.T) {
+	reg := schemas.MustDefault()
+	good := toJSONL(sampleSession(t))
+	body := good[:len(good)-1]
+	lastStart := bytes.LastIndexByte(body, '\n') + 1
+	lines := bytes.Count(good, []byte("\n"))
+	for cut := lastStart + 1; cut < len(good)-1; cut++ {
+		rep, err := VerifyReader(reg, bytes.NewReader(good[:cut]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.Problem == nil || rep.Problem.Code != ProblemTornFinalLine || rep.Problem.Line != lines || rep.Events != lines-1 {
+			t.Fatalf("cut at byte %d of %d: got %+v (events %d), want %s at line %d after %d intact events", cut, len(good), rep.Problem, rep.Events, ProblemTornFinalLine, lines, lines-1)
+		}
+	}
+	// The complete last line without its newline is a valid log.
+	if rep, _ := VerifyReader(reg, bytes.NewReader(body)); !rep.Valid {
+		t.Fatalf("log without the final newline: %+v", rep.Problem)
+	}
+	tampered := append(append([]byte(nil), body[:lastStart]...), bytes.Replace(body[lastStart:], []byte(`"ok":true`), []byte(`"ok":false`), 1)...)
+	if bytes.Equal(tampered, body) {
+		t.Fatal("test setup: the last line has no \"ok\":true to edit")
+	}
+	for name, log := range map[string][]byte{"without newline": tampered, "with newline": append(tampered, '\n')} {
+		rep, err := VerifyReader(reg, bytes.NewReader(log))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.Problem == nil || rep.Problem.Code != ProblemHashMismatch || rep.Problem.Line != lines {
+			t.Errorf("edited last line %s: got %+v, want %s at line %d", name, rep.Problem, ProblemHashMismatch, lines)
+		}
+	}
+}
+
+// TestReplayTurnStates: the snapshot's turn state walks seed 004's
+// lifecycle as the sample session's events are folded one by one.
+func TestReplayTurnStates(t *testing.T) {
+	f := NewFolder()
+	var seen []string
+	for _, e := range sampleSession(t) {
+		e := e
+		if err := f.Apply(&e); err != nil {
+			t.Fatal(err)
+		}
+		if st := f.Snapshot().TurnState; st != "" && (len(seen) == 0 || seen[len(seen)-1] != st) {
+			seen = append(seen, st)
+		}
+	}
+	want := "preparing running paused preparing waiting_tool running committing completed"
+	if got := strings.Join(seen, " "); got != want {
+		t.Fatalf("turn states\n got %s\nwant %s", got, want)
+	}
+}
+
+// TestReplayWorkflowArtifactsCheckpoint folds the L8 workflow events,
+// artifacts, a checkpoint and an amendment into the snapshot.
+func TestReplayWorkflowArtifactsCheckpoint(t *testing.T) {
+	sealer, err := event.NewSealer(schemas.MustDefault(), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := store.NewMemory(sealer)
+	ctx := context.Background()
+	var seq int64
+	var firstID string
+	for _, d := range []event.Draft{
+		{Type: event.WorkflowStarted, Payload: map[string]any{"cycle_id": "bugfix"}},
+		{Type: event.WorkflowPhaseAdvanced, Payload: map[string]any{"cycle_id": "bugfix", "from_phase": "", "to_phase": "triage"}},
+		{Type: event.WorkflowPolicyGated, Payload: map[string]any{"policy_id": "confidence", "decision": "allow", "reason": "p0 == 0"}},
+		{Type: event.ArtifactEmitted, Payload: map[string]any{"kind": "plan", "name": "plan.json", "digest": strings.Repeat("a", 64), "size": 20, "content": `{"steps":[]}`}},
+		{Type: event.WorkflowPhaseAdvanced, Payload: map[string]any{"cycle_id": "bugfix", "from_phase": "triage", "to_phase": "fix"}},
+		{Type: event.WorkflowPolicyGated, Payload: map[string]any{"policy_id": "loop-halt", "decision": "allow", "reason": "gen 1 < 3"}},
+		{Type: event.CheckpointCreated, Payload: map[string]any{"last_seq": 6, "summary": "triaged"}},
+		{Type: event.ArtifactEmitted, Payload: map[string]any{"kind": "compaction", "name": "context-summary.md", "digest": strings.Repeat("b", 64), "size": 7, "content": "summary"}},
+		{Type: event.WorkflowCompleted, Payload: map[string]any{"cycle_id": "bugfix", "verdict": "done"}},
+		{Type: event.EventAmended, Payload: map[string]any{"amends": "FIRST", "reason": "typo", "correction": map[string]any{"cycle_id": "bug-fix"}}},
+	} {
+		d.Actor, d.RunID = "workflow", "r1"
+		if d.Type == event.EventAmended {
+			d.Payload.(map[string]any)["amends"] = firstID
+		}
+		evs, err := s.Append(ctx, "wf", seq, d)
+		if err != nil {
+			t.Fatalf("%s: %v", d.Type, err)
+		}
+		seq = evs[0].Seq
+		if firstID == "" {
+			firstID = evs[0].ID
+		}
+	}
+	evs, _ := s.Read(ctx, "wf", 1)
+	snap, err := Replay(evs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := snap.Workflow
+	if w == nil || w.CycleID != "bugfix" || w.Phase != "fix" || strings.Join(w.Visited, ",") != "triage,fix" || w.Verdict != "done" || w.Gates != 2 {
+		t.Fatalf("workflow %+v", w)
+	}
+	if len(snap.Artifacts) != 2 || snap.Artifacts[0].Kind != "plan" || snap.Artifacts[1].Kind != "compaction" || string(snap.Plan) != `{"steps":[]}` {
+		t.Errorf("artifacts %+v plan %s", snap.Artifacts, snap.Plan)
+	}
+	if snap.Checkpoint != 6 || len(snap.Amendments) != 1 || snap.Amendments[0] != firstID {
+		t.Errorf("checkpoint %d amendments %v", snap.Checkpoint, snap.Amendments)
+	}
+	// An aborted cycle records the abort verdict.
+	if _, err := s.Append(ctx, "wf", seq, event.Draft{RunID: "r1", Type: event.WorkflowAborted, Actor: "workflow", Payload: map[string]any{"cycle_id": "bugfix", "reason": "halt signal"}}); err != nil {
+		t.Fatal(err)
+	}
+	evs, _ = s.Read(ctx, "wf", 1)
+	if snap, _ := Replay(evs); snap.Workflow.Verdict != "abort" {
+		t.Errorf("after workflow.aborted verdict = %q", snap.Workflow.Verdict)
+	}
+}
+
+// TestVerifyAuditCompleteness: a successful session is checked against
+// seed 000's audit list; one without tool events is still valid but the
+// report names what it lacks; a session whose last close is not ok gets no
+// audit advice.
+func TestVerifyAuditCompleteness(t *testing.T) {
+	reg := schemas.MustDefault()
+	evs := sampleSession(t)
+	rep := VerifyEvents(reg, evs)
+	if !rep.Valid || rep.Audit == nil || !rep.Audit.Complete || len(rep.Audit.Missing) != 0 {
+		t.Fatalf("sample session: valid=%v audit=%+v", rep.Valid, rep.Audit)
+	}
+	// Rebuild the session without its skill and tool events.
+	sealer, err := event.NewSealer(reg, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := store.NewMemory(sealer)
+	ctx := context.Background()
+	var seq int64
+	ids := map[string]string{}
+	for _, e := range evs {
+		switch e.Type {
+		case event.ToolInvoke, event.ToolResult, event.SkillInvoke, event.SkillComplete:
+			continue
+		}
+		parent := ""
+		if e.ParentID != nil {
+			parent = ids[*e.ParentID]
+		}
+		out, err := s.Append(ctx, "no-tools", seq, event.Draft{RunID: e.RunID, Type: e.Type, Actor: e.Actor, Payload: e.Payload, ParentID: parent})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[e.ID], seq = out[0].ID, out[0].Seq
+	}
+	stripped, _ := s.Read(ctx, "no-tools", 1)
+	rep = VerifyEvents(reg, stripped)
+	want := "skill.invoke,tool.invoke,tool.result,skill.complete"
+	if !rep.Valid || rep.Audit == nil || rep.Audit.Complete || strings.Join(rep.Audit.Missing, ",") != want {
+		t.Fatalf("stripped session: valid=%v problem=%v audit=%+v, want missing %s", rep.Valid, rep.Problem, rep.Audit, want)
+	}
+	// A session that closed not ok gets no audit advice.
+	last := stripped[len(stripped)-1]
+	if _, err := s.Append(ctx, "no-tools", last.Seq, event.Draft{RunID: last.RunID, Type: event.SessionClose, Actor: "runtime", Payload: map[string]any{"ok": false}}); err != nil {
+		t.Fatal(err)
+	}
+	closedBad, _ := s.Read(ctx, "no-tools", 1)
+	if rep := VerifyEvents(reg, closedBad); !rep.Valid || rep.Audit != nil {
+		t.Fatalf("failed session: valid=%v audit=%+v", rep.Valid, rep.Audit)
+	}
+}

@@ -68,6 +68,24 @@ type Report struct {
 	LastHash  string   `json:"last_hash,omitempty"`
 	Closed    bool     `json:"closed"`
 	Problem   *Problem `json:"problem,omitempty"`
+	// Audit is set for a session whose last session.close says ok: which
+	// of seed 000's "a successful session should include at least" event
+	// types it lacks. It is advice, not a failure: a request that matches
+	// no skill or needs no tool succeeds without skill or tool events.
+	Audit *Audit `json:"audit,omitempty"`
+}
+
+// Audit is the audit-completeness check of a successful session.
+type Audit struct {
+	Complete bool     `json:"complete"`
+	Missing  []string `json:"missing,omitempty"`
+}
+
+// SuccessfulSessionTypes is seed 000's audit-completeness list: the event
+// types a successful session should include at least.
+var SuccessfulSessionTypes = []string{
+	event.SessionStart, event.HookFired, event.SkillInvoke, event.AgentTransition, event.LLMRequest, event.LLMResponse,
+	event.ToolInvoke, event.ToolResult, event.WorkerReport, event.SkillComplete, event.SessionClose,
 }
 
 // Verifier checks events one by one. It is used by VerifyReader for files
@@ -80,6 +98,8 @@ type Verifier struct {
 	openLLM   map[string]open
 	terminals map[string]int // run id → count
 	runs      map[string]open
+	seen      map[string]bool // event types present
+	closeOK   bool            // the last session.close said ok
 }
 
 type open struct {
@@ -89,7 +109,7 @@ type open struct {
 
 // NewVerifier returns a Verifier using the schema registry.
 func NewVerifier(reg *schemas.Registry) *Verifier {
-	return &Verifier{reg: reg, openTools: map[string]open{}, openLLM: map[string]open{}, terminals: map[string]int{}, runs: map[string]open{}}
+	return &Verifier{reg: reg, openTools: map[string]open{}, openLLM: map[string]open{}, terminals: map[string]int{}, runs: map[string]open{}, seen: map[string]bool{}}
 }
 
 // Line checks one raw line (without its newline). final says it is the last
@@ -102,7 +122,10 @@ func (v *Verifier) Line(lineNo int, b []byte, final bool) *Problem {
 		return &Problem{Code: ProblemBlankLine, Line: lineNo, Message: "blank line inside the log"}
 	}
 	if _, err := event.CheckLineHash(b); err != nil {
-		if final {
+		// Every strict prefix of a canonical line is invalid JSON (the outer
+		// object is never closed), so a final line that still parses was
+		// not cut short by a crash: it was edited.
+		if final && !json.Valid(b) {
 			return &Problem{Code: ProblemTornFinalLine, Line: lineNo, Message: fmt.Sprintf("the last line is incomplete (%d bytes, no newline): a write was cut short, e.g. by a crash; the %d events before it are intact if no other problem is reported", len(b), v.rep.Events)}
 		}
 		if !json.Valid(b) {
@@ -187,7 +210,9 @@ func (v *Verifier) Event(lineNo int, e *event.Event) *Problem {
 		}
 	case event.SessionClose:
 		r.Closed = true
+		v.closeOK = event.FieldBool(e.Payload, "ok")
 	}
+	v.seen[e.Type] = true
 	r.Events++
 	r.LastSeq = e.Seq
 	r.LastHash = e.Hash
@@ -230,6 +255,16 @@ func (v *Verifier) Finish() Report {
 		}
 	}
 	r.Valid = true
+	if r.Closed && v.closeOK {
+		a := &Audit{}
+		for _, typ := range SuccessfulSessionTypes {
+			if !v.seen[typ] {
+				a.Missing = append(a.Missing, typ)
+			}
+		}
+		a.Complete = len(a.Missing) == 0
+		r.Audit = a
+	}
 	return r
 }
 

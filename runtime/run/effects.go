@@ -182,7 +182,9 @@ func (f *effects) liveComplete(ctx context.Context, p provider.Provider, req pro
 	} else {
 		payload["response"] = resp
 	}
-	respEv, err := f.j.Append(ctx, event.LLMResponse, req.Role, payload, reqID)
+	// The call happened: its outcome is recorded even when the run's
+	// deadline ended it, or the log would hold a request with no response.
+	respEv, err := f.j.Append(context.WithoutCancel(ctx), event.LLMResponse, req.Role, payload, reqID)
 	if err != nil {
 		return provider.CompletionResponse{}, err
 	}

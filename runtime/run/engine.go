@@ -81,7 +81,9 @@ func (e *Engine) Execute(ctx context.Context, j *journal.Journal, in Input, hist
 	if err != nil && s.skill != nil && !res.Paused {
 		var nd *NonDeterminismError
 		if !errors.As(err, &nd) {
-			if _, cerr := s.f.emit(ctx, event.SkillComplete, "runtime", map[string]any{"skill": s.skill.Name, "ok": false, "reason": err.Error()}, ""); cerr != nil {
+			// Recorded even when a deadline ended the run: the skill's
+			// invocation must be closed in the log either way.
+			if _, cerr := s.f.emit(context.WithoutCancel(ctx), event.SkillComplete, "runtime", map[string]any{"skill": s.skill.Name, "ok": false, "reason": err.Error()}, ""); cerr != nil {
 				err = errors.Join(err, cerr)
 			}
 		}

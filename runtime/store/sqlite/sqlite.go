@@ -285,21 +285,39 @@ func (s *Store) commitOnce(batch []*appendReq) (err error) {
 		r.out = evs
 	}
 	// Move each session's tip once, checking it is still the one we read.
+	// The statements are prepared once per commit: parsing the UPDATE for
+	// each of 64 sessions cost an eighth of the CPU of a group commit.
+	var insSession, updSession *sql.Stmt
+	defer func() {
+		for _, st := range []*sql.Stmt{insSession, updSession} {
+			if st != nil {
+				st.Close()
+			}
+		}
+	}()
 	for sid, t := range moved {
 		old := s.tips[sid]
 		if old.tip == t.tip {
 			continue
 		}
 		if old.tip.Seq == 0 {
-			_, err = tx.Exec(`INSERT INTO sessions (session_id, last_seq, last_hash, last_pos, first_ts, last_ts, last_type) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-				sid, t.tip.Seq, t.tip.Hash, t.pos, t.firstTS, t.lastTS, t.lastType)
+			if insSession == nil {
+				if insSession, err = tx.Prepare(`INSERT INTO sessions (session_id, last_seq, last_hash, last_pos, first_ts, last_ts, last_type) VALUES (?, ?, ?, ?, ?, ?, ?)`); err != nil {
+					return err
+				}
+			}
+			_, err = insSession.Exec(sid, t.tip.Seq, t.tip.Hash, t.pos, t.firstTS, t.lastTS, t.lastType)
 			if err != nil {
 				return fmt.Errorf("%w: %v", errStaleTip, err)
 			}
 			continue
 		}
-		res, err := tx.Exec(`UPDATE sessions SET last_seq = ?, last_hash = ?, last_pos = ?, last_ts = ?, last_type = ? WHERE session_id = ? AND last_seq = ? AND last_hash = ?`,
-			t.tip.Seq, t.tip.Hash, t.pos, t.lastTS, t.lastType, sid, old.tip.Seq, old.tip.Hash)
+		if updSession == nil {
+			if updSession, err = tx.Prepare(`UPDATE sessions SET last_seq = ?, last_hash = ?, last_pos = ?, last_ts = ?, last_type = ? WHERE session_id = ? AND last_seq = ? AND last_hash = ?`); err != nil {
+				return err
+			}
+		}
+		res, err := updSession.Exec(t.tip.Seq, t.tip.Hash, t.pos, t.lastTS, t.lastType, sid, old.tip.Seq, old.tip.Hash)
 		if err != nil {
 			return err
 		}

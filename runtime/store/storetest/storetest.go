@@ -4,6 +4,7 @@ package storetest
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -39,6 +40,11 @@ var Secrets = []string{
 	"apikeymembervalue77",
 	"bearertokenvalue12345",
 	Literal,
+	"ghp_" + strings.Repeat("u9V8", 9), // written with JSON \u escapes
+	"98765432123",                      // a number under a secret env name
+	"arraysecretvalue31",               // an array under a secret env name
+	"ghs_" + strings.Repeat("p4Q5", 9), // in parent_id
+	"xoxb-literal-in-list-5566",        // a registered literal deep in nested arrays
 }
 
 // NewSealer returns the sealer the suite's stores must use: the default
@@ -47,6 +53,7 @@ func NewSealer(t testing.TB) *event.Sealer {
 	t.Helper()
 	r := redact.New(nil)
 	r.AddLiteral(Literal)
+	r.AddLiteral("xoxb-literal-in-list-5566")
 	s, err := event.NewSealer(schemas.MustDefault(), r, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -257,8 +264,10 @@ func testImportExport(t *testing.T, open Factory) {
 	}
 }
 
-// SeedSecrets appends one event carrying every seeded secret in every
-// payload field kind, plus run_id and actor.
+// SeedSecrets appends events carrying every seeded secret in every payload
+// field kind (string value, object key, array element, nested object,
+// value of a secret env-style name whatever its JSON type, JSON-escaped
+// text in a raw payload), plus run_id, actor and parent_id.
 func SeedSecrets(t *testing.T, s store.Store) {
 	t.Helper()
 	sec := Secrets
@@ -275,9 +284,20 @@ func SeedSecrets(t *testing.T, s store.Store) {
 			"pem":             "-----BEGIN RSA PRIVATE KEY-----\n" + sec[7] + "\n-----END RSA PRIVATE KEY-----",
 			"env":             "export OPENAI_API_KEY=" + sec[5],
 			"literal_in_text": "x-access-token:" + Literal + "@github.com",
+			"DB_PASSWORD":     98765432123,
+			"SLACK_TOKEN":     []any{"arraysecretvalue31", 7},
+			"matrix":          []any{[]any{[]any{"token " + sec[16]}}},
+			"flags":           []any{true, nil, 1.5},
 		},
 	}
-	_, err := s.Append(context.Background(), "secrets", 0, event.Draft{RunID: "run-" + sec[0], Type: event.OutputMessage, Actor: "worker " + Literal, Payload: payload})
+	ctx := context.Background()
+	_, err := s.Append(ctx, "secrets", 0, event.Draft{RunID: "run-" + sec[0], Type: event.OutputMessage, Actor: "worker " + Literal, Payload: payload})
+	if err != nil {
+		t.Fatal(err)
+	}
+	escaped := strings.NewReplacer("g", `\u0067`, "p", `\u0070`).Replace(sec[12])
+	raw := json.RawMessage(`{"text":"escaped ` + escaped + `","role":"worker"}`)
+	_, err = s.Append(ctx, "secrets", 1, event.Draft{RunID: "r", Type: event.OutputMessage, Actor: "worker", Payload: raw, ParentID: "parent-" + sec[15]})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,134 @@
+package workspace
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"path"
+	"sort"
+	"sync/atomic"
+
+	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
+)
+
+// File is a regular file found by WalkFiles. Read reads it through an open
+// handle on its directory (one openat, where a path from the root would
+// resolve every component again); Release gives the handle back. Read and
+// Release may be called from another goroutine than the walk's, and each
+// File must be released exactly once.
+type File struct {
+	Rel   string      // workspace-relative path, '/'-separated
+	Entry fs.DirEntry // as read from the directory
+	dir   *dirHandle
+	name  string
+}
+
+// Read returns the file's content. The file is opened relative to its
+// directory without following a symlink, so a file swapped for a link
+// after the walk listed it is not read through the link.
+func (f *File) Read() ([]byte, error) {
+	b, err := readFileAt(f.dir, f.name)
+	if err != nil {
+		return nil, jailOr(f.Rel, err)
+	}
+	return b, nil
+}
+
+// Release returns the file's share of its directory handle.
+func (f *File) Release() { f.dir.release() }
+
+// dirHandle is an open directory shared by the walk and the files it
+// handed out; the last release closes it. The workspace root itself is
+// never closed here.
+type dirHandle struct {
+	root *os.Root
+	dir  *os.File // the directory itself, for reading files relative to it
+	own  bool
+	refs atomic.Int64
+}
+
+func (d *dirHandle) release() {
+	if d.refs.Add(-1) == 0 {
+		if d.dir != nil {
+			d.dir.Close()
+		}
+		if d.own {
+			d.root.Close()
+		}
+	}
+}
+
+// WalkFiles calls fn for every regular file not ignored by .gitignore
+// (and not in .git or a deny pattern), in lexical order. Patterns are read
+// as the walk descends, the way git applies them: a directory's .gitignore
+// governs its subtree, deeper patterns win, and an ignored directory is
+// neither read nor searched for more patterns. Unreadable directories are
+// skipped. fn may return fs.SkipDir to skip the rest of a directory or
+// fs.SkipAll to stop.
+func (w *Root) WalkFiles(ctx context.Context, fn func(f *File) error) error {
+	base := w.readIgnore(".git/info/exclude", nil)
+	top := &dirHandle{root: w.root}
+	top.refs.Add(1)
+	err := w.walkDir(ctx, top, "", nil, base, fn)
+	top.release()
+	if errors.Is(err, fs.SkipAll) {
+		return nil
+	}
+	return err
+}
+
+func (w *Root) walkDir(ctx context.Context, dir *dirHandle, rel string, parts []string, ps []gitignore.Pattern, fn func(f *File) error) error {
+	df, err := dir.root.Open(".")
+	if err != nil {
+		return nil // unreadable entries are skipped, not fatal
+	}
+	dir.dir = df
+	ents, err := df.ReadDir(-1)
+	if err != nil {
+		return nil
+	}
+	sort.Slice(ents, func(i, j int) bool { return ents[i].Name() < ents[j].Name() })
+	for _, e := range ents {
+		if e.Name() == ".gitignore" && e.Type().IsRegular() {
+			ps = append(ps[:len(ps):len(ps)], parseIgnore(dir.root, ".gitignore", parts)...)
+			break
+		}
+	}
+	matcher := gitignore.NewMatcher(ps)
+	for _, e := range ents {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		p := path.Join(rel, e.Name())
+		sub := append(parts[:len(parts):len(parts)], e.Name())
+		if e.IsDir() {
+			if e.Name() == ".git" || w.deny(p, p) != nil || matcher.Match(sub, true) {
+				continue
+			}
+			child, err := dir.root.OpenRoot(e.Name())
+			if err != nil {
+				continue
+			}
+			h := &dirHandle{root: child, own: true}
+			h.refs.Add(1)
+			err = w.walkDir(ctx, h, p, sub, ps, fn)
+			h.release()
+			if err != nil {
+				return err
+			}
+			continue
+		}
+		if !e.Type().IsRegular() || w.deny(p, p) != nil || matcher.Match(sub, false) {
+			continue
+		}
+		dir.refs.Add(1)
+		if err := fn(&File{Rel: p, Entry: e, dir: dir, name: e.Name()}); err != nil {
+			if errors.Is(err, fs.SkipDir) {
+				return nil
+			}
+			return err
+		}
+	}
+	return nil
+}
