@@ -83,7 +83,7 @@ func cmdHooks(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	defer ws.Close()
 	reg := hooks.NewRegistry()
 	reg.Builtins()
-	notes, err := reg.LoadSettings(ws.FS(), hookRunner{ws}, ".agent/settings.json", ".claude/settings.json")
+	notes, err := reg.LoadSettings(ws.FS(), hookRunner{WS: ws}, ".agent/settings.json", ".claude/settings.json")
 	if err != nil {
 		return &exitError{code: exitFailure, err: err}
 	}

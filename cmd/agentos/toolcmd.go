@@ -148,7 +148,7 @@ func toolKernel(workspaceDir, policyFile string) (*kernel.Kernel, *workspace.Roo
 	// and the policy's per-capability timeouts, as in agentos run.
 	reg := hooks.NewRegistry()
 	reg.Builtins()
-	if _, err := reg.LoadSettings(ws.FS(), hookRunner{ws}, ".agent/settings.json", ".claude/settings.json"); err != nil {
+	if _, err := reg.LoadSettings(ws.FS(), hookRunner{WS: ws}, ".agent/settings.json", ".claude/settings.json"); err != nil {
 		ws.Close()
 		return nil, nil, nil, &exitError{code: exitFailure, err: err}
 	}

@@ -2,17 +2,15 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
-	"time"
 
 	"github.com/agentos/agentos/kernel"
 	"github.com/agentos/agentos/kernel/policy"
 	"github.com/agentos/agentos/kernel/redact"
-	"github.com/agentos/agentos/kernel/tools"
 	"github.com/agentos/agentos/kernel/workspace"
 	"github.com/agentos/agentos/runtime/event"
 	"github.com/agentos/agentos/runtime/hooks"
@@ -22,10 +20,9 @@ import (
 	"github.com/agentos/agentos/runtime/provider/openai"
 	"github.com/agentos/agentos/runtime/provider/scripted"
 	agentrun "github.com/agentos/agentos/runtime/run"
-	"github.com/agentos/agentos/runtime/skills"
+	"github.com/agentos/agentos/runtime/setup"
 	"github.com/agentos/agentos/runtime/store"
 	"github.com/agentos/agentos/schemas"
-	builtinskills "github.com/agentos/agentos/skills"
 )
 
 // providers is the provider registry, built explicitly. The real adapters
@@ -68,31 +65,15 @@ func providers(script *scripted.Script) provider.Registry {
 	}
 }
 
-// loadPolicy layers: built-in defaults, the operator's file (--policy,
-// which may loosen), then the repository's .agent/policy.yaml (which may
-// only tighten).
+// loadPolicy layers the policy (see setup.LoadPolicy); a policy file that
+// cannot be read is a usage error.
 func loadPolicy(operatorFile string, ws *workspace.Root) (*policy.Policy, error) {
-	p := policy.Default()
-	if operatorFile != "" {
-		f, err := os.Open(operatorFile)
-		if err != nil {
-			return nil, usageErrorf("policy: %v", err)
-		}
-		defer f.Close()
-		if p, err = policy.Parse(operatorFile, f); err != nil {
-			return nil, err
-		}
+	p, err := setup.LoadPolicy(operatorFile, ws)
+	var ue *setup.UsageError
+	if errors.As(err, &ue) {
+		return nil, usageErrorf("%v", ue.Err)
 	}
-	if ws != nil {
-		if b, err := ws.ReadFile(".agent/policy.yaml"); err == nil {
-			repo, err := policy.Parse(".agent/policy.yaml", strings.NewReader(string(b)))
-			if err != nil {
-				return nil, err
-			}
-			p = policy.Merge(p, repo)
-		}
-	}
-	return p, nil
+	return p, err
 }
 
 // runtimeEnv is everything one session's run needs.
@@ -116,18 +97,8 @@ func (r *runtimeEnv) Close() {
 	}
 }
 
-// hookRunner runs hook commands through the workspace's process runner:
-// scrubbed environment, process-group kill, capped output. Hook commands
-// are shell command lines by definition (Claude Code's settings.json).
-type hookRunner struct{ ws *workspace.Root }
-
-func (h hookRunner) RunHook(ctx context.Context, dir, command string, stdin []byte) ([]byte, []byte, int, error) {
-	res, err := h.ws.Run(ctx, workspace.RunSpec{Argv: []string{"sh", "-c", command}, Stdin: stdin, MaxOutput: 1 << 20})
-	if err != nil {
-		return nil, nil, -1, err
-	}
-	return []byte(res.Stdout), []byte(res.Stderr), res.ExitCode, nil
-}
+// hookRunner runs hook commands through the workspace's process runner.
+type hookRunner = setup.HookRunner
 
 type envOptions struct {
 	repo       string
@@ -146,68 +117,27 @@ func buildRuntime(ctx context.Context, o envOptions) (*runtimeEnv, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The store redacts with the operator's keys and the provider's key.
 	red := redact.New(base.Redaction.Keys)
 	red.AddLiteral(o.profile.APIKey)
-	ws, err := workspace.Open(o.repo, workspace.Options{DenyPatterns: base.Workspace.DenyPatterns, EnvAllow: base.Execution.EnvAllow, SecretName: red.IsSecretName})
-	if err != nil {
-		return nil, usageErrorf("%v", err)
-	}
-	pol, err := loadPolicy(o.policyFile, ws)
-	if err != nil {
-		ws.Close()
-		return nil, err
-	}
-	ws.Close()
-	if ws, err = workspace.Open(o.repo, workspace.Options{DenyPatterns: pol.Workspace.DenyPatterns, EnvAllow: pol.Execution.EnvAllow, SecretName: red.IsSecretName}); err != nil {
-		return nil, err
-	}
-	r := &runtimeEnv{ws: ws, redactor: red}
 	sealer, err := event.NewSealer(schemas.MustDefault(), red, nil)
 	if err != nil {
-		r.Close()
 		return nil, err
 	}
-	if r.store, err = openStore(o.dataDir, sealer); err != nil {
-		r.Close()
-		return nil, err
-	}
-	r.hooks = hooks.NewRegistry()
-	r.hooks.Builtins()
-	notes, err := r.hooks.LoadSettings(ws.FS(), hookRunner{ws}, ".agent/settings.json", ".claude/settings.json")
+	st, err := openStore(o.dataDir, sealer)
 	if err != nil {
-		r.Close()
 		return nil, err
 	}
-	r.notes = notes
-	timeouts := map[string]time.Duration{}
-	for _, name := range []string{"process.run", "test.run", "lint.run"} {
-		timeouts[name] = pol.Timeout(name)
-	}
-	r.kernel = kernel.New(pol, ws, hooks.ForKernel{R: r.hooks, SessionID: o.sessionID, Cwd: ws.Root()})
-	r.kernel.Redact = red.String
-	r.kernel.Trust = agentrun.TrustFromStore(ctx, r.store)
-	for _, d := range tools.Defs(ws, tools.Options{AllowShell: pol.Execution.AllowShell, Timeouts: timeouts}) {
-		if err := r.kernel.Register(d); err != nil {
-			r.Close()
-			return nil, err
+	env, err := setup.Build(ctx, setup.Options{Dir: o.repo, PolicyFile: o.policyFile, Profile: o.profile, Providers: providers(o.script), SessionID: o.sessionID, Store: st})
+	if err != nil {
+		st.Close()
+		var ue *setup.UsageError
+		if errors.As(err, &ue) {
+			return nil, usageErrorf("%v", ue.Err)
 		}
+		return nil, err
 	}
-	sk, problems := skills.Discover(schemas.MustDefault(),
-		skills.Root{Name: "builtin", FS: builtinskills.FS},
-		skills.Root{Name: ".agent/skills", FS: ws.FS(), Dir: ".agent/skills"},
-		skills.Root{Name: ".claude/skills", FS: ws.FS(), Dir: ".claude/skills"})
-	for _, p := range problems {
-		r.notes = append(r.notes, "skill skipped: "+p.String())
-	}
-	prov, err := providers(o.script).New(ctx, o.profile)
-	if err != nil {
-		r.Close()
-		return nil, usageErrorf("%v", err)
-	}
-	prov = provider.Checked{P: provider.Priced{P: prov, Pricing: o.profile.Pricing}, Reg: schemas.MustDefault()}
-	r.engine = &agentrun.Engine{Provider: prov, Tools: agentrun.KernelTools{K: r.kernel}, Hooks: r.hooks, Skills: sk, Schemas: schemas.MustDefault(), Profile: o.profile, Repo: ws.FS()}
-	r.mgr = agentrun.NewManager(r.store)
-	return r, nil
+	return &runtimeEnv{store: st, ws: env.Workspace, kernel: env.Kernel, hooks: env.Hooks, engine: env.Engine, mgr: agentrun.NewManager(st), redactor: env.Redactor, notes: env.Notes}, nil
 }
 
 // exportSession writes the session's events.jsonl artifact under the data

@@ -1,0 +1,186 @@
+// Package setup assembles everything one session's run needs on a working
+// tree — the workspace jail, the layered policy, the kernel with its
+// capability tools, hooks, skills and the provider — so that the CLI, the
+// webhook server and the GitHub Action build runs the same way.
+//
+// The provider registry is passed in: it is built explicitly by the
+// caller (cmd), never filled from init().
+package setup
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/agentos/agentos/kernel"
+	"github.com/agentos/agentos/kernel/policy"
+	"github.com/agentos/agentos/kernel/redact"
+	"github.com/agentos/agentos/kernel/tools"
+	"github.com/agentos/agentos/kernel/workspace"
+	"github.com/agentos/agentos/runtime/hooks"
+	"github.com/agentos/agentos/runtime/provider"
+	"github.com/agentos/agentos/runtime/run"
+	"github.com/agentos/agentos/runtime/skills"
+	"github.com/agentos/agentos/runtime/store"
+	"github.com/agentos/agentos/schemas"
+	builtinskills "github.com/agentos/agentos/skills"
+)
+
+// Options says what to assemble.
+type Options struct {
+	// Dir is the working tree the kernel is jailed in.
+	Dir string
+	// PolicyFile is the operator's policy.yaml ("" for the built-in
+	// defaults); the repository's .agent/policy.yaml may only tighten it.
+	PolicyFile string
+	Profile    provider.Profile
+	Providers  provider.Registry
+	SessionID  string
+	// Store feeds adaptive trust (per-repository approval counters).
+	Store store.Store
+	// UntrustedRepo skips the repository's own command hooks
+	// (.agent/settings.json, .claude/settings.json): set it when the
+	// working tree holds code from outside the repository (a fork's pull
+	// request), whose hooks must not run with the bot's authority.
+	UntrustedRepo bool
+}
+
+// Env is one session's assembled runtime. Close releases it.
+type Env struct {
+	Workspace *workspace.Root
+	Policy    *policy.Policy
+	Kernel    *kernel.Kernel
+	Hooks     *hooks.Registry
+	Engine    *run.Engine
+	Redactor  *redact.Redactor
+	// Notes are things the operator should know (skipped skills, ignored
+	// hook settings).
+	Notes []string
+}
+
+// Close releases the workspace.
+func (e *Env) Close() {
+	if e.Workspace != nil {
+		e.Workspace.Close()
+	}
+}
+
+// UsageError is an error in what the caller asked for (a missing working
+// tree, an unreadable policy file, an unknown provider).
+type UsageError struct{ Err error }
+
+func (e *UsageError) Error() string { return e.Err.Error() }
+func (e *UsageError) Unwrap() error { return e.Err }
+
+// LoadPolicy layers the policy: built-in defaults, the operator's file
+// (which may loosen), then the repository's .agent/policy.yaml in ws (which
+// may only tighten).
+func LoadPolicy(operatorFile string, ws *workspace.Root) (*policy.Policy, error) {
+	p := policy.Default()
+	if operatorFile != "" {
+		f, err := os.Open(operatorFile)
+		if err != nil {
+			return nil, &UsageError{fmt.Errorf("policy: %w", err)}
+		}
+		defer f.Close()
+		if p, err = policy.Parse(operatorFile, f); err != nil {
+			return nil, err
+		}
+	}
+	if ws != nil {
+		if b, err := ws.ReadFile(".agent/policy.yaml"); err == nil {
+			repo, err := policy.Parse(".agent/policy.yaml", strings.NewReader(string(b)))
+			if err != nil {
+				return nil, err
+			}
+			p = policy.Merge(p, repo)
+		}
+	}
+	return p, nil
+}
+
+// HookRunner runs hook commands through the workspace's process runner:
+// scrubbed environment, process-group kill, capped output. Hook commands
+// are shell command lines by definition (Claude Code's settings.json).
+type HookRunner struct{ WS *workspace.Root }
+
+// RunHook implements hooks.Runner.
+func (h HookRunner) RunHook(ctx context.Context, dir, command string, stdin []byte) ([]byte, []byte, int, error) {
+	res, err := h.WS.Run(ctx, workspace.RunSpec{Argv: []string{"sh", "-c", command}, Stdin: stdin, MaxOutput: 1 << 20})
+	if err != nil {
+		return nil, nil, -1, err
+	}
+	return []byte(res.Stdout), []byte(res.Stderr), res.ExitCode, nil
+}
+
+// Build assembles the runtime for o.Dir.
+func Build(ctx context.Context, o Options) (*Env, error) {
+	if o.Dir == "" {
+		return nil, &UsageError{fmt.Errorf("a working tree is required")}
+	}
+	base, err := LoadPolicy(o.PolicyFile, nil)
+	if err != nil {
+		return nil, err
+	}
+	red := redact.New(base.Redaction.Keys)
+	red.AddLiteral(o.Profile.APIKey)
+	// Open once with the operator's policy to read the repository's, then
+	// again with the merged deny patterns and environment allow-list.
+	ws, err := workspace.Open(o.Dir, workspace.Options{DenyPatterns: base.Workspace.DenyPatterns, EnvAllow: base.Execution.EnvAllow, SecretName: red.IsSecretName})
+	if err != nil {
+		return nil, &UsageError{err}
+	}
+	pol, err := LoadPolicy(o.PolicyFile, ws)
+	ws.Close()
+	if err != nil {
+		return nil, err
+	}
+	if ws, err = workspace.Open(o.Dir, workspace.Options{DenyPatterns: pol.Workspace.DenyPatterns, EnvAllow: pol.Execution.EnvAllow, SecretName: red.IsSecretName}); err != nil {
+		return nil, err
+	}
+	e := &Env{Workspace: ws, Policy: pol, Redactor: red}
+	e.Hooks = hooks.NewRegistry()
+	e.Hooks.Builtins()
+	if o.UntrustedRepo {
+		e.Notes = append(e.Notes, "repository hooks not loaded: the working tree holds untrusted code")
+	} else {
+		notes, err := e.Hooks.LoadSettings(ws.FS(), HookRunner{WS: ws}, ".agent/settings.json", ".claude/settings.json")
+		if err != nil {
+			e.Close()
+			return nil, err
+		}
+		e.Notes = append(e.Notes, notes...)
+	}
+	timeouts := map[string]time.Duration{}
+	for _, name := range []string{"process.run", "test.run", "lint.run"} {
+		timeouts[name] = pol.Timeout(name)
+	}
+	e.Kernel = kernel.New(pol, ws, hooks.ForKernel{R: e.Hooks, SessionID: o.SessionID, Cwd: ws.Root()})
+	e.Kernel.Redact = red.String
+	if o.Store != nil {
+		e.Kernel.Trust = run.TrustFromStore(ctx, o.Store)
+	}
+	for _, d := range tools.Defs(ws, tools.Options{AllowShell: pol.Execution.AllowShell, Timeouts: timeouts}) {
+		if err := e.Kernel.Register(d); err != nil {
+			e.Close()
+			return nil, err
+		}
+	}
+	sk, problems := skills.Discover(schemas.MustDefault(),
+		skills.Root{Name: "builtin", FS: builtinskills.FS},
+		skills.Root{Name: ".agent/skills", FS: ws.FS(), Dir: ".agent/skills"},
+		skills.Root{Name: ".claude/skills", FS: ws.FS(), Dir: ".claude/skills"})
+	for _, p := range problems {
+		e.Notes = append(e.Notes, "skill skipped: "+p.String())
+	}
+	prov, err := o.Providers.New(ctx, o.Profile)
+	if err != nil {
+		e.Close()
+		return nil, &UsageError{err}
+	}
+	prov = provider.Checked{P: provider.Priced{P: prov, Pricing: o.Profile.Pricing}, Reg: schemas.MustDefault()}
+	e.Engine = &run.Engine{Provider: prov, Tools: run.KernelTools{K: e.Kernel}, Hooks: e.Hooks, Skills: sk, Schemas: schemas.MustDefault(), Profile: o.Profile, Repo: ws.FS()}
+	return e, nil
+}

@@ -1,0 +1,96 @@
+package setup_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/agentos/agentos/runtime/demo"
+	"github.com/agentos/agentos/runtime/hooks"
+	"github.com/agentos/agentos/runtime/provider"
+	"github.com/agentos/agentos/runtime/provider/scripted"
+	"github.com/agentos/agentos/runtime/setup"
+)
+
+func sample(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := demo.WriteSample(dir); err != nil {
+		t.Fatal(err)
+	}
+	settings := `{"hooks":{"PreToolUse":[{"matcher":"*","hooks":[{"type":"command","command":"exit 2"}]}]}}`
+	if err := os.MkdirAll(filepath.Join(dir, ".agent"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, ".agent", "settings.json"), []byte(settings), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func options(t *testing.T, dir string) setup.Options {
+	t.Helper()
+	s, err := demo.Script()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := provider.DefaultProfile()
+	p.Provider, p.Script = "scripted", "embedded"
+	return setup.Options{Dir: dir, Profile: p, SessionID: "s-1",
+		Providers: provider.Registry{"scripted": func(context.Context, provider.Profile) (provider.Provider, error) { return scripted.New(s), nil }}}
+}
+
+func TestBuildLoadsRepositoryHooksOnlyWhenTrusted(t *testing.T) {
+	dir := sample(t)
+	for _, untrusted := range []bool{false, true} {
+		o := options(t, dir)
+		o.UntrustedRepo = untrusted
+		env, err := setup.Build(context.Background(), o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmdHooks := 0
+		for _, h := range env.Hooks.Handlers(hooks.PreToolUse) {
+			if strings.Contains(h, "exit 2") {
+				cmdHooks++
+			}
+		}
+		if untrusted && cmdHooks != 0 {
+			t.Errorf("untrusted repository: its command hook was loaded: %v", env.Hooks.Handlers(hooks.PreToolUse))
+		}
+		if !untrusted && cmdHooks != 1 {
+			t.Errorf("trusted repository: command hook not loaded: %v", env.Hooks.Handlers(hooks.PreToolUse))
+		}
+		if env.Engine == nil || env.Kernel == nil {
+			t.Fatal("no engine or kernel")
+		}
+		env.Close()
+	}
+}
+
+func TestBuildErrors(t *testing.T) {
+	o := options(t, "")
+	if _, err := setup.Build(context.Background(), o); !errors.As(err, new(*setup.UsageError)) {
+		t.Errorf("no dir: err = %v, want a UsageError", err)
+	}
+	o = options(t, sample(t))
+	o.Profile.Provider = "nope"
+	if _, err := setup.Build(context.Background(), o); !errors.As(err, new(*setup.UsageError)) {
+		t.Errorf("unknown provider: err = %v, want a UsageError", err)
+	}
+	o = options(t, sample(t))
+	o.PolicyFile = filepath.Join(t.TempDir(), "missing.yaml")
+	if _, err := setup.Build(context.Background(), o); !errors.As(err, new(*setup.UsageError)) {
+		t.Errorf("missing policy: err = %v, want a UsageError", err)
+	}
+	dir := sample(t)
+	if err := os.WriteFile(filepath.Join(dir, ".agent", "policy.yaml"), []byte("nonsense_key: 1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := setup.Build(context.Background(), options(t, dir)); err == nil || !strings.Contains(err.Error(), "nonsense_key") {
+		t.Errorf("bad repository policy: err = %v", err)
+	}
+}
