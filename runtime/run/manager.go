@@ -339,7 +339,23 @@ func runHistory(evs []event.Event, runID string) (history []event.Event, prompt,
 	if corr == "" && start < len(evs) {
 		corr = evs[start].SessionID
 	}
-	return evs[start:], prompt, corr, before
+	return withoutHost(evs[start:]), prompt, corr, before
+}
+
+// HostActor is the actor of events that a host (the GitHub bot, the
+// Action) appends to a session to annotate it — where its pull request
+// lives, say. They are part of the log but not decisions of the run, so
+// re-execution skips them.
+const HostActor = "host"
+
+func withoutHost(evs []event.Event) []event.Event {
+	out := make([]event.Event, 0, len(evs))
+	for _, e := range evs {
+		if e.Actor != HostActor {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 // roleTurns counts each role's model calls in events, so the scripted

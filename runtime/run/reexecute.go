@@ -36,6 +36,7 @@ func (replayOnlyProvider) Complete(context.Context, provider.CompletionRequest) 
 // hold, or leaves recorded decisions unmade. Recorded sessions under
 // testdata/ use it as regression tests (Temporal's replayer idea).
 func Reexecute(ctx context.Context, eng *Engine, prompt string, history []event.Event) (Result, error) {
+	history = withoutHost(history)
 	if len(history) == 0 {
 		return Result{}, errors.New("reexecute: empty history")
 	}

@@ -1,0 +1,342 @@
+// Package dispatch turns normalised GitHub triggers into runs: it parses
+// the comment command, authorizes the author, prepares the session's
+// worktree, drives the runtime's RunManager, and publishes what happened —
+// the session branch and draft PR, approval requests as PR reviews, the
+// tracking comment, and the event log on the artifact branch.
+//
+// It keeps no state of its own between triggers: a paused session is its
+// event log (in the store, or on the artifact branch when this process has
+// never seen it), so any process can answer an approval.
+package dispatch
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/agentos/agentos/bot/auth"
+	"github.com/agentos/agentos/bot/command"
+	"github.com/agentos/agentos/bot/webhook"
+	"github.com/agentos/agentos/runtime/event"
+	"github.com/agentos/agentos/runtime/replay"
+	"github.com/agentos/agentos/runtime/run"
+	"github.com/agentos/agentos/runtime/store"
+	"github.com/agentos/agentos/schemas"
+	"github.com/oklog/ulid/v2"
+)
+
+// Engines builds a run engine whose kernel is jailed in dir (the session's
+// worktree). The returned func releases it.
+type Engines func(ctx context.Context, dir, sessionID string) (*run.Engine, func(), error)
+
+// Dispatcher handles triggers. The zero value is not usable; set every
+// field but Log and Now.
+type Dispatcher struct {
+	Trigger  string // the command word, default /agent
+	BotLogin string // the bot's own login, e.g. agentos[bot]
+	GitHub   GitHub
+	Auth     Authorizer
+	Git      Git
+	Runs     *run.Manager
+	Engines  Engines
+	Log      *slog.Logger
+	Now      func() time.Time
+	// ServerURL is GitHub's web address for links (default
+	// https://github.com; GitHub Enterprise Server differs).
+	ServerURL string
+	// Result, when set, is told how each trigger ended (for metrics and the
+	// Action's outputs).
+	Result func(Result)
+
+	mu    sync.Mutex
+	locks map[string]*sync.Mutex
+}
+
+// Result is how one trigger ended.
+type Result struct {
+	Outcome   string // ignored | refused | help | started | answered | cancelled | status | replied
+	Reason    string
+	SessionID string
+	Status    string // the run's status after the trigger: paused | completed | failed | denied
+	PR        int
+	Branch    string
+	Usage     replay.Usage
+}
+
+// ErrTamperedLog is returned when a session log loaded from the artifact
+// branch does not verify.
+var ErrTamperedLog = errors.New("session log on the artifact branch does not verify")
+
+// Dispatch handles one trigger. Errors are returned only for failures worth
+// retrying or reporting (GitHub or git unreachable, a store failure); a
+// refused or ignored trigger is a nil error with a Result.
+func (d *Dispatcher) Dispatch(ctx context.Context, t webhook.Trigger) error {
+	res, err := d.dispatch(ctx, t)
+	if d.Result != nil {
+		d.Result(res)
+	}
+	if err != nil {
+		d.log().Error("dispatch failed", "delivery", t.DeliveryID, "repo", t.Repo, "number", t.Number, "err", err)
+		if errors.Is(err, ErrTamperedLog) {
+			// No retry makes a tampered log verify.
+			err = fmt.Errorf("%w: %w", webhook.ErrPermanent, err)
+		}
+	}
+	return err
+}
+
+func (d *Dispatcher) log() *slog.Logger {
+	if d.Log != nil {
+		return d.Log
+	}
+	return slog.Default()
+}
+
+func (d *Dispatcher) now() time.Time {
+	if d.Now != nil {
+		return d.Now()
+	}
+	return time.Now()
+}
+
+func (d *Dispatcher) trigger() string {
+	if d.Trigger == "" {
+		return command.DefaultTrigger
+	}
+	return d.Trigger
+}
+
+func (d *Dispatcher) dispatch(ctx context.Context, t webhook.Trigger) (Result, error) {
+	// The bot's own comments and reviews come back as webhooks: drop them
+	// before anything else.
+	if d.BotLogin != "" && strings.EqualFold(t.Author, d.BotLogin) {
+		return Result{Outcome: "ignored", Reason: "the bot's own event"}, nil
+	}
+	repo, ok := ParseRepo(t.Repo)
+	if !ok {
+		return Result{Outcome: "ignored", Reason: "no repository"}, nil
+	}
+	switch t.Kind {
+	case webhook.KindComment, webhook.KindReviewComment:
+		return d.onComment(ctx, repo, t)
+	case webhook.KindReview:
+		return d.onReview(ctx, repo, t)
+	case webhook.KindPRClosed:
+		return d.onPRClosed(ctx, repo, t)
+	case webhook.KindPRSynchronize:
+		return d.onPRSynchronize(ctx, repo, t)
+	default:
+		return Result{Outcome: "ignored", Reason: "nothing to do for " + string(t.Kind)}, nil
+	}
+}
+
+func (d *Dispatcher) onComment(ctx context.Context, repo Repo, t webhook.Trigger) (Result, error) {
+	p := command.Parse(t.Body, d.trigger())
+	switch p.Kind {
+	case command.Ignore:
+		return Result{Outcome: "ignored", Reason: p.Reason}, nil
+	case command.Help:
+		_, err := d.GitHub.CreateComment(ctx, repo, t.Number, command.HelpText(d.trigger()))
+		return Result{Outcome: "help"}, err
+	case command.Invalid:
+		body := fmt.Sprintf("@%s %s\n\nUsage: `%s`", t.Author, p.Reason, p.Usage)
+		_, err := d.GitHub.CreateComment(ctx, repo, t.Number, body)
+		return Result{Outcome: "replied", Reason: p.Reason}, err
+	}
+	c := p.Command
+	if res, refused, err := d.authorize(ctx, repo, t, authAction(c.Name), true); refused || err != nil {
+		return res, err
+	}
+	switch c.Name {
+	case command.Run:
+		return d.startRun(ctx, repo, t, c.Prompt)
+	case command.Approve:
+		return d.answer(ctx, repo, t, answer{decision: "approve", id: c.ApprovalID, all: c.All})
+	case command.Deny:
+		return d.answer(ctx, repo, t, answer{decision: "deny", id: c.ApprovalID, reason: c.DenyReason})
+	case command.Status:
+		return d.status(ctx, repo, t)
+	case command.Cancel:
+		return d.cancel(ctx, repo, t.Number, t.IsPR, t.Author, "cancelled with "+d.trigger()+" cancel")
+	}
+	return Result{Outcome: "ignored", Reason: "unknown command " + string(c.Name)}, nil
+}
+
+// authorize checks the author; a refusal gets one polite comment when
+// reply is set.
+func (d *Dispatcher) authorize(ctx context.Context, repo Repo, t webhook.Trigger, action auth.Action, reply bool) (Result, bool, error) {
+	dec := d.Auth.Authorize(ctx, auth.Request{Owner: repo.Owner, Repo: repo.Name, Login: t.Author, UserType: t.AuthorType, Action: action})
+	if dec.Allowed {
+		return Result{}, false, nil
+	}
+	res := Result{Outcome: "refused", Reason: string(dec.Reason)}
+	d.log().Info("refused", "repo", repo.FullName(), "author", t.Author, "action", action, "reason", dec.Reason, "detail", dec.Detail, "delivery", t.DeliveryID)
+	if !reply {
+		return res, true, nil
+	}
+	_, err := d.GitHub.CreateComment(ctx, repo, t.Number, auth.RefusalMessage(dec))
+	return res, true, err
+}
+
+func authAction(n command.Name) auth.Action {
+	switch n {
+	case command.Approve:
+		return auth.ActionApprove
+	case command.Deny:
+		return auth.ActionDeny
+	case command.Cancel:
+		return auth.ActionCancel
+	}
+	return auth.ActionRun // run and status: status shows the log, which only collaborators see in full
+}
+
+// lock serialises the dispatcher's work on one session in this process.
+func (d *Dispatcher) lock(key string) func() {
+	d.mu.Lock()
+	if d.locks == nil {
+		d.locks = map[string]*sync.Mutex{}
+	}
+	l, ok := d.locks[key]
+	if !ok {
+		l = &sync.Mutex{}
+		d.locks[key] = l
+	}
+	d.mu.Unlock()
+	l.Lock()
+	return l.Unlock
+}
+
+var ids = struct {
+	sync.Mutex
+	e *ulid.MonotonicEntropy
+}{e: ulid.Monotonic(rand.Reader, 0)}
+
+// newSessionID is "<number>-<8 lowercase base32 characters>": unique
+// enough (40 random bits per millisecond), safe as a file name, and its own
+// branch suffix: the session branch is agent/<session id>.
+func newSessionID(number int, now time.Time) string {
+	ids.Lock()
+	id := ulid.MustNew(ulid.Timestamp(now), ids.e).String()
+	ids.Unlock()
+	// The last 8 characters are random (monotonic within a millisecond).
+	return fmt.Sprintf("%d-%s", number, strings.ToLower(id[len(id)-8:]))
+}
+
+// BranchPrefix starts every session branch.
+const BranchPrefix = "agent/"
+
+// sessionFromBranch returns the session id encoded in a session branch
+// name, checked: branch names come from users.
+func sessionFromBranch(ref string) (string, bool) {
+	ref = strings.TrimPrefix(ref, "refs/heads/")
+	id, ok := strings.CutPrefix(ref, BranchPrefix)
+	if !ok || !event.ValidSessionID(id) {
+		return "", false
+	}
+	return id, true
+}
+
+// link is the bot's record of where a session lives on GitHub, kept in the
+// session's log as artifact.emitted (kind "github.session") so that any
+// process, or a later Action run, can find it.
+type link struct {
+	Repo            string   `json:"repo"`
+	Issue           int      `json:"issue"`        // the issue or PR the request came from
+	PR              int      `json:"pr,omitempty"` // the session's draft PR
+	PRNodeID        string   `json:"pr_node_id,omitempty"`
+	PRURL           string   `json:"pr_url,omitempty"`
+	Branch          string   `json:"branch"`
+	BaseRef         string   `json:"base_ref"`
+	TrackingComment int64    `json:"tracking_comment,omitempty"`
+	ReviewHead      string   `json:"review_head,omitempty"` // PR head when approvals were last requested
+	RequestedIDs    []string `json:"requested_ids,omitempty"`
+	Prompt          string   `json:"prompt,omitempty"`
+	Ready           bool     `json:"ready,omitempty"`
+}
+
+const linkKind = "github.session"
+
+func (d *Dispatcher) saveLink(ctx context.Context, sessionID string, l link) error {
+	evs, err := d.Runs.Store.Read(ctx, sessionID, 1)
+	if err != nil {
+		return err
+	}
+	if len(evs) == 0 {
+		return fmt.Errorf("save link: session %s has no events", sessionID)
+	}
+	last := evs[len(evs)-1]
+	content, err := json.Marshal(l)
+	if err != nil {
+		return err
+	}
+	payload := map[string]any{"kind": linkKind, "name": "github", "media_type": "application/json", "content": string(content), "size": len(content), "digest": digest(content)}
+	_, err = d.Runs.Store.Append(ctx, sessionID, last.Seq, event.Draft{RunID: last.RunID, Type: event.ArtifactEmitted, Actor: run.HostActor, Payload: payload})
+	return err
+}
+
+func digest(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+func loadLink(evs []event.Event) (link, bool) {
+	for i := len(evs) - 1; i >= 0; i-- {
+		e := evs[i]
+		if e.Type != event.ArtifactEmitted || event.FieldString(e.Payload, "kind") != linkKind {
+			continue
+		}
+		var l link
+		if json.Unmarshal([]byte(event.FieldString(e.Payload, "content")), &l) == nil {
+			return l, true
+		}
+	}
+	return link{}, false
+}
+
+// loadSession returns the session's events from the store, importing them
+// from the artifact branch first when this process has never seen the
+// session (another replica, or a new Action run). An imported log must
+// verify and belong to repo.
+func (d *Dispatcher) loadSession(ctx context.Context, repo Repo, sessionID string) ([]event.Event, error) {
+	evs, err := d.Runs.Store.Read(ctx, sessionID, 1)
+	if err != nil {
+		return nil, err
+	}
+	if len(evs) > 0 {
+		return evs, nil
+	}
+	raw, err := d.Git.LoadArtifact(ctx, repo, sessionID)
+	if err != nil {
+		return nil, fmt.Errorf("load session %s from %s: %w", sessionID, d.Git.ArtifactBranch(), err)
+	}
+	rep, err := replay.VerifyReader(schemas.MustDefault(), bytes.NewReader(raw))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrTamperedLog, err)
+	}
+	if !rep.Valid {
+		return nil, fmt.Errorf("%w: %s", ErrTamperedLog, rep.Problem.Error())
+	}
+	if rep.SessionID != sessionID {
+		return nil, fmt.Errorf("%w: the log is session %q, not %q", ErrTamperedLog, rep.SessionID, sessionID)
+	}
+	if _, _, err := store.Import(ctx, bytes.NewReader(raw), d.Runs.Store); err != nil {
+		return nil, fmt.Errorf("import session %s: %w", sessionID, err)
+	}
+	evs, err = d.Runs.Store.Read(ctx, sessionID, 1)
+	if err != nil {
+		return nil, err
+	}
+	if l, ok := loadLink(evs); !ok || l.Repo != repo.FullName() {
+		return nil, fmt.Errorf("%w: the log does not belong to %s", ErrTamperedLog, repo.FullName())
+	}
+	return evs, nil
+}

@@ -1,0 +1,609 @@
+package dispatch
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/agentos/agentos/bot/auth"
+	"github.com/agentos/agentos/bot/webhook"
+	"github.com/agentos/agentos/runtime/replay"
+	"github.com/agentos/agentos/runtime/run"
+	"github.com/agentos/agentos/runtime/store"
+)
+
+// startRun begins a session for `/agent <prompt>`. On the bot's own PR it
+// starts a follow-up run of that PR's session instead.
+func (d *Dispatcher) startRun(ctx context.Context, repo Repo, t webhook.Trigger, prompt string) (Result, error) {
+	if t.IssueState == "closed" {
+		_, err := d.GitHub.CreateComment(ctx, repo, t.Number, fmt.Sprintf("@%s this %s is closed, so I won't start work here. Reopen it, or ask on an open one.", t.Author, kindWord(t.IsPR)))
+		return Result{Outcome: "replied", Reason: "closed"}, err
+	}
+	base := Base{}
+	l := link{Repo: repo.FullName(), Issue: t.Number, Prompt: prompt}
+	if t.IsPR {
+		pr, err := d.GitHub.PullRequest(ctx, repo, t.Number)
+		if err != nil {
+			return Result{}, err
+		}
+		if sid, ok := sessionFromBranch(pr.HeadRef); ok && pr.HeadRepo == repo.FullName() {
+			return d.followUp(ctx, repo, t, sid, prompt)
+		}
+		if pr.HeadRepo == repo.FullName() {
+			base = Base{Ref: pr.HeadRef, SHA: pr.HeadSHA}
+			l.BaseRef = pr.HeadRef
+		} else {
+			// A fork: take the head through the base repository's
+			// refs/pull/N/head, and put the work on our own branch.
+			base = Base{PullNumber: pr.Number, SHA: pr.HeadSHA}
+			l.BaseRef = pr.BaseRef
+		}
+	} else {
+		def, err := d.GitHub.DefaultBranch(ctx, repo)
+		if err != nil {
+			return Result{}, err
+		}
+		base = Base{Ref: def}
+		l.BaseRef = def
+	}
+	sid := newSessionID(t.Number, d.now())
+	l.Branch = BranchPrefix + sid
+	unlock := d.lock(sid)
+	defer unlock()
+
+	cid, err := d.GitHub.CreateComment(ctx, repo, t.Number, renderStarting(sid, prompt))
+	if err != nil {
+		return Result{}, err
+	}
+	l.TrackingComment = cid
+	wt, err := d.Git.Start(ctx, repo, l.Branch, base)
+	if err != nil {
+		return Result{}, d.failEarly(ctx, repo, l, fmt.Errorf("prepare the worktree: %w", err))
+	}
+	defer wt.Close()
+	eng, release, err := d.Engines(ctx, wt.Dir(), sid)
+	if err != nil {
+		return Result{}, d.failEarly(ctx, repo, l, fmt.Errorf("set up the runtime: %w", err))
+	}
+	defer release()
+	out, runErr := d.Runs.Start(ctx, eng, run.StartRequest{
+		SessionID:     sid,
+		Prompt:        prompt,
+		SessionKey:    fmt.Sprintf("%s#%d", repo.FullName(), t.Number),
+		CorrelationID: t.DeliveryID,
+		Trigger:       map[string]any{"repo": repo.FullName(), "number": t.Number, "author": t.Author, "delivery_id": t.DeliveryID, "kind": string(t.Kind)},
+		Cwd:           wt.Dir(),
+	})
+	if runErr != nil && out.Status == "" {
+		return Result{}, d.failEarly(ctx, repo, l, runErr)
+	}
+	return d.publish(ctx, repo, sid, wt, l, out, "started")
+}
+
+// followUp starts another run of an existing session (a new request on the
+// bot's own PR).
+func (d *Dispatcher) followUp(ctx context.Context, repo Repo, t webhook.Trigger, sid, prompt string) (Result, error) {
+	unlock := d.lock(sid)
+	defer unlock()
+	evs, err := d.loadSession(ctx, repo, sid)
+	if err != nil {
+		return Result{}, err
+	}
+	l, _ := loadLink(evs)
+	snap, err := replay.Replay(evs)
+	if err != nil {
+		return Result{}, err
+	}
+	if snap.RunStatus == "paused" {
+		_, err := d.GitHub.CreateComment(ctx, repo, t.Number, fmt.Sprintf("@%s this session is waiting for an approval; answer it (or `%s cancel`) before asking for more.", t.Author, d.trigger()))
+		return Result{Outcome: "replied", Reason: "paused", SessionID: sid}, err
+	}
+	wt, err := d.Git.Reopen(ctx, repo, l.Branch, "")
+	if err != nil {
+		return Result{}, err
+	}
+	defer wt.Close()
+	eng, release, err := d.Engines(ctx, wt.Dir(), sid)
+	if err != nil {
+		return Result{}, err
+	}
+	defer release()
+	l.Prompt = prompt
+	out, runErr := d.Runs.Start(ctx, eng, run.StartRequest{SessionID: sid, Prompt: prompt, SessionKey: fmt.Sprintf("%s#%d", repo.FullName(), l.Issue), CorrelationID: t.DeliveryID,
+		Trigger: map[string]any{"repo": repo.FullName(), "number": t.Number, "author": t.Author, "delivery_id": t.DeliveryID, "kind": string(t.Kind)}, Cwd: wt.Dir()})
+	if runErr != nil && out.Status == "" {
+		return Result{}, runErr
+	}
+	return d.publish(ctx, repo, sid, wt, l, out, "started")
+}
+
+// failEarly reports a session that could not start on its tracking comment.
+func (d *Dispatcher) failEarly(ctx context.Context, repo Repo, l link, cause error) error {
+	if l.TrackingComment != 0 {
+		body := fmt.Sprintf("**agentos** could not start: %s\n\nNothing was changed.", cause.Error())
+		if err := d.GitHub.EditComment(ctx, repo, l.TrackingComment, body); err != nil {
+			return errors.Join(cause, err)
+		}
+	}
+	return cause
+}
+
+// publish makes the outcome of a run visible: commit and push the work,
+// open or update the draft PR, request approvals as a review, record the
+// link, commit the log to the artifact branch and edit the tracking
+// comment.
+func (d *Dispatcher) publish(ctx context.Context, repo Repo, sid string, wt Worktree, l link, out run.Outcome, outcome string) (Result, error) {
+	res := Result{Outcome: outcome, SessionID: sid, Status: out.Status, Branch: l.Branch}
+	msg := commitMessage(l.Prompt, out)
+	switch out.Status {
+	case "paused":
+		// The draft PR needs a commit; later pauses commit only changes.
+		sha, made, err := wt.Commit(ctx, msg, out.RunID, l.PR == 0)
+		if err != nil {
+			return res, err
+		}
+		if made {
+			if err := wt.Push(ctx); err != nil {
+				return res, err
+			}
+		}
+		if err := d.ensurePR(ctx, repo, &l); err != nil {
+			return res, err
+		}
+		snap, err := d.snapshot(ctx, sid)
+		if err != nil {
+			return res, err
+		}
+		if _, err := d.GitHub.CreateReview(ctx, repo, l.PR, sha, renderApprovalReview(d.trigger(), snap, sha)); err != nil {
+			return res, err
+		}
+		l.ReviewHead = sha
+		l.RequestedIDs = l.RequestedIDs[:0]
+		for _, a := range snap.PendingApprovals {
+			l.RequestedIDs = append(l.RequestedIDs, a.ID)
+		}
+	default: // completed, failed, denied: keep the work either way
+		_, made, err := wt.Commit(ctx, msg, out.RunID, false)
+		if err != nil {
+			return res, err
+		}
+		if made {
+			if err := wt.Push(ctx); err != nil {
+				return res, err
+			}
+			if err := d.ensurePR(ctx, repo, &l); err != nil {
+				return res, err
+			}
+		}
+		if out.Status == "completed" && l.PR != 0 && !l.Ready {
+			pr, err := d.GitHub.PullRequest(ctx, repo, l.PR)
+			if err != nil {
+				return res, err
+			}
+			if pr.Draft {
+				if err := d.GitHub.MarkReady(ctx, repo, pr); err != nil {
+					return res, err
+				}
+			}
+			l.Ready = true
+		}
+	}
+	res.PR = l.PR
+	if err := d.saveLink(ctx, sid, l); err != nil {
+		return res, err
+	}
+	snap, artSHA, err := d.commitArtifact(ctx, repo, sid)
+	if err != nil {
+		return res, err
+	}
+	res.Usage = snap.Usage
+	logURL := d.logURL(repo, artSHA, sid)
+	if l.PR != 0 {
+		if err := d.GitHub.EditPRBody(ctx, repo, l.PR, renderPRBody(l, snap, logURL)); err != nil {
+			return res, err
+		}
+	}
+	if l.TrackingComment != 0 {
+		if err := d.GitHub.EditComment(ctx, repo, l.TrackingComment, renderTracking(d.trigger(), l, snap, logURL)); err != nil {
+			return res, err
+		}
+	}
+	return res, nil
+}
+
+// ensurePR opens the session's draft PR if it has none.
+func (d *Dispatcher) ensurePR(ctx context.Context, repo Repo, l *link) error {
+	if l.PR != 0 {
+		return nil
+	}
+	title := "agentos: " + oneLine(l.Prompt, 72)
+	pr, err := d.GitHub.CreateDraftPR(ctx, repo, l.Branch, l.BaseRef, title, fmt.Sprintf("Work in progress for #%d.", l.Issue))
+	if err != nil {
+		return err
+	}
+	l.PR, l.PRNodeID, l.PRURL = pr.Number, pr.NodeID, pr.URL
+	return nil
+}
+
+func (d *Dispatcher) snapshot(ctx context.Context, sid string) (replay.Snapshot, error) {
+	evs, err := d.Runs.Store.Read(ctx, sid, 1)
+	if err != nil {
+		return replay.Snapshot{}, err
+	}
+	return replay.Replay(evs)
+}
+
+// commitArtifact exports the session's log and snapshot to the artifact
+// branch.
+func (d *Dispatcher) commitArtifact(ctx context.Context, repo Repo, sid string) (replay.Snapshot, string, error) {
+	var buf bytes.Buffer
+	if _, err := store.Export(ctx, d.Runs.Store, sid, &buf); err != nil {
+		return replay.Snapshot{}, "", err
+	}
+	snap, err := replay.ReplayReader(bytes.NewReader(buf.Bytes()))
+	if err != nil {
+		return replay.Snapshot{}, "", err
+	}
+	sj, err := json.MarshalIndent(snap, "", "  ")
+	if err != nil {
+		return replay.Snapshot{}, "", err
+	}
+	sha, err := d.Git.CommitArtifact(ctx, repo, sid, buf.Bytes(), append(sj, '\n'))
+	return snap, sha, err
+}
+
+func (d *Dispatcher) logURL(repo Repo, commit, sid string) string {
+	server := d.ServerURL
+	if server == "" {
+		server = "https://github.com"
+	}
+	return fmt.Sprintf("%s/%s/blob/%s/sessions/%s/events.jsonl", strings.TrimRight(server, "/"), repo.FullName(), commit, sid)
+}
+
+// answer is a maintainer's answer to pending approvals.
+type answer struct {
+	decision string // approve | deny
+	id       string
+	all      bool
+	reason   string
+}
+
+// sessionFor finds the session a trigger on issue or PR number refers to:
+// the session of a bot PR's branch, or the latest session started from that
+// issue.
+func (d *Dispatcher) sessionFor(ctx context.Context, repo Repo, number int, isPR bool) (string, *PullRequest, error) {
+	if isPR {
+		pr, err := d.GitHub.PullRequest(ctx, repo, number)
+		if err != nil {
+			return "", nil, err
+		}
+		if sid, ok := sessionFromBranch(pr.HeadRef); ok && pr.HeadRepo == repo.FullName() {
+			return sid, &pr, nil
+		}
+	}
+	infos, err := d.Runs.Store.Sessions(ctx)
+	if err != nil {
+		return "", nil, err
+	}
+	prefix := fmt.Sprintf("%d-", number)
+	sort.Slice(infos, func(i, j int) bool { return infos[i].LastTS > infos[j].LastTS })
+	for _, in := range infos {
+		if !strings.HasPrefix(in.SessionID, prefix) {
+			continue
+		}
+		evs, err := d.Runs.Store.Read(ctx, in.SessionID, 1)
+		if err != nil {
+			return "", nil, err
+		}
+		if l, ok := loadLink(evs); ok && l.Repo == repo.FullName() && l.Issue == number {
+			return in.SessionID, nil, nil
+		}
+	}
+	return "", nil, nil
+}
+
+func (d *Dispatcher) answer(ctx context.Context, repo Repo, t webhook.Trigger, a answer) (Result, error) {
+	sid, pr, err := d.sessionFor(ctx, repo, t.Number, t.IsPR)
+	if err != nil {
+		return Result{}, err
+	}
+	if sid == "" {
+		_, err := d.GitHub.CreateComment(ctx, repo, t.Number, fmt.Sprintf("@%s there is no agentos session here waiting for an answer.", t.Author))
+		return Result{Outcome: "replied", Reason: "no session"}, err
+	}
+	unlock := d.lock(sid)
+	defer unlock()
+	evs, err := d.loadSession(ctx, repo, sid)
+	if err != nil {
+		return Result{SessionID: sid}, err
+	}
+	l, _ := loadLink(evs)
+	snap, err := replay.Replay(evs)
+	if err != nil {
+		return Result{SessionID: sid}, err
+	}
+	if snap.RunStatus != "paused" || len(snap.PendingApprovals) == 0 {
+		_, err := d.GitHub.CreateComment(ctx, repo, t.Number, fmt.Sprintf("@%s nothing in session `%s` is waiting for approval (it is %s).", t.Author, sid, orWord(snap.RunStatus, "idle")))
+		return Result{Outcome: "replied", Reason: "not paused", SessionID: sid}, err
+	}
+	if pr == nil && l.PR != 0 {
+		p, err := d.GitHub.PullRequest(ctx, repo, l.PR)
+		if err != nil {
+			return Result{SessionID: sid}, err
+		}
+		pr = &p
+	}
+	if pr != nil && pr.State == "closed" {
+		_, err := d.GitHub.CreateComment(ctx, repo, t.Number, fmt.Sprintf("@%s the pull request of session `%s` is closed; the session was cancelled.", t.Author, sid))
+		return Result{Outcome: "replied", Reason: "closed", SessionID: sid}, err
+	}
+	head := pendingRevision(snap)
+	if pr != nil && l.ReviewHead != "" && pr.HeadSHA != l.ReviewHead {
+		// Someone pushed after the request: the approvals no longer
+		// describe the branch. Mark them stale; resuming asks again.
+		for _, p := range snap.PendingApprovals {
+			if err := d.Runs.Resolve(ctx, sid, p.ID, "stale", t.Author, "the branch moved to "+short(pr.HeadSHA)+" after approval was requested"); err != nil {
+				return Result{SessionID: sid}, err
+			}
+		}
+		head = ""
+	} else {
+		targets, unknown := pick(snap.PendingApprovals, l.RequestedIDs, a)
+		if unknown != "" {
+			_, err := d.GitHub.CreateComment(ctx, repo, t.Number, fmt.Sprintf("@%s `%s` is not a pending approval of session `%s`. Pending: %s.", t.Author, unknown, sid, pendingList(snap)))
+			return Result{Outcome: "replied", Reason: "unknown approval", SessionID: sid}, err
+		}
+		for _, id := range targets {
+			if err := d.Runs.Resolve(ctx, sid, id, a.decision, t.Author, a.reason); err != nil {
+				return Result{SessionID: sid}, err
+			}
+		}
+		if len(targets) < len(snap.PendingApprovals) {
+			// Others still wait: record and show, resume later.
+			snap, artSHA, err := d.commitArtifact(ctx, repo, sid)
+			if err != nil {
+				return Result{SessionID: sid}, err
+			}
+			err = d.GitHub.EditComment(ctx, repo, l.TrackingComment, renderTracking(d.trigger(), l, snap, d.logURL(repo, artSHA, sid)))
+			return Result{Outcome: "answered", SessionID: sid, Status: "paused", PR: l.PR}, err
+		}
+	}
+	return d.resume(ctx, repo, sid, l, head)
+}
+
+// resume reopens the session's worktree and continues its run.
+func (d *Dispatcher) resume(ctx context.Context, repo Repo, sid string, l link, head string) (Result, error) {
+	wt, err := d.Git.Reopen(ctx, repo, l.Branch, head)
+	if err != nil {
+		return Result{SessionID: sid}, err
+	}
+	defer wt.Close()
+	eng, release, err := d.Engines(ctx, wt.Dir(), sid)
+	if err != nil {
+		return Result{SessionID: sid}, err
+	}
+	defer release()
+	out, runErr := d.Runs.Resume(ctx, eng, sid, wt.Dir(), "")
+	if runErr != nil && out.Status == "" {
+		return Result{SessionID: sid}, runErr
+	}
+	return d.publish(ctx, repo, sid, wt, l, out, "answered")
+}
+
+// pendingRevision is the commit the pending approvals were computed
+// against (HEAD before the bot's checkpoint commit).
+func pendingRevision(s replay.Snapshot) string {
+	for _, p := range s.PendingApprovals {
+		var rev struct {
+			Commit string `json:"commit"`
+		}
+		if json.Unmarshal(p.Revision, &rev) == nil && rev.Commit != "" {
+			return rev.Commit
+		}
+	}
+	return ""
+}
+
+// pick chooses the approvals an answer applies to: one by id, or all those
+// listed in the latest request (all pending if the request is unknown).
+func pick(pending []replay.Approval, requested []string, a answer) (ids []string, unknown string) {
+	if a.id != "" && !a.all {
+		for _, p := range pending {
+			if p.ID == a.id {
+				return []string{p.ID}, ""
+			}
+		}
+		return nil, a.id
+	}
+	want := map[string]bool{}
+	for _, id := range requested {
+		want[id] = true
+	}
+	for _, p := range pending {
+		if len(want) == 0 || want[p.ID] {
+			ids = append(ids, p.ID)
+		}
+	}
+	if len(ids) == 0 { // the latest request is fully answered: take all
+		for _, p := range pending {
+			ids = append(ids, p.ID)
+		}
+	}
+	return ids, ""
+}
+
+func (d *Dispatcher) onReview(ctx context.Context, repo Repo, t webhook.Trigger) (Result, error) {
+	switch t.ReviewState {
+	case "approved", "changes_requested":
+	case "commented":
+		if strings.TrimSpace(t.Body) == "" {
+			return Result{Outcome: "ignored", Reason: "empty review"}, nil
+		}
+		return d.onComment(ctx, repo, t)
+	default:
+		return Result{Outcome: "ignored", Reason: "review " + t.ReviewState}, nil
+	}
+	sid, _, err := d.sessionFor(ctx, repo, t.Number, true)
+	if err != nil || sid == "" {
+		return Result{Outcome: "ignored", Reason: "not a session pull request"}, err
+	}
+	// A review from someone without write access is recorded and ignored:
+	// it neither approves nor denies, and gets no reply.
+	action := auth.ActionApprove
+	if t.ReviewState == "changes_requested" {
+		action = auth.ActionDeny
+	}
+	if res, refused, err := d.authorize(ctx, repo, t, action, false); refused || err != nil {
+		res.SessionID = sid
+		return res, err
+	}
+	if t.ReviewState == "approved" {
+		return d.answer(ctx, repo, t, answer{decision: "approve", all: true})
+	}
+	reason := strings.TrimSpace(t.Body)
+	if reason == "" {
+		reason = "changes requested without a comment"
+	}
+	return d.answer(ctx, repo, t, answer{decision: "deny", all: true, reason: reason})
+}
+
+func (d *Dispatcher) onPRClosed(ctx context.Context, repo Repo, t webhook.Trigger) (Result, error) {
+	sid, _, err := d.sessionFor(ctx, repo, t.Number, true)
+	if err != nil || sid == "" {
+		return Result{Outcome: "ignored", Reason: "not a session pull request"}, err
+	}
+	return d.cancel(ctx, repo, t.Number, true, orWord(t.Author, "github"), "the pull request was closed")
+}
+
+func (d *Dispatcher) onPRSynchronize(ctx context.Context, repo Repo, t webhook.Trigger) (Result, error) {
+	sid, pr, err := d.sessionFor(ctx, repo, t.Number, true)
+	if err != nil || sid == "" {
+		return Result{Outcome: "ignored", Reason: "not a session pull request"}, err
+	}
+	unlock := d.lock(sid)
+	evs, err := d.loadSession(ctx, repo, sid)
+	if err != nil {
+		unlock()
+		return Result{SessionID: sid}, err
+	}
+	l, _ := loadLink(evs)
+	snap, err := replay.Replay(evs)
+	unlock()
+	if err != nil {
+		return Result{SessionID: sid}, err
+	}
+	if snap.RunStatus != "paused" || (pr != nil && pr.HeadSHA == l.ReviewHead) {
+		return Result{Outcome: "ignored", Reason: "no approval to invalidate", SessionID: sid}, nil
+	}
+	// answer() sees the moved head, marks the approvals stale and asks again.
+	return d.answer(ctx, repo, t, answer{decision: "approve", all: true})
+}
+
+func (d *Dispatcher) cancel(ctx context.Context, repo Repo, number int, isPR bool, by, reason string) (Result, error) {
+	sid, _, err := d.sessionFor(ctx, repo, number, isPR)
+	if err != nil {
+		return Result{}, err
+	}
+	if sid == "" {
+		return Result{Outcome: "ignored", Reason: "no session"}, nil
+	}
+	unlock := d.lock(sid)
+	defer unlock()
+	evs, err := d.loadSession(ctx, repo, sid)
+	if err != nil {
+		return Result{SessionID: sid}, err
+	}
+	l, _ := loadLink(evs)
+	out, err := d.Runs.Cancel(ctx, sid, by, reason)
+	if errors.Is(err, run.ErrNotPaused) {
+		return Result{Outcome: "ignored", Reason: "nothing to cancel", SessionID: sid}, nil
+	}
+	if err != nil {
+		return Result{SessionID: sid}, err
+	}
+	if err := d.saveLink(ctx, sid, l); err != nil {
+		return Result{SessionID: sid}, err
+	}
+	snap, artSHA, err := d.commitArtifact(ctx, repo, sid)
+	if err != nil {
+		return Result{SessionID: sid}, err
+	}
+	if l.TrackingComment != 0 {
+		if err := d.GitHub.EditComment(ctx, repo, l.TrackingComment, renderTracking(d.trigger(), l, snap, d.logURL(repo, artSHA, sid))); err != nil {
+			return Result{SessionID: sid}, err
+		}
+	}
+	return Result{Outcome: "cancelled", SessionID: sid, Status: out.Status, PR: l.PR, Usage: snap.Usage}, nil
+}
+
+func (d *Dispatcher) status(ctx context.Context, repo Repo, t webhook.Trigger) (Result, error) {
+	sid, _, err := d.sessionFor(ctx, repo, t.Number, t.IsPR)
+	if err != nil {
+		return Result{}, err
+	}
+	if sid == "" {
+		_, err := d.GitHub.CreateComment(ctx, repo, t.Number, fmt.Sprintf("@%s there is no agentos session for this %s yet. Start one with `%s <what to do>`.", t.Author, kindWord(t.IsPR), d.trigger()))
+		return Result{Outcome: "status"}, err
+	}
+	evs, err := d.loadSession(ctx, repo, sid)
+	if err != nil {
+		return Result{SessionID: sid}, err
+	}
+	l, _ := loadLink(evs)
+	snap, err := replay.Replay(evs)
+	if err != nil {
+		return Result{SessionID: sid}, err
+	}
+	_, err = d.GitHub.CreateComment(ctx, repo, t.Number, renderTracking(d.trigger(), l, snap, ""))
+	return Result{Outcome: "status", SessionID: sid, Status: snap.RunStatus, PR: l.PR}, err
+}
+
+// commitMessage is the subject of a session commit; the worktree adds the
+// Agent-Session and Agent-Run trailers.
+func commitMessage(prompt string, out run.Outcome) string {
+	if out.Status == "paused" {
+		return "agentos: checkpoint before approval: " + oneLine(prompt, 40)
+	}
+	return "agentos: " + oneLine(prompt, 60)
+}
+
+func oneLine(s string, max int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > max {
+		return string(r[:max-1]) + "…"
+	}
+	return s
+}
+
+func short(sha string) string {
+	if len(sha) > 12 {
+		return sha[:12]
+	}
+	return sha
+}
+
+func orWord(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+func kindWord(isPR bool) string {
+	if isPR {
+		return "pull request"
+	}
+	return "issue"
+}
+
+func pendingList(s replay.Snapshot) string {
+	var ids []string
+	for _, p := range s.PendingApprovals {
+		ids = append(ids, "`"+p.ID+"`")
+	}
+	return strings.Join(ids, ", ")
+}

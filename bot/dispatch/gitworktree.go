@@ -1,0 +1,135 @@
+package dispatch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/agentos/agentos/kernel/worktree"
+)
+
+// Worktrees adapts kernel/worktree (shared mirrors, session worktrees, the
+// artifact branch) to the Git port.
+type Worktrees struct {
+	M *worktree.Manager
+	// Branch names the artifact branch for links (the manager's).
+	Branch string
+}
+
+func wtRepo(r Repo) worktree.Repo { return worktree.Repo{Owner: r.Owner, Name: r.Name} }
+
+// numberAndID splits a session branch agent/<number>-<id> into the number
+// the worktree manager names it by and the session id.
+func numberAndID(branch string) (int, string, error) {
+	sid, ok := sessionFromBranch(branch)
+	if !ok {
+		return 0, "", fmt.Errorf("%q is not a session branch", branch)
+	}
+	var n int
+	if _, err := fmt.Sscanf(sid, "%d-", &n); err != nil || n <= 0 {
+		return 0, "", fmt.Errorf("session branch %q does not start with an issue number", branch)
+	}
+	return n, sid, nil
+}
+
+// Start implements Git.
+func (w Worktrees) Start(ctx context.Context, repo Repo, branch string, base Base) (Worktree, error) {
+	n, sid, err := numberAndID(branch)
+	if err != nil {
+		return nil, err
+	}
+	s, err := w.M.Prepare(ctx, worktree.PrepareOptions{Repo: wtRepo(repo), SessionID: sid, Number: n, Base: worktree.Base{Branch: base.Ref, PullRequest: base.PullNumber}})
+	if err != nil {
+		return nil, err
+	}
+	if s.Branch != branch {
+		s.Close()
+		return nil, fmt.Errorf("worktree named the branch %q, want %q", s.Branch, branch)
+	}
+	if base.SHA != "" && s.BaseSHA != base.SHA && !s.Resumed {
+		s.Close()
+		return nil, fmt.Errorf("the base moved: expected %s, found %s; ask again", short(base.SHA), short(s.BaseSHA))
+	}
+	return &sessionTree{s: s, tip: s.BaseSHA}, nil
+}
+
+// Reopen implements Git.
+func (w Worktrees) Reopen(ctx context.Context, repo Repo, branch, head string) (Worktree, error) {
+	n, sid, err := numberAndID(branch)
+	if err != nil {
+		return nil, err
+	}
+	s, err := w.M.Prepare(ctx, worktree.PrepareOptions{Repo: wtRepo(repo), SessionID: sid, Number: n})
+	if err != nil {
+		return nil, err
+	}
+	if !s.Resumed {
+		s.Close()
+		return nil, fmt.Errorf("session branch %s is gone from %s", branch, repo.FullName())
+	}
+	t := &sessionTree{s: s, tip: s.BaseSHA}
+	if head != "" && head != s.BaseSHA {
+		// HEAD goes back to the commit the pending approvals were computed
+		// against; the working tree keeps the checkpoint's content.
+		if err := s.SetHead(ctx, head); err != nil {
+			s.Close()
+			return nil, err
+		}
+	}
+	return t, nil
+}
+
+// CommitArtifact implements Git.
+func (w Worktrees) CommitArtifact(ctx context.Context, repo Repo, sessionID string, events, snapshot []byte) (string, error) {
+	return w.M.CommitArtifact(ctx, worktree.Artifact{Repo: wtRepo(repo), SessionID: sessionID, Events: events, Snapshot: snapshot})
+}
+
+// LoadArtifact implements Git.
+func (w Worktrees) LoadArtifact(ctx context.Context, repo Repo, sessionID string) ([]byte, error) {
+	return w.M.LoadArtifact(ctx, wtRepo(repo), sessionID)
+}
+
+// ArtifactBranch implements Git.
+func (w Worktrees) ArtifactBranch() string {
+	if w.Branch == "" {
+		return worktree.DefaultArtifactBranch
+	}
+	return w.Branch
+}
+
+// sessionTree is a worktree.Session as a Worktree. tip is the session
+// branch's tip on the remote as far as this process knows.
+type sessionTree struct {
+	s   *worktree.Session
+	tip string
+}
+
+func (t *sessionTree) Dir() string { return t.s.Dir }
+
+func (t *sessionTree) Head(ctx context.Context) (string, error) { return t.s.Head() }
+
+func (t *sessionTree) Commit(ctx context.Context, message, runID string, allowEmpty bool) (string, bool, error) {
+	head, err := t.s.Head()
+	if err != nil {
+		return "", false, err
+	}
+	if t.tip != "" && head != t.tip {
+		// Commit on top of the branch tip (a checkpoint), not beside it.
+		if err := t.s.SetHead(ctx, t.tip); err != nil {
+			return "", false, err
+		}
+	}
+	sha, err := t.s.Commit(ctx, worktree.CommitOptions{Message: message, RunID: runID, AllowEmpty: allowEmpty})
+	if errors.Is(err, worktree.ErrNoChanges) {
+		return t.tip, false, nil
+	}
+	if err != nil {
+		return "", false, err
+	}
+	t.tip = sha
+	return sha, true, nil
+}
+
+func (t *sessionTree) Push(ctx context.Context) error { return t.s.Push(ctx) }
+
+func (t *sessionTree) Close() error { return t.s.Close() }

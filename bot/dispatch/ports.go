@@ -1,0 +1,119 @@
+package dispatch
+
+import (
+	"context"
+	"strings"
+
+	"github.com/agentos/agentos/bot/auth"
+)
+
+// Repo names a repository.
+type Repo struct {
+	Owner, Name string
+}
+
+// FullName is owner/name.
+func (r Repo) FullName() string { return r.Owner + "/" + r.Name }
+
+// ParseRepo splits "owner/name".
+func ParseRepo(full string) (Repo, bool) {
+	owner, name, ok := strings.Cut(full, "/")
+	if !ok || owner == "" || name == "" || strings.Contains(name, "/") {
+		return Repo{}, false
+	}
+	return Repo{Owner: owner, Name: name}, true
+}
+
+// PullRequest is what the dispatcher needs to know of a pull request.
+type PullRequest struct {
+	Number   int
+	NodeID   string // for the GraphQL ready-for-review mutation
+	URL      string
+	HeadRef  string
+	HeadSHA  string
+	HeadRepo string // owner/name of the head repository (a fork differs from the base)
+	BaseRef  string
+	State    string // open | closed
+	Draft    bool
+}
+
+// Issue is what the dispatcher needs to know of an issue.
+type Issue struct {
+	Number int
+	Title  string
+	State  string // open | closed
+	URL    string
+}
+
+// GitHub is the part of the GitHub API the dispatcher uses. *github.Client
+// satisfies it through a thin adapter in cmd; tests use the fake GitHub.
+type GitHub interface {
+	DefaultBranch(ctx context.Context, repo Repo) (string, error)
+	Issue(ctx context.Context, repo Repo, number int) (Issue, error)
+	PullRequest(ctx context.Context, repo Repo, number int) (PullRequest, error)
+	CreateComment(ctx context.Context, repo Repo, number int, body string) (int64, error)
+	EditComment(ctx context.Context, repo Repo, commentID int64, body string) error
+	// CreateDraftPR opens a draft pull request from head into base.
+	CreateDraftPR(ctx context.Context, repo Repo, head, base, title, body string) (PullRequest, error)
+	EditPRBody(ctx context.Context, repo Repo, number int, body string) error
+	MarkReady(ctx context.Context, repo Repo, pr PullRequest) error
+	// CreateReview submits a review with event COMMENT (the bot cannot
+	// approve, and must not) on the given head commit.
+	CreateReview(ctx context.Context, repo Repo, number int, commitSHA, body string) (int64, error)
+}
+
+// Authorizer decides whether a user may drive the bot on a repository
+// (trigger a run, approve, deny, cancel). *auth.Authorizer satisfies it; it
+// fails closed.
+type Authorizer interface {
+	Authorize(ctx context.Context, r auth.Request) auth.Decision
+}
+
+// Base says where a session's work starts.
+type Base struct {
+	// Ref is the branch to start from (the default branch for an issue, the
+	// PR's head branch for a same-repository PR).
+	Ref string
+	// PullNumber, when set, fetches refs/pull/N/head from the base
+	// repository instead of Ref (a PR from a fork: never fetch from or push
+	// to the fork).
+	PullNumber int
+	// SHA is the commit expected at the base (optional check).
+	SHA string
+}
+
+// Git prepares session worktrees and keeps the session artifact.
+type Git interface {
+	// Start prepares a new worktree for the session on a new branch created
+	// at base.
+	Start(ctx context.Context, repo Repo, branch string, base Base) (Worktree, error)
+	// Reopen prepares the session branch as it is on the remote: the
+	// working tree holds the branch tip's content and HEAD is at head,
+	// which must be the tip or the tip's parent (the commit the pending
+	// approvals were computed against, before the bot's checkpoint commit).
+	Reopen(ctx context.Context, repo Repo, branch, head string) (Worktree, error)
+	// CommitArtifact commits the session's events.jsonl and snapshot.json
+	// to the artifact branch and returns the commit.
+	CommitArtifact(ctx context.Context, repo Repo, sessionID string, events, snapshot []byte) (string, error)
+	// LoadArtifact reads a session's events.jsonl back from the artifact
+	// branch (os.ErrNotExist when it has none).
+	LoadArtifact(ctx context.Context, repo Repo, sessionID string) ([]byte, error)
+	// ArtifactBranch names the artifact branch, for links.
+	ArtifactBranch() string
+}
+
+// Worktree is one session's checkout.
+type Worktree interface {
+	Dir() string
+	// Commit commits the working tree as a child of the session branch's
+	// tip (whatever HEAD points at) with the bot identity, the message and
+	// the Agent-Session and Agent-Run trailers; allowEmpty makes a commit
+	// even without changes. It returns the new tip, or the old tip and
+	// false when there was nothing to commit.
+	Commit(ctx context.Context, message, runID string, allowEmpty bool) (sha string, made bool, err error)
+	// Push pushes the session branch to the base repository.
+	Push(ctx context.Context) error
+	// Head is the commit HEAD points at.
+	Head(ctx context.Context) (string, error)
+	Close() error
+}

@@ -1,0 +1,67 @@
+package dispatch
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/agentos/agentos/bot/tracking"
+	"github.com/agentos/agentos/runtime/replay"
+)
+
+// renderTracking is the session's tracking comment.
+func renderTracking(trigger string, l link, s replay.Snapshot, logURL string) string {
+	return tracking.Render(tracking.ViewFromSnapshot(s, tracking.Options{EventsURL: logURL, Trigger: trigger, HeadSHA: l.ReviewHead}))
+}
+
+// renderApprovalReview is the body of the review that asks for approvals.
+func renderApprovalReview(trigger string, s replay.Snapshot, head string) string {
+	return tracking.RenderApprovalReview(tracking.ViewFromSnapshot(s, tracking.Options{Trigger: trigger, HeadSHA: head}))
+}
+
+func renderStarting(sid, prompt string) string {
+	return fmt.Sprintf("%s\n**agentos** is working on: %s\n\nSession `%s` — this comment is updated as the run advances.", tracking.Marker(sid), oneLine(prompt, 200), sid)
+}
+
+// renderPRBody is the session PR's description: what was asked, the plan,
+// and the event log at its exact commit.
+func renderPRBody(l link, s replay.Snapshot, logURL string) string {
+	v := tracking.ViewFromSnapshot(s, tracking.Options{EventsURL: logURL})
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s\n", tracking.Marker(s.SessionID))
+	fmt.Fprintf(&b, "Requested in #%d: %s\n\n", l.Issue, oneLine(l.Prompt, 500))
+	if len(v.Plan) > 0 {
+		b.WriteString("### Plan\n\n")
+		for _, st := range v.Plan {
+			mark := " "
+			if st.Done || s.RunStatus == "completed" {
+				mark = "x"
+			}
+			fmt.Fprintf(&b, "- [%s] %s\n", mark, oneLine(st.Description, 200))
+		}
+		b.WriteString("\n")
+	}
+	fmt.Fprintf(&b, "Status: **%s**", orWord(s.RunStatus, "running"))
+	if s.Usage.InputTokens+s.Usage.OutputTokens > 0 {
+		fmt.Fprintf(&b, " · %d input + %d output tokens · $%.4f", s.Usage.InputTokens, s.Usage.OutputTokens, s.Usage.CostUSD)
+	}
+	b.WriteString("\n\n")
+	if logURL != "" {
+		fmt.Fprintf(&b, "Event log of session `%s`: [events.jsonl](%s) (check it with `agentos verify`).\n", s.SessionID, logURL)
+	}
+	return capBody(b.String())
+}
+
+// maxBody is GitHub's limit for an issue or PR comment or body.
+const maxBody = 65536
+
+func capBody(s string) string {
+	if len(s) <= maxBody {
+		return s
+	}
+	const note = "\n\n…(truncated to GitHub's 65,536-character limit)"
+	cut := maxBody - len(note)
+	for cut > 0 && (s[cut]&0xC0) == 0x80 { // do not split a UTF-8 sequence
+		cut--
+	}
+	return s[:cut] + note
+}

@@ -1,0 +1,14 @@
+//go:build !unix
+
+package worktree
+
+import (
+	"context"
+	"time"
+)
+
+func pollTick() <-chan time.Time { return time.After(5 * time.Millisecond) }
+
+// lockFile is a no-op where flock(2) is missing: there the mirror lock is
+// in-process only, and a cache directory must not be shared by processes.
+func lockFile(context.Context, string) (func(), error) { return func() {}, nil }

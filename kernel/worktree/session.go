@@ -1,0 +1,428 @@
+package worktree
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/config"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
+)
+
+// ErrNoChanges is returned by Session.Commit when the worktree matches HEAD.
+var ErrNoChanges = errors.New("worktree: nothing to commit")
+
+// Base says where a session starts.
+type Base struct {
+	// PullRequest, when positive, starts from the pull request's head,
+	// fetched as refs/pull/<n>/head from the base repository (forks
+	// included: the fork is never added as a remote).
+	PullRequest int
+	// Branch starts from this branch of the repository; empty means the
+	// remote's default branch. Ignored when PullRequest is set.
+	Branch string
+}
+
+// PrepareOptions name a session's worktree.
+type PrepareOptions struct {
+	Repo      Repo
+	SessionID string
+	// Number is the issue or pull request the session serves; it names the
+	// branch agent/<number>-<short id>. Zero takes Base.PullRequest.
+	Number int
+	Base   Base
+}
+
+// Session is one session's worktree on its branch. Its methods are safe for
+// concurrent use but serialise.
+type Session struct {
+	m    *Manager
+	repo Repo
+	id   string
+
+	// Dir is the worktree directory the kernel's workspace opens.
+	Dir string
+	// Branch is the session branch, agent/<number>-<short id>.
+	Branch string
+	// BaseSHA is the commit the worktree was prepared at.
+	BaseSHA string
+	// Resumed is true when the session branch already existed on the remote
+	// and the worktree continues from its tip.
+	Resumed bool
+
+	mu     sync.Mutex
+	closed bool
+	known  []plumbing.Hash // commits the remote has that are not on an advertised ref
+}
+
+// Prepare fetches the mirror and checks out a fresh worktree for the
+// session on its branch. When the session branch already exists on the
+// remote (a resumed session) the worktree starts from its tip; otherwise
+// from opts.Base. A worktree left by a crashed process for the same
+// session is replaced.
+func (m *Manager) Prepare(ctx context.Context, opts PrepareOptions) (*Session, error) {
+	if err := opts.Repo.Validate(); err != nil {
+		return nil, err
+	}
+	num := opts.Number
+	if num == 0 {
+		num = opts.Base.PullRequest
+	}
+	if opts.Base.PullRequest < 0 {
+		return nil, fmt.Errorf("%w: pull request %d", ErrInvalid, opts.Base.PullRequest)
+	}
+	if opts.Base.Branch != "" && !validBranch(opts.Base.Branch) {
+		return nil, fmt.Errorf("%w: base branch %q", ErrInvalid, opts.Base.Branch)
+	}
+	branch, err := SessionBranch(num, opts.SessionID)
+	if err != nil {
+		return nil, err
+	}
+	c, err := m.cred(ctx, opts.Repo)
+	if err != nil {
+		return nil, err
+	}
+	base, resumed, err := m.resolveBase(ctx, opts.Repo, c, opts.Base, branch)
+	if err != nil {
+		return nil, err
+	}
+	dir := filepath.Join(m.cfg.CacheDir, "sessions", opts.Repo.Owner, opts.Repo.Name, opts.SessionID)
+	if err := os.RemoveAll(dir); err != nil {
+		return nil, fmt.Errorf("worktree: remove stale worktree: %w", err)
+	}
+	s := &Session{m: m, repo: opts.Repo, id: opts.SessionID, Dir: dir, Branch: branch, BaseSHA: base.String(), Resumed: resumed, known: []plumbing.Hash{base}}
+	if err := m.initWorktree(opts.Repo, dir, branch, base); err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	if m.UsesCLI() {
+		err = m.git(ctx, dir, nil, nil, nil, "reset", "-q", "--hard", base.String())
+	} else {
+		err = m.checkoutGoGit(ctx, opts.Repo, dir, base)
+	}
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, c.wrap("check out "+base.String(), err)
+	}
+	return s, nil
+}
+
+// resolveBase fetches the mirror and returns the commit to start from.
+func (m *Manager) resolveBase(ctx context.Context, r Repo, c cred, b Base, branch string) (plumbing.Hash, bool, error) {
+	unlock, err := m.lockMirror(ctx, m.mirrorDir(r))
+	if err != nil {
+		return plumbing.ZeroHash, false, err
+	}
+	defer unlock()
+	mirror, err := m.openMirror(r)
+	if err != nil {
+		return plumbing.ZeroHash, false, err
+	}
+	specs := []config.RefSpec{headsSpec}
+	var baseRef plumbing.ReferenceName
+	if b.PullRequest > 0 {
+		baseRef = plumbing.ReferenceName(fmt.Sprintf("refs/pull/%d/head", b.PullRequest))
+		specs = append(specs, config.RefSpec("+"+baseRef+":"+baseRef))
+	} else {
+		name := b.Branch
+		if name == "" {
+			if name, err = m.defaultBranch(ctx, r, c); err != nil {
+				return plumbing.ZeroHash, false, err
+			}
+		}
+		baseRef = plumbing.NewBranchReferenceName(name)
+	}
+	if err := m.fetch(ctx, mirror, r, c, specs...); err != nil {
+		return plumbing.ZeroHash, false, err
+	}
+	if ref, err := mirror.Reference(plumbing.NewBranchReferenceName(branch), true); err == nil {
+		return ref.Hash(), true, nil
+	}
+	ref, err := mirror.Reference(baseRef, true)
+	if err != nil {
+		return plumbing.ZeroHash, false, fmt.Errorf("%w: %s has no %s", ErrNotFound, r, baseRef)
+	}
+	return ref.Hash(), false, nil
+}
+
+// initWorktree creates an empty repository at dir that borrows the mirror's
+// objects, with HEAD on branch at base. Nothing is checked out yet.
+func (m *Manager) initWorktree(r Repo, dir, branch string, base plumbing.Hash) error {
+	repo, err := git.PlainInit(dir, false)
+	if err != nil {
+		return fmt.Errorf("worktree: init %s: %w", dir, err)
+	}
+	objects := filepath.Join(m.mirrorDir(r), "objects")
+	alt := filepath.Join(dir, ".git", "objects", "info", "alternates")
+	if err := os.MkdirAll(filepath.Dir(alt), 0o755); err != nil {
+		return fmt.Errorf("worktree: init %s: %w", dir, err)
+	}
+	if err := os.WriteFile(alt, []byte(objects+"\n"), 0o644); err != nil {
+		return fmt.Errorf("worktree: init %s: %w", dir, err)
+	}
+	cfg, err := repo.Config()
+	if err != nil {
+		return fmt.Errorf("worktree: init %s: %w", dir, err)
+	}
+	cfg.Remotes["origin"] = &config.RemoteConfig{Name: "origin", URLs: []string{m.remoteURL(r)}, Fetch: []config.RefSpec{"+refs/heads/*:refs/remotes/origin/*"}}
+	cfg.User.Name = m.cfg.Author.Name
+	cfg.User.Email = m.cfg.Author.Email
+	if err := repo.SetConfig(cfg); err != nil {
+		return fmt.Errorf("worktree: init %s: %w", dir, err)
+	}
+	st := repo.Storer
+	ref := plumbing.NewBranchReferenceName(branch)
+	if err := st.SetReference(plumbing.NewHashReference(ref, base)); err != nil {
+		return fmt.Errorf("worktree: init %s: %w", dir, err)
+	}
+	if err := st.SetReference(plumbing.NewSymbolicReference(plumbing.HEAD, ref)); err != nil {
+		return fmt.Errorf("worktree: init %s: %w", dir, err)
+	}
+	return nil
+}
+
+// checkoutGoGit checks base out into the fresh worktree dir, reading the
+// objects straight from the mirror (see sessionStorage).
+func (m *Manager) checkoutGoGit(ctx context.Context, r Repo, dir string, base plumbing.Hash) error {
+	st := m.openStorage(r, dir)
+	defer st.Close()
+	return checkoutFresh(ctx, st, st, dir, base)
+}
+
+func (s *Session) check() error {
+	if s.closed {
+		return ErrClosed
+	}
+	return nil
+}
+
+// CommitOptions describe a session commit.
+type CommitOptions struct {
+	// Message is the commit message without trailers.
+	Message string
+	// RunID is written as the Agent-Run trailer.
+	RunID string
+	// Time is the author and committer time; zero means now.
+	Time time.Time
+	// AllowEmpty makes a commit even when the tree did not change (the
+	// draft PR of a session that changed nothing yet needs one commit).
+	AllowEmpty bool
+}
+
+// commitMessage appends the Agent-Session and Agent-Run trailers as the
+// message's last paragraph.
+func commitMessage(msg, sessionID, runID string) string {
+	msg = strings.TrimRight(msg, "\n \t")
+	if msg == "" {
+		msg = "agentos session " + sessionID
+	}
+	t := "Agent-Session: " + sessionID + "\n"
+	if runID != "" {
+		t += "Agent-Run: " + runID + "\n"
+	}
+	return msg + "\n\n" + t
+}
+
+// Commit records every change in the worktree (additions, edits,
+// deletions) as one commit on the session branch, authored and committed
+// by the bot identity, and returns its SHA. It returns ErrNoChanges when
+// there is nothing to commit.
+func (s *Session) Commit(ctx context.Context, opts CommitOptions) (string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.check(); err != nil {
+		return "", err
+	}
+	if strings.ContainsAny(opts.RunID, "\n\r") {
+		return "", fmt.Errorf("%w: run id %q", ErrInvalid, opts.RunID)
+	}
+	when := opts.Time
+	if when.IsZero() {
+		when = time.Now()
+	}
+	msg := commitMessage(opts.Message, s.id, opts.RunID)
+	if s.m.UsesCLI() {
+		return s.commitCLI(ctx, msg, when, opts.AllowEmpty)
+	}
+	return s.commitGoGit(msg, when, opts.AllowEmpty)
+}
+
+func (s *Session) commitGoGit(msg string, when time.Time, allowEmpty bool) (string, error) {
+	repo, st, err := s.m.openRepo(s.repo, s.Dir)
+	if err != nil {
+		return "", fmt.Errorf("worktree: commit: %w", err)
+	}
+	defer st.Close()
+	wt, err := repo.Worktree()
+	if err != nil {
+		return "", fmt.Errorf("worktree: commit: %w", err)
+	}
+	if err := wt.AddWithOptions(&git.AddOptions{All: true}); err != nil {
+		return "", fmt.Errorf("worktree: commit: stage: %w", err)
+	}
+	// go-git's Worktree.Commit writes every tree of the index as a loose
+	// object, unchanged ones included (hundreds of files per commit in a
+	// medium repository); writeIndexTree writes only the new ones.
+	idx, err := st.Index()
+	if err != nil {
+		return "", fmt.Errorf("worktree: commit: %w", err)
+	}
+	tree, err := writeIndexTree(st, idx)
+	if err != nil {
+		return "", fmt.Errorf("worktree: commit: %w", err)
+	}
+	ref := plumbing.NewBranchReferenceName(s.Branch)
+	head, err := st.Reference(ref)
+	if err != nil {
+		return "", fmt.Errorf("worktree: commit: %w", err)
+	}
+	parent, err := object.GetCommit(st, head.Hash())
+	if err != nil {
+		return "", fmt.Errorf("worktree: commit: %w", err)
+	}
+	if parent.TreeHash == tree && !allowEmpty {
+		return "", ErrNoChanges
+	}
+	sig := object.Signature{Name: s.m.cfg.Author.Name, Email: s.m.cfg.Author.Email, When: when}
+	commit := &object.Commit{Author: sig, Committer: sig, Message: msg, TreeHash: tree, ParentHashes: []plumbing.Hash{parent.Hash}}
+	obj := st.NewEncodedObject()
+	if err := commit.Encode(obj); err != nil {
+		return "", fmt.Errorf("worktree: commit: %w", err)
+	}
+	h, err := st.SetEncodedObject(obj)
+	if err != nil {
+		return "", fmt.Errorf("worktree: commit: %w", err)
+	}
+	if err := st.CheckAndSetReference(plumbing.NewHashReference(ref, h), head); err != nil {
+		return "", fmt.Errorf("worktree: commit: %w", err)
+	}
+	return h.String(), nil
+}
+
+func (s *Session) commitCLI(ctx context.Context, msg string, when time.Time, allowEmpty bool) (string, error) {
+	if err := s.m.git(ctx, s.Dir, nil, nil, nil, "add", "-A"); err != nil {
+		return "", fmt.Errorf("worktree: commit: stage: %w", err)
+	}
+	date := when.Format(time.RFC3339)
+	env := []string{
+		"GIT_AUTHOR_NAME=" + s.m.cfg.Author.Name, "GIT_AUTHOR_EMAIL=" + s.m.cfg.Author.Email, "GIT_AUTHOR_DATE=" + date,
+		"GIT_COMMITTER_NAME=" + s.m.cfg.Author.Name, "GIT_COMMITTER_EMAIL=" + s.m.cfg.Author.Email, "GIT_COMMITTER_DATE=" + date,
+	}
+	// --cleanup=verbatim keeps the message exactly as built; no hooks run.
+	args := []string{"commit", "-q", "--no-verify", "--cleanup=verbatim", "-F", "-"}
+	if allowEmpty {
+		args = append(args, "--allow-empty")
+	}
+	err := s.m.git(ctx, s.Dir, env, strings.NewReader(msg), nil, args...)
+	if err != nil {
+		var out bytes.Buffer
+		if e2 := s.m.git(ctx, s.Dir, nil, nil, &out, "status", "--porcelain"); e2 == nil && out.Len() == 0 {
+			return "", ErrNoChanges
+		}
+		return "", fmt.Errorf("worktree: commit: %w", err)
+	}
+	st := s.m.openStorage(s.repo, s.Dir)
+	defer st.Close()
+	ref, err := st.Reference(plumbing.NewBranchReferenceName(s.Branch))
+	if err != nil {
+		return "", fmt.Errorf("worktree: commit: %w", err)
+	}
+	return ref.Hash().String(), nil
+}
+
+// Head returns the SHA the session branch points at in the worktree.
+func (s *Session) Head() (string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.check(); err != nil {
+		return "", err
+	}
+	repo, st, err := s.m.openRepo(s.repo, s.Dir)
+	if err != nil {
+		return "", fmt.Errorf("worktree: head: %w", err)
+	}
+	defer st.Close()
+	ref, err := repo.Reference(plumbing.NewBranchReferenceName(s.Branch), true)
+	if err != nil {
+		return "", fmt.Errorf("worktree: head: %w", err)
+	}
+	return ref.Hash().String(), nil
+}
+
+// Push pushes the session branch to the base repository. The update must
+// be a fast-forward of the remote branch; the fork of a pull request is
+// never a push target.
+func (s *Session) Push(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.check(); err != nil {
+		return err
+	}
+	c, err := s.m.cred(ctx, s.repo)
+	if err != nil {
+		return err
+	}
+	repo, st, err := s.m.openRepo(s.repo, s.Dir)
+	if err != nil {
+		return fmt.Errorf("worktree: push: %w", err)
+	}
+	defer st.Close()
+	ref, err := repo.Reference(plumbing.NewBranchReferenceName(s.Branch), true)
+	if err != nil {
+		return fmt.Errorf("worktree: push: %w", err)
+	}
+	err = push(ctx, repo.Storer, c, pushRequest{url: s.m.remoteURL(s.repo), branch: s.Branch, new: ref.Hash(), known: s.known})
+	if err != nil {
+		return err
+	}
+	s.known = append(s.known, ref.Hash())
+	return nil
+}
+
+// Close removes the worktree. Unpushed commits are lost; the shared mirror
+// is kept for the next session.
+func (s *Session) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	if err := os.RemoveAll(s.Dir); err != nil {
+		return fmt.Errorf("worktree: remove %s: %w", s.Dir, err)
+	}
+	return nil
+}
+
+// git runs the git CLI in dir for a local operation (checkout, stage,
+// commit). Network operations never go through the CLI, so no credential
+// ever reaches a git process.
+func (m *Manager) git(ctx context.Context, dir string, env []string, stdin *strings.Reader, stdout *bytes.Buffer, args ...string) error {
+	if m.gitPath == "" {
+		return errors.New("git CLI not available")
+	}
+	cmd := exec.CommandContext(ctx, m.gitPath, append([]string{"-C", dir}, args...)...)
+	cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0", "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", "LC_ALL=C")
+	cmd.Env = append(cmd.Env, env...)
+	if stdin != nil {
+		cmd.Stdin = stdin
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if stdout != nil {
+		cmd.Stdout = stdout
+	}
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("git %s: %w: %s", args[0], err, strings.TrimSpace(stderr.String()))
+	}
+	return nil
+}

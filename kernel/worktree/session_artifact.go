@@ -1,0 +1,140 @@
+package worktree
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
+)
+
+// SessionArtifactDir is where the session-branch option keeps a session's
+// artifact, relative to the worktree root.
+func SessionArtifactDir(sessionID string) string { return ".agent/sessions/" + sessionID }
+
+// CommitArtifact is the alternative to Manager.CommitArtifact that keeps
+// the artifact next to the change: it commits events.jsonl and
+// snapshot.json under .agent/sessions/<id>/ on the session branch and pushes
+// the branch, returning the commit's SHA. Only those two files go into the
+// commit; other uncommitted changes in the worktree stay uncommitted. The
+// files are also written into the worktree and the index, so the worktree
+// stays clean with respect to them. a.Repo and a.SessionID may be left
+// empty; when set they must name this session.
+func (s *Session) CommitArtifact(ctx context.Context, a Artifact) (string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.check(); err != nil {
+		return "", err
+	}
+	if (a.Repo != Repo{} && a.Repo != s.repo) || (a.SessionID != "" && a.SessionID != s.id) {
+		return "", fmt.Errorf("%w: artifact of %s session %s committed in session %s of %s", ErrInvalid, a.Repo, a.SessionID, s.id, s.repo)
+	}
+	if strings.ContainsAny(a.RunID, "\n\r") {
+		return "", fmt.Errorf("%w: run id %q", ErrInvalid, a.RunID)
+	}
+	when := a.Time
+	if when.IsZero() {
+		when = time.Now()
+	}
+	repo, st, err := s.m.openRepo(s.repo, s.Dir)
+	if err != nil {
+		return "", fmt.Errorf("worktree: artifact: %w", err)
+	}
+	defer st.Close()
+	ref := plumbing.NewBranchReferenceName(s.Branch)
+	head, err := repo.Reference(ref, true)
+	if err != nil {
+		return "", fmt.Errorf("worktree: artifact: %w", err)
+	}
+	files := []file{{EventsFile, a.Events}, {SnapshotFile, a.Snapshot}}
+	msg := commitMessage("agentos: session "+s.id+" artifact", s.id, a.RunID)
+	sig := object.Signature{Name: s.m.cfg.Author.Name, Email: s.m.cfg.Author.Email, When: when}
+	sha, changed, err := buildCommit(repo.Storer, head.Hash(), []string{".agent", "sessions", s.id}, files, msg, sig)
+	if err != nil {
+		return "", fmt.Errorf("worktree: artifact: %w", err)
+	}
+	if changed {
+		dir := filepath.Join(s.Dir, ".agent", "sessions", s.id)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return "", fmt.Errorf("worktree: artifact: %w", err)
+		}
+		wt, err := repo.Worktree()
+		if err != nil {
+			return "", fmt.Errorf("worktree: artifact: %w", err)
+		}
+		for _, f := range files {
+			if err := os.WriteFile(filepath.Join(dir, f.name), f.data, 0o644); err != nil {
+				return "", fmt.Errorf("worktree: artifact: %w", err)
+			}
+			if err := wt.AddWithOptions(&git.AddOptions{Path: SessionArtifactDir(s.id) + "/" + f.name, SkipStatus: true}); err != nil {
+				return "", fmt.Errorf("worktree: artifact: stage: %w", err)
+			}
+		}
+		if err := repo.Storer.SetReference(plumbing.NewHashReference(ref, sha)); err != nil {
+			return "", fmt.Errorf("worktree: artifact: %w", err)
+		}
+	}
+	c, err := s.m.cred(ctx, s.repo)
+	if err != nil {
+		return "", err
+	}
+	if err := push(ctx, repo.Storer, c, pushRequest{url: s.m.remoteURL(s.repo), branch: s.Branch, new: sha, known: s.known}); err != nil {
+		return "", err
+	}
+	s.known = append(s.known, sha)
+	return sha.String(), nil
+}
+
+// LoadArtifact returns the events.jsonl committed on the session branch by
+// Session.CommitArtifact (ErrNotFound when there is none), as of the
+// worktree's HEAD: a resumed session reads what the previous run pushed.
+func (s *Session) LoadArtifact() ([]byte, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	repo, st, err := s.m.openRepo(s.repo, s.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("worktree: artifact: %w", err)
+	}
+	defer st.Close()
+	head, err := repo.Reference(plumbing.NewBranchReferenceName(s.Branch), true)
+	if err != nil {
+		return nil, fmt.Errorf("worktree: artifact: %w", err)
+	}
+	commit, err := object.GetCommit(repo.Storer, head.Hash())
+	if err != nil {
+		return nil, fmt.Errorf("worktree: artifact: %w", err)
+	}
+	return readFile(commit, SessionArtifactDir(s.id)+"/"+EventsFile)
+}
+
+// readFile returns the content of path in commit's tree.
+func readFile(commit *object.Commit, path string) ([]byte, error) {
+	f, err := commit.File(path)
+	if errors.Is(err, object.ErrFileNotFound) || errors.Is(err, object.ErrDirectoryNotFound) {
+		return nil, fmt.Errorf("%w: %s at %s", ErrNotFound, path, commit.Hash)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("worktree: read %s: %w", path, err)
+	}
+	rd, err := f.Reader()
+	if err != nil {
+		return nil, fmt.Errorf("worktree: read %s: %w", path, err)
+	}
+	defer rd.Close()
+	var buf bytes.Buffer
+	if _, err := io.Copy(&buf, rd); err != nil {
+		return nil, fmt.Errorf("worktree: read %s: %w", path, err)
+	}
+	return buf.Bytes(), nil
+}
