@@ -353,4 +353,3 @@ func TestScenarioTamperedArtifactRefused(t *testing.T) {
 		t.Errorf("a tampered log was imported: %+v", sessions)
 	}
 }
-
