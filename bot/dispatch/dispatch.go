@@ -34,9 +34,18 @@ import (
 	"github.com/oklog/ulid/v2"
 )
 
-// Engines builds a run engine whose kernel is jailed in dir (the session's
-// worktree). The returned func releases it.
-type Engines func(ctx context.Context, dir, sessionID string) (*run.Engine, func(), error)
+// EngineRequest says which worktree an engine works in.
+type EngineRequest struct {
+	Dir       string // the session's worktree: the kernel is jailed in it
+	SessionID string
+	// Untrusted is set when the worktree holds code from outside the
+	// repository (a fork's pull request): its own hooks must not run.
+	Untrusted bool
+}
+
+// Engines builds a run engine for a session's worktree. The returned func
+// releases it.
+type Engines func(ctx context.Context, r EngineRequest) (*run.Engine, func(), error)
 
 // Dispatcher handles triggers. The zero value is not usable; set every
 // field but Log and Now.
@@ -260,6 +269,7 @@ type link struct {
 	ReviewHead      string   `json:"review_head,omitempty"` // PR head when approvals were last requested
 	RequestedIDs    []string `json:"requested_ids,omitempty"`
 	Prompt          string   `json:"prompt,omitempty"`
+	Untrusted       bool     `json:"untrusted,omitempty"` // the work started from a fork's code
 	Ready           bool     `json:"ready,omitempty"`
 }
 

@@ -41,6 +41,7 @@ func (d *Dispatcher) startRun(ctx context.Context, repo Repo, t webhook.Trigger,
 			// refs/pull/N/head, and put the work on our own branch.
 			base = Base{PullNumber: pr.Number, SHA: pr.HeadSHA}
 			l.BaseRef = pr.BaseRef
+			l.Untrusted = true
 		}
 	} else {
 		def, err := d.GitHub.DefaultBranch(ctx, repo)
@@ -65,7 +66,7 @@ func (d *Dispatcher) startRun(ctx context.Context, repo Repo, t webhook.Trigger,
 		return Result{}, d.failEarly(ctx, repo, l, fmt.Errorf("prepare the worktree: %w", err))
 	}
 	defer wt.Close()
-	eng, release, err := d.Engines(ctx, wt.Dir(), sid)
+	eng, release, err := d.Engines(ctx, EngineRequest{Dir: wt.Dir(), SessionID: sid, Untrusted: l.Untrusted})
 	if err != nil {
 		return Result{}, d.failEarly(ctx, repo, l, fmt.Errorf("set up the runtime: %w", err))
 	}
@@ -107,7 +108,7 @@ func (d *Dispatcher) followUp(ctx context.Context, repo Repo, t webhook.Trigger,
 		return Result{}, err
 	}
 	defer wt.Close()
-	eng, release, err := d.Engines(ctx, wt.Dir(), sid)
+	eng, release, err := d.Engines(ctx, EngineRequest{Dir: wt.Dir(), SessionID: sid, Untrusted: l.Untrusted})
 	if err != nil {
 		return Result{}, err
 	}
@@ -382,7 +383,7 @@ func (d *Dispatcher) resume(ctx context.Context, repo Repo, sid string, l link, 
 		return Result{SessionID: sid}, err
 	}
 	defer wt.Close()
-	eng, release, err := d.Engines(ctx, wt.Dir(), sid)
+	eng, release, err := d.Engines(ctx, EngineRequest{Dir: wt.Dir(), SessionID: sid, Untrusted: l.Untrusted})
 	if err != nil {
 		return Result{SessionID: sid}, err
 	}

@@ -112,8 +112,8 @@ func (w *world) start(dataDir string) {
 		Auth:     auth.New(gh, auth.Policy{BotLogin: botLogin}),
 		Git:      dispatch.Worktrees{M: wm},
 		Runs:     run.NewManager(st),
-		Engines: func(ctx context.Context, dir, sid string) (*run.Engine, func(), error) {
-			env, err := setup.Build(ctx, setup.Options{Dir: dir, Profile: profile, Providers: reg, SessionID: sid, Store: st})
+		Engines: func(ctx context.Context, r dispatch.EngineRequest) (*run.Engine, func(), error) {
+			env, err := setup.Build(ctx, setup.Options{Dir: r.Dir, Profile: profile, Providers: reg, SessionID: r.SessionID, Store: st, UntrustedRepo: r.Untrusted})
 			if err != nil {
 				return nil, nil, err
 			}

@@ -125,11 +125,26 @@ func serve(ctx context.Context, args []string, stderr io.Writer, d serveDeps) er
 			}
 			return float64(n)
 		})
-		if d.dispatch != nil {
+		switch {
+		case d.dispatch != nil:
 			p := &webhook.Processor{Queue: q, Dispatch: d.dispatch, BotLogin: cfg.BotLogin, Observer: metrics, Workers: cfg.Workers, Logger: log}
 			opts.Actors = append(opts.Actors, p.Run)
-		} else {
-			log.Warn("webhook deliveries are verified and queued, but nothing dispatches them yet: they wait in the queue")
+		case runs && cfg.GitHubAuth() != config.AuthNone:
+			bot, err := newGitHubBot(cfg, st, prof, log)
+			if err != nil {
+				return usageErrorf("serve: %v", err)
+			}
+			opts.Actors = append(opts.Actors, func(ctx context.Context) error {
+				login, err := bot.login(ctx, cfg, log)
+				if err != nil {
+					return nil // shut down before GitHub answered
+				}
+				log.Info("processing webhook deliveries", "bot_login", login)
+				p := &webhook.Processor{Queue: q, Dispatch: bot.d, BotLogin: login, Observer: metrics, Workers: cfg.Workers, Logger: log}
+				return p.Run(ctx)
+			})
+		default:
+			log.Warn("webhook deliveries are verified and queued, but not processed: the bot needs GitHub credentials and a provider profile")
 		}
 		if cfg.GitHubAuth() == config.AuthNone {
 			log.Warn("no GitHub credentials (AGENTOS_GITHUB_TOKEN, or AGENTOS_GITHUB_APP_ID with AGENTOS_GITHUB_PRIVATE_KEY_FILE): deliveries are accepted, but the bot cannot check permissions, comment, push or open pull requests")

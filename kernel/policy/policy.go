@@ -64,6 +64,8 @@ workspace:
   root: ./
   denyPatterns:
     - "**/.git/**"
+    # session logs committed beside the change are evidence, not work
+    - ".agent/sessions/**"
 execution:
   timeouts:
     process.run: 300s
