@@ -26,12 +26,16 @@ import (
 // Deps are what the Action needs from the program: how to build a run
 // engine on a worktree (the provider registry lives in cmd).
 type Deps struct {
-	// Engines builds the engine for a session's worktree.
-	Engines dispatch.Engines
+	// Engines returns the engine builder for session worktrees over the
+	// run's store.
+	Engines func(st store.Store) dispatch.Engines
 	// Sealer seals events (with the secrets to redact registered).
 	Sealer *event.Sealer
 	// GitBaseURL overrides where git is served (default GITHUB_SERVER_URL).
 	GitBaseURL string
+	// GitToken overrides the token for git over HTTPS (default the
+	// github_token input).
+	GitToken string
 }
 
 // Run handles the event that started the workflow run: it answers
@@ -80,6 +84,9 @@ func Run(ctx context.Context, env Env, deps Deps, log io.Writer) (Outputs, error
 		gitBase = env.ServerURL
 	}
 	token := env.Token
+	if deps.GitToken != "" {
+		token = deps.GitToken
+	}
 	wm, err := worktree.New(worktree.Config{
 		CacheDir:       filepath.Join(data, "git"),
 		BaseURL:        gitBase,
@@ -98,7 +105,7 @@ func Run(ctx context.Context, env Env, deps Deps, log io.Writer) (Outputs, error
 		Auth:      auth.New(client, auth.Policy{AllowedUsers: env.Inputs.AllowedUsers, BotLogin: botLogin}),
 		Git:       dispatch.Worktrees{M: wm, Branch: env.Inputs.ArtifactBranch},
 		Runs:      run.NewManager(st),
-		Engines:   deps.Engines,
+		Engines:   deps.Engines(st),
 		ServerURL: env.ServerURL,
 		Result:    func(r dispatch.Result) { res = r },
 	}
@@ -106,7 +113,7 @@ func Run(ctx context.Context, env Env, deps Deps, log io.Writer) (Outputs, error
 	derr := d.Dispatch(ctx, t)
 	end()
 	out := Outputs{SessionID: res.SessionID, Status: res.Status, PRNumber: res.PR, Branch: res.Branch,
-		InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens, CostUSD: res.Usage.CostUSD}
+		InputTokens: res.Spent.InputTokens, OutputTokens: res.Spent.OutputTokens, CostUSD: res.Spent.CostUSD}
 	if out.Status == "" {
 		out.Status = res.Outcome
 	}
@@ -159,13 +166,22 @@ func fillSummary(ctx context.Context, st store.Store, sid string, sum *SummaryIn
 	sum.Tools = map[string]int{}
 	for _, c := range snap.ToolsInvoked {
 		sum.Tools[c.Tool]++
-		if c.Tool == "test.run" {
-			res := "passed"
-			if !c.OK {
-				res = "failed"
-			}
-			sum.Tests = append(sum.Tests, fmt.Sprintf("`test.run` %s", res))
+	}
+	for _, e := range evs {
+		if e.Type != event.ToolResult || event.FieldString(e.Payload, "tool") != "test.run" {
+			continue
 		}
+		res := event.Field(e.Payload, "result")
+		line := "`" + event.FieldString(res, "command") + "`: "
+		switch {
+		case !event.FieldBool(e.Payload, "ok"):
+			line += "could not run (" + event.FieldString(event.Field(e.Payload, "error"), "code") + ")"
+		case event.FieldBool(res, "passed"):
+			line += "passed"
+		default:
+			line += fmt.Sprintf("failed (exit %d)", event.FieldInt(res, "exit_code"))
+		}
+		sum.Tests = append(sum.Tests, line)
 	}
 	for _, a := range snap.ResolvedApprovals {
 		sum.Approvals = append(sum.Approvals, fmt.Sprintf("`%s` %s: %s by %s", a.ID, a.Tool, a.Decision, a.By))

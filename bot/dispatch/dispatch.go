@@ -78,7 +78,10 @@ type Result struct {
 	Status    string // the run's status after the trigger: paused | completed | failed | denied
 	PR        int
 	Branch    string
-	Usage     replay.Usage
+	// Usage is the session's token use and cost after the trigger;
+	// Spent is the part this trigger's work added.
+	Usage replay.Usage
+	Spent replay.Usage
 }
 
 // ErrTamperedLog is returned when a session log loaded from the artifact

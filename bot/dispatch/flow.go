@@ -82,7 +82,7 @@ func (d *Dispatcher) startRun(ctx context.Context, repo Repo, t webhook.Trigger,
 	if runErr != nil && out.Status == "" {
 		return Result{}, d.failEarly(ctx, repo, l, runErr)
 	}
-	return d.publish(ctx, repo, sid, wt, l, out, "started")
+	return d.publish(ctx, repo, sid, wt, l, out, "started", replay.Usage{})
 }
 
 // followUp starts another run of an existing session (a new request on the
@@ -119,7 +119,7 @@ func (d *Dispatcher) followUp(ctx context.Context, repo Repo, t webhook.Trigger,
 	if runErr != nil && out.Status == "" {
 		return Result{}, runErr
 	}
-	return d.publish(ctx, repo, sid, wt, l, out, "started")
+	return d.publish(ctx, repo, sid, wt, l, out, "started", snap.Usage)
 }
 
 // failEarly reports a session that could not start on its tracking comment.
@@ -137,7 +137,7 @@ func (d *Dispatcher) failEarly(ctx context.Context, repo Repo, l link, cause err
 // open or update the draft PR, request approvals as a review, record the
 // link, commit the log to the artifact branch and edit the tracking
 // comment.
-func (d *Dispatcher) publish(ctx context.Context, repo Repo, sid string, wt Worktree, l link, out run.Outcome, outcome string) (Result, error) {
+func (d *Dispatcher) publish(ctx context.Context, repo Repo, sid string, wt Worktree, l link, out run.Outcome, outcome string, before replay.Usage) (Result, error) {
 	res := Result{Outcome: outcome, SessionID: sid, Status: out.Status, Branch: l.Branch}
 	msg := commitMessage(l.Prompt, out)
 	switch out.Status {
@@ -202,6 +202,7 @@ func (d *Dispatcher) publish(ctx context.Context, repo Repo, sid string, wt Work
 		return res, err
 	}
 	res.Usage = snap.Usage
+	res.Spent = replay.Usage{InputTokens: snap.Usage.InputTokens - before.InputTokens, OutputTokens: snap.Usage.OutputTokens - before.OutputTokens, CostUSD: snap.Usage.CostUSD - before.CostUSD}
 	logURL := d.logURL(repo, artSHA, sid)
 	if l.PR != 0 {
 		if err := d.GitHub.EditPRBody(ctx, repo, l.PR, renderPRBody(l, snap, logURL)); err != nil {
@@ -373,11 +374,11 @@ func (d *Dispatcher) answer(ctx context.Context, repo Repo, t webhook.Trigger, a
 			return Result{Outcome: "answered", SessionID: sid, Status: "paused", PR: l.PR}, err
 		}
 	}
-	return d.resume(ctx, repo, sid, l, head)
+	return d.resume(ctx, repo, sid, l, head, snap.Usage)
 }
 
 // resume reopens the session's worktree and continues its run.
-func (d *Dispatcher) resume(ctx context.Context, repo Repo, sid string, l link, head string) (Result, error) {
+func (d *Dispatcher) resume(ctx context.Context, repo Repo, sid string, l link, head string, before replay.Usage) (Result, error) {
 	wt, err := d.Git.Reopen(ctx, repo, l.Branch, head)
 	if err != nil {
 		return Result{SessionID: sid}, err
@@ -392,7 +393,7 @@ func (d *Dispatcher) resume(ctx context.Context, repo Repo, sid string, l link, 
 	if runErr != nil && out.Status == "" {
 		return Result{SessionID: sid}, runErr
 	}
-	return d.publish(ctx, repo, sid, wt, l, out, "answered")
+	return d.publish(ctx, repo, sid, wt, l, out, "answered", before)
 }
 
 // pendingRevision is the commit the pending approvals were computed

@@ -56,6 +56,7 @@ func commands() map[string]command {
 		"demo":    {"run the bundled demo: fix a real bug in a sample repository", cmdDemo},
 		"replay":  {"fold a session log into its snapshot", cmdReplay},
 		"verify":  {"check a session log's hash chain, schemas and audit completeness", cmdVerify},
+		"action":  {"run as the GitHub Action: handle the workflow's triggering event (see action.yml)", cmdAction},
 		"serve":   {"serve the webhook bot and the HTTP API: agentos serve [--addr HOST:PORT] [--data DIR] [--config FILE]", cmdServe},
 	}
 }

@@ -1,0 +1,97 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"github.com/agentos/agentos/bot/action"
+	"github.com/agentos/agentos/bot/dispatch"
+	"github.com/agentos/agentos/runtime/provider"
+	"github.com/agentos/agentos/runtime/store"
+)
+
+// cmdAction is the GitHub Action's entrypoint (the Dockerfile's
+// ENTRYPOINT): it handles the event that started the workflow run.
+func cmdAction(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 {
+		return usageErrorf("usage: agentos action (configured by the Actions environment and the action's inputs)")
+	}
+	return runAction(ctx, os.Getenv, action.Deps{}, stdout)
+}
+
+// actionEnv maps the action's inputs onto the runtime profile's variables,
+// so the Action and the CLI read one profile format.
+func actionEnv(env action.Env, getenv func(string) string) func(string) string {
+	in := env.Inputs
+	m := map[string]string{
+		"AGENTOS_PROVIDER":  in.Provider,
+		"AGENTOS_MODEL":     in.Model,
+		"AGENTOS_BASE_URL":  in.BaseURL,
+		"OPENAI_API_KEY":    in.OpenAIKey,
+		"ANTHROPIC_API_KEY": in.AnthropicKey,
+		"GEMINI_API_KEY":    in.GeminiKey,
+	}
+	if in.MaxTurns > 0 {
+		m["AGENTOS_MAX_TURNS"] = strconv.Itoa(in.MaxTurns)
+	}
+	if in.MaxCostUSD > 0 {
+		m["AGENTOS_MAX_COST_USD"] = strconv.FormatFloat(in.MaxCostUSD, 'f', -1, 64)
+	}
+	if in.Timeout > 0 {
+		m["AGENTOS_TIMEOUT_MINUTES"] = strconv.FormatFloat(in.Timeout.Minutes(), 'f', -1, 64)
+	}
+	return func(k string) string {
+		if v := m[k]; v != "" {
+			return v
+		}
+		return getenv(k)
+	}
+}
+
+func runAction(ctx context.Context, getenv func(string) string, deps action.Deps, stdout io.Writer) error {
+	env, err := action.FromEnv(getenv)
+	if err != nil {
+		action.Errorf(stdout, "%v", err)
+		return &exitError{code: exitUsage, err: err}
+	}
+	for _, s := range env.Secrets() {
+		action.Mask(stdout, s)
+	}
+	prof, err := provider.LoadProfile(getenv("AGENTOS_PROFILE"), actionEnv(env, getenv))
+	if err != nil {
+		action.Errorf(stdout, "%v", err)
+		return &exitError{code: exitUsage, err: err}
+	}
+	// An operator policy from the workflow's checkout, if there is one; the
+	// repository's own .agent/policy.yaml always applies (it only tightens).
+	policyFile := ""
+	if env.Workspace != "" && env.Inputs.PolicyFile != "" {
+		p := filepath.Join(env.Workspace, env.Inputs.PolicyFile)
+		if _, err := os.Stat(p); err == nil {
+			policyFile = p
+		}
+	}
+	if deps.Sealer == nil {
+		if deps.Sealer, err = newSealer(nil, append(env.Secrets(), prof.APIKey)...); err != nil {
+			return err
+		}
+	}
+	if deps.Engines == nil {
+		deps.Engines = func(st store.Store) dispatch.Engines { return engines(st, policyFile, prof) }
+	}
+	out, err := action.Run(ctx, env, deps, stdout)
+	if err != nil {
+		if errors.Is(err, dispatch.ErrTamperedLog) {
+			return &exitError{code: exitFailure, err: fmt.Errorf("refused: %w", err)}
+		}
+		return &exitError{code: exitFailure, err: err}
+	}
+	// A pause for approval is a success: a later run resumes it.
+	fmt.Fprintf(stdout, "status=%s session=%s pr=%d\n", out.Status, out.SessionID, out.PRNumber)
+	return nil
+}
