@@ -321,4 +321,3 @@ func TestActionRefusals(t *testing.T) {
 		}
 	})
 }
-
