@@ -78,6 +78,10 @@ type Report struct {
 	Verify  replay.Report
 }
 
+// ErrDirNotEmpty marks an Options.Dir that already holds files: the demo
+// never writes over anything.
+var ErrDirNotEmpty = errors.New("demo: the output directory is not empty")
+
 // ErrFailed marks a demo that ran but did not reach the expected end (the
 // run did not complete, the log does not verify, the bot called GitHub
 // outside the fake's routes).
@@ -115,7 +119,7 @@ func emptyDir(dir string) error {
 	case err != nil:
 		return err
 	case len(ents) > 0:
-		return fmt.Errorf("demo: %s is not empty; choose an empty --out", dir)
+		return fmt.Errorf("%w: %s; choose an empty --out", ErrDirNotEmpty, dir)
 	}
 	return nil
 }
@@ -199,7 +203,11 @@ func (w *world) startBot(dir string) error {
 	if err != nil {
 		return err
 	}
-	if w.store, err = sqlite.Open(filepath.Join(dir, "data"), sealer, sqlite.Options{}); err != nil {
+	data := filepath.Join(dir, "data")
+	if err := os.MkdirAll(data, 0o755); err != nil {
+		return err
+	}
+	if w.store, err = sqlite.Open(data, sealer, sqlite.Options{}); err != nil {
 		return err
 	}
 	client, err := github.New(github.Config{BaseURL: w.api.URL, Token: w.botToken})

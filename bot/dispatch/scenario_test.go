@@ -1,10 +1,17 @@
 package dispatch_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentos/agentos/bot/auth"
 	"github.com/agentos/agentos/bot/dispatch"
@@ -22,6 +29,7 @@ import (
 	"github.com/agentos/agentos/runtime/setup"
 	"github.com/agentos/agentos/runtime/store/sqlite"
 	"github.com/agentos/agentos/schemas"
+	"github.com/gin-gonic/gin"
 )
 
 const (
@@ -352,4 +360,227 @@ func TestScenarioTamperedArtifactRefused(t *testing.T) {
 	if sessions, _ := w.store.Sessions(context.Background()); len(sessions) != 0 {
 		t.Errorf("a tampered log was imported: %+v", sessions)
 	}
+}
+
+// reworkScript is the demo script with a first, weaker patch that the
+// maintainer rejects; the worker's next turn proposes the constant-time
+// patch the feedback asks for.
+func reworkScript(t *testing.T) *scripted.Script {
+	t.Helper()
+	s, err := demo.Script()
+	if err != nil {
+		t.Fatal(err)
+	}
+	weak := scripted.Entry{ToolCalls: []scripted.Call{{ID: "w3a", Name: "repo.patch", Args: map[string]any{"unifiedDiff": "--- a/auth.go\n+++ b/auth.go\n@@ -9,5 +9,5 @@\n \tif expected == \"\" {\n \t\treturn false\n \t}\n-\treturn strings.HasPrefix(expected, given)\n+\treturn len(given) == len(expected) && strings.HasPrefix(expected, given)\n }\n"}}},
+		Usage: provider.Usage{InputTokens: 2400, OutputTokens: 90}}
+	w := s.Roles["worker"]
+	s.Roles["worker"] = append(append(append([]scripted.Entry{}, w[:2]...), weak), w[2:]...)
+	return s
+}
+
+// Scenario 4: Request changes with feedback → the agent reworks → a new
+// approval request that reflects the feedback.
+func TestScenarioRequestChangesReworks(t *testing.T) {
+	w := newWorld(t)
+	w.script = reworkScript(t)
+	w.start(t.TempDir())
+	res := w.comment(w.issue, false, "alice", "/agent "+demo.Prompt)
+	if res.Status != "paused" {
+		t.Fatalf("%+v", res)
+	}
+	first := w.fake.Reviews(repoName, res.PR)
+	if len(first) != 1 || !strings.Contains(first[0].Body, "len(given) == len(expected)") {
+		t.Fatalf("first approval request does not show the weak patch: %+v", first)
+	}
+	feedback := "Please compare in constant time with crypto/subtle."
+	got := w.review(res.PR, "alice", "changes_requested", feedback)
+	if got.Status != "paused" {
+		t.Fatalf("after request changes: %+v, want a new approval request", got)
+	}
+	snap := w.snapshot(res.SessionID)
+	denied := false
+	for _, a := range snap.ResolvedApprovals {
+		if a.Decision == "deny" && a.Reason == feedback && a.By == "alice" {
+			denied = true
+		}
+	}
+	if !denied {
+		t.Errorf("the feedback is not recorded as the denial's reason: %+v", snap.ResolvedApprovals)
+	}
+	reviews := w.fake.Reviews(repoName, res.PR)
+	if len(reviews) != 2 || !strings.Contains(reviews[1].Body, "subtle.ConstantTimeCompare") {
+		t.Fatalf("the new approval request does not reflect the feedback: %d reviews\n%s", len(reviews), reviews[len(reviews)-1].Body)
+	}
+	if got := w.review(res.PR, "alice", "approved", ""); got.Status != "completed" {
+		t.Fatalf("after approving the rework: %+v", got)
+	}
+	if auth := gittest.Git(t, w.bare, "show", res.Branch+":auth.go"); !strings.Contains(auth, "subtle.ConstantTimeCompare") || strings.Contains(auth, "len(given) == len(expected)") {
+		t.Errorf("the branch does not hold the reworked patch:\n%s", auth)
+	}
+}
+
+// Scenario 7: someone pushes to the session branch while an approval is
+// pending → the approval is stale and requested again on the new head.
+func TestScenarioPushMakesApprovalStale(t *testing.T) {
+	w := newWorld(t)
+	res := w.comment(w.issue, false, "alice", "/agent "+demo.Prompt)
+	if res.Status != "paused" {
+		t.Fatalf("%+v", res)
+	}
+	before := w.snapshot(res.SessionID).PendingApprovals[0]
+	head := gittest.Commit(t, w.bare, res.Branch, "maintainer tweak", map[string]string{"NOTES.md": "reviewed by a human\n"})
+	got := w.dispatch(webhook.Trigger{Kind: webhook.KindPRSynchronize, Number: res.PR, IsPR: true, Author: "alice", HeadSHA: head})
+	if got.Status != "paused" {
+		t.Fatalf("after the push: %+v, want paused with a new request", got)
+	}
+	snap := w.snapshot(res.SessionID)
+	if len(snap.PendingApprovals) != 1 || snap.PendingApprovals[0].ID == before.ID {
+		t.Fatalf("pending after the push: %+v (before: %s)", snap.PendingApprovals, before.ID)
+	}
+	stale := false
+	for _, a := range snap.ResolvedApprovals {
+		stale = stale || (a.ID == before.ID && a.Decision == "stale")
+	}
+	if !stale {
+		t.Errorf("the old approval was not marked stale: %+v", snap.ResolvedApprovals)
+	}
+	reviews := w.fake.Reviews(repoName, res.PR)
+	if len(reviews) != 2 || reviews[1].CommitID != head || !strings.Contains(reviews[1].Body, snap.PendingApprovals[0].ID) {
+		t.Fatalf("no new approval request on the pushed head %s: %+v", head, reviews)
+	}
+	// The old approval's answer no longer counts; the new one completes
+	// the run, keeping the maintainer's commit.
+	if got := w.review(res.PR, "alice", "approved", ""); got.Status != "completed" {
+		t.Fatalf("after approving the new request: %+v", got)
+	}
+	gittest.Git(t, w.bare, "merge-base", "--is-ancestor", head, res.Branch)
+}
+
+// Scenario 6: GitHub delivers the same comment twice (a redelivery keeps
+// its X-GitHub-Delivery): through the real intake, queue and processor it
+// makes one session.
+func TestScenarioRedeliveryMakesOneSession(t *testing.T) {
+	w := newWorld(t)
+	q, err := webhook.OpenQueue(filepath.Join(t.TempDir(), "webhooks.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Close()
+	secret := []byte("webhook-secret")
+	h := webhook.NewHandler(webhook.Config{Secrets: [][]byte{secret}}, q, nil)
+	gin.SetMode(gin.ReleaseMode)
+	r := gin.New()
+	r.POST("/webhook", h.Serve)
+	body, _ := json.Marshal(map[string]any{
+		"action":     "created",
+		"issue":      map[string]any{"number": w.issue, "state": "open", "title": "token check"},
+		"comment":    map[string]any{"id": 77, "body": "/agent " + demo.Prompt, "user": map[string]any{"login": "alice", "type": "User"}, "author_association": "MEMBER"},
+		"repository": map[string]any{"full_name": repoName, "name": "app", "owner": map[string]any{"login": "octo"}},
+		"sender":     map[string]any{"login": "alice", "type": "User"},
+	})
+	for i := 0; i < 2; i++ {
+		req := httptest.NewRequest(http.MethodPost, "/webhook", bytes.NewReader(body))
+		req.Header.Set("X-GitHub-Event", "issue_comment")
+		req.Header.Set("X-GitHub-Delivery", "72d3162e-cc78-11e3-81ab-4c9367dc0958")
+		req.Header.Set("X-Hub-Signature-256", webhook.Sign(secret, body))
+		req.Header.Set("Content-Type", "application/json")
+		rec := httptest.NewRecorder()
+		r.ServeHTTP(rec, req)
+		if rec.Code != http.StatusAccepted && rec.Code != http.StatusOK {
+			t.Fatalf("delivery %d: %d %s", i+1, rec.Code, rec.Body)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	p := &webhook.Processor{Queue: q, Dispatch: w.d, BotLogin: botLogin, Workers: 2, PollInterval: 10 * time.Millisecond}
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx) }()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		if n, _ := q.Depth(context.Background()); n == 0 && len(w.fakeSessions()) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the delivery was not processed")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if s := w.fakeSessions(); len(s) != 1 {
+		t.Fatalf("sessions = %v, want exactly one", s)
+	}
+	if prs := w.fake.PRs(repoName); len(prs) != 1 {
+		t.Fatalf("pull requests = %d, want one", len(prs))
+	}
+}
+
+func (w *world) fakeSessions() []string {
+	infos, err := w.store.Sessions(context.Background())
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	var ids []string
+	for _, in := range infos {
+		ids = append(ids, in.SessionID)
+	}
+	return ids
+}
+
+// Scenario 8: `/agent` on a pull request from a fork: the work goes on a
+// branch of the base repository, started from refs/pull/N/head; nothing is
+// pushed to the fork, and the fork's hooks do not run.
+func TestScenarioForkPullRequest(t *testing.T) {
+	w := newWorld(t)
+	forkBare := w.git.Bare(t, "mallory", "app", nil)
+	main := gittest.Git(t, w.bare, "rev-parse", "main")
+	gittest.Git(t, forkBare, "fetch", "-q", w.bare, "main:main")
+	gittest.Git(t, forkBare, "branch", "feature", "main")
+	// The fork's change carries a hook that would run with the bot's
+	// authority if the bot trusted the fork's settings.
+	marker := filepath.Join(t.TempDir(), "fork-hook-ran")
+	forkHead := gittest.Commit(t, forkBare, "feature", "fork change", map[string]string{
+		"README.md":            "a fork's change\n",
+		".agent/settings.json": `{"hooks":{"UserPromptSubmit":[{"hooks":[{"type":"command","command":"touch ` + marker + `; exit 2"}]}]}}`,
+	})
+	// GitHub keeps the fork's head as refs/pull/N/head of the base repository.
+	w.fake.AddRepo(fakegithub.Repo{Owner: "mallory", Name: "app", Parent: repoName})
+	w.fake.SetRef("mallory/app", "heads/feature", forkHead)
+	gittest.Git(t, w.bare, "fetch", "-q", forkBare, "feature:refs/pull/9/head")
+	prNum := w.fake.AddPullRequest(repoName, fakegithub.PullRequest{Title: "fork feature", User: "mallory", Head: "feature", HeadRepo: "mallory/app", Base: "main", HeadSHA: forkHead, BaseSHA: main})
+	pr, ok := w.fake.PR(repoName, prNum)
+	if !ok {
+		t.Fatal("no fork PR")
+	}
+	gittest.Git(t, w.bare, "update-ref", fmt.Sprintf("refs/pull/%d/head", prNum), forkHead)
+	forkPushesBefore := countPushes(w.git.Pushes(), "/mallory/app.git")
+	res := w.comment(prNum, true, "alice", "/agent "+demo.Prompt)
+	if res.SessionID == "" || !strings.HasPrefix(res.Branch, "agent/") || res.Status != "paused" {
+		t.Fatalf("%+v (pr %+v)", res, pr)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Error("the fork's hook ran")
+	}
+	if countPushes(w.git.Pushes(), "/mallory/app.git") != forkPushesBefore {
+		t.Error("the bot pushed to the fork")
+	}
+	if got := gittest.Git(t, forkBare, "rev-parse", "feature"); got != forkHead {
+		t.Errorf("the fork's branch moved to %s", got)
+	}
+	gittest.Git(t, w.bare, "merge-base", "--is-ancestor", forkHead, res.Branch)
+	session, _ := w.fake.PR(repoName, res.PR)
+	if session.Base != "main" || session.Head != res.Branch {
+		t.Errorf("session PR %+v: want %s into main in the base repository", session, res.Branch)
+	}
+}
+
+func countPushes(pushes []string, path string) int {
+	n := 0
+	for _, p := range pushes {
+		if p == path {
+			n++
+		}
+	}
+	return n
 }

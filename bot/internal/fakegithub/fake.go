@@ -90,18 +90,21 @@ type Issue struct {
 // PullRequest is a pull request's state. HeadSHA and BaseSHA are the SHAs
 // the refs had when last read.
 type PullRequest struct {
-	Number  int
-	NodeID  string
-	Title   string
-	Body    string
-	User    string
-	State   string
-	Draft   bool
-	Merged  bool
-	Head    string // branch name
-	Base    string // branch name
-	HeadSHA string
-	BaseSHA string
+	Number int
+	NodeID string
+	Title  string
+	Body   string
+	User   string
+	State  string
+	Draft  bool
+	Merged bool
+	Head   string // branch name
+	Base   string // branch name
+	// HeadRepo is "owner/name" of the fork the head lives in; "" for a
+	// head in the base repository. A fork's HeadSHA is taken as seeded.
+	HeadRepo string
+	HeadSHA  string
+	BaseSHA  string
 	// DiffLines, when set, are the lines of each path that are part of the
 	// PR's diff; a review comment elsewhere is refused (422), as on GitHub.
 	// When nil, comment positions are not checked.
@@ -444,7 +447,7 @@ func (f *Fake) PR(repo string, n int) (PullRequest, bool) {
 
 func (f *Fake) prView(rs *repoState, p *PullRequest) PullRequest {
 	v := *p
-	if s, ok := rs.refs["refs/heads/"+p.Head]; ok {
+	if s, ok := rs.refs["refs/heads/"+p.Head]; ok && p.HeadRepo == "" {
 		v.HeadSHA = s
 	}
 	if s, ok := rs.refs["refs/heads/"+p.Base]; ok {

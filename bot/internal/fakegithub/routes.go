@@ -307,7 +307,7 @@ func (f *Fake) prJSON(rs *repoState, p *PullRequest) map[string]any {
 	return map[string]any{
 		"id": rs.id*100000 + int64(p.Number), "node_id": p.NodeID, "number": p.Number,
 		"title": p.Title, "body": p.Body, "state": p.State, "draft": p.Draft, "merged": p.Merged,
-		"user": f.userJSON(p.User), "head": ref(p.Head, v.HeadSHA), "base": ref(p.Base, v.BaseSHA),
+		"user": f.userJSON(p.User), "head": f.headJSON(rs, p, v.HeadSHA, ref), "base": ref(p.Base, v.BaseSHA),
 		"html_url": fmt.Sprintf("%s%s/pull/%d", web, base, p.Number),
 		"url":      fmt.Sprintf("https://api.github.com/repos/%s/pulls/%d", base, p.Number),
 	}
@@ -1055,4 +1055,18 @@ func deleteRef(c *call) {
 	}
 	delete(rs.refs, name)
 	c.w.WriteHeader(http.StatusNoContent)
+}
+
+// headJSON is a pull request's head: in the base repository, or in a fork
+// (the fork must be a seeded repository).
+func (f *Fake) headJSON(rs *repoState, p *PullRequest, sha string, same func(string, string) map[string]any) map[string]any {
+	if p.HeadRepo == "" {
+		return same(p.Head, sha)
+	}
+	fork, ok := f.repos[strings.ToLower(p.HeadRepo)]
+	if !ok {
+		// A deleted fork: GitHub sends "repo": null.
+		return map[string]any{"ref": p.Head, "sha": sha, "label": p.HeadRepo + ":" + p.Head, "repo": nil}
+	}
+	return map[string]any{"ref": p.Head, "sha": sha, "label": fork.Owner + ":" + p.Head, "repo": f.repoJSON(fork), "user": f.userJSON(fork.Owner)}
 }
