@@ -584,3 +584,25 @@ func countPushes(pushes []string, path string) int {
 	}
 	return n
 }
+
+// Closing the pull request cancels the paused session with a terminal
+// report; the tracking comment says so.
+func TestScenarioPRClosedCancels(t *testing.T) {
+	w := newWorld(t)
+	res := w.comment(w.issue, false, "alice", "/agent "+demo.Prompt)
+	if res.Status != "paused" {
+		t.Fatalf("%+v", res)
+	}
+	got := w.dispatch(webhook.Trigger{Kind: webhook.KindPRClosed, Number: res.PR, IsPR: true, Author: "alice"})
+	if got.Outcome != "cancelled" || got.Status != "denied" {
+		t.Fatalf("after close: %+v", got)
+	}
+	snap := w.snapshot(res.SessionID)
+	if snap.Terminal == nil || snap.Terminal.Status != "denied" || !strings.Contains(snap.Terminal.Reason, "closed") || len(snap.PendingApprovals) != 0 {
+		t.Fatalf("terminal = %+v, pending %d", snap.Terminal, len(snap.PendingApprovals))
+	}
+	w.artifactVerifies(res.SessionID)
+	if c := lastComment(w.fake.Comments(repoName, w.issue), botLogin); !strings.Contains(c.Body, "denied") {
+		t.Errorf("tracking comment after close:\n%s", c.Body)
+	}
+}
