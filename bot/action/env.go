@@ -126,9 +126,7 @@ func FromEnv(getenv func(string) string) (Env, error) {
 		}
 		in.Timeout = time.Duration(n) * time.Minute
 	}
-	for _, u := range strings.FieldsFunc(input(getenv, "allowed_users"), func(r rune) bool { return r == ',' || r == ' ' || r == '\n' }) {
-		in.AllowedUsers = append(in.AllowedUsers, u)
-	}
+	in.AllowedUsers = strings.FieldsFunc(input(getenv, "allowed_users"), func(r rune) bool { return r == ',' || r == ' ' || r == '\n' })
 	if strings.ContainsAny(in.ArtifactBranch, " ~^:?*[\\") || strings.HasPrefix(in.ArtifactBranch, "-") {
 		problems = append(problems, fmt.Sprintf("artifact_branch %q is not a valid branch name", in.ArtifactBranch))
 	}
