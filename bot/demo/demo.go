@@ -300,7 +300,7 @@ func (w *world) play(ctx context.Context) (Report, error) {
 	w.shown[fmt.Sprintf("comment %d", c.GetID())] = body
 	p.markdown(fmt.Sprintf("comment by %s on issue #%d", Maintainer, w.issue), body)
 	res, err := w.dispatch(ctx, webhook.Trigger{Kind: webhook.KindComment, Event: "issue_comment", Action: "created",
-		Number: w.issue, CommentID: c.GetID(), Author: Maintainer, AuthorAssociation: "OWNER", Body: body, IssueState: "open"})
+		Number: w.issue, CommentID: c.GetID(), Author: Maintainer, AuthorAssociation: "COLLABORATOR", Body: body, IssueState: "open"})
 	if err != nil {
 		return Report{}, fmt.Errorf("demo: the bot on the comment: %w", err)
 	}
@@ -332,10 +332,11 @@ func (w *world) play(ctx context.Context) (Report, error) {
 	if err != nil {
 		return rep, fmt.Errorf("demo: the maintainer's review: %w", err)
 	}
+	// The pull_request_review webhook carries the state GitHub recorded.
 	w.shown[fmt.Sprintf("review %d", rv.GetID())] = review
 	p.markdown(fmt.Sprintf("review by %s on pull request #%d (%s)", Maintainer, pr.Number, rv.GetState()), review)
 	res, err = w.dispatch(ctx, webhook.Trigger{Kind: webhook.KindReview, Event: "pull_request_review", Action: "submitted",
-		Number: pr.Number, IsPR: true, ReviewID: rv.GetID(), ReviewState: "approved", Author: Maintainer, AuthorAssociation: "OWNER",
+		Number: pr.Number, IsPR: true, ReviewID: rv.GetID(), ReviewState: strings.ToLower(rv.GetState()), Author: Maintainer, AuthorAssociation: "COLLABORATOR",
 		Body: review, HeadSHA: pr.HeadSHA})
 	if err != nil {
 		return rep, fmt.Errorf("demo: the bot on the review: %w", err)

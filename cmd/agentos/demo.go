@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -11,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	botdemo "github.com/agentos/agentos/bot/demo"
 	"github.com/agentos/agentos/runtime/demo"
 	"github.com/agentos/agentos/runtime/provider"
 	"github.com/agentos/agentos/runtime/replay"
@@ -26,8 +28,12 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
 	out := fs.String("out", "", "directory for the sample repository, the store and events.jsonl (default: a new temporary directory)")
 	ask := fs.Bool("ask", false, "ask on the terminal before approving the patch")
+	onGitHub := fs.Bool("github", false, "play the bot's scenario instead: an issue comment, a draft PR and an Approve review on a fake GitHub (loopback only, needs git)")
 	if _, err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	if *onGitHub && *ask {
+		return usageErrorf("demo: --ask and --github do not go together (on GitHub the maintainer answers with a review)")
 	}
 	if *out == "" {
 		d, err := os.MkdirTemp("", "agentos-demo-")
@@ -35,6 +41,9 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			return err
 		}
 		*out = d
+	}
+	if *onGitHub {
+		return demoGitHub(ctx, *out, stdout, stderr)
 	}
 	repo := filepath.Join(*out, "repo")
 	if _, err := os.Stat(repo); err == nil {
@@ -140,6 +149,18 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return &exitError{code: exitFailure, err: fmt.Errorf("the demo run ended %s", res.Status)}
 	}
 	return nil
+}
+
+// demoGitHub runs `agentos demo --github` (see bot/demo): the bot's
+// scenario against a fake GitHub and a local git host, printed as a
+// maintainer would see it.
+func demoGitHub(ctx context.Context, out string, stdout, stderr io.Writer) error {
+	// Any error, a failed scenario (botdemo.ErrFailed) included, exits 1.
+	_, err := botdemo.Run(ctx, botdemo.Options{Dir: out, Out: stdout, Log: stderr})
+	if errors.Is(err, botdemo.ErrDirNotEmpty) {
+		return usageErrorf("%v", err)
+	}
+	return err
 }
 
 func indent(s string) string {

@@ -9,8 +9,16 @@ package corpus
 import (
 	"os"
 	"path/filepath"
-	"testing"
 )
+
+// TB is the part of testing.TB the corpus needs; *testing.T satisfies it.
+// It is an interface of its own so that this package does not pull the
+// testing package into a binary that imports it (agentos demo --github).
+type TB interface {
+	Helper()
+	Fatal(args ...any)
+	Skip(args ...any)
+}
 
 // Dir returns the npm install directory (the one holding node_modules).
 func Dir() string {
@@ -26,7 +34,7 @@ func Dir() string {
 
 // Path returns the absolute path of rel inside node_modules/pkg, or ends the
 // test: a skip on a developer's machine, a failure under CI=true.
-func Path(tb testing.TB, pkg, rel string) string {
+func Path(tb TB, pkg, rel string) string {
 	tb.Helper()
 	p := filepath.Join(Dir(), "node_modules", pkg, rel)
 	if _, err := os.Stat(p); err != nil {
@@ -40,13 +48,13 @@ func Path(tb testing.TB, pkg, rel string) string {
 }
 
 // OpenAPI returns the path of GitHub's api.github.com OpenAPI description.
-func OpenAPI(tb testing.TB) string {
+func OpenAPI(tb TB) string {
 	tb.Helper()
 	return Path(tb, "@octokit/openapi", "generated/api.github.com.json")
 }
 
 // WebhookExamples returns the path of the webhook examples index.
-func WebhookExamples(tb testing.TB) string {
+func WebhookExamples(tb TB) string {
 	tb.Helper()
 	return Path(tb, "@octokit/webhooks-examples", "api.github.com/index.json")
 }

@@ -42,7 +42,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"testing"
 	"time"
 
 	"github.com/agentos/agentos/bot/internal/corpus"
@@ -225,10 +224,20 @@ type Fake struct {
 	gitDirs        map[string]string // lower("owner/name") → bare repository backing its refs
 }
 
+// TB is the part of testing.TB the fake needs; *testing.T satisfies it.
+// The fake does not import testing, so that agentos demo --github can run
+// it inside the binary.
+type TB interface {
+	corpus.TB
+	Fatalf(format string, args ...any)
+	Errorf(format string, args ...any)
+	Cleanup(func())
+}
+
 // New returns an empty fake validated against GitHub's OpenAPI description
 // from the npm corpus (see corpus.OpenAPI: skipped loudly on a developer
 // machine without it, fatal under CI=true).
-func New(tb testing.TB) *Fake {
+func New(tb TB) *Fake {
 	tb.Helper()
 	spec, err := LoadSpec(corpus.OpenAPI(tb))
 	if err != nil {
@@ -258,7 +267,7 @@ func NewWithSpec(spec *Spec) *Fake {
 
 // Serve starts an httptest server for the fake, closed when the test ends,
 // and returns its URL.
-func (f *Fake) Serve(tb testing.TB) string {
+func (f *Fake) Serve(tb TB) string {
 	tb.Helper()
 	srv := httptest.NewServer(f)
 	tb.Cleanup(srv.Close)
@@ -558,7 +567,7 @@ func (f *Fake) Violations() []Violation {
 }
 
 // CheckNoViolations fails the test (t.Errorf) listing every violation.
-func (f *Fake) CheckNoViolations(tb testing.TB) {
+func (f *Fake) CheckNoViolations(tb TB) {
 	tb.Helper()
 	for _, v := range f.Violations() {
 		tb.Errorf("fake GitHub: request outside the OpenAPI description: %s", v)
