@@ -124,6 +124,9 @@ func ViewFromSnapshot(s replay.Snapshot, o Options) View {
 		if a.Kind == "plan" || a.Kind == "review" {
 			continue // shown as the plan and the verdict
 		}
+		if strings.HasPrefix(a.Kind, "github.") {
+			continue // the bot's own bookkeeping (where the session lives)
+		}
 		v.Artifacts = append(v.Artifacts, Artifact{Kind: a.Kind, Name: firstNonEmpty(a.Name, a.Path), Digest: a.Digest, Size: a.Size})
 	}
 	if len(s.Review) > 0 {
