@@ -105,6 +105,13 @@ func FromEnv(getenv func(string) string) (Env, error) {
 		ArtifactBranch: orDefault(input(getenv, "artifact_branch"), "agent-sessions"),
 		BotLogin:       orDefault(input(getenv, "bot_login"), "github-actions[bot]"),
 	}
+	switch v := input(getenv, "log_on_session_branch"); v {
+	case "", "false":
+	case "true":
+		in.LogOnSessionBranch = true
+	default:
+		problems = append(problems, fmt.Sprintf("log_on_session_branch %q is not true or false", v))
+	}
 	if v := input(getenv, "max_turns"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n <= 0 {

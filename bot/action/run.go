@@ -103,7 +103,7 @@ func Run(ctx context.Context, env Env, deps Deps, log io.Writer) (Outputs, error
 		BotLogin:  botLogin,
 		GitHub:    dispatch.API{Client: client},
 		Auth:      auth.New(client, auth.Policy{AllowedUsers: env.Inputs.AllowedUsers, BotLogin: botLogin}),
-		Git:       dispatch.Worktrees{M: wm, Branch: env.Inputs.ArtifactBranch},
+		Git:       dispatch.Worktrees{M: wm, Branch: env.Inputs.ArtifactBranch, OnSessionBranch: env.Inputs.LogOnSessionBranch},
 		Runs:      run.NewManager(st),
 		Engines:   deps.Engines(st),
 		ServerURL: env.ServerURL,

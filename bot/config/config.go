@@ -45,6 +45,10 @@ type Config struct {
 	// ArtifactBranch is the branch session logs are committed to
 	// (artifact_branch).
 	ArtifactBranch string
+	// LogOnSessionBranch commits session logs under .agent/sessions/<id>/
+	// on each session branch instead of the artifact branch
+	// (log_on_session_branch).
+	LogOnSessionBranch bool
 	// Workers is the number of webhook queue workers (workers).
 	Workers int
 	// MaxRuns bounds the runs the HTTP API executes at once (max_runs).
@@ -161,6 +165,7 @@ func (c Config) LogValue() slog.Value {
 		slog.Any("allowed_bots", c.AllowedBots),
 		slog.String("bot_login", c.BotLogin),
 		slog.String("artifact_branch", c.ArtifactBranch),
+		slog.Bool("log_on_session_branch", c.LogOnSessionBranch),
 		slog.Int("workers", c.Workers),
 		slog.Int("max_runs", c.MaxRuns),
 		slog.String("profile", c.ProfileFile),

@@ -21,14 +21,20 @@ type setting func(v *yaml.Node, c *Config) error
 
 // settings maps the file's keys to their decoders.
 var settings = map[string]setting{
-	"addr":                    str(func(c *Config) *string { return &c.Addr }),
-	"data_dir":                str(func(c *Config) *string { return &c.DataDir }),
-	"webhook_path":            str(func(c *Config) *string { return &c.WebhookPath }),
-	"trigger":                 str(func(c *Config) *string { return &c.TriggerWord }),
-	"allowed_users":           list(func(c *Config) *[]string { return &c.AllowedUsers }),
-	"allowed_bots":            list(func(c *Config) *[]string { return &c.AllowedBots }),
-	"bot_login":               str(func(c *Config) *string { return &c.BotLogin }),
-	"artifact_branch":         str(func(c *Config) *string { return &c.ArtifactBranch }),
+	"addr":            str(func(c *Config) *string { return &c.Addr }),
+	"data_dir":        str(func(c *Config) *string { return &c.DataDir }),
+	"webhook_path":    str(func(c *Config) *string { return &c.WebhookPath }),
+	"trigger":         str(func(c *Config) *string { return &c.TriggerWord }),
+	"allowed_users":   list(func(c *Config) *[]string { return &c.AllowedUsers }),
+	"allowed_bots":    list(func(c *Config) *[]string { return &c.AllowedBots }),
+	"bot_login":       str(func(c *Config) *string { return &c.BotLogin }),
+	"artifact_branch": str(func(c *Config) *string { return &c.ArtifactBranch }),
+	"log_on_session_branch": func(v *yaml.Node, c *Config) error {
+		if err := v.Decode(&c.LogOnSessionBranch); err != nil {
+			return fmt.Errorf("must be true or false")
+		}
+		return nil
+	},
 	"workers":                 integer(func(c *Config) *int { return &c.Workers }),
 	"max_runs":                integer(func(c *Config) *int { return &c.MaxRuns }),
 	"profile":                 str(func(c *Config) *string { return &c.ProfileFile }),

@@ -269,7 +269,6 @@ type link struct {
 	Branch          string   `json:"branch"`
 	BaseRef         string   `json:"base_ref"`
 	TrackingComment int64    `json:"tracking_comment,omitempty"`
-	ReviewHead      string   `json:"review_head,omitempty"` // PR head when approvals were last requested
 	RequestedIDs    []string `json:"requested_ids,omitempty"`
 	Prompt          string   `json:"prompt,omitempty"`
 	Untrusted       bool     `json:"untrusted,omitempty"` // the work started from a fork's code

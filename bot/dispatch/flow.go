@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/agentos/agentos/bot/auth"
+	"github.com/agentos/agentos/bot/tracking"
 	"github.com/agentos/agentos/bot/webhook"
 	"github.com/agentos/agentos/runtime/replay"
 	"github.com/agentos/agentos/runtime/run"
@@ -140,6 +141,7 @@ func (d *Dispatcher) failEarly(ctx context.Context, repo Repo, l link, cause err
 func (d *Dispatcher) publish(ctx context.Context, repo Repo, sid string, wt Worktree, l link, out run.Outcome, outcome string, before replay.Usage) (Result, error) {
 	res := Result{Outcome: outcome, SessionID: sid, Status: out.Status, Branch: l.Branch}
 	msg := commitMessage(l.Prompt, out)
+	var head string // the session branch's tip after this publish
 	switch out.Status {
 	case "paused":
 		// The draft PR needs a commit; later pauses commit only changes.
@@ -152,6 +154,7 @@ func (d *Dispatcher) publish(ctx context.Context, repo Repo, sid string, wt Work
 				return res, err
 			}
 		}
+		head = sha
 		if err := d.ensurePR(ctx, repo, &l); err != nil {
 			return res, err
 		}
@@ -159,19 +162,16 @@ func (d *Dispatcher) publish(ctx context.Context, repo Repo, sid string, wt Work
 		if err != nil {
 			return res, err
 		}
-		if _, err := d.GitHub.CreateReview(ctx, repo, l.PR, sha, renderApprovalReview(d.trigger(), snap, sha)); err != nil {
-			return res, err
-		}
-		l.ReviewHead = sha
 		l.RequestedIDs = l.RequestedIDs[:0]
 		for _, a := range snap.PendingApprovals {
 			l.RequestedIDs = append(l.RequestedIDs, a.ID)
 		}
 	default: // completed, failed, denied: keep the work either way
-		_, made, err := wt.Commit(ctx, msg, out.RunID, false)
+		sha, made, err := wt.Commit(ctx, msg, out.RunID, false)
 		if err != nil {
 			return res, err
 		}
+		head = sha
 		if made {
 			if err := wt.Push(ctx); err != nil {
 				return res, err
@@ -197,9 +197,19 @@ func (d *Dispatcher) publish(ctx context.Context, repo Repo, sid string, wt Work
 	if err := d.saveLink(ctx, sid, l); err != nil {
 		return res, err
 	}
-	snap, artSHA, err := d.commitArtifact(ctx, repo, sid)
+	snap, artSHA, err := d.commitArtifact(ctx, repo, sid, wt)
 	if err != nil {
 		return res, err
+	}
+	if d.Git.ArtifactBranch() == "" {
+		head = artSHA // the log went on the session branch
+	}
+	if out.Status == "paused" {
+		// GitHub records the review's commit: that is the head the
+		// approvals bind to (see answer).
+		if _, err := d.GitHub.CreateReview(ctx, repo, l.PR, head, renderApprovalReview(d.trigger(), snap, head)); err != nil {
+			return res, err
+		}
 	}
 	res.Usage = snap.Usage
 	res.Spent = replay.Usage{InputTokens: snap.Usage.InputTokens - before.InputTokens, OutputTokens: snap.Usage.OutputTokens - before.OutputTokens, CostUSD: snap.Usage.CostUSD - before.CostUSD}
@@ -210,7 +220,7 @@ func (d *Dispatcher) publish(ctx context.Context, repo Repo, sid string, wt Work
 		}
 	}
 	if l.TrackingComment != 0 {
-		if err := d.GitHub.EditComment(ctx, repo, l.TrackingComment, renderTracking(d.trigger(), l, snap, logURL)); err != nil {
+		if err := d.GitHub.EditComment(ctx, repo, l.TrackingComment, renderTracking(d.trigger(), head, snap, logURL)); err != nil {
 			return res, err
 		}
 	}
@@ -241,7 +251,7 @@ func (d *Dispatcher) snapshot(ctx context.Context, sid string) (replay.Snapshot,
 
 // commitArtifact exports the session's log and snapshot to the artifact
 // branch.
-func (d *Dispatcher) commitArtifact(ctx context.Context, repo Repo, sid string) (replay.Snapshot, string, error) {
+func (d *Dispatcher) commitArtifact(ctx context.Context, repo Repo, sid string, wt Worktree) (replay.Snapshot, string, error) {
 	var buf bytes.Buffer
 	if _, err := store.Export(ctx, d.Runs.Store, sid, &buf); err != nil {
 		return replay.Snapshot{}, "", err
@@ -254,7 +264,7 @@ func (d *Dispatcher) commitArtifact(ctx context.Context, repo Repo, sid string) 
 	if err != nil {
 		return replay.Snapshot{}, "", err
 	}
-	sha, err := d.Git.CommitArtifact(ctx, repo, sid, buf.Bytes(), append(sj, '\n'))
+	sha, err := d.Git.CommitArtifact(ctx, repo, sid, wt, buf.Bytes(), append(sj, '\n'))
 	return snap, sha, err
 }
 
@@ -263,7 +273,11 @@ func (d *Dispatcher) logURL(repo Repo, commit, sid string) string {
 	if server == "" {
 		server = "https://github.com"
 	}
-	return fmt.Sprintf("%s/%s/blob/%s/sessions/%s/events.jsonl", strings.TrimRight(server, "/"), repo.FullName(), commit, sid)
+	dir := "sessions/" + sid
+	if d.Git.ArtifactBranch() == "" {
+		dir = ".agent/sessions/" + sid
+	}
+	return fmt.Sprintf("%s/%s/blob/%s/%s/events.jsonl", strings.TrimRight(server, "/"), repo.FullName(), commit, dir)
 }
 
 // answer is a maintainer's answer to pending approvals.
@@ -344,7 +358,15 @@ func (d *Dispatcher) answer(ctx context.Context, repo Repo, t webhook.Trigger, a
 		return Result{Outcome: "replied", Reason: "closed", SessionID: sid}, err
 	}
 	head := pendingRevision(snap)
-	if pr != nil && l.ReviewHead != "" && pr.HeadSHA != l.ReviewHead {
+	requestedOn := ""
+	if pr != nil {
+		// The approvals bind to the head the request was made on, which
+		// GitHub keeps as the request review's commit.
+		if requestedOn, err = d.GitHub.ReviewCommit(ctx, repo, pr.Number, d.BotLogin, tracking.ReviewMarker(sid)); err != nil {
+			return Result{SessionID: sid}, err
+		}
+	}
+	if pr != nil && requestedOn != "" && pr.HeadSHA != requestedOn {
 		// Someone pushed after the request: the approvals no longer
 		// describe the branch. Mark them stale; resuming asks again.
 		for _, p := range snap.PendingApprovals {
@@ -366,11 +388,11 @@ func (d *Dispatcher) answer(ctx context.Context, repo Repo, t webhook.Trigger, a
 		}
 		if len(targets) < len(snap.PendingApprovals) {
 			// Others still wait: record and show, resume later.
-			snap, artSHA, err := d.commitArtifact(ctx, repo, sid)
+			snap, artSHA, err := d.commitArtifact(ctx, repo, sid, nil)
 			if err != nil {
 				return Result{SessionID: sid}, err
 			}
-			err = d.GitHub.EditComment(ctx, repo, l.TrackingComment, renderTracking(d.trigger(), l, snap, d.logURL(repo, artSHA, sid)))
+			err = d.GitHub.EditComment(ctx, repo, l.TrackingComment, renderTracking(d.trigger(), "", snap, d.logURL(repo, artSHA, sid)))
 			return Result{Outcome: "answered", SessionID: sid, Status: "paused", PR: l.PR}, err
 		}
 	}
@@ -492,13 +514,19 @@ func (d *Dispatcher) onPRSynchronize(ctx context.Context, repo Repo, t webhook.T
 		unlock()
 		return Result{SessionID: sid}, err
 	}
-	l, _ := loadLink(evs)
 	snap, err := replay.Replay(evs)
 	unlock()
 	if err != nil {
 		return Result{SessionID: sid}, err
 	}
-	if snap.RunStatus != "paused" || (pr != nil && pr.HeadSHA == l.ReviewHead) {
+	if snap.RunStatus != "paused" || pr == nil {
+		return Result{Outcome: "ignored", Reason: "no approval to invalidate", SessionID: sid}, nil
+	}
+	requestedOn, err := d.GitHub.ReviewCommit(ctx, repo, pr.Number, d.BotLogin, tracking.ReviewMarker(sid))
+	if err != nil {
+		return Result{SessionID: sid}, err
+	}
+	if requestedOn == "" || pr.HeadSHA == requestedOn {
 		return Result{Outcome: "ignored", Reason: "no approval to invalidate", SessionID: sid}, nil
 	}
 	// answer() sees the moved head, marks the approvals stale and asks again.
@@ -530,12 +558,12 @@ func (d *Dispatcher) cancel(ctx context.Context, repo Repo, number int, isPR boo
 	if err := d.saveLink(ctx, sid, l); err != nil {
 		return Result{SessionID: sid}, err
 	}
-	snap, artSHA, err := d.commitArtifact(ctx, repo, sid)
+	snap, artSHA, err := d.commitArtifact(ctx, repo, sid, nil)
 	if err != nil {
 		return Result{SessionID: sid}, err
 	}
 	if l.TrackingComment != 0 {
-		if err := d.GitHub.EditComment(ctx, repo, l.TrackingComment, renderTracking(d.trigger(), l, snap, d.logURL(repo, artSHA, sid))); err != nil {
+		if err := d.GitHub.EditComment(ctx, repo, l.TrackingComment, renderTracking(d.trigger(), "", snap, d.logURL(repo, artSHA, sid))); err != nil {
 			return Result{SessionID: sid}, err
 		}
 	}
@@ -560,7 +588,7 @@ func (d *Dispatcher) status(ctx context.Context, repo Repo, t webhook.Trigger) (
 	if err != nil {
 		return Result{SessionID: sid}, err
 	}
-	_, err = d.GitHub.CreateComment(ctx, repo, t.Number, renderTracking(d.trigger(), l, snap, ""))
+	_, err = d.GitHub.CreateComment(ctx, repo, t.Number, renderTracking(d.trigger(), "", snap, ""))
 	return Result{Outcome: "status", SessionID: sid, Status: snap.RunStatus, PR: l.PR}, err
 }
 

@@ -2,6 +2,7 @@ package dispatch
 
 import (
 	"context"
+	"strings"
 
 	"github.com/agentos/agentos/bot/github"
 	gh "github.com/google/go-github/v62/github"
@@ -135,4 +136,23 @@ func (a API) CreateReview(ctx context.Context, repo Repo, number int, commitSHA,
 		return 0, err
 	}
 	return r.GetID(), nil
+}
+
+// ReviewCommit implements GitHub.
+func (a API) ReviewCommit(ctx context.Context, repo Repo, number int, author, marker string) (string, error) {
+	c, err := a.client(ctx, repo)
+	if err != nil {
+		return "", err
+	}
+	rs, err := c.ListReviews(ctx, repo.Owner, repo.Name, number)
+	if err != nil {
+		return "", err
+	}
+	for i := len(rs) - 1; i >= 0; i-- {
+		r := rs[i]
+		if strings.EqualFold(r.GetUser().GetLogin(), author) && strings.Contains(r.GetBody(), marker) {
+			return r.GetCommitID(), nil
+		}
+	}
+	return "", nil
 }

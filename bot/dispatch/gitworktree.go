@@ -14,6 +14,9 @@ type Worktrees struct {
 	M *worktree.Manager
 	// Branch names the artifact branch for links (the manager's).
 	Branch string
+	// OnSessionBranch keeps the log under .agent/sessions/<id>/ on the
+	// session branch instead of on the artifact branch.
+	OnSessionBranch bool
 }
 
 func wtRepo(r Repo) worktree.Repo { return worktree.Repo{Owner: r.Owner, Name: r.Name} }
@@ -80,17 +83,47 @@ func (w Worktrees) Reopen(ctx context.Context, repo Repo, branch, head string) (
 }
 
 // CommitArtifact implements Git.
-func (w Worktrees) CommitArtifact(ctx context.Context, repo Repo, sessionID string, events, snapshot []byte) (string, error) {
-	return w.M.CommitArtifact(ctx, worktree.Artifact{Repo: wtRepo(repo), SessionID: sessionID, Events: events, Snapshot: snapshot})
+func (w Worktrees) CommitArtifact(ctx context.Context, repo Repo, sessionID string, wt Worktree, events, snapshot []byte) (string, error) {
+	a := worktree.Artifact{Repo: wtRepo(repo), SessionID: sessionID, Events: events, Snapshot: snapshot}
+	if !w.OnSessionBranch {
+		return w.M.CommitArtifact(ctx, a)
+	}
+	t, ok := wt.(*sessionTree)
+	if !ok || t == nil {
+		// No worktree open (a cancellation): open the branch for the commit.
+		opened, err := w.Reopen(ctx, repo, BranchPrefix+sessionID, "")
+		if err != nil {
+			return "", err
+		}
+		defer opened.Close()
+		t = opened.(*sessionTree)
+	}
+	sha, err := t.s.CommitArtifact(ctx, a)
+	if err != nil {
+		return "", err
+	}
+	t.tip = sha // the session branch moved: later commits go on top
+	return sha, nil
 }
 
 // LoadArtifact implements Git.
 func (w Worktrees) LoadArtifact(ctx context.Context, repo Repo, sessionID string) ([]byte, error) {
-	return w.M.LoadArtifact(ctx, wtRepo(repo), sessionID)
+	if !w.OnSessionBranch {
+		return w.M.LoadArtifact(ctx, wtRepo(repo), sessionID)
+	}
+	t, err := w.Reopen(ctx, repo, BranchPrefix+sessionID, "")
+	if err != nil {
+		return nil, err
+	}
+	defer t.Close()
+	return t.(*sessionTree).s.LoadArtifact()
 }
 
 // ArtifactBranch implements Git.
 func (w Worktrees) ArtifactBranch() string {
+	if w.OnSessionBranch {
+		return ""
+	}
 	if w.Branch == "" {
 		return worktree.DefaultArtifactBranch
 	}

@@ -60,6 +60,10 @@ type GitHub interface {
 	// CreateReview submits a review with event COMMENT (the bot cannot
 	// approve, and must not) on the given head commit.
 	CreateReview(ctx context.Context, repo Repo, number int, commitSHA, body string) (int64, error)
+	// ReviewCommit is the commit of the latest review by author whose body
+	// contains marker ("" when there is none): GitHub's own record of the
+	// head an approval request was made on.
+	ReviewCommit(ctx context.Context, repo Repo, number int, author, marker string) (string, error)
 }
 
 // Authorizer decides whether a user may drive the bot on a repository
@@ -93,12 +97,15 @@ type Git interface {
 	// approvals were computed against, before the bot's checkpoint commit).
 	Reopen(ctx context.Context, repo Repo, branch, head string) (Worktree, error)
 	// CommitArtifact commits the session's events.jsonl and snapshot.json
-	// to the artifact branch and returns the commit.
-	CommitArtifact(ctx context.Context, repo Repo, sessionID string, events, snapshot []byte) (string, error)
-	// LoadArtifact reads a session's events.jsonl back from the artifact
-	// branch (os.ErrNotExist when it has none).
+	// — to the artifact branch, or under .agent/sessions/<id>/ on the
+	// session branch (then through wt when it is open) — and returns the
+	// commit.
+	CommitArtifact(ctx context.Context, repo Repo, sessionID string, wt Worktree, events, snapshot []byte) (string, error)
+	// LoadArtifact reads a session's events.jsonl back from where
+	// CommitArtifact put it.
 	LoadArtifact(ctx context.Context, repo Repo, sessionID string) ([]byte, error)
-	// ArtifactBranch names the artifact branch, for links.
+	// ArtifactBranch names the branch the log is committed to, for links:
+	// the artifact branch, or "" when it goes on the session branch.
 	ArtifactBranch() string
 }
 

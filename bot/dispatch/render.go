@@ -9,8 +9,8 @@ import (
 )
 
 // renderTracking is the session's tracking comment.
-func renderTracking(trigger string, l link, s replay.Snapshot, logURL string) string {
-	return tracking.Render(tracking.ViewFromSnapshot(s, tracking.Options{EventsURL: logURL, Trigger: trigger, HeadSHA: l.ReviewHead}))
+func renderTracking(trigger, head string, s replay.Snapshot, logURL string) string {
+	return tracking.Render(tracking.ViewFromSnapshot(s, tracking.Options{EventsURL: logURL, Trigger: trigger, HeadSHA: head}))
 }
 
 // renderApprovalReview is the body of the review that asks for approvals.

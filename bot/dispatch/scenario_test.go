@@ -55,6 +55,9 @@ type world struct {
 	d       *dispatch.Dispatcher
 	results []dispatch.Result
 	script  *scripted.Script
+	// onSessionBranch keeps logs under .agent/sessions/ on the session
+	// branch instead of the agent-sessions branch.
+	onSessionBranch bool
 }
 
 func newWorld(t *testing.T) *world {
@@ -118,7 +121,7 @@ func (w *world) start(dataDir string) {
 		BotLogin: botLogin,
 		GitHub:   dispatch.API{Client: gh},
 		Auth:     auth.New(gh, auth.Policy{BotLogin: botLogin}),
-		Git:      dispatch.Worktrees{M: wm},
+		Git:      dispatch.Worktrees{M: wm, OnSessionBranch: w.onSessionBranch},
 		Runs:     run.NewManager(st),
 		Engines: func(ctx context.Context, r dispatch.EngineRequest) (*run.Engine, func(), error) {
 			env, err := setup.Build(ctx, setup.Options{Dir: r.Dir, Profile: profile, Providers: reg, SessionID: r.SessionID, Store: st, UntrustedRepo: r.Untrusted})
@@ -604,5 +607,40 @@ func TestScenarioPRClosedCancels(t *testing.T) {
 	w.artifactVerifies(res.SessionID)
 	if c := lastComment(w.fake.Comments(repoName, w.issue), botLogin); !strings.Contains(c.Body, "denied") {
 		t.Errorf("tracking comment after close:\n%s", c.Body)
+	}
+}
+
+// The session-branch option: the log lives under .agent/sessions/<id>/ next
+// to the change; a new process resumes from there, approvals still bind to
+// the reviewed head, and the agent's tools cannot touch the log.
+func TestScenarioLogOnSessionBranch(t *testing.T) {
+	w := newWorld(t)
+	w.onSessionBranch = true
+	w.start(t.TempDir())
+	res := w.comment(w.issue, false, "alice", "/agent "+demo.Prompt)
+	if res.Status != "paused" {
+		t.Fatalf("%+v", res)
+	}
+	path := res.Branch + ":.agent/sessions/" + res.SessionID + "/events.jsonl"
+	gittest.Git(t, w.bare, "show", path)
+	if refs := gittest.Git(t, w.bare, "for-each-ref", "refs/heads/agent-sessions"); refs != "" {
+		t.Errorf("the artifact branch was used: %s", refs)
+	}
+	pr, _ := w.fake.PR(repoName, res.PR)
+	if rv := w.fake.Reviews(repoName, res.PR); len(rv) != 1 || rv[0].CommitID != pr.HeadSHA {
+		t.Fatalf("the approval request is not on the branch tip %s: %+v", pr.HeadSHA, rv)
+	}
+	w.start(t.TempDir()) // a new process with an empty store
+	got := w.review(res.PR, "alice", "approved", "")
+	if got.Status != "completed" {
+		t.Fatalf("after approval in a new process: %+v", got)
+	}
+	raw := gittest.Git(t, w.bare, "show", path)
+	rep, err := replay.VerifyReader(schemas.MustDefault(), strings.NewReader(raw+"\n"))
+	if err != nil || !rep.Valid || !rep.Closed {
+		t.Fatalf("log on the session branch: %+v %v", rep, err)
+	}
+	if auth := gittest.Git(t, w.bare, "show", res.Branch+":auth.go"); !strings.Contains(auth, "ConstantTimeCompare") {
+		t.Error("the fix is not on the session branch")
 	}
 }

@@ -97,7 +97,7 @@ func newGitHubBot(cfg config.Config, st store.Store, prof provider.Profile, log 
 		Trigger:   cfg.TriggerWord,
 		BotLogin:  cfg.BotLogin,
 		GitHub:    dispatch.API{Client: client},
-		Git:       dispatch.Worktrees{M: wm, Branch: cfg.ArtifactBranch},
+		Git:       dispatch.Worktrees{M: wm, Branch: cfg.ArtifactBranch, OnSessionBranch: cfg.LogOnSessionBranch},
 		Runs:      agentrun.NewManager(st),
 		Engines:   engines(st, cfg.PolicyFile, prof),
 		Log:       log,
