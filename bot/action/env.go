@@ -48,7 +48,10 @@ type Inputs struct {
 	Timeout        time.Duration
 	AllowedUsers   []string
 	ArtifactBranch string
-	BotLogin       string
+	// LogOnSessionBranch commits the log under .agent/sessions/ on the
+	// session branch instead of the artifact branch.
+	LogOnSessionBranch bool
+	BotLogin           string
 }
 
 // EnvError lists what is wrong with the environment, all at once.
