@@ -278,19 +278,29 @@ type link struct {
 const linkKind = "github.session"
 
 func (d *Dispatcher) saveLink(ctx context.Context, sessionID string, l link) error {
+	return d.annotate(ctx, sessionID, linkKind, "github", l)
+}
+
+// ignoredKind records an answer that did not count (its author may not
+// approve): part of the session's audit trail, not of its state.
+const ignoredKind = "github.ignored_answer"
+
+// annotate appends a host event (artifact.emitted with JSON content) to
+// the session.
+func (d *Dispatcher) annotate(ctx context.Context, sessionID, kind, name string, v any) error {
 	evs, err := d.Runs.Store.Read(ctx, sessionID, 1)
 	if err != nil {
 		return err
 	}
 	if len(evs) == 0 {
-		return fmt.Errorf("save link: session %s has no events", sessionID)
+		return fmt.Errorf("annotate: session %s has no events", sessionID)
 	}
 	last := evs[len(evs)-1]
-	content, err := json.Marshal(l)
+	content, err := json.Marshal(v)
 	if err != nil {
 		return err
 	}
-	payload := map[string]any{"kind": linkKind, "name": "github", "media_type": "application/json", "content": string(content), "size": len(content), "digest": digest(content)}
+	payload := map[string]any{"kind": kind, "name": name, "media_type": "application/json", "content": string(content), "size": len(content), "digest": digest(content)}
 	_, err = d.Runs.Store.Append(ctx, sessionID, last.Seq, event.Draft{RunID: last.RunID, Type: event.ArtifactEmitted, Actor: run.HostActor, Payload: payload})
 	return err
 }

@@ -483,6 +483,14 @@ func (d *Dispatcher) onReview(ctx context.Context, repo Repo, t webhook.Trigger)
 	}
 	if res, refused, err := d.authorize(ctx, repo, t, action, false); refused || err != nil {
 		res.SessionID = sid
+		if err == nil {
+			unlock := d.lock(sid)
+			defer unlock()
+			if _, lerr := d.loadSession(ctx, repo, sid); lerr != nil {
+				return res, lerr
+			}
+			err = d.annotate(ctx, sid, ignoredKind, "review", map[string]any{"by": t.Author, "review_id": t.ReviewID, "state": t.ReviewState, "reason": res.Reason, "delivery_id": t.DeliveryID})
+		}
 		return res, err
 	}
 	if t.ReviewState == "approved" {

@@ -316,6 +316,15 @@ func TestScenarioReaderApprovalIgnored(t *testing.T) {
 	if snap.RunStatus != "paused" || len(snap.PendingApprovals) != 1 {
 		t.Fatalf("session after a reader's approval: %s, %d pending", snap.RunStatus, len(snap.PendingApprovals))
 	}
+	recorded := false
+	for _, e := range w.events(res.SessionID) {
+		if e.Type == event.ArtifactEmitted && event.FieldString(e.Payload, "kind") == "github.ignored_answer" && strings.Contains(event.FieldString(e.Payload, "content"), `"by":"rita"`) {
+			recorded = true
+		}
+	}
+	if !recorded {
+		t.Error("the ignored approval is not recorded in the session's log")
+	}
 	// The bot's own review never counts either.
 	if got := w.review(res.PR, botLogin, "approved", ""); got.Outcome != "ignored" {
 		t.Fatalf("bot's own review: %+v", got)
@@ -642,5 +651,32 @@ func TestScenarioLogOnSessionBranch(t *testing.T) {
 	}
 	if auth := gittest.Git(t, w.bare, "show", res.Branch+":auth.go"); !strings.Contains(auth, "ConstantTimeCompare") {
 		t.Error("the fix is not on the session branch")
+	}
+}
+
+// `/agent approve <id>` and `/agent deny <id> <reason>` answer one action.
+func TestScenarioCommandAnswers(t *testing.T) {
+	w := newWorld(t)
+	w.script = reworkScript(t)
+	w.start(t.TempDir())
+	res := w.comment(w.issue, false, "alice", "/agent "+demo.Prompt)
+	if res.Status != "paused" {
+		t.Fatalf("%+v", res)
+	}
+	first := w.snapshot(res.SessionID).PendingApprovals[0].ID
+	if got := w.comment(res.PR, true, "alice", "/agent approve ap-000000000000"); got.Outcome != "replied" {
+		t.Fatalf("unknown id: %+v", got)
+	}
+	got := w.comment(res.PR, true, "alice", "/agent deny "+first+" use crypto/subtle, in constant time")
+	if got.Status != "paused" {
+		t.Fatalf("after /agent deny: %+v", got)
+	}
+	snap := w.snapshot(res.SessionID)
+	second := snap.PendingApprovals[0].ID
+	if second == first {
+		t.Fatal("no new request after the denial")
+	}
+	if got := w.comment(res.PR, true, "alice", "/agent approve "+second); got.Status != "completed" {
+		t.Fatalf("after /agent approve: %+v", got)
 	}
 }
