@@ -72,7 +72,7 @@ type Dispatcher struct {
 
 // Result is how one trigger ended.
 type Result struct {
-	Outcome   string // ignored | refused | help | started | answered | cancelled | status | replied
+	Outcome   string // ignored | refused | help | started | answered | cancelled | status | replied | recorded
 	Reason    string
 	SessionID string
 	Status    string // the run's status after the trigger: paused | completed | failed | denied
@@ -132,6 +132,11 @@ func (d *Dispatcher) dispatch(ctx context.Context, t webhook.Trigger) (Result, e
 	// before anything else.
 	if d.BotLogin != "" && strings.EqualFold(t.Author, d.BotLogin) {
 		return Result{Outcome: "ignored", Reason: "the bot's own event"}, nil
+	}
+	if t.Kind == webhook.KindInstallation {
+		// The delivery itself is kept in the queue's store; nothing to run.
+		d.log().Info("installation changed", "action", t.Action, "installation", t.InstallationID, "repositories", t.Repositories, "by", t.Author)
+		return Result{Outcome: "recorded", Reason: "installation " + t.Action}, nil
 	}
 	repo, ok := ParseRepo(t.Repo)
 	if !ok {
