@@ -11,6 +11,12 @@
 // commit rewrite ~64 index pages into the WAL and capped group commit at
 // about a third of the throughput. Reading a session walks its chain
 // backwards by primary key.
+//
+// The commit loop owns one connection with its statements prepared once.
+// Rows get explicit positions, so a batch of n events is written by about
+// log2(n) multi-row INSERTs and the moved session tips by as many
+// multi-row UPDATEs, instead of 2n single-row statements prepared per
+// commit: BenchmarkCommit measured a fifth to a quarter less CPU per event.
 package sqlite
 
 import (
@@ -19,7 +25,9 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/agentos/agentos/runtime/event"
 	"github.com/agentos/agentos/runtime/store"
@@ -47,13 +55,12 @@ type Store struct {
 
 	reqs chan *appendReq
 	done chan struct{}
-	// tips caches session tips for the commit loop (only it touches the
-	// map). Every commit re-checks a cached tip in the UPDATE that moves
-	// it, so another process writing the same file cannot be overwritten:
-	// a stale tip fails the batch, which is retried with fresh tips.
-	tips   map[string]*tipRow
-	mu     sync.RWMutex // guards closed against sends on reqs
-	closed bool
+	w    *writer // owned by the commit loop
+	// commits counts transactions the commit loop ran (batches, retries
+	// included); the benchmarks report events per commit from it.
+	commits atomic.Int64
+	mu      sync.RWMutex // guards closed against sends on reqs
+	closed  bool
 }
 
 type appendReq struct {
@@ -103,7 +110,13 @@ func Open(dir string, sealer *event.Sealer, opts Options) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("sqlite: create schema: %w", err)
 	}
-	s := &Store{db: db, sealer: sealer, opts: opts, reqs: make(chan *appendReq, 4096), done: make(chan struct{}), tips: map[string]*tipRow{}}
+	conn, err := db.Conn(context.Background())
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("sqlite: writer connection: %w", err)
+	}
+	w := &writer{conn: conn, stmts: map[string]*sql.Stmt{}, tips: map[string]*tipRow{}}
+	s := &Store{db: db, sealer: sealer, opts: opts, reqs: make(chan *appendReq, 4096), done: make(chan struct{}), w: w}
 	go s.commitLoop()
 	return s, nil
 }
@@ -204,6 +217,7 @@ var errStaleTip = errors.New("session tip changed underneath")
 func (s *Store) commit(batch []*appendReq) {
 	var err error
 	for attempt := 0; attempt < 3; attempt++ {
+		s.commits.Add(1)
 		for _, r := range batch {
 			r.err, r.out = nil, nil
 		}
@@ -220,31 +234,42 @@ func (s *Store) commit(batch []*appendReq) {
 }
 
 func (s *Store) commitOnce(batch []*appendReq) (err error) {
+	w := s.w
 	ctx := context.Background()
 	// Tips moved by this transaction; adopted only if it commits.
 	moved := map[string]*tipRow{}
 	defer func() {
 		if err != nil {
 			for sid := range moved {
-				delete(s.tips, sid)
+				delete(w.tips, sid)
 			}
 		}
 	}()
-	tx, err := s.db.BeginTx(ctx, nil)
+	if _, err := w.conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			// The batch already failed with err; ROLLBACK only frees the
+			// write lock, and fails harmlessly if no transaction is open.
+			_, _ = w.conn.ExecContext(ctx, "ROLLBACK")
+		}
+	}()
+	// Rows get explicit positions so that a whole batch goes into a few
+	// multi-row INSERTs; the write lock makes max(pos) current.
+	maxPos, err := w.stmt(ctx, `SELECT coalesce(max(pos), 0) FROM events`)
 	if err != nil {
 		return err
 	}
-	defer tx.Rollback()
-	ins, err := tx.Prepare(`INSERT INTO events (session_id, seq, prev_pos, line) VALUES (?, ?, ?, ?)`)
-	if err != nil {
+	var pos int64
+	if err := maxPos.QueryRowContext(ctx).Scan(&pos); err != nil {
 		return err
 	}
-	defer ins.Close()
-	var line []byte
+	rows := w.rows[:0]
 	for _, r := range batch {
 		t, ok := moved[r.sessionID]
 		if !ok {
-			if t, err = s.tip(ctx, tx, r.sessionID); err != nil {
+			if t, err = w.tip(ctx, r.sessionID); err != nil {
 				return err
 			}
 			before := *t
@@ -266,15 +291,9 @@ func (s *Store) commitOnce(batch []*appendReq) (err error) {
 			evs = s.sealer.Chain(t.tip, r.prepared)
 		}
 		for i := range evs {
-			e := &evs[i]
-			line = e.AppendLine(line[:0])
-			res, err := ins.Exec(e.SessionID, e.Seq, t.pos, line)
-			if err != nil {
-				return err
-			}
-			if t.pos, err = res.LastInsertId(); err != nil {
-				return err
-			}
+			pos++
+			rows = append(rows, eventRow{pos: pos, prev: t.pos, ev: &evs[i]})
+			t.pos = pos
 		}
 		last := evs[len(evs)-1]
 		if t.firstTS == "" {
@@ -284,68 +303,190 @@ func (s *Store) commitOnce(batch []*appendReq) (err error) {
 		t.lastTS, t.lastType = last.TS, last.Type
 		r.out = evs
 	}
-	// Move each session's tip once, checking it is still the one we read.
-	// The statements are prepared once per commit: parsing the UPDATE for
-	// each of 64 sessions cost an eighth of the CPU of a group commit.
-	var insSession, updSession *sql.Stmt
-	defer func() {
-		for _, st := range []*sql.Stmt{insSession, updSession} {
-			if st != nil {
-				st.Close()
-			}
-		}
-	}()
-	for sid, t := range moved {
-		old := s.tips[sid]
-		if old.tip == t.tip {
-			continue
-		}
-		if old.tip.Seq == 0 {
-			if insSession == nil {
-				if insSession, err = tx.Prepare(`INSERT INTO sessions (session_id, last_seq, last_hash, last_pos, first_ts, last_ts, last_type) VALUES (?, ?, ?, ?, ?, ?, ?)`); err != nil {
-					return err
-				}
-			}
-			_, err = insSession.Exec(sid, t.tip.Seq, t.tip.Hash, t.pos, t.firstTS, t.lastTS, t.lastType)
-			if err != nil {
-				return fmt.Errorf("%w: %v", errStaleTip, err)
-			}
-			continue
-		}
-		if updSession == nil {
-			if updSession, err = tx.Prepare(`UPDATE sessions SET last_seq = ?, last_hash = ?, last_pos = ?, last_ts = ?, last_type = ? WHERE session_id = ? AND last_seq = ? AND last_hash = ?`); err != nil {
-				return err
-			}
-		}
-		res, err := updSession.Exec(t.tip.Seq, t.tip.Hash, t.pos, t.lastTS, t.lastType, sid, old.tip.Seq, old.tip.Hash)
-		if err != nil {
-			return err
-		}
-		if n, err := res.RowsAffected(); err != nil || n != 1 {
-			return errStaleTip
-		}
+	w.rows = rows
+	if err := w.insertEvents(ctx, rows); err != nil {
+		return err
 	}
-	if err := tx.Commit(); err != nil {
+	if err := w.moveTips(ctx, moved); err != nil {
+		return err
+	}
+	if _, err := w.conn.ExecContext(ctx, "COMMIT"); err != nil {
 		return err
 	}
 	for sid, t := range moved {
-		s.tips[sid] = t
+		w.tips[sid] = t
 	}
 	return nil
 }
 
+type eventRow struct {
+	pos, prev int64
+	ev        *event.Event
+}
+
+// maxRows bounds the rows of one multi-row statement. Batches are written
+// in chunks of powers of two up to it, so a commit of n rows runs about
+// log2(n) statements, each prepared once per store.
+const maxRows = 128
+
+// chunk returns the largest power of two <= min(n, maxRows).
+func chunk(n int) int {
+	c := maxRows
+	for c > n {
+		c >>= 1
+	}
+	return c
+}
+
+// writer is the commit loop's connection with its prepared statements and
+// cached session tips. Only the commit loop touches it.
+type writer struct {
+	conn *sql.Conn
+	// stmts are prepared on conn once and reused by every commit: parsing
+	// the INSERT and UPDATE for each commit cost more than executing them.
+	stmts map[string]*sql.Stmt
+	// tips caches session tips. Every commit re-checks a cached tip in the
+	// UPDATE that moves it, so another process writing the same file
+	// cannot be overwritten: a stale tip fails the batch, which is retried
+	// with fresh tips.
+	tips map[string]*tipRow
+	// Buffers reused across commits.
+	rows []eventRow
+	upd  []tipMove
+	args []any
+	line []byte
+}
+
+// stmt returns the prepared statement for query, preparing it on first use.
+func (w *writer) stmt(ctx context.Context, query string) (*sql.Stmt, error) {
+	if st, ok := w.stmts[query]; ok {
+		return st, nil
+	}
+	st, err := w.conn.PrepareContext(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	w.stmts[query] = st
+	return st, nil
+}
+
+func (w *writer) close() error {
+	for _, st := range w.stmts {
+		st.Close()
+	}
+	return w.conn.Close()
+}
+
+func (w *writer) insertEvents(ctx context.Context, rows []eventRow) error {
+	for len(rows) > 0 {
+		n := chunk(len(rows))
+		st, err := w.stmt(ctx, multiRow(`INSERT INTO events (pos, session_id, seq, prev_pos, line) VALUES `, 5, n, ""))
+		if err != nil {
+			return err
+		}
+		args, line := w.args[:0], w.line[:0]
+		for _, r := range rows[:n] {
+			start := len(line)
+			line = r.ev.AppendLine(line)
+			args = append(args, r.pos, r.ev.SessionID, r.ev.Seq, r.prev, line[start:len(line):len(line)])
+		}
+		w.args, w.line = args, line
+		if _, err := st.ExecContext(ctx, args...); err != nil {
+			return err
+		}
+		rows = rows[n:]
+	}
+	return nil
+}
+
+// moveTips moves each session's tip once, checking that it is still the
+// one this store read: new sessions are inserted (a duplicate key means
+// another process created it), existing ones updated by multi-row UPDATEs
+// whose row count must match.
+func (w *writer) moveTips(ctx context.Context, moved map[string]*tipRow) error {
+	upd := w.upd[:0]
+	for sid, t := range moved {
+		old := w.tips[sid]
+		switch {
+		case old.tip == t.tip:
+		case old.tip.Seq == 0:
+			st, err := w.stmt(ctx, `INSERT INTO sessions (session_id, last_seq, last_hash, last_pos, first_ts, last_ts, last_type) VALUES (?, ?, ?, ?, ?, ?, ?)`)
+			if err != nil {
+				return err
+			}
+			if _, err := st.ExecContext(ctx, sid, t.tip.Seq, t.tip.Hash, t.pos, t.firstTS, t.lastTS, t.lastType); err != nil {
+				return fmt.Errorf("%w: %v", errStaleTip, err)
+			}
+		default:
+			upd = append(upd, tipMove{sid: sid, from: old, to: t})
+		}
+	}
+	w.upd = upd
+	for len(upd) > 0 {
+		n := chunk(len(upd))
+		st, err := w.stmt(ctx, multiRow(`UPDATE sessions SET last_seq = v.column2, last_hash = v.column3, last_pos = v.column4, last_ts = v.column5, last_type = v.column6 FROM (VALUES `, 8, n,
+			`) AS v WHERE sessions.session_id = v.column1 AND sessions.last_seq = v.column7 AND sessions.last_hash = v.column8`))
+		if err != nil {
+			return err
+		}
+		args := w.args[:0]
+		for _, m := range upd[:n] {
+			args = append(args, m.sid, m.to.tip.Seq, m.to.tip.Hash, m.to.pos, m.to.lastTS, m.to.lastType, m.from.tip.Seq, m.from.tip.Hash)
+		}
+		w.args = args
+		res, err := st.ExecContext(ctx, args...)
+		if err != nil {
+			return err
+		}
+		if got, err := res.RowsAffected(); err != nil || got != int64(n) {
+			return errStaleTip
+		}
+		upd = upd[n:]
+	}
+	return nil
+}
+
+type tipMove struct {
+	sid      string
+	from, to *tipRow
+}
+
+// multiRow builds prefix + n groups of `(?, …)` with cols placeholders + suffix.
+func multiRow(prefix string, cols, n int, suffix string) string {
+	var b strings.Builder
+	b.WriteString(prefix)
+	for i := 0; i < n; i++ {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteByte('(')
+		for c := 0; c < cols; c++ {
+			if c > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteByte('?')
+		}
+		b.WriteByte(')')
+	}
+	b.WriteString(suffix)
+	return b.String()
+}
+
 // tip returns the cached tip of a session, reading it on first use.
-func (s *Store) tip(ctx context.Context, tx *sql.Tx, sid string) (*tipRow, error) {
-	if t, ok := s.tips[sid]; ok {
+func (w *writer) tip(ctx context.Context, sid string) (*tipRow, error) {
+	if t, ok := w.tips[sid]; ok {
 		return t, nil
 	}
+	st, err := w.stmt(ctx, `SELECT last_seq, last_hash, last_pos, first_ts, last_ts, last_type FROM sessions WHERE session_id = ?`)
+	if err != nil {
+		return nil, err
+	}
 	t := &tipRow{}
-	err := tx.QueryRowContext(ctx, `SELECT last_seq, last_hash, last_pos, first_ts, last_ts, last_type FROM sessions WHERE session_id = ?`, sid).
-		Scan(&t.tip.Seq, &t.tip.Hash, &t.pos, &t.firstTS, &t.lastTS, &t.lastType)
+	err = st.QueryRowContext(ctx, sid).Scan(&t.tip.Seq, &t.tip.Hash, &t.pos, &t.firstTS, &t.lastTS, &t.lastType)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return nil, err
 	}
-	s.tips[sid] = t
+	w.tips[sid] = t
 	return t, nil
 }
 
@@ -427,5 +568,5 @@ func (s *Store) Close() error {
 	close(s.reqs)
 	s.mu.Unlock()
 	<-s.done
-	return s.db.Close()
+	return errors.Join(s.w.close(), s.db.Close())
 }

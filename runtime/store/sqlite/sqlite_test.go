@@ -1,7 +1,10 @@
 package sqlite
 
 import (
+	"context"
+	"errors"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/agentos/agentos/runtime/event"
@@ -51,4 +54,96 @@ func TestSecretsNeverOnDisk(t *testing.T) {
 	storetest.AssertNoSecrets(t, dir)
 	s.Close()
 	storetest.AssertNoSecrets(t, dir)
+}
+
+// TestTwoStoresOneFile: two stores (two processes, in effect) append to
+// the same database file. Each caches session tips; a batch that moves a
+// tip the other store already moved must not overwrite it. The batch is
+// retried with fresh tips, so the stale append gets a ConflictError naming
+// the real last seq, the other appends in the same batch commit, and every
+// session's log stays one unbroken hash chain.
+func TestTwoStoresOneFile(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	sealer := storetest.NewSealer(t)
+	a, err := Open(dir, sealer, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := Open(dir, sealer, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	draft := func(text string) event.Draft {
+		return event.Draft{RunID: "r", Type: event.OutputMessage, Actor: "worker", Payload: map[string]any{"text": text}}
+	}
+	for _, sid := range []string{"shared", "a-only", "a-too"} {
+		if _, err := a.Append(ctx, sid, 0, draft(sid+" 1")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// b moves "shared" behind a's back; a's cached tip is now stale.
+	if _, err := b.Append(ctx, "shared", 1, draft("from b")); err != nil {
+		t.Fatal(err)
+	}
+	// One batch in a: two appends that are fine and one on the stale tip.
+	reqs := []*appendReq{}
+	for _, c := range []struct {
+		sid      string
+		expected int64
+	}{{"a-only", 1}, {"shared", 1}, {"a-too", 1}} {
+		ps, err := sealer.PrepareAll(c.sid, []event.Draft{draft(c.sid + " 2")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		reqs = append(reqs, &appendReq{sessionID: c.sid, expected: c.expected, prepared: ps, ack: make(chan struct{})})
+	}
+	a.commit(reqs)
+	var ce *store.ConflictError
+	if !errors.As(reqs[1].err, &ce) || ce.Actual != 2 {
+		t.Fatalf("stale append: got %v, want a conflict with actual seq 2", reqs[1].err)
+	}
+	for _, i := range []int{0, 2} {
+		if reqs[i].err != nil || len(reqs[i].out) != 1 || reqs[i].out[0].Seq != 2 {
+			t.Fatalf("%s: got %v %v, want seq 2 appended", reqs[i].sessionID, reqs[i].out, reqs[i].err)
+		}
+	}
+	// a continues "shared" after b's event once it knows the real tip.
+	if _, err := a.Append(ctx, "shared", 2, draft("from a")); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][]string{
+		"shared": {"shared 1", "from b", "from a"},
+		"a-only": {"a-only 1", "a-only 2"},
+		"a-too":  {"a-too 1", "a-too 2"},
+	}
+	for _, s := range []*Store{a, b} {
+		for sid, texts := range want {
+			evs, err := s.Read(ctx, sid, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			prev := ""
+			for i, e := range evs {
+				var p struct{ Text string }
+				if err := e.DecodePayload(&p); err != nil {
+					t.Fatal(err)
+				}
+				got = append(got, p.Text)
+				if e.Seq != int64(i+1) || e.PrevHash != prev {
+					t.Fatalf("%s seq %d: chain broken (prev_hash %q, want %q)", sid, e.Seq, e.PrevHash, prev)
+				}
+				if h, err := event.CheckLineHash(e.Line()); err != nil || h != e.Hash {
+					t.Fatalf("%s seq %d: %v", sid, e.Seq, err)
+				}
+				prev = e.Hash
+			}
+			if strings.Join(got, "|") != strings.Join(texts, "|") {
+				t.Fatalf("%s: got %q, want %q", sid, got, texts)
+			}
+		}
+	}
 }
