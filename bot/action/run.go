@@ -117,7 +117,7 @@ func Run(ctx context.Context, env Env, deps Deps, log io.Writer) (Outputs, error
 	if out.Status == "" {
 		out.Status = res.Outcome
 	}
-	sum := SummaryInput{Outputs: out, Event: env.EventName, Reason: res.Reason}
+	sum := SummaryInput{Outputs: out, Event: env.EventName, Reason: res.Reason, LogURL: res.LogURL}
 	if res.SessionID != "" {
 		fillSummary(ctx, st, res.SessionID, &sum)
 		if out.Status == "" {

@@ -82,6 +82,8 @@ type Result struct {
 	// Spent is the part this trigger's work added.
 	Usage replay.Usage
 	Spent replay.Usage
+	// LogURL links the session's log at the commit this trigger wrote.
+	LogURL string
 }
 
 // ErrTamperedLog is returned when a session log loaded from the artifact

@@ -214,6 +214,7 @@ func (d *Dispatcher) publish(ctx context.Context, repo Repo, sid string, wt Work
 	res.Usage = snap.Usage
 	res.Spent = replay.Usage{InputTokens: snap.Usage.InputTokens - before.InputTokens, OutputTokens: snap.Usage.OutputTokens - before.OutputTokens, CostUSD: snap.Usage.CostUSD - before.CostUSD}
 	logURL := d.logURL(repo, artSHA, sid)
+	res.LogURL = logURL
 	if l.PR != 0 {
 		if err := d.GitHub.EditPRBody(ctx, repo, l.PR, renderPRBody(l, snap, logURL)); err != nil {
 			return res, err
