@@ -24,9 +24,15 @@ import (
 	"github.com/agentos/agentos/runtime/store/sqlite"
 )
 
-// webhookQueueFile is the delivery queue's SQLite file in the data
-// directory (next to the event store's).
-const webhookQueueFile = "webhooks.db"
+// webhookQueueDir is the delivery queue's directory in the data directory
+// (next to the event store): an append-only, group-committed log
+// (webhook.LogQueue), which costs about half the CPU per delivery of the
+// SQLite queue (see bot/webhook/loadtest).
+const webhookQueueDir = "webhooks.log.d"
+
+// deliveryRetention is how long finished deliveries are remembered, so a
+// redelivery is recognised: GitHub allows redelivering for a few days.
+const deliveryRetention = 7 * 24 * time.Hour
 
 // serveDeps is what a real process takes from its surroundings; tests
 // inject their own.
@@ -105,11 +111,25 @@ func serve(ctx context.Context, args []string, stderr io.Writer, d serveDeps) er
 	opts.Routes = append(opts.Routes, a.Register)
 
 	if cfg.WebhookEnabled() {
-		q, err := webhook.OpenQueue(filepath.Join(cfg.DataDir, webhookQueueFile))
+		q, err := webhook.OpenLogQueue(filepath.Join(cfg.DataDir, webhookQueueDir))
 		if err != nil {
 			return fmt.Errorf("serve: %w", err)
 		}
 		defer q.Close()
+		opts.Actors = append(opts.Actors, func(ctx context.Context) error {
+			for {
+				if n, err := q.Prune(ctx, time.Now().Add(-deliveryRetention)); err != nil && ctx.Err() == nil {
+					log.Warn("pruning the delivery queue failed", "error", err)
+				} else if n > 0 {
+					log.Info("pruned finished deliveries", "count", n)
+				}
+				select {
+				case <-ctx.Done():
+					return nil
+				case <-time.After(time.Hour):
+				}
+			}
+		})
 		secrets := make([][]byte, len(cfg.WebhookSecrets))
 		for i, s := range cfg.WebhookSecrets {
 			secrets[i] = []byte(s)

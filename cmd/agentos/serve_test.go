@@ -430,7 +430,7 @@ func TestServeWebhookRoute(t *testing.T) {
 		if !strings.Contains(string(metrics), `agentos_webhook_deliveries_total{event="ping",outcome="ping"} 1`) || !strings.Contains(string(metrics), "agentos_queue_depth 0") {
 			t.Errorf("metrics:\n%s", metrics)
 		}
-		if _, err := os.Stat(filepath.Join(s.data, webhookQueueFile)); err != nil {
+		if _, err := os.Stat(filepath.Join(s.data, webhookQueueDir)); err != nil {
 			t.Errorf("no delivery queue: %v", err)
 		}
 	})

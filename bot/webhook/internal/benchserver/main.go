@@ -2,10 +2,11 @@
 // bot/webhook/loadtest/run.sh). It serves POST /webhook on a loopback
 // address in one of two ways:
 //
-//	-kind ours  the bot's intake: gin + webhook.Handler + SQLiteQueue in
-//	            -dir (every delivery durable before 202); with -process,
-//	            also a webhook.Processor that decodes each delivery fully
-//	            and dispatches it to a counter
+//	-kind ours  the bot's intake: gin + webhook.Handler + a durable queue
+//	            in -dir (every delivery durable before 202): -queue sqlite
+//	            (SQLiteQueue, the default) or -queue log (LogQueue); with
+//	            -process, also a webhook.Processor that decodes each
+//	            delivery fully and dispatches it to a counter
 //	-kind bare  the baseline most Go bots start from: net/http with
 //	            go-github ValidatePayload + ParseWebHook, nothing stored
 //
@@ -51,6 +52,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	addr := fs.String("addr", "127.0.0.1:0", "listen address (loopback only)")
 	secret := fs.String("secret", "", "webhook secret (required)")
 	dir := fs.String("dir", "", "directory of the SQLite queue (ours; default: a new temp dir, removed on exit)")
+	queue := fs.String("queue", "sqlite", "ours: sqlite | log")
 	process := fs.Bool("process", false, "ours: also run the Processor (full decode + dispatch)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	if err := fs.Parse(args); err != nil {
@@ -86,7 +88,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var finish func() error
 	switch *kind {
 	case "ours":
-		handler, finish, err = ours(ctx, *dir, []byte(*secret), *process, stderr)
+		handler, finish, err = ours(ctx, *dir, *queue, []byte(*secret), *process, stderr)
 		if err != nil {
 			return err
 		}
@@ -136,7 +138,23 @@ func (c *counter) Dispatch(ctx context.Context, t webhook.Trigger) error {
 	return nil
 }
 
-func ours(ctx context.Context, dir string, secret []byte, process bool, stderr io.Writer) (http.Handler, func() error, error) {
+// ourQueue is what the benchmark needs of a queue implementation.
+type ourQueue interface {
+	webhook.Queue
+	Close() error
+}
+
+func openQueue(kind, dir string) (ourQueue, error) {
+	switch kind {
+	case "sqlite":
+		return webhook.OpenQueue(filepath.Join(dir, "webhooks.db"))
+	case "log":
+		return webhook.OpenLogQueue(filepath.Join(dir, "webhooks.log.d"))
+	}
+	return nil, fmt.Errorf("-queue %q: want sqlite or log", kind)
+}
+
+func ours(ctx context.Context, dir, queue string, secret []byte, process bool, stderr io.Writer) (http.Handler, func() error, error) {
 	cleanup := func() error { return nil }
 	if dir == "" {
 		d, err := os.MkdirTemp("", "agentos-webhook-bench-")
@@ -145,7 +163,7 @@ func ours(ctx context.Context, dir string, secret []byte, process bool, stderr i
 		}
 		dir, cleanup = d, func() error { return os.RemoveAll(d) }
 	}
-	q, err := webhook.OpenQueue(filepath.Join(dir, "webhooks.db"))
+	q, err := openQueue(queue, dir)
 	if err != nil {
 		return nil, nil, errors.Join(err, cleanup())
 	}

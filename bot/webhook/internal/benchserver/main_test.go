@@ -20,14 +20,26 @@ func TestRefusesNonLoopback(t *testing.T) {
 	}
 }
 
+func TestRefusesUnknownQueue(t *testing.T) {
+	err := run(context.Background(), []string{"-secret", "s", "-queue", "redis", "-dir", t.TempDir()}, io.Discard, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "-queue") {
+		t.Errorf("run -queue redis = %v", err)
+	}
+}
+
 func TestServes(t *testing.T) {
-	for _, kind := range []string{"ours", "bare"} {
-		t.Run(kind, func(t *testing.T) {
+	for _, tc := range []struct{ name, kind, queue string }{
+		{"ours-sqlite", "ours", "sqlite"},
+		{"ours-log", "ours", "log"},
+		{"bare", "bare", "sqlite"},
+	} {
+		kind := tc.kind
+		t.Run(tc.name, func(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			pr, pw := io.Pipe()
 			done := make(chan error, 1)
 			go func() {
-				done <- run(ctx, []string{"-kind", kind, "-secret", "s3", "-dir", t.TempDir(), "-process"}, pw, io.Discard)
+				done <- run(ctx, []string{"-kind", kind, "-queue", tc.queue, "-secret", "s3", "-dir", t.TempDir(), "-process"}, pw, io.Discard)
 				pw.Close()
 			}()
 			line, err := bufio.NewReader(pr).ReadString('\n')
