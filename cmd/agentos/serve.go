@@ -16,6 +16,7 @@ import (
 
 	"github.com/agentos/agentos/bot/api"
 	"github.com/agentos/agentos/bot/config"
+	"github.com/agentos/agentos/bot/dispatch"
 	"github.com/agentos/agentos/bot/server"
 	"github.com/agentos/agentos/bot/webhook"
 	"github.com/agentos/agentos/runtime/event"
@@ -150,17 +151,17 @@ func serve(ctx context.Context, args []string, stderr io.Writer, d serveDeps) er
 			p := &webhook.Processor{Queue: q, Dispatch: d.dispatch, BotLogin: cfg.BotLogin, Observer: metrics, Workers: cfg.Workers, Logger: log}
 			opts.Actors = append(opts.Actors, p.Run)
 		case runs && cfg.GitHubAuth() != config.AuthNone:
-			bot, err := newGitHubBot(cfg, st, prof, log)
+			bot, err := dispatch.NewGitHubBot(cfg, st, engines(st, cfg.PolicyFile, prof), log)
 			if err != nil {
 				return usageErrorf("serve: %v", err)
 			}
 			opts.Actors = append(opts.Actors, func(ctx context.Context) error {
-				login, err := bot.login(ctx, cfg, log)
+				login, err := bot.Login(ctx)
 				if err != nil {
 					return nil // shut down before GitHub answered
 				}
 				log.Info("processing webhook deliveries", "bot_login", login)
-				p := &webhook.Processor{Queue: q, Dispatch: bot.d, BotLogin: login, Observer: metrics, Workers: cfg.Workers, Logger: log}
+				p := &webhook.Processor{Queue: q, Dispatch: bot.Dispatcher, BotLogin: login, Observer: metrics, Workers: cfg.Workers, Logger: log}
 				return p.Run(ctx)
 			})
 		default:

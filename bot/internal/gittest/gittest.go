@@ -57,6 +57,18 @@ func Git(tb testing.TB, dir string, args ...string) string {
 // New starts a server; it is closed when the test ends.
 func New(tb testing.TB) *Server {
 	tb.Helper()
+	s, h := NewHandler(tb)
+	srv := httptest.NewServer(h)
+	tb.Cleanup(srv.Close)
+	s.URL = srv.URL
+	return s
+}
+
+// NewHandler returns the git host as a handler, for tests that serve it
+// beside other routes (s.URL is theirs to set). Repositories live at
+// /<owner>/<name>.git.
+func NewHandler(tb testing.TB) (*Server, http.Handler) {
+	tb.Helper()
 	execPath := Git(tb, ".", "--exec-path")
 	backend := filepath.Join(execPath, "git-http-backend")
 	if _, err := os.Stat(backend); err != nil {
@@ -68,7 +80,7 @@ func New(tb testing.TB) *Server {
 		Env:        []string{"GIT_PROJECT_ROOT=" + s.Root, "GIT_HTTP_EXPORT_ALL=1", "GIT_CONFIG_NOSYSTEM=1", "HOME=" + s.Root},
 		InheritEnv: []string{"PATH"},
 	}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return s, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		user, pass, ok := r.BasicAuth()
 		if !ok || user != "x-access-token" || pass != Token {
 			w.Header().Set("WWW-Authenticate", `Basic realm="git"`)
@@ -81,10 +93,7 @@ func New(tb testing.TB) *Server {
 			s.mu.Unlock()
 		}
 		h.ServeHTTP(w, r)
-	}))
-	tb.Cleanup(srv.Close)
-	s.URL = srv.URL
-	return s
+	})
 }
 
 // Pushes lists the repository paths (/<owner>/<name>.git) that received a

@@ -1,0 +1,123 @@
+package dispatch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/agentos/agentos/bot/auth"
+	"github.com/agentos/agentos/bot/config"
+	"github.com/agentos/agentos/bot/github"
+	"github.com/agentos/agentos/kernel/worktree"
+	"github.com/agentos/agentos/runtime/run"
+	"github.com/agentos/agentos/runtime/store"
+)
+
+// GitBaseURL derives the git host from the REST API URL:
+// https://api.github.com → https://github.com; a GitHub Enterprise Server
+// https://ghe.example/api/v3 → https://ghe.example.
+func GitBaseURL(apiURL string) (string, error) {
+	if apiURL == "" {
+		return "https://github.com", nil
+	}
+	u, err := url.Parse(apiURL)
+	if err != nil || u.Host == "" {
+		return "", fmt.Errorf("GitHub API URL %q: not a URL", apiURL)
+	}
+	if u.Host == "api.github.com" {
+		return "https://github.com", nil
+	}
+	u.Path = strings.TrimSuffix(strings.TrimSuffix(u.Path, "/"), "/api/v3")
+	u.RawQuery, u.Fragment = "", ""
+	return strings.TrimSuffix(u.String(), "/"), nil
+}
+
+// GitHubBot is the webhook server's GitHub side: the client and a
+// dispatcher whose bot login is learned from GitHub (Login).
+type GitHubBot struct {
+	Client     *github.Client
+	Dispatcher *Dispatcher
+	cfg        config.Config
+	log        *slog.Logger
+}
+
+// NewGitHubBot wires a dispatcher for the server configuration: the GitHub
+// client (App or token), worktrees under DataDir/git on the git host that
+// serves the API URL, runs over st with engines.
+func NewGitHubBot(cfg config.Config, st store.Store, engines Engines, log *slog.Logger) (*GitHubBot, error) {
+	gcfg := github.Config{BaseURL: cfg.GitHubAPIURL}
+	switch cfg.GitHubAuth() {
+	case config.AuthToken:
+		gcfg.Token = cfg.GitHubToken
+	case config.AuthApp:
+		gcfg.AppID, gcfg.PrivateKey = cfg.GitHubAppID, cfg.GitHubPrivateKey
+	default:
+		return nil, errors.New("no GitHub credentials")
+	}
+	client, err := github.New(gcfg)
+	if err != nil {
+		return nil, err
+	}
+	gitURL, err := GitBaseURL(cfg.GitHubAPIURL)
+	if err != nil {
+		return nil, err
+	}
+	token := func(ctx context.Context, r worktree.Repo) (string, error) {
+		c := client
+		if client.IsApp() {
+			id, err := client.InstallationID(ctx, r.Owner, r.Name)
+			if err != nil {
+				return "", err
+			}
+			if c, err = client.ForInstallation(id); err != nil {
+				return "", err
+			}
+		}
+		return c.GitToken(ctx)
+	}
+	wm, err := worktree.New(worktree.Config{CacheDir: filepath.Join(cfg.DataDir, "git"), BaseURL: gitURL, Token: token, ArtifactBranch: cfg.ArtifactBranch})
+	if err != nil {
+		return nil, err
+	}
+	d := &Dispatcher{
+		Trigger:   cfg.TriggerWord,
+		BotLogin:  cfg.BotLogin,
+		GitHub:    API{Client: client},
+		Git:       Worktrees{M: wm, Branch: cfg.ArtifactBranch, OnSessionBranch: cfg.LogOnSessionBranch},
+		Runs:      run.NewManager(st),
+		Engines:   engines,
+		Log:       log,
+		ServerURL: gitURL,
+	}
+	return &GitHubBot{Client: client, Dispatcher: d, cfg: cfg, log: log}, nil
+}
+
+// Login learns the bot's own login (unless configured), retrying while
+// GitHub is unreachable: intake goes on meanwhile, deliveries wait in the
+// queue. The authorizer is built once the login is known, since the bot
+// must never authorize itself. Until Login returns the dispatcher must not
+// be used.
+func (b *GitHubBot) Login(ctx context.Context) (string, error) {
+	cfg, log := b.cfg, b.log
+	login := cfg.BotLogin
+	for wait := time.Second; login == ""; wait = min(2*wait, time.Minute) {
+		var err error
+		if login, err = b.Client.BotLogin(ctx); err == nil {
+			break
+		}
+		log.Warn("cannot learn the bot's login from GitHub yet; deliveries wait in the queue", "error", err, "retry_in", wait)
+		select {
+		case <-ctx.Done():
+			return "", ctx.Err()
+		case <-time.After(wait):
+		}
+	}
+	b.Dispatcher.BotLogin = login
+	b.Dispatcher.Auth = auth.New(b.Client, auth.Policy{AllowedUsers: cfg.AllowedUsers, AllowedBots: cfg.AllowedBots, BotLogin: login})
+	return login, nil
+}
