@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -22,6 +21,7 @@ import (
 	"github.com/agentos/agentos/runtime/event"
 	"github.com/agentos/agentos/runtime/provider"
 	agentrun "github.com/agentos/agentos/runtime/run"
+	"github.com/agentos/agentos/runtime/setup"
 	"github.com/agentos/agentos/runtime/store/sqlite"
 )
 
@@ -76,7 +76,13 @@ func serve(ctx context.Context, args []string, stderr io.Writer, d serveDeps) er
 		return err
 	}
 	secrets := append([]string{cfg.APIToken, cfg.GitHubToken, string(cfg.GitHubPrivateKey), prof.APIKey}, cfg.WebhookSecrets...)
-	sealer, err := newSealer(nil, secrets...)
+	// The store redacts with the operator policy's keys, as `agentos run`
+	// does, plus every secret this process holds.
+	pol, err := loadPolicy(cfg.PolicyFile, nil)
+	if err != nil {
+		return err
+	}
+	sealer, err := newSealer(pol.Redaction.Keys, secrets...)
 	if err != nil {
 		return err
 	}
@@ -197,12 +203,13 @@ func serveProfile(cfg config.Config, d serveDeps, log *slog.Logger) (bool, provi
 	return false, prof, nil
 }
 
-// serveRuns starts runs for the API with the same wiring as `agentos
-// run`: each run builds its runtime with buildRuntime over the repository
-// it works in.
+// serveRuns starts runs for the API with the same assembly as `agentos
+// run` (runtime/setup) over the repository each run works in, on the
+// server's one store and one Manager, so event streams see appends at once
+// and a session has one active run in this process.
 type serveRuns struct {
-	store      *sqlite.Store     // the server's store: lookups and notifications
-	mgr        *agentrun.Manager // over store: approvals
+	store      *sqlite.Store
+	mgr        *agentrun.Manager // over store
 	dataDir    string
 	policyFile string
 	profile    provider.Profile
@@ -231,7 +238,7 @@ func (r *serveRuns) Prepare(ctx context.Context, req api.StartRequest) (api.Run,
 	if key == "" {
 		key = "api:" + abs
 	}
-	start := agentrun.StartRequest{SessionID: req.SessionID, Prompt: req.Prompt, SessionKey: key, Trigger: map[string]any{"source": "api", "repo_dir": abs}, Cwd: env.ws.Root()}
+	start := agentrun.StartRequest{SessionID: req.SessionID, Prompt: req.Prompt, SessionKey: key, Trigger: map[string]any{"source": "api", "repo_dir": abs}, Cwd: env.Workspace.Root()}
 	return &serveRun{r: r, env: env, sessionID: req.SessionID, start: &start}, nil
 }
 
@@ -257,18 +264,14 @@ func (r *serveRuns) Resolve(ctx context.Context, sessionID, approvalID, decision
 	return r.mgr.Resolve(ctx, sessionID, approvalID, decision, by, reason)
 }
 
-func (r *serveRuns) build(ctx context.Context, repo, sessionID string) (*runtimeEnv, error) {
+func (r *serveRuns) build(ctx context.Context, repo, sessionID string) (*setup.Env, error) {
 	// The runtime keeps the context for its whole life (trust lookups),
 	// and Prepare's is the HTTP request's, which ends with the response.
-	env, err := buildRuntime(context.WithoutCancel(ctx), envOptions{repo: repo, dataDir: r.dataDir, policyFile: r.policyFile, profile: r.profile, sessionID: sessionID})
+	env, err := setup.Build(context.WithoutCancel(ctx), setup.Options{Dir: repo, PolicyFile: r.policyFile, Profile: r.profile, Providers: providers(nil), SessionID: sessionID, Store: r.store})
 	if err != nil {
-		var ee *exitError
-		if errors.As(err, &ee) {
-			err = ee.err
-		}
 		return nil, err
 	}
-	for _, n := range env.notes {
+	for _, n := range env.Notes {
 		r.log.Info("run note", "session", sessionID, "note", n)
 	}
 	return env, nil
@@ -319,45 +322,24 @@ func (r *serveRuns) repoOf(ctx context.Context, sessionID string) (string, error
 // serveRun is one prepared run.
 type serveRun struct {
 	r         *serveRuns
-	env       *runtimeEnv
+	env       *setup.Env
 	sessionID string
 	start     *agentrun.StartRequest // nil: resume
 }
 
-// Execute implements api.Run. The run appends through its own store
-// handle, whose watchers are not the server's: appends are relayed to the
-// server's store so that event streams see them at once.
+// Execute implements api.Run.
 func (s *serveRun) Execute(ctx context.Context) (agentrun.Outcome, error) {
-	wake, stopWatch := s.env.store.Watch(s.sessionID)
-	quit, relayed := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(relayed)
-		for {
-			select {
-			case <-wake:
-				s.r.store.Notify(s.sessionID)
-			case <-quit:
-				return
-			}
-		}
-	}()
-	defer func() {
-		close(quit)
-		<-relayed
-		stopWatch()
-		s.r.store.Notify(s.sessionID)
-	}()
 	var out agentrun.Outcome
 	var err error
 	if s.start != nil {
-		out, err = s.env.mgr.Start(ctx, s.env.engine, *s.start)
+		out, err = s.r.mgr.Start(ctx, s.env.Engine, *s.start)
 	} else {
-		out, err = s.env.mgr.Resume(ctx, s.env.engine, s.sessionID, s.env.ws.Root(), "")
+		out, err = s.r.mgr.Resume(ctx, s.env.Engine, s.sessionID, s.env.Workspace.Root(), "")
 	}
 	if err != nil {
 		return out, err
 	}
-	if _, err := exportSession(ctx, s.env.store, s.r.dataDir, s.sessionID); err != nil {
+	if _, err := exportSession(ctx, s.r.store, s.r.dataDir, s.sessionID); err != nil {
 		return out, fmt.Errorf("export session log: %w", err)
 	}
 	return out, nil
