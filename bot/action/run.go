@@ -2,7 +2,6 @@ package action
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +13,7 @@ import (
 	"github.com/agentos/agentos/bot/auth"
 	"github.com/agentos/agentos/bot/dispatch"
 	"github.com/agentos/agentos/bot/github"
+	"github.com/agentos/agentos/bot/tracking"
 	"github.com/agentos/agentos/bot/webhook"
 	"github.com/agentos/agentos/kernel/worktree"
 	"github.com/agentos/agentos/runtime/event"
@@ -142,7 +142,8 @@ func finish(env Env, out Outputs, sum SummaryInput) error {
 	return errors.Join(WriteOutputs(env.OutputPath, out.Pairs()), AppendSummary(env.Summary, Summary(sum)))
 }
 
-// fillSummary adds the plan, tool calls, tests and approvals from the log.
+// fillSummary adds the plan, tool calls, tests and approvals from the log,
+// read through the same view the tracking comment renders.
 func fillSummary(ctx context.Context, st store.Store, sid string, sum *SummaryInput) {
 	evs, err := st.Read(ctx, sid, 1)
 	if err != nil || len(evs) == 0 {
@@ -155,33 +156,20 @@ func fillSummary(ctx context.Context, st store.Store, sid string, sum *SummaryIn
 	if snap.Terminal != nil && sum.Reason == "" {
 		sum.Reason = snap.Terminal.Reason
 	}
-	var plan struct {
-		Steps []struct{ Description string } `json:"steps"`
+	v := tracking.ViewFromSnapshot(snap, tracking.Options{})
+	for _, s := range v.Plan {
+		sum.Plan = append(sum.Plan, s.Description)
 	}
-	if len(snap.Plan) > 0 && json.Unmarshal(snap.Plan, &plan) == nil {
-		for _, s := range plan.Steps {
-			sum.Plan = append(sum.Plan, s.Description)
+	for _, t := range v.Tests {
+		line := "`" + t.Command + "`: " + t.Result
+		if t.Detail != "" {
+			line += " (" + t.Detail + ")"
 		}
+		sum.Tests = append(sum.Tests, line)
 	}
 	sum.Tools = map[string]int{}
 	for _, c := range snap.ToolsInvoked {
 		sum.Tools[c.Tool]++
-	}
-	for _, e := range evs {
-		if e.Type != event.ToolResult || event.FieldString(e.Payload, "tool") != "test.run" {
-			continue
-		}
-		res := event.Field(e.Payload, "result")
-		line := "`" + event.FieldString(res, "command") + "`: "
-		switch {
-		case !event.FieldBool(e.Payload, "ok"):
-			line += "could not run (" + event.FieldString(event.Field(e.Payload, "error"), "code") + ")"
-		case event.FieldBool(res, "passed"):
-			line += "passed"
-		default:
-			line += fmt.Sprintf("failed (exit %d)", event.FieldInt(res, "exit_code"))
-		}
-		sum.Tests = append(sum.Tests, line)
 	}
 	for _, a := range snap.ResolvedApprovals {
 		sum.Approvals = append(sum.Approvals, fmt.Sprintf("`%s` %s: %s by %s", a.ID, a.Tool, a.Decision, a.By))

@@ -310,3 +310,32 @@ func TestViewFromSnapshot(t *testing.T) {
 		t.Errorf("process.run approval = %+v", a)
 	}
 }
+
+// A test suite that ran and failed is a failed test, not a passed tool
+// call; the command comes from the result.
+func TestTestRunsUseTheCommandsOutcome(t *testing.T) {
+	one, zero := int64(1), int64(0)
+	no, yes := false, true
+	s := replay.Snapshot{ToolsInvoked: []replay.ToolCall{
+		{Tool: "test.run", CallID: "a", Completed: true, OK: true, Command: "go test ./...", ExitCode: &one, Passed: &no},
+		{Tool: "test.run", CallID: "b", Completed: true, OK: true, Command: "go test ./...", ExitCode: &zero, Passed: &yes},
+		{Tool: "lint.run", CallID: "c", Completed: true, OK: true, Command: "golangci-lint run", ExitCode: &one},
+		{Tool: "test.run", CallID: "d", Completed: true, OK: false, ErrorCode: "TIMEOUT"},
+		{Tool: "repo.read", CallID: "e", Completed: true, OK: true},
+	}}
+	got := testRuns(s)
+	want := []TestRun{
+		{Command: "go test ./...", Result: "failed", Detail: "exit 1"},
+		{Command: "go test ./...", Result: "passed"},
+		{Command: "golangci-lint run", Result: "failed", Detail: "exit 1"},
+		{Result: "failed", Detail: "TIMEOUT"},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("got %d runs, want %d: %+v", len(got), len(want), got)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("run %d = %+v, want %+v", i, got[i], want[i])
+		}
+	}
+}

@@ -13,6 +13,7 @@ package tracking
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 
 	"github.com/agentos/agentos/kernel"
@@ -102,7 +103,7 @@ type Options struct {
 }
 
 // commandTools are the tools whose calls are listed as tests and commands.
-var commandTools = map[string]bool{"process.run": true}
+var commandTools = map[string]bool{"process.run": true, "test.run": true, "lint.run": true}
 
 // ViewFromSnapshot builds the View of a replay snapshot. Malformed JSON in
 // the snapshot (a plan, a preview) drops that part, it never fails.
@@ -198,9 +199,9 @@ func approvalView(a replay.Approval) Approval {
 	return v
 }
 
-// testRuns lists the command tool calls. The snapshot records a call's
-// outcome but not its arguments, so the command comes from the call's
-// approval when it had one.
+// testRuns lists the calls of tools that run a command (tests, linters,
+// process.run) and whether the command succeeded — not merely whether the
+// tool ran: a failing test suite is a tool call that worked.
 func testRuns(s replay.Snapshot) []TestRun {
 	cmds := map[string]string{}
 	for _, list := range [][]replay.Approval{s.ResolvedApprovals, s.PendingApprovals} {
@@ -217,14 +218,19 @@ func testRuns(s replay.Snapshot) []TestRun {
 		if !commandTools[tc.Tool] {
 			continue
 		}
-		t := TestRun{Command: cmds[tc.CallID]}
+		t := TestRun{Command: firstNonEmpty(tc.Command, cmds[tc.CallID])}
 		switch {
 		case !tc.Completed:
 			t.Result = "running"
-		case tc.OK:
-			t.Result = "passed"
-		default:
+		case !tc.OK:
 			t.Result, t.Detail = "failed", tc.ErrorCode
+		case tc.Passed != nil && !*tc.Passed, tc.Passed == nil && tc.ExitCode != nil && *tc.ExitCode != 0:
+			t.Result = "failed"
+			if tc.ExitCode != nil {
+				t.Detail = fmt.Sprintf("exit %d", *tc.ExitCode)
+			}
+		default:
+			t.Result = "passed"
 		}
 		out = append(out, t)
 	}

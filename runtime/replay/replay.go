@@ -83,6 +83,12 @@ type ToolCall struct {
 	Completed bool   `json:"completed"`
 	OK        bool   `json:"ok"`
 	ErrorCode string `json:"error_code,omitempty"`
+	// Command, ExitCode and Passed are read from the result of a tool that
+	// runs a command (test.run, lint.run, process.run): OK says the tool
+	// ran, Passed (or a zero exit code) says the command succeeded.
+	Command  string `json:"command,omitempty"`
+	ExitCode *int64 `json:"exit_code,omitempty"`
+	Passed   *bool  `json:"passed,omitempty"`
 }
 
 // TerminalReport mirrors terminal_report_v1.
@@ -343,6 +349,17 @@ func (f *Folder) Apply(e *event.Event) error {
 			tc := &s.ToolsInvoked[i]
 			tc.Completed, tc.OK = true, event.FieldBool(e.Payload, "ok")
 			tc.ErrorCode = event.FieldString(event.Field(e.Payload, "error"), "code")
+			if res := event.Field(e.Payload, "result"); len(res) > 0 && res[0] == '{' {
+				tc.Command = event.FieldString(res, "command")
+				if v := event.Field(res, "exit_code"); len(v) > 0 {
+					n := event.FieldInt(res, "exit_code")
+					tc.ExitCode = &n
+				}
+				if v := string(event.Field(res, "passed")); v == "true" || v == "false" {
+					b := v == "true"
+					tc.Passed = &b
+				}
+			}
 		}
 	case event.ToolRejected:
 		s.Rejected++

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -513,5 +514,34 @@ func TestVerifyAuditCompleteness(t *testing.T) {
 	closedBad, _ := s.Read(ctx, "no-tools", 1)
 	if rep := VerifyEvents(reg, closedBad); !rep.Valid || rep.Audit != nil {
 		t.Fatalf("failed session: valid=%v audit=%+v", rep.Valid, rep.Audit)
+	}
+}
+
+// A command tool's result says whether the command succeeded, which is not
+// the same as the tool call succeeding: the first test.run of the recorded
+// approval session fails (exit 1), the one after the patch passes.
+func TestReplayRecordsCommandOutcomes(t *testing.T) {
+	f, err := os.Open("../../testdata/sessions/approval.events.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	snap, err := ReplayReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, c := range snap.ToolsInvoked {
+		if c.Tool != "test.run" {
+			continue
+		}
+		if c.Passed == nil || c.ExitCode == nil {
+			t.Fatalf("test.run call %s has no outcome: %+v", c.CallID, c)
+		}
+		got = append(got, c.Command+" ok="+strconv.FormatBool(c.OK)+" passed="+strconv.FormatBool(*c.Passed)+" exit="+strconv.FormatInt(*c.ExitCode, 10))
+	}
+	want := []string{"go test -count=1 ./... ok=true passed=false exit=1", "go test -count=1 ./... ok=true passed=true exit=0"}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("test.run outcomes:\n got %q\nwant %q", got, want)
 	}
 }
