@@ -5,20 +5,18 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 
-	"github.com/agentos/agentos/bot/auth"
+	"github.com/agentos/agentos/bot/config"
 	"github.com/agentos/agentos/bot/dispatch"
-	"github.com/agentos/agentos/bot/github"
 	"github.com/agentos/agentos/bot/tracking"
 	"github.com/agentos/agentos/bot/webhook"
-	"github.com/agentos/agentos/kernel/worktree"
 	"github.com/agentos/agentos/runtime/event"
 	"github.com/agentos/agentos/runtime/replay"
-	"github.com/agentos/agentos/runtime/run"
 	"github.com/agentos/agentos/runtime/store"
 	"github.com/agentos/agentos/runtime/store/sqlite"
 )
@@ -31,11 +29,6 @@ type Deps struct {
 	Engines func(st store.Store) dispatch.Engines
 	// Sealer seals events (with the secrets to redact registered).
 	Sealer *event.Sealer
-	// GitBaseURL overrides where git is served (default GITHUB_SERVER_URL).
-	GitBaseURL string
-	// GitToken overrides the token for git over HTTPS (default the
-	// github_token input).
-	GitToken string
 }
 
 // Run handles the event that started the workflow run: it answers
@@ -65,11 +58,6 @@ func Run(ctx context.Context, env Env, deps Deps, log io.Writer) (Outputs, error
 	if !strings.EqualFold(t.Repo, env.Repository) {
 		return Outputs{}, fmt.Errorf("the event is about %s, but this workflow runs in %s", t.Repo, env.Repository)
 	}
-	client, err := github.New(github.Config{BaseURL: env.APIURL, Token: env.Token})
-	if err != nil {
-		return Outputs{}, err
-	}
-	botLogin := env.Inputs.BotLogin
 	data := filepath.Join(env.RunnerTemp, "agentos")
 	if err := os.MkdirAll(data, 0o755); err != nil {
 		return Outputs{}, err
@@ -79,36 +67,23 @@ func Run(ctx context.Context, env Env, deps Deps, log io.Writer) (Outputs, error
 		return Outputs{}, err
 	}
 	defer st.Close()
-	gitBase := deps.GitBaseURL
-	if gitBase == "" {
-		gitBase = env.ServerURL
-	}
-	token := env.Token
-	if deps.GitToken != "" {
-		token = deps.GitToken
-	}
-	wm, err := worktree.New(worktree.Config{
-		CacheDir:       filepath.Join(data, "git"),
-		BaseURL:        gitBase,
-		Token:          func(context.Context, worktree.Repo) (string, error) { return token, nil },
-		Author:         worktree.Identity{Name: botLogin, Email: "41898282+github-actions[bot]@users.noreply.github.com"},
-		ArtifactBranch: env.Inputs.ArtifactBranch,
-	})
+	// The same wiring as the webhook server, configured from the inputs.
+	// The bot's login is an input: a workflow token cannot read GET /user.
+	cfg := config.Default()
+	cfg.DataDir, cfg.GitHubAPIURL, cfg.GitHubToken = data, env.APIURL, env.Token
+	cfg.TriggerWord, cfg.AllowedUsers, cfg.BotLogin = env.Inputs.Trigger, env.Inputs.AllowedUsers, env.Inputs.BotLogin
+	cfg.ArtifactBranch, cfg.LogOnSessionBranch = env.Inputs.ArtifactBranch, env.Inputs.LogOnSessionBranch
+	bot, err := dispatch.NewGitHubBot(cfg, st, deps.Engines(st), slog.New(slog.NewTextHandler(log, nil)))
 	if err != nil {
 		return Outputs{}, err
 	}
-	var res dispatch.Result
-	d := &dispatch.Dispatcher{
-		Trigger:   env.Inputs.Trigger,
-		BotLogin:  botLogin,
-		GitHub:    dispatch.API{Client: client},
-		Auth:      auth.New(client, auth.Policy{AllowedUsers: env.Inputs.AllowedUsers, BotLogin: botLogin}),
-		Git:       dispatch.Worktrees{M: wm, Branch: env.Inputs.ArtifactBranch, OnSessionBranch: env.Inputs.LogOnSessionBranch},
-		Runs:      run.NewManager(st),
-		Engines:   deps.Engines(st),
-		ServerURL: env.ServerURL,
-		Result:    func(r dispatch.Result) { res = r },
+	if _, err := bot.Login(ctx); err != nil {
+		return Outputs{}, err
 	}
+	var res dispatch.Result
+	d := bot.Dispatcher
+	d.ServerURL = env.ServerURL
+	d.Result = func(r dispatch.Result) { res = r }
 	end := Group(log, fmt.Sprintf("agentos: %s on %s#%d by %s", env.EventName, t.Repo, t.Number, t.Author))
 	derr := d.Dispatch(ctx, t)
 	end()

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -30,7 +32,8 @@ import (
 var update = flag.Bool("update", false, "rewrite the golden files")
 
 const (
-	ghToken  = "ghs_ActionsWorkflowToken000000000000000"
+	// The workflow's token serves the API and git, as GITHUB_TOKEN does.
+	ghToken  = gittest.Token
 	botLogin = "github-actions[bot]"
 )
 
@@ -100,8 +103,16 @@ type actions struct {
 
 func newActions(t *testing.T) *actions {
 	t.Helper()
-	a := &actions{t: t, fake: fakegithub.New(t), git: gittest.New(t), workDir: t.TempDir()}
-	a.apiURL = a.fake.Serve(t)
+	a := &actions{t: t, fake: fakegithub.New(t), workDir: t.TempDir()}
+	// One server plays github.com: the REST API and git over HTTPS.
+	var gitHandler http.Handler
+	a.git, gitHandler = gittest.NewHandler(t)
+	mux := http.NewServeMux()
+	mux.Handle("/octo/", gitHandler)
+	mux.Handle("/", a.fake)
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	a.git.URL, a.apiURL = srv.URL, srv.URL+"/"
 	sample := t.TempDir()
 	if err := demo.WriteSample(sample); err != nil {
 		t.Fatal(err)
@@ -153,8 +164,7 @@ func (a *actions) run(eventName string, ev map[string]any) (action.Outputs, stri
 		t.Fatal(err)
 	}
 	deps := action.Deps{
-		Sealer:     sealer,
-		GitBaseURL: a.git.URL,
+		Sealer: sealer,
 		Engines: func(st store.Store) dispatch.Engines {
 			return func(ctx context.Context, r dispatch.EngineRequest) (*run.Engine, func(), error) {
 				e, err := setup.Build(ctx, setup.Options{Dir: r.Dir, Profile: prof, Providers: reg, SessionID: r.SessionID, Store: st, UntrustedRepo: r.Untrusted})
@@ -165,9 +175,6 @@ func (a *actions) run(eventName string, ev map[string]any) (action.Outputs, stri
 			}
 		},
 	}
-	// The runner gives a container action the git token as the workflow
-	// gives it; here the git server accepts only its own test token.
-	deps.GitToken = gittest.Token
 	var log strings.Builder
 	out, runErr := action.Run(context.Background(), env, deps, &log)
 	o, _ := os.ReadFile(outPath)

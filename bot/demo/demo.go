@@ -20,12 +20,13 @@ import (
 	"io"
 	"log/slog"
 	"math/big"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
-	"github.com/agentos/agentos/bot/auth"
+	"github.com/agentos/agentos/bot/config"
 	"github.com/agentos/agentos/bot/dispatch"
 	"github.com/agentos/agentos/bot/github"
 	"github.com/agentos/agentos/bot/internal/fakegithub"
@@ -130,7 +131,7 @@ type world struct {
 	home     string // HOME for every git command
 	bare     string
 	fake     *fakegithub.Fake
-	api, gh  *server
+	api      *server // the fake GitHub: REST API and git over HTTPS
 	botToken string
 	mona     *github.Client
 	issue    int
@@ -168,11 +169,8 @@ func newWorld(ctx context.Context, o Options) (w *world, err error) {
 	if err != nil {
 		return w, err
 	}
-	gh, err := gitHandler(ctx, w.home, gitRoot, worktree.TokenUser, w.botToken)
+	gitH, err := gitHandler(ctx, w.home, gitRoot, worktree.TokenUser, w.botToken)
 	if err != nil {
-		return w, err
-	}
-	if w.gh, err = listen(gh); err != nil {
 		return w, err
 	}
 	if w.fake, err = fakegithub.NewUnchecked(); err != nil {
@@ -185,7 +183,12 @@ func newWorld(ctx context.Context, o Options) (w *world, err error) {
 	w.fake.SetPermission(Repo, BotLogin, fakegithub.PermWrite)
 	w.fake.SetPermission(Repo, Maintainer, fakegithub.PermMaintain)
 	w.issue = w.fake.AddIssue(Repo, fakegithub.Issue{Title: IssueTitle, Body: "`Check` in auth.go lets a prefix of the secret through; `go test ./...` fails.", User: Maintainer})
-	if w.api, err = listen(w.fake); err != nil {
+	// One server plays github.com: the REST API, and git over HTTPS under
+	// /<owner>/, as the bot expects of a GitHub host.
+	mux := http.NewServeMux()
+	mux.Handle("/"+Owner+"/", gitH)
+	mux.Handle("/", w.fake)
+	if w.api, err = listen(mux); err != nil {
 		return w, err
 	}
 	if w.mona, err = github.New(github.Config{BaseURL: w.api.URL, Token: monaToken}); err != nil {
@@ -210,19 +213,6 @@ func (w *world) startBot(dir string) error {
 	if w.store, err = sqlite.Open(data, sealer, sqlite.Options{}); err != nil {
 		return err
 	}
-	client, err := github.New(github.Config{BaseURL: w.api.URL, Token: w.botToken})
-	if err != nil {
-		return err
-	}
-	token := w.botToken
-	wm, err := worktree.New(worktree.Config{
-		CacheDir: filepath.Join(dir, "git"), BaseURL: w.gh.URL,
-		Token:  func(context.Context, worktree.Repo) (string, error) { return token, nil },
-		Author: worktree.Identity{Name: BotLogin, Email: worktree.DefaultAuthorEmail}, ArtifactBranch: worktree.DefaultArtifactBranch,
-	})
-	if err != nil {
-		return err
-	}
 	script, err := demo.Script()
 	if err != nil {
 		return err
@@ -232,22 +222,25 @@ func (w *world) startBot(dir string) error {
 	profile.Pricing = provider.Pricing{InputPerMTok: 3, OutputPerMTok: 15}
 	providers := provider.Registry{"scripted": func(context.Context, provider.Profile) (provider.Provider, error) { return scripted.New(script), nil }}
 	st := w.store
-	w.d = &dispatch.Dispatcher{
-		BotLogin: BotLogin,
-		GitHub:   dispatch.API{Client: client},
-		Auth:     auth.New(client, auth.Policy{BotLogin: BotLogin}),
-		Git:      dispatch.Worktrees{M: wm, Branch: worktree.DefaultArtifactBranch},
-		Runs:     run.NewManager(st),
-		Log:      slog.New(slog.NewTextHandler(w.o.Log, &slog.HandlerOptions{Level: slog.LevelWarn})),
-		Engines: func(ctx context.Context, r dispatch.EngineRequest) (*run.Engine, func(), error) {
-			env, err := setup.Build(ctx, setup.Options{Dir: r.Dir, Profile: profile, Providers: providers, SessionID: r.SessionID, Store: st, UntrustedRepo: r.Untrusted})
-			if err != nil {
-				return nil, nil, err
-			}
-			return env.Engine, env.Close, nil
-		},
-		Result: func(r dispatch.Result) { w.results = append(w.results, r) },
+	engines := func(ctx context.Context, r dispatch.EngineRequest) (*run.Engine, func(), error) {
+		env, err := setup.Build(ctx, setup.Options{Dir: r.Dir, Profile: profile, Providers: providers, SessionID: r.SessionID, Store: st, UntrustedRepo: r.Untrusted})
+		if err != nil {
+			return nil, nil, err
+		}
+		return env.Engine, env.Close, nil
 	}
+	// The same wiring as `agentos serve`.
+	cfg := config.Default()
+	cfg.DataDir, cfg.GitHubAPIURL, cfg.GitHubToken = dir, w.api.URL+"/", w.botToken
+	bot, err := dispatch.NewGitHubBot(cfg, st, engines, slog.New(slog.NewTextHandler(w.o.Log, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	if err != nil {
+		return err
+	}
+	if _, err := bot.Login(context.Background()); err != nil {
+		return err
+	}
+	w.d = bot.Dispatcher
+	w.d.Result = func(r dispatch.Result) { w.results = append(w.results, r) }
 	return nil
 }
 
@@ -257,7 +250,7 @@ func (w *world) close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	var errs []error
-	for _, s := range []*server{w.api, w.gh} {
+	for _, s := range []*server{w.api} {
 		if s != nil {
 			errs = append(errs, s.shutdown(ctx))
 		}
@@ -284,8 +277,7 @@ func (w *world) dispatch(ctx context.Context, t webhook.Trigger) (dispatch.Resul
 func (w *world) play(ctx context.Context) (Report, error) {
 	p := &printer{w: w.o.Out}
 	p.title("agentos demo --github: a maintainer asks the bot to fix a bug, on a fake GitHub")
-	p.line("GitHub API   %s  (fake GitHub, in this process)", w.api.URL)
-	p.line("git host     %s  (git http-backend over %s)", w.gh.URL, w.bare)
+	p.line("GitHub       %s  (fake GitHub API, in this process; git http-backend over %s)", w.api.URL, w.bare)
 	p.line("repository   %s: a small Go module whose tests fail on main", Repo)
 	p.line("people       %s (maintainer), %s (the bot, write access)", Maintainer, BotLogin)
 	p.line("work dir     %s", w.o.Dir)
