@@ -82,15 +82,10 @@ type LogQueue struct {
 	claimed     []Delivery // claimed in a batch, not yet handed out
 	claimClosed bool
 
-	ops   chan *logOp
-	done  chan struct{}
+	gc    *groupCommit[*logOp]
 	ready chan struct{}
 
-	now      func() time.Time
-	maxBatch int
-
-	mu     sync.RWMutex // guards closed against sends on ops
-	closed bool
+	now func() time.Time
 }
 
 // logEntry is the in-memory state of one stored delivery.
@@ -177,14 +172,14 @@ func openLogQueue(dir string, segMax int64) (*LogQueue, error) {
 	}
 	q := &LogQueue{
 		dir: dir, files: map[uint64]*os.File{}, segRefs: map[uint64]int{}, segMax: segMax,
-		index: map[string]*logEntry{}, ops: make(chan *logOp, 4096), done: make(chan struct{}),
-		ready: make(chan struct{}, 1), now: time.Now, maxBatch: 512, nextSeq: 1,
+		index: map[string]*logEntry{}, gc: newGroupCommit[*logOp](4096, 512),
+		ready: make(chan struct{}, 1), now: time.Now, nextSeq: 1,
 	}
 	if err := q.replay(); err != nil {
 		q.closeFiles()
 		return nil, fmt.Errorf("webhook log queue: %w", err)
 	}
-	go q.writeLoop()
+	go q.gc.run(q.commit)
 	q.signal()
 	return q, nil
 }
@@ -595,43 +590,14 @@ func (q *LogQueue) Prune(ctx context.Context, before time.Time) (int64, error) {
 
 func (q *LogQueue) submit(ctx context.Context, op *logOp) error {
 	op.ack = make(chan struct{})
-	q.mu.RLock()
-	if q.closed {
-		q.mu.RUnlock()
-		return ErrQueueClosed
+	if err := q.gc.send(ctx, op); err != nil {
+		return err
 	}
-	select {
-	case q.ops <- op:
-	case <-ctx.Done():
-		q.mu.RUnlock()
-		return ctx.Err()
-	}
-	q.mu.RUnlock()
-	// Once submitted the operation is written or fails; wait for it even
-	// if ctx ends, so the answer tells the truth.
+	// Once sent, the operation is committed or fails as a whole; waiting
+	// for it even if ctx ends tells the caller the truth (and lets the
+	// handler reuse the body buffer).
 	<-op.ack
 	return nil
-}
-
-func (q *LogQueue) writeLoop() {
-	defer close(q.done)
-	batch := make([]*logOp, 0, q.maxBatch)
-	for op := range q.ops {
-		batch = append(batch[:0], op)
-	drain:
-		for len(batch) < q.maxBatch {
-			select {
-			case op2, ok := <-q.ops:
-				if !ok {
-					break drain
-				}
-				batch = append(batch, op2)
-			default:
-				break drain
-			}
-		}
-		q.commit(batch)
-	}
 }
 
 // commit encodes the batch, appends it with one write, syncs it once and
@@ -881,15 +847,9 @@ func (q *LogQueue) deleteSegments() error {
 // Close drains pending operations, gives back the deliveries claimed but
 // not handed out (attempt uncounted), and closes the files.
 func (q *LogQueue) Close() error {
-	q.mu.Lock()
-	if q.closed {
-		q.mu.Unlock()
+	if !q.gc.close() {
 		return nil
 	}
-	q.closed = true
-	close(q.ops)
-	q.mu.Unlock()
-	<-q.done
 	q.claimMu.Lock()
 	unused := q.claimed
 	q.claimed, q.claimClosed = nil, true

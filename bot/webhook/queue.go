@@ -92,8 +92,7 @@ type SQLiteQueue struct {
 	claimed     []Delivery // claimed in a batch, not yet handed out
 	claimClosed bool
 
-	ops   chan *queueOp
-	done  chan struct{}
+	gc    *groupCommit[*queueOp]
 	ready chan struct{}
 
 	// The checkpointer copies the WAL into the database file in its own
@@ -107,10 +106,7 @@ type SQLiteQueue struct {
 	now         func() time.Time
 
 	// MaxBatch bounds the operations committed together.
-	maxBatch int
 
-	mu     sync.RWMutex // guards closed against sends on ops
-	closed bool
 }
 
 type opKind uint8
@@ -194,14 +190,14 @@ func OpenQueue(path string) (*SQLiteQueue, error) {
 		return nil, fmt.Errorf("webhook queue: load delivery ids: %w", err)
 	}
 	q := &SQLiteQueue{
-		db: db, index: index, ops: make(chan *queueOp, 4096), done: make(chan struct{}), ready: make(chan struct{}, 1),
-		now: time.Now, maxBatch: 512, ckptKick: make(chan struct{}, 1), ckptDone: make(chan struct{}),
+		db: db, index: index, gc: newGroupCommit[*queueOp](4096, 512), ready: make(chan struct{}, 1),
+		now: time.Now, ckptKick: make(chan struct{}, 1), ckptDone: make(chan struct{}),
 	}
 	if err := q.prepare(); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("webhook queue: %w", err)
 	}
-	go q.commitLoop()
+	go q.gc.run(q.commit)
 	go q.checkpointLoop()
 	q.signal()
 	return q, nil
@@ -392,44 +388,14 @@ func (q *SQLiteQueue) Prune(ctx context.Context, before time.Time) (int64, error
 
 func (q *SQLiteQueue) submit(ctx context.Context, op *queueOp) error {
 	op.ack = make(chan struct{})
-	q.mu.RLock()
-	if q.closed {
-		q.mu.RUnlock()
-		return ErrQueueClosed
+	if err := q.gc.send(ctx, op); err != nil {
+		return err
 	}
-	select {
-	case q.ops <- op:
-	case <-ctx.Done():
-		q.mu.RUnlock()
-		return ctx.Err()
-	}
-	q.mu.RUnlock()
-	// Once submitted, the operation commits or fails as a whole; waiting
+	// Once sent, the operation is committed or fails as a whole; waiting
 	// for it even if ctx ends tells the caller the truth (and lets the
 	// handler reuse the body buffer).
 	<-op.ack
 	return nil
-}
-
-func (q *SQLiteQueue) commitLoop() {
-	defer close(q.done)
-	batch := make([]*queueOp, 0, q.maxBatch)
-	for op := range q.ops {
-		batch = append(batch[:0], op)
-	drain:
-		for len(batch) < q.maxBatch {
-			select {
-			case op2, ok := <-q.ops:
-				if !ok {
-					break drain
-				}
-				batch = append(batch, op2)
-			default:
-				break drain
-			}
-		}
-		q.commit(batch)
-	}
 }
 
 // commit runs a batch in one transaction. If it fails, every operation in
@@ -646,15 +612,9 @@ func (q *SQLiteQueue) claimRows(ctx context.Context, now int64) ([]Delivery, err
 
 // Close drains pending operations, then closes the database.
 func (q *SQLiteQueue) Close() error {
-	q.mu.Lock()
-	if q.closed {
-		q.mu.Unlock()
+	if !q.gc.close() {
 		return nil
 	}
-	q.closed = true
-	close(q.ops)
-	q.mu.Unlock()
-	<-q.done
 	close(q.ckptKick)
 	<-q.ckptDone
 	q.claimMu.Lock()
