@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/agentos/agentos/bot/github"
+	"github.com/agentos/agentos/bot/tracking"
 	gh "github.com/google/go-github/v62/github"
 )
 
@@ -74,7 +75,7 @@ func (a API) CreateComment(ctx context.Context, repo Repo, number int, body stri
 	if err != nil {
 		return 0, err
 	}
-	cm, err := c.CreateComment(ctx, repo.Owner, repo.Name, number, capBody(body))
+	cm, err := c.CreateComment(ctx, repo.Owner, repo.Name, number, tracking.Fit(body))
 	if err != nil {
 		return 0, err
 	}
@@ -87,7 +88,7 @@ func (a API) EditComment(ctx context.Context, repo Repo, id int64, body string) 
 	if err != nil {
 		return err
 	}
-	_, err = c.EditComment(ctx, repo.Owner, repo.Name, id, capBody(body))
+	_, err = c.EditComment(ctx, repo.Owner, repo.Name, id, tracking.Fit(body))
 	return err
 }
 
@@ -97,7 +98,7 @@ func (a API) CreateDraftPR(ctx context.Context, repo Repo, head, base, title, bo
 	if err != nil {
 		return PullRequest{}, err
 	}
-	p, err := c.CreateDraftPR(ctx, repo.Owner, repo.Name, github.NewPR{Title: title, Head: head, Base: base, Body: capBody(body)})
+	p, err := c.CreateDraftPR(ctx, repo.Owner, repo.Name, github.NewPR{Title: title, Head: head, Base: base, Body: tracking.Fit(body)})
 	if err != nil {
 		return PullRequest{}, err
 	}
@@ -110,7 +111,7 @@ func (a API) EditPRBody(ctx context.Context, repo Repo, number int, body string)
 	if err != nil {
 		return err
 	}
-	return c.EditPullRequestBody(ctx, repo.Owner, repo.Name, number, capBody(body))
+	return c.EditPullRequestBody(ctx, repo.Owner, repo.Name, number, tracking.Fit(body))
 }
 
 // MarkReady implements GitHub.
@@ -131,7 +132,7 @@ func (a API) CreateReview(ctx context.Context, repo Repo, number int, commitSHA,
 	if err != nil {
 		return 0, err
 	}
-	r, err := c.CreateReview(ctx, repo.Owner, repo.Name, number, capBody(body), commitSHA)
+	r, err := c.CreateReview(ctx, repo.Owner, repo.Name, number, tracking.Fit(body), commitSHA)
 	if err != nil {
 		return 0, err
 	}

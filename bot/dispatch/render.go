@@ -48,20 +48,5 @@ func renderPRBody(l link, s replay.Snapshot, logURL string) string {
 	if logURL != "" {
 		fmt.Fprintf(&b, "Event log of session `%s`: [events.jsonl](%s) (check it with `agentos verify`).\n", s.SessionID, logURL)
 	}
-	return capBody(b.String())
-}
-
-// maxBody is GitHub's limit for an issue or PR comment or body.
-const maxBody = 65536
-
-func capBody(s string) string {
-	if len(s) <= maxBody {
-		return s
-	}
-	const note = "\n\n…(truncated to GitHub's 65,536-character limit)"
-	cut := maxBody - len(note)
-	for cut > 0 && (s[cut]&0xC0) == 0x80 { // do not split a UTF-8 sequence
-		cut--
-	}
-	return s[:cut] + note
+	return tracking.Fit(b.String())
 }

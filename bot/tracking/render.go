@@ -327,3 +327,10 @@ func cutMarkdown(s string, max int, note string) string {
 	}
 	return strings.TrimRight(strings.Join(lines[:safe], ""), "\n") + note
 }
+
+// fitNote ends a body that Fit shortened.
+const fitNote = "\n\n_…truncated to GitHub's 65,536-character limit._"
+
+// Fit shortens free Markdown (a PR body, a reply) to GitHub's limit at a
+// line boundary outside any code fence, saying so at the end.
+func Fit(s string) string { return cutMarkdown(s, MaxChars-chars(fitNote), fitNote) }

@@ -339,3 +339,21 @@ func TestTestRunsUseTheCommandsOutcome(t *testing.T) {
 		}
 	}
 }
+
+func TestFitKeepsBodiesUnderTheLimitWithoutOpenFences(t *testing.T) {
+	short := "a short body\n"
+	if Fit(short) != short {
+		t.Error("a short body was changed")
+	}
+	long := "intro\n```diff\n" + strings.Repeat("+ line of a very long diff\n", 4000) + "```\nafter\n"
+	got := Fit(long)
+	if chars(got) > MaxChars {
+		t.Fatalf("%d characters, limit %d", chars(got), MaxChars)
+	}
+	if strings.Count(got, "```")%2 != 0 {
+		t.Error("the cut left a code fence open")
+	}
+	if !strings.HasSuffix(got, fitNote) {
+		t.Error("no truncation note")
+	}
+}
