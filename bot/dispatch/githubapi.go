@@ -35,19 +35,6 @@ func (a API) DefaultBranch(ctx context.Context, repo Repo) (string, error) {
 	return c.DefaultBranch(ctx, repo.Owner, repo.Name)
 }
 
-// Issue implements GitHub.
-func (a API) Issue(ctx context.Context, repo Repo, number int) (Issue, error) {
-	c, err := a.client(ctx, repo)
-	if err != nil {
-		return Issue{}, err
-	}
-	is, err := c.GetIssue(ctx, repo.Owner, repo.Name, number)
-	if err != nil {
-		return Issue{}, err
-	}
-	return Issue{Number: is.GetNumber(), Title: is.GetTitle(), State: is.GetState(), URL: is.GetHTMLURL()}, nil
-}
-
 func prFrom(p *gh.PullRequest) PullRequest {
 	return PullRequest{
 		Number: p.GetNumber(), NodeID: p.GetNodeID(), URL: p.GetHTMLURL(),

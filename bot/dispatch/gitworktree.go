@@ -139,8 +139,6 @@ type sessionTree struct {
 
 func (t *sessionTree) Dir() string { return t.s.Dir }
 
-func (t *sessionTree) Head(ctx context.Context) (string, error) { return t.s.Head() }
-
 func (t *sessionTree) Commit(ctx context.Context, message, runID string, allowEmpty bool) (string, bool, error) {
 	head, err := t.s.Head()
 	if err != nil {

@@ -37,19 +37,10 @@ type PullRequest struct {
 	Draft    bool
 }
 
-// Issue is what the dispatcher needs to know of an issue.
-type Issue struct {
-	Number int
-	Title  string
-	State  string // open | closed
-	URL    string
-}
-
 // GitHub is the part of the GitHub API the dispatcher uses. *github.Client
 // satisfies it through a thin adapter in cmd; tests use the fake GitHub.
 type GitHub interface {
 	DefaultBranch(ctx context.Context, repo Repo) (string, error)
-	Issue(ctx context.Context, repo Repo, number int) (Issue, error)
 	PullRequest(ctx context.Context, repo Repo, number int) (PullRequest, error)
 	CreateComment(ctx context.Context, repo Repo, number int, body string) (int64, error)
 	EditComment(ctx context.Context, repo Repo, commentID int64, body string) error
@@ -120,7 +111,5 @@ type Worktree interface {
 	Commit(ctx context.Context, message, runID string, allowEmpty bool) (sha string, made bool, err error)
 	// Push pushes the session branch to the base repository.
 	Push(ctx context.Context) error
-	// Head is the commit HEAD points at.
-	Head(ctx context.Context) (string, error)
 	Close() error
 }
