@@ -149,6 +149,47 @@ func (r *Registry) ValidateJSON(id string, doc []byte) error {
 	return convert(id, s.Validate(v))
 }
 
+// ValidateDecoded validates a value already in the form a JSON decode with
+// UseNumber yields (map[string]any, []any, string, json.Number, bool,
+// nil), without encoding it first. Anything else is a validation error.
+func (r *Registry) ValidateDecoded(id string, v any) error {
+	s, ok := r.byID[id]
+	if !ok {
+		return fmt.Errorf("schemas: %q: %w", id, ErrUnknownSchema)
+	}
+	if !decoded(v, 0) {
+		return &ValidationError{SchemaID: id, Message: "not a decoded JSON value"}
+	}
+	return convert(id, s.Validate(v))
+}
+
+// decoded reports whether v holds only decoded-JSON types.
+func decoded(v any, depth int) bool {
+	if depth > 1000 {
+		return false
+	}
+	switch x := v.(type) {
+	case nil, string, json.Number, bool:
+		return true
+	case map[string]any:
+		for _, e := range x {
+			if !decoded(e, depth+1) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		for _, e := range x {
+			if !decoded(e, depth+1) {
+				return false
+			}
+		}
+		return true
+	default:
+		return false
+	}
+}
+
 // Validate validates a Go value (a struct, map, or decoded JSON) against the
 // schema id by round-tripping it through JSON, so struct tags apply.
 func (r *Registry) Validate(id string, v any) error {

@@ -3,7 +3,9 @@ package schemas
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -47,6 +49,10 @@ func TestValidationErrorNamesPointer(t *testing.T) {
 	}
 	for _, c := range cases {
 		err := r.ValidateJSON(c.id, []byte(c.doc))
+		// The decoded form of the same document gets the same verdict.
+		if derr := r.ValidateDecoded(c.id, decode(t, c.doc)); fmt.Sprint(derr) != fmt.Sprint(err) {
+			t.Errorf("%s %s: ValidateDecoded %v, ValidateJSON %v", c.id, c.doc, derr, err)
+		}
 		var ve *ValidationError
 		if !errors.As(err, &ve) {
 			t.Errorf("%s %s: got %v, want ValidationError", c.id, c.doc, err)
@@ -74,6 +80,39 @@ func TestValidDocumentsPass(t *testing.T) {
 		if err := r.ValidateJSON(id, []byte(doc)); err != nil {
 			t.Errorf("%s: %v", id, err)
 		}
+		if err := r.ValidateDecoded(id, decode(t, doc)); err != nil {
+			t.Errorf("%s decoded: %v", id, err)
+		}
+	}
+}
+
+func decode(t *testing.T, doc string) any {
+	t.Helper()
+	dec := json.NewDecoder(strings.NewReader(doc))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// TestValidateDecodedRefusesOtherTypes: a value holding anything a JSON
+// decode cannot produce (a float64, a struct) is refused, never judged.
+func TestValidateDecodedRefusesOtherTypes(t *testing.T) {
+	r := MustDefault()
+	for _, v := range []any{
+		map[string]any{"call_id": "c1", "tool": "t", "args": map[string]any{"n": 1.5}},
+		map[string]any{"call_id": "c1", "tool": "t", "args": map[string]any{"s": struct{}{}}},
+		[]any{int64(1)},
+	} {
+		var ve *ValidationError
+		if err := r.ValidateDecoded("payload_tool_invoke_v1", v); !errors.As(err, &ve) {
+			t.Errorf("%#v: got %v, want a ValidationError", v, err)
+		}
+	}
+	if err := r.ValidateDecoded("nope_v1", nil); !errors.Is(err, ErrUnknownSchema) {
+		t.Errorf("unknown id: %v", err)
 	}
 }
 

@@ -12,9 +12,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 )
 
 // Mask replaces every redacted value.
@@ -40,11 +42,13 @@ var prefilter = []string{"PRIVATE KEY", "gh", "github_pat_", "earer", "EARER", "
 
 // Redactor is safe for concurrent use.
 type Redactor struct {
-	keys      []string
-	keyRe     *regexp.Regexp // NAME=value / NAME: value with NAME containing a key
-	mu        sync.RWMutex
-	literals  []string // longest first, so a secret containing another is masked whole
-	litFilter bool
+	keys  []string
+	keyRe *regexp.Regexp // NAME=value / NAME: value with NAME containing a key
+	mu    sync.Mutex     // serialises AddLiteral
+	// literals, longest first so that a secret containing another is
+	// masked whole; replaced (never modified) by AddLiteral, so String
+	// reads it without a lock.
+	literals atomic.Pointer[[]string]
 }
 
 // New returns a Redactor for env-name fragments keys (case-insensitive match
@@ -79,21 +83,23 @@ func (r *Redactor) AddLiteral(secret string) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for _, l := range r.literals {
-		if l == secret {
-			return
-		}
+	var lits []string
+	if p := r.literals.Load(); p != nil {
+		lits = *p
 	}
-	r.literals = append(r.literals, secret)
-	sort.Slice(r.literals, func(i, j int) bool { return len(r.literals[i]) > len(r.literals[j]) })
-	r.litFilter = true
+	if slices.Contains(lits, secret) {
+		return
+	}
+	lits = append(slices.Clone(lits), secret)
+	sort.SliceStable(lits, func(i, j int) bool { return len(lits[i]) > len(lits[j]) })
+	r.literals.Store(&lits)
 }
 
 // IsSecretName reports whether an env-style name (upper-case letters, digits,
 // underscores) contains one of the configured keys. Lower-case field names
 // such as "input_tokens" are not env names and never match.
 func (r *Redactor) IsSecretName(name string) bool {
-	if name == "" || strings.ToUpper(name) != name {
+	if name == "" {
 		return false
 	}
 	for _, c := range name {
@@ -111,21 +117,22 @@ func (r *Redactor) IsSecretName(name string) bool {
 
 // String returns s with every secret masked.
 func (r *Redactor) String(s string) string {
-	r.mu.RLock()
-	if r.litFilter {
-		for _, l := range r.literals {
+	if p := r.literals.Load(); p != nil {
+		for _, l := range *p {
 			if strings.Contains(s, l) {
 				s = strings.ReplaceAll(s, l, Mask)
 			}
 		}
 	}
-	r.mu.RUnlock()
-	if hasAny(s, prefilter) {
+	shape, kv := scan(s)
+	if shape {
 		for _, re := range shapes {
 			s = re.ReplaceAllString(s, Mask)
 		}
 	}
-	if r.keyRe != nil && (strings.ContainsRune(s, '=') || strings.ContainsRune(s, ':')) {
+	// (A shape's mask holds no '=' or ':', and keyRe cannot match
+	// without one, so kv of the text before masking shapes will do.)
+	if r.keyRe != nil && kv {
 		s = r.keyRe.ReplaceAllStringFunc(s, func(m string) string {
 			sub := r.keyRe.FindStringSubmatch(m)
 			if sub[3] == Mask || sub[3] == `"`+Mask+`"` {
@@ -137,13 +144,37 @@ func (r *Redactor) String(s string) string {
 	return s
 }
 
-func hasAny(s string, subs []string) bool {
-	for _, p := range subs {
-		if strings.Contains(s, p) {
-			return true
+// scan reports in one pass over s what hasAny(s, prefilter) and a search
+// for '=' or ':' would: whether s may hold a credential shape, and whether
+// it may hold a NAME=value pair. Most strings need neither regexp.
+func scan(s string) (shape, kv bool) {
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '=', ':':
+			kv = true
+		case 'P':
+			shape = shape || strings.HasPrefix(s[i:], "PRIVATE KEY")
+		case 'g':
+			shape = shape || strings.HasPrefix(s[i:], "gh") || strings.HasPrefix(s[i:], "github_pat_")
+		case 'e':
+			shape = shape || strings.HasPrefix(s[i:], "earer")
+		case 'E':
+			shape = shape || strings.HasPrefix(s[i:], "EARER")
+		case 's':
+			shape = shape || strings.HasPrefix(s[i:], "sk-")
+		case 'A':
+			if !shape && i+4 <= len(s) {
+				switch s[i : i+4] {
+				case "AKIA", "ASIA", "AGPA", "AIDA", "AROA", "ANPA", "ANVA", "AIPA":
+					shape = true
+				}
+			}
+		}
+		if shape && kv {
+			return
 		}
 	}
-	return false
+	return
 }
 
 // Value redacts a decoded JSON value in place and returns it: every string

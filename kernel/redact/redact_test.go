@@ -1,6 +1,8 @@
 package redact
 
 import (
+	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -70,4 +72,34 @@ func TestIsSecretName(t *testing.T) {
 			t.Errorf("IsSecretName(%q) = %v, want %v", name, got, want)
 		}
 	}
+}
+
+// TestScanMatchesPrefilter: the one-pass scan decides exactly what the
+// substring prefilter and a search for '=' or ':' decide.
+func TestScanMatchesPrefilter(t *testing.T) {
+	pieces := append(slices.Clone(prefilter), "", "a", "=", ":", "G", "h", "PRIVATE", "KEY", "github", "_pat", "ear", "er", "sk", "-", "AKI", "A", "ANV", " ", "é", "AIP")
+	rng := rand.New(rand.NewPCG(3, 4))
+	for i := 0; i < 20000; i++ {
+		var b strings.Builder
+		for n := rng.IntN(6); n > 0; n-- {
+			b.WriteString(pieces[rng.IntN(len(pieces))])
+		}
+		s := b.String()
+		shape, kv := scan(s)
+		if want := hasAny(s, prefilter); shape != want {
+			t.Fatalf("%q: scan shape %v, prefilter %v", s, shape, want)
+		}
+		if want := strings.ContainsAny(s, "=:"); kv != want {
+			t.Fatalf("%q: scan kv %v, want %v", s, kv, want)
+		}
+	}
+}
+
+func hasAny(s string, subs []string) bool {
+	for _, p := range subs {
+		if strings.Contains(s, p) {
+			return true
+		}
+	}
+	return false
 }

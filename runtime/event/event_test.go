@@ -11,7 +11,7 @@ import (
 	"github.com/agentos/agentos/schemas"
 )
 
-func newSealer(t *testing.T) *Sealer {
+func newSealer(t testing.TB) *Sealer {
 	t.Helper()
 	s, err := NewSealer(schemas.MustDefault(), redact.New(nil), func() time.Time { return time.Date(2026, 1, 2, 3, 4, 5, 6000, time.UTC) })
 	if err != nil {

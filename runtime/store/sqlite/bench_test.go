@@ -161,7 +161,7 @@ func BenchmarkCommit(b *testing.B) {
 				for i, r := range reqs {
 					r.expected, r.ack = seqs[i], make(chan struct{})
 				}
-				s.commit(reqs)
+				s.commitAndSync(reqs)
 				for i, r := range reqs {
 					if r.err != nil {
 						b.Fatal(r.err)

@@ -100,7 +100,7 @@ func TestTwoStoresOneFile(t *testing.T) {
 		}
 		reqs = append(reqs, &appendReq{sessionID: c.sid, expected: c.expected, prepared: ps, ack: make(chan struct{})})
 	}
-	a.commit(reqs)
+	a.commitAndSync(reqs)
 	var ce *store.ConflictError
 	if !errors.As(reqs[1].err, &ce) || ce.Actual != 2 {
 		t.Fatalf("stale append: got %v, want a conflict with actual seq 2", reqs[1].err)

@@ -1,0 +1,160 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentos/agentos/runtime/event"
+	"github.com/agentos/agentos/runtime/store/storetest"
+)
+
+func msg(text string) event.Draft {
+	return event.Draft{RunID: "r", Type: event.OutputMessage, Actor: "worker", Payload: map[string]any{"text": text}}
+}
+
+// TestUnsyncedEventsInvisible: an event whose transaction has committed
+// but whose WAL fsync has not returned is neither acknowledged nor seen by
+// Read or Sessions in this process; once the fsync returns, it is both.
+func TestUnsyncedEventsInvisible(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(t.TempDir(), storetest.NewSealer(t), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.Append(ctx, "old", 0, msg("old 1")); err != nil {
+		t.Fatal(err)
+	}
+	entered, release := make(chan struct{}), make(chan struct{})
+	realSync := s.syncWAL
+	s.syncWAL = func() error {
+		close(entered)
+		<-release
+		return realSync()
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.Append(ctx, "old", 1, msg("old 2"))
+		if err == nil {
+			_, err = s.Append(ctx, "new", 0, msg("new 1"))
+		}
+		done <- err
+	}()
+	<-entered // "old 2" is committed; its fsync is blocked
+	evs, err := s.Read(ctx, "old", 1)
+	if err != nil || len(evs) != 1 {
+		t.Fatalf("read during fsync: %d events, %v; want only the synced one", len(evs), err)
+	}
+	infos, err := s.Sessions(ctx)
+	if err != nil || len(infos) != 1 || infos[0].LastSeq != 1 {
+		t.Fatalf("sessions during fsync: %+v %v", infos, err)
+	}
+	select {
+	case err := <-done:
+		t.Fatalf("append acknowledged before its fsync returned (%v)", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	s.syncWAL = realSync // read by the syncer only after release
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if evs, err := s.Read(ctx, "old", 1); err != nil || len(evs) != 2 {
+		t.Fatalf("after fsync: %d events, %v", len(evs), err)
+	}
+	if infos, err := s.Sessions(ctx); err != nil || len(infos) != 2 {
+		t.Fatalf("sessions after fsync: %+v %v", infos, err)
+	}
+}
+
+// TestFsyncFailureFailsClosed: after a failed fsync nothing more is
+// acknowledged, by this store; reopening recovers a consistent log that
+// accepts appends again.
+func TestFsyncFailureFailsClosed(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	sealer := storetest.NewSealer(t)
+	s, err := Open(dir, sealer, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Append(ctx, "a", 0, msg("1")); err != nil {
+		t.Fatal(err)
+	}
+	s.syncWAL = func() error { return errors.New("EIO (injected)") }
+	if _, err := s.Append(ctx, "a", 1, msg("2")); err == nil || !strings.Contains(err.Error(), "fsync WAL") {
+		t.Fatalf("append with a failed fsync: %v", err)
+	}
+	if _, err := s.Append(ctx, "b", 0, msg("x")); err == nil {
+		t.Fatal("append after a failed fsync was acknowledged")
+	}
+	s.Close()
+	s, err = Open(dir, sealer, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	evs, err := s.Read(ctx, "a", 1)
+	if err != nil || len(evs) < 1 || evs[0].Seq != 1 {
+		t.Fatalf("after reopen: %v %v", evs, err)
+	}
+	if _, err := s.Append(ctx, "a", evs[len(evs)-1].Seq, msg("3")); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestMigratesVersion1: a database written in the first layout (tips in a
+// sessions table with seq, hash, time and type) opens with every session
+// intact and appendable.
+func TestMigratesVersion1(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	sealer := storetest.NewSealer(t)
+	s, err := Open(dir, sealer, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sid := range []string{"one", "two"} {
+		if _, err := s.Append(ctx, sid, 0, msg(sid+" 1"), msg(sid+" 2")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := s.Sessions(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	// Rewrite the tips into the version-1 table.
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, FileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`
+CREATE TABLE sessions (session_id TEXT PRIMARY KEY, last_seq INTEGER NOT NULL, last_hash TEXT NOT NULL, last_pos INTEGER NOT NULL, first_ts TEXT NOT NULL, last_ts TEXT NOT NULL, last_type TEXT NOT NULL) WITHOUT ROWID;
+INSERT INTO sessions SELECT t.session_id, e.seq, '', t.last_pos, t.first_ts, '', '' FROM tips t JOIN events e ON e.pos = t.last_pos;
+DROP TABLE tips;`); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	s, err = Open(dir, sealer, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	got, err := s.Sessions(ctx)
+	if err != nil || fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("sessions after migration: %+v %v, want %+v", got, err, want)
+	}
+	if _, err := s.Append(ctx, "two", 2, msg("two 3")); err != nil {
+		t.Fatal(err)
+	}
+	if evs, err := s.Read(ctx, "two", 1); err != nil || len(evs) != 3 || evs[2].PrevHash != evs[1].Hash {
+		t.Fatalf("two after migration: %v %v", evs, err)
+	}
+}
