@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/agentos/agentos/runtime/event"
+	"github.com/agentos/agentos/runtime/store"
 	"github.com/agentos/agentos/runtime/store/storetest"
 )
 
@@ -156,5 +157,55 @@ DROP TABLE tips;`); err != nil {
 	}
 	if evs, err := s.Read(ctx, "two", 1); err != nil || len(evs) != 3 || evs[2].PrevHash != evs[1].Hash {
 		t.Fatalf("two after migration: %v %v", evs, err)
+	}
+}
+
+// TestStaleHintResealed: a caller seals its events on the tip it last saw
+// (a hint); when another writer moved the tip meanwhile, the commit loop
+// must not store those events but seal them again on the real tip (here a
+// schema violation, which is appended whatever seq the caller expected).
+func TestStaleHintResealed(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	sealer := storetest.NewSealer(t)
+	a, err := Open(dir, sealer, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := Open(dir, sealer, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if _, err := a.Append(ctx, "s", 0, msg("a 1")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Append(ctx, "s", 1, msg("b 2")); err != nil {
+		t.Fatal(err)
+	}
+	// a's hint says seq 1; expected 1 matches it, but the tip is 2.
+	var ce *store.ConflictError
+	if _, err := a.Append(ctx, "s", 1, msg("a 2")); !errors.As(err, &ce) || ce.Actual != 2 {
+		t.Fatalf("append on a stale hint: %v, want a conflict at 2", err)
+	}
+	if _, err := b.Append(ctx, "s", 2, msg("b 3")); err != nil {
+		t.Fatal(err)
+	}
+	bad := event.Draft{RunID: "r", Type: event.OutputMessage, Actor: "worker", Payload: map[string]any{"text": 7}}
+	if _, err := a.Append(ctx, "s", 2, bad); err == nil {
+		t.Fatal("invalid payload accepted")
+	}
+	evs, err := b.Read(ctx, "s", 1)
+	if err != nil || len(evs) != 4 {
+		t.Fatalf("read: %d events, %v", len(evs), err)
+	}
+	for i, e := range evs {
+		if h, err := event.CheckLineHash(e.Line()); err != nil || h != e.Hash || (i > 0 && e.PrevHash != evs[i-1].Hash) {
+			t.Fatalf("seq %d: chain broken: %v", e.Seq, err)
+		}
+	}
+	if evs[3].Type != event.SchemaViolation {
+		t.Fatalf("last event %s, want the schema violation", evs[3].Type)
 	}
 }

@@ -90,6 +90,7 @@ type Store struct {
 	// storage, ours the highest it has committed (raised before COMMIT);
 	// in-process readers do not see rows in between (see hidden).
 	durable, ours atomic.Int64
+	hints         tipHints
 	// commits counts transactions the commit loop ran (batches, retries
 	// included); the benchmarks report events per commit from it.
 	commits atomic.Int64
@@ -98,6 +99,12 @@ type Store struct {
 }
 
 type appendReq struct {
+	// sealed are the prepared events as the caller sealed them on the tip
+	// sealedOn (its hint), with their lines; used if that is the tip.
+	sealedOn event.Tip
+	sealed   []event.Event
+	lines    [][]byte
+
 	pos       int64 // position of the batch's last row once committed
 	sessionID string
 	expected  int64
@@ -213,6 +220,16 @@ func (s *Store) Append(ctx context.Context, sessionID string, expectedSeq int64,
 		return nil, perr
 	}
 	r := &appendReq{sessionID: sessionID, expected: expectedSeq, prepared: ps, perr: perr, ack: make(chan struct{})}
+	// Seal here, in parallel with other callers, on the tip this session
+	// had after its last commit; the commit loop uses the result only if
+	// that is still the tip, and seals again otherwise.
+	if tip, ok := s.hints.get(sessionID); ok && (tip.Seq == expectedSeq || perr != nil) {
+		r.sealedOn, r.sealed = tip, s.sealer.Chain(tip, ps)
+		r.lines = make([][]byte, len(r.sealed))
+		for i := range r.sealed {
+			r.lines[i] = r.sealed[i].Line()
+		}
+	}
 	if err := s.submit(ctx, r); err != nil {
 		return nil, err
 	}
@@ -513,11 +530,19 @@ func (s *Store) commitOnce(batch []*appendReq) (err error) {
 				r.err = &store.ConflictError{SessionID: r.sessionID, Expected: r.expected, Actual: t.tip.Seq}
 				continue
 			}
-			evs = s.sealer.Chain(t.tip, r.prepared)
+			if r.sealed != nil && r.sealedOn == t.tip {
+				evs = r.sealed
+			} else {
+				evs, r.lines = s.sealer.Chain(t.tip, r.prepared), nil
+			}
 		}
 		for i := range evs {
 			pos++
-			rows = append(rows, eventRow{pos: pos, prev: t.pos, ev: &evs[i]})
+			row := eventRow{pos: pos, prev: t.pos, ev: &evs[i]}
+			if r.lines != nil {
+				row.line = r.lines[i]
+			}
+			rows = append(rows, row)
 			t.pos = pos
 		}
 		last := evs[len(evs)-1]
@@ -543,6 +568,10 @@ func (s *Store) commitOnce(batch []*appendReq) (err error) {
 	}
 	for sid, t := range moved {
 		w.tips[sid] = t
+		s.hints.set(sid, t.tip)
+	}
+	if len(w.tips) > maxCachedTips {
+		clear(w.tips) // re-read from the table as needed
 	}
 	w.pos = pos
 	return nil
@@ -551,6 +580,47 @@ func (s *Store) commitOnce(batch []*appendReq) (err error) {
 type eventRow struct {
 	pos, prev int64
 	ev        *event.Event
+	line      []byte // ev's line if the caller rendered it
+}
+
+// maxCachedTips bounds the tips the commit loop caches (and each shard of
+// the callers' hints): a long-running server touches many sessions.
+const maxCachedTips = 1 << 16
+
+// tipHints holds each recently committed session's tip for callers, so
+// that they can seal their events before the commit loop sees them. A
+// hint is only ever a guess: the loop checks it against the real tip.
+type tipHints struct {
+	shards [16]struct {
+		mu sync.Mutex
+		m  map[string]event.Tip
+	}
+}
+
+func (h *tipHints) shard(sid string) int {
+	var x uint32 = 2166136261 // FNV-1a
+	for i := 0; i < len(sid); i++ {
+		x = (x ^ uint32(sid[i])) * 16777619
+	}
+	return int(x % uint32(len(h.shards)))
+}
+
+func (h *tipHints) get(sid string) (event.Tip, bool) {
+	sh := &h.shards[h.shard(sid)]
+	sh.mu.Lock()
+	t, ok := sh.m[sid]
+	sh.mu.Unlock()
+	return t, ok
+}
+
+func (h *tipHints) set(sid string, t event.Tip) {
+	sh := &h.shards[h.shard(sid)]
+	sh.mu.Lock()
+	if sh.m == nil || len(sh.m) >= maxCachedTips/len(h.shards) {
+		sh.m = map[string]event.Tip{}
+	}
+	sh.m[sid] = t
+	sh.mu.Unlock()
 }
 
 // maxRows bounds the rows of one multi-row statement. Batches are written
@@ -617,9 +687,13 @@ func (w *writer) insertEvents(ctx context.Context, rows []eventRow) error {
 		}
 		args, line := w.args[:0], w.line[:0]
 		for _, r := range rows[:n] {
-			start := len(line)
-			line = r.ev.AppendLine(line)
-			args = append(args, r.pos, r.ev.SessionID, r.ev.Seq, r.prev, line[start:len(line):len(line)])
+			l := r.line
+			if l == nil {
+				start := len(line)
+				line = r.ev.AppendLine(line)
+				l = line[start:len(line):len(line)]
+			}
+			args = append(args, r.pos, r.ev.SessionID, r.ev.Seq, r.prev, l)
 		}
 		w.args, w.line = args, line
 		if _, err := st.ExecContext(ctx, args...); err != nil {
