@@ -560,10 +560,15 @@ func (s *Store) commitOnce(batch []*appendReq) (err error) {
 	if err := w.moveTips(ctx, moved); err != nil {
 		return err
 	}
-	if pos > s.ours.Load() {
+	// Raised before COMMIT so that no snapshot holds these rows while
+	// hidden() does not cover them; lowered again if the commit fails (it
+	// rolled back, and the positions are handed out again).
+	prevOurs := s.ours.Load()
+	if pos > prevOurs {
 		s.ours.Store(pos)
 	}
 	if _, err := w.conn.ExecContext(ctx, "COMMIT"); err != nil {
+		s.ours.Store(prevOurs)
 		return err
 	}
 	for sid, t := range moved {
