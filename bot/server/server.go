@@ -211,6 +211,10 @@ func newRequestID() string {
 
 // requestLog gives each request an id (the caller's X-Request-Id when it
 // is plain, else a new one), echoes it, and logs the request when it ends.
+// A webhook delivery answered 2xx is logged at debug level only: GitHub
+// may send thousands a second, the delivery metrics count them, and a log
+// line each would cost the intake about as much as its own work; failed
+// deliveries are logged as warnings or errors like any request.
 func (s *Server) requestLog(c *gin.Context) {
 	start := time.Now()
 	id := c.GetHeader("X-Request-Id")
@@ -226,6 +230,11 @@ func (s *Server) requestLog(c *gin.Context) {
 		level = slog.LevelError
 	case st >= 400:
 		level = slog.LevelWarn
+	case s.o.Webhook != nil && c.FullPath() == s.o.WebhookPath:
+		level = slog.LevelDebug
+	}
+	if !s.log.Enabled(c.Request.Context(), level) {
+		return
 	}
 	attrs := []slog.Attr{
 		slog.String("request_id", id),

@@ -326,3 +326,51 @@ func TestNewRejects(t *testing.T) {
 		}
 	}
 }
+
+// TestWebhookRequestLogLevels: a delivery answered 2xx is logged at debug
+// level only; a refused one, and any other request, at its usual level.
+func TestWebhookRequestLogLevels(t *testing.T) {
+	for _, debug := range []bool{false, true} {
+		logs := &syncBuffer{}
+		opts := &slog.HandlerOptions{}
+		if debug {
+			opts.Level = slog.LevelDebug
+		}
+		s, _ := newServer(t, Options{
+			Logger:      slog.New(slog.NewJSONHandler(logs, opts)),
+			WebhookPath: "/hooks/github",
+			Webhook: func(c *gin.Context) {
+				if c.GetHeader("X-Hub-Signature-256") == "" {
+					c.Status(http.StatusUnauthorized)
+					return
+				}
+				c.Status(http.StatusAccepted)
+			},
+			Routes: []func(gin.IRouter){func(r gin.IRouter) { r.GET("/ok", func(c *gin.Context) { c.Status(http.StatusOK) }) }},
+		})
+		send := func(method, path, delivery string, signed bool) {
+			req := httptest.NewRequest(method, path, strings.NewReader("{}"))
+			req.Header.Set("X-GitHub-Delivery", delivery)
+			if signed {
+				req.Header.Set("X-Hub-Signature-256", "sha256=x")
+			}
+			s.Handler().ServeHTTP(httptest.NewRecorder(), req)
+		}
+		send(http.MethodPost, "/hooks/github", "accepted-1", true)
+		send(http.MethodPost, "/hooks/github", "refused-1", false)
+		send(http.MethodGet, "/ok", "other-1", false)
+		l := logs.String()
+		if got := strings.Contains(l, `"delivery":"accepted-1"`); got != debug {
+			t.Errorf("debug %v: accepted delivery logged = %v:\n%s", debug, got, l)
+		}
+		if debug && !strings.Contains(l, `"level":"DEBUG","msg":"http request"`) {
+			t.Errorf("accepted delivery not at debug level:\n%s", l)
+		}
+		if !strings.Contains(l, `"level":"WARN","msg":"http request"`) || !strings.Contains(l, `"delivery":"refused-1"`) {
+			t.Errorf("refused delivery not logged as a warning:\n%s", l)
+		}
+		if !strings.Contains(l, `"delivery":"other-1"`) {
+			t.Errorf("other request not logged:\n%s", l)
+		}
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -93,7 +94,10 @@ func (h *Handler) Serve(c *gin.Context) {
 		h.fail(c, label, http.StatusRequestEntityTooLarge, "too_large", h.tooLarge, "")
 		return
 	}
-	body, err := readBody(http.MaxBytesReader(c.Writer, r.Body, h.cfg.MaxBody), r.ContentLength)
+	buf := getBodyBuf(r.ContentLength)
+	defer putBodyBuf(buf)
+	body, err := readBody(http.MaxBytesReader(c.Writer, r.Body, h.cfg.MaxBody), (*buf)[:0])
+	*buf = body[:0]
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
@@ -175,13 +179,39 @@ func (h *Handler) fail(c *gin.Context, label string, status int, outcome, msg, e
 	c.Data(status, jsonType, b)
 }
 
-// readBody reads all of r, sized from the Content-Length when known.
-func readBody(r io.Reader, contentLength int64) ([]byte, error) {
+// Body buffers are reused across deliveries (the queue copies what it
+// stores); those larger than maxPooledBody are left to the collector.
+const maxPooledBody = 256 << 10
+
+var bodyBufs = sync.Pool{New: func() any { return new([]byte) }}
+
+// getBodyBuf returns an empty buffer for a body of contentLength bytes
+// (unknown: -1), with room for one more so that EOF is seen without
+// growing.
+func getBodyBuf(contentLength int64) *[]byte {
+	buf := bodyBufs.Get().(*[]byte)
 	n := 512
-	if contentLength > 0 {
-		n = int(contentLength) + 1 // +1: EOF is seen without growing
+	if contentLength > 0 && contentLength < maxPooledBody {
+		n = int(contentLength) + 1
+	} else if contentLength >= maxPooledBody {
+		n = int(min(contentLength, DefaultMaxBody)) + 1
 	}
-	b := make([]byte, 0, n)
+	if cap(*buf) < n {
+		*buf = make([]byte, 0, n)
+	}
+	return buf
+}
+
+func putBodyBuf(buf *[]byte) {
+	if cap(*buf) > maxPooledBody {
+		*buf = nil
+	}
+	*buf = (*buf)[:0]
+	bodyBufs.Put(buf)
+}
+
+// readBody appends all of r to b.
+func readBody(r io.Reader, b []byte) ([]byte, error) {
 	for {
 		if len(b) == cap(b) {
 			b = append(b, 0)[:len(b)]

@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -191,4 +193,37 @@ func TestHandlerDuplicateAcrossRestart(t *testing.T) {
 	if n, _ := q2.Depth(context.Background()); n != 1 {
 		t.Errorf("Depth = %d, want 1", n)
 	}
+}
+
+// TestHandlerReusesBodyBuffers: the handler reuses body buffers across
+// deliveries, concurrent ones included; every queue keeps what it was
+// given intact.
+func TestHandlerReusesBodyBuffers(t *testing.T) {
+	forEachQueue(t, func(t *testing.T, impl queueImpl, q testQueue, path string) {
+		e := newEngine(NewHandler(Config{Secrets: [][]byte{testSecret}}, q, nil))
+		const n = 64
+		bodyOf := func(i int) []byte {
+			return []byte(fmt.Sprintf(`{"action":"created","i":%d,"pad":%q}`, i, strings.Repeat(string(rune('a'+i%26)), 100+i*37)))
+		}
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if w := post(t, e, signed("issue_comment", fmt.Sprintf("d-%d", i), bodyOf(i))); w.Code != http.StatusAccepted {
+					t.Errorf("delivery %d: %d %s", i, w.Code, w.Body)
+				}
+			}()
+		}
+		wg.Wait()
+		for i := range n {
+			rec, ok, err := q.Get(context.Background(), fmt.Sprintf("d-%d", i))
+			if err != nil || !ok {
+				t.Fatalf("d-%d: %v %v", i, ok, err)
+			}
+			if !bytes.Equal(rec.Body, bodyOf(i)) {
+				t.Errorf("d-%d: stored body %q, want %q", i, rec.Body, bodyOf(i))
+			}
+		}
+	})
 }

@@ -20,10 +20,13 @@ import (
 
 // LogQueue is the Queue as an append-only log in a directory of segment
 // files. Every operation — enqueue, claim, completion, release, prune — is
-// a length-prefixed, CRC32C-checked record appended by one writer
-// goroutine, which writes whatever operations arrived together with one
-// write and makes them durable with one fdatasync (group commit); each
-// caller returns only after its batch is synced.
+// a length-prefixed, CRC32C-checked record appended by one writer at a
+// time (a group commit: whichever caller finds no write under way leads
+// one), which writes whatever operations arrived together with one write
+// and makes them durable with one fdatasync; each caller returns only
+// after its batch is synced. While operations arrive in quick succession,
+// the writer waits up to a commit delay for more to share the fdatasync
+// (see LogOptions).
 //
 // The state of every delivery (pending, claimed, done; attempts; retry
 // time; outcome) lives in memory, rebuilt by replaying the segments when
@@ -58,8 +61,8 @@ type LogQueue struct {
 	filesMu sync.RWMutex
 	files   map[uint64]*os.File
 
-	// Owned by the writer goroutine (and by OpenLogQueue / Close when it is
-	// not running).
+	// Owned by the writer: the group commit's leader (and OpenLogQueue /
+	// Close when there is none).
 	active  uint64 // number of the segment appended to
 	off     int64  // end of its records
 	zeroEnd int64  // end of the zeros written (and synced) after off
@@ -84,6 +87,8 @@ type LogQueue struct {
 
 	gc    *groupCommit[*logOp]
 	ready chan struct{}
+	// syncData makes a batch's write durable (fdatasync; tests wrap it).
+	syncData func(*os.File) error
 
 	now func() time.Time
 }
@@ -161,25 +166,53 @@ const (
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
+// DefaultCommitDelay is the log queue's default commit delay: the longest
+// a delivery waits, while deliveries arrive closer together than that, for
+// others to share its write and fdatasync. Below that rate there is no
+// wait at all.
+const DefaultCommitDelay = 1500 * time.Microsecond
+
+// LogOptions tunes a LogQueue.
+type LogOptions struct {
+	// CommitDelay bounds how long an operation may wait for others to join
+	// its batch (one write, one fdatasync); the wait happens only while
+	// operations arrive closer together than CommitDelay. Zero means
+	// DefaultCommitDelay, a negative value no delay.
+	CommitDelay time.Duration
+}
+
 // OpenLogQueue opens (creating if needed) the log queue in directory dir.
 func OpenLogQueue(dir string) (*LogQueue, error) {
-	return openLogQueue(dir, defaultSegment)
+	return OpenLogQueueOptions(dir, LogOptions{})
+}
+
+// OpenLogQueueOptions is OpenLogQueue with options.
+func OpenLogQueueOptions(dir string, o LogOptions) (*LogQueue, error) {
+	return openLogQueueWith(dir, defaultSegment, o)
 }
 
 func openLogQueue(dir string, segMax int64) (*LogQueue, error) {
+	return openLogQueueWith(dir, segMax, LogOptions{})
+}
+
+func openLogQueueWith(dir string, segMax int64, o LogOptions) (*LogQueue, error) {
+	delay := o.CommitDelay
+	if delay == 0 {
+		delay = DefaultCommitDelay
+	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("webhook log queue: %w", err)
 	}
 	q := &LogQueue{
 		dir: dir, files: map[uint64]*os.File{}, segRefs: map[uint64]int{}, segMax: segMax,
-		index: map[string]*logEntry{}, gc: newGroupCommit[*logOp](4096, 512),
-		ready: make(chan struct{}, 1), now: time.Now, nextSeq: 1,
+		index: map[string]*logEntry{},
+		ready: make(chan struct{}, 1), now: time.Now, nextSeq: 1, syncData: fdatasync,
 	}
 	if err := q.replay(); err != nil {
 		q.closeFiles()
 		return nil, fmt.Errorf("webhook log queue: %w", err)
 	}
-	go q.gc.run(q.commit)
+	q.gc = newGroupCommit(512, delay, q.commit)
 	q.signal()
 	return q, nil
 }
@@ -750,7 +783,7 @@ func (q *LogQueue) writeSync() error {
 		}
 		q.zeroEnd = q.off + zeroChunk
 	}
-	return fdatasync(f)
+	return q.syncData(f)
 }
 
 // promote moves delayed deliveries that are due to the ready list, in

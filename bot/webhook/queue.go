@@ -32,6 +32,8 @@ type Delivery struct {
 // records how its processing ended: OutcomeRetry makes it claimable again
 // later, any other outcome is final. A delivery claimed and never Done is
 // claimed again after the queue is reopened (at-least-once processing).
+// Enqueue must not keep d.Body once it returns: the handler reuses the
+// buffer for later deliveries.
 type Queue interface {
 	Enqueue(ctx context.Context, d Delivery) (dup bool, err error)
 	Claim(ctx context.Context) (Delivery, bool, error)
@@ -190,14 +192,14 @@ func OpenQueue(path string) (*SQLiteQueue, error) {
 		return nil, fmt.Errorf("webhook queue: load delivery ids: %w", err)
 	}
 	q := &SQLiteQueue{
-		db: db, index: index, gc: newGroupCommit[*queueOp](4096, 512), ready: make(chan struct{}, 1),
+		db: db, index: index, ready: make(chan struct{}, 1),
 		now: time.Now, ckptKick: make(chan struct{}, 1), ckptDone: make(chan struct{}),
 	}
 	if err := q.prepare(); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("webhook queue: %w", err)
 	}
-	go q.gc.run(q.commit)
+	q.gc = newGroupCommit(512, 0, q.commit)
 	go q.checkpointLoop()
 	q.signal()
 	return q, nil

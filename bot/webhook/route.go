@@ -2,6 +2,7 @@ package webhook
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -193,11 +194,31 @@ var plain = func() (t [256]bool) {
 	return t
 }()
 
+// Masks for scanning a string eight bytes at a time.
+const (
+	lsb   = 0x0101010101010101
+	msb   = 0x8080808080808080
+	quote = '"' * lsb
+	bslsh = '\\' * lsb
+	space = ' ' * lsb
+)
+
+// special reports whether any of the eight bytes in w is a quote, a
+// backslash or a control character (below 0x20). A false positive is
+// harmless (the caller looks byte by byte); there are no false negatives.
+func special(w uint64) bool {
+	q, b := w^quote, w^bslsh // a zero byte where w has a quote, a backslash
+	return ((q-lsb)&^q|(b-lsb)&^b|(w-space)&^w)&msb != 0
+}
+
 func (s *scanner) str() error {
 	s.i++ // opening quote
 	b := s.b
 	for {
 		i := s.i
+		for i+8 <= len(b) && !special(binary.LittleEndian.Uint64(b[i:])) {
+			i += 8
+		}
 		for i < len(b) && plain[b[i]] {
 			i++
 		}

@@ -1,6 +1,7 @@
 package webhook
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -95,4 +96,29 @@ func FuzzRouteAction(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		checkAgainstEncodingJSON(t, body)
 	})
+}
+
+// TestSpecial: the eight-byte check finds a quote, a backslash or a
+// control character at any position, next to any other bytes.
+func TestSpecial(t *testing.T) {
+	isSpecial := func(c byte) bool { return c < 0x20 || c == '"' || c == '\\' }
+	var w [8]byte
+	for _, fill := range []byte{'a', 0x20, 0x21, 0x7f, 0x80, 0xff, '"' + 1, '\\' + 1} {
+		for pos := range 8 {
+			for v := range 256 {
+				for i := range w {
+					w[i] = fill
+				}
+				w[pos] = byte(v)
+				want := isSpecial(byte(v)) || isSpecial(fill)
+				got := special(binary.LittleEndian.Uint64(w[:]))
+				if want && !got {
+					t.Fatalf("special(%q) = false", w)
+				}
+				if !want && got {
+					t.Errorf("special(%q) = true, want false", w)
+				}
+			}
+		}
+	}
 }

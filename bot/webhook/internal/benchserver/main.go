@@ -2,7 +2,8 @@
 // bot/webhook/loadtest/run.sh). It serves POST /webhook on a loopback
 // address in one of two ways:
 //
-//	-kind ours  the bot's intake: gin + webhook.Handler + a durable queue
+//	-kind ours  the bot's intake as `agentos serve` runs it: the
+//	            bot/server engine + webhook.Handler + a durable queue
 //	            in -dir (every delivery durable before 202): -queue sqlite
 //	            (SQLiteQueue, the default) or -queue log (LogQueue); with
 //	            -process, also a webhook.Processor that decodes each
@@ -20,6 +21,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -31,6 +33,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/agentos/agentos/bot/server"
 	"github.com/agentos/agentos/bot/webhook"
 	"github.com/gin-gonic/gin"
 	"github.com/google/go-github/v62/github"
@@ -55,6 +58,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	queue := fs.String("queue", "sqlite", "ours: sqlite | log")
 	process := fs.Bool("process", false, "ours: also run the Processor (full decode + dispatch)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
+	commitDelay := fs.Duration("commit-delay", 0, "log queue: commit delay (0: the default, negative: none)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -84,16 +88,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}()
 	}
 
-	var handler http.Handler
+	var webhookHandler gin.HandlerFunc
 	var finish func() error
 	switch *kind {
 	case "ours":
-		handler, finish, err = ours(ctx, *dir, *queue, []byte(*secret), *process, stderr)
+		webhookHandler, finish, err = ours(ctx, *dir, *queue, *commitDelay, []byte(*secret), *process, stderr)
 		if err != nil {
 			return err
 		}
 	case "bare":
-		handler, finish = bare([]byte(*secret)), func() error { return nil }
 	default:
 		return fmt.Errorf("-kind %q: want ours or bare", *kind)
 	}
@@ -102,7 +105,20 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+	if *kind == "ours" {
+		// The server `agentos serve` runs: its middleware (request ids,
+		// request log, recovery) and its timeouts.
+		srv, err := server.New(server.Options{Listener: ln, WebhookPath: "/webhook", Webhook: webhookHandler,
+			Logger: slog.New(slog.NewTextHandler(stderr, nil))})
+		if err != nil {
+			ln.Close()
+			return errors.Join(err, finish())
+		}
+		fmt.Fprintf(stdout, "listening on %s\n", ln.Addr())
+		return errors.Join(srv.Run(ctx), finish())
+	}
+	finish = func() error { return nil }
+	srv := &http.Server{Handler: bare([]byte(*secret)), ReadHeaderTimeout: 10 * time.Second}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
 	fmt.Fprintf(stdout, "listening on %s\n", ln.Addr())
@@ -144,17 +160,17 @@ type ourQueue interface {
 	Close() error
 }
 
-func openQueue(kind, dir string) (ourQueue, error) {
+func openQueue(kind, dir string, commitDelay time.Duration) (ourQueue, error) {
 	switch kind {
 	case "sqlite":
 		return webhook.OpenQueue(filepath.Join(dir, "webhooks.db"))
 	case "log":
-		return webhook.OpenLogQueue(filepath.Join(dir, "webhooks.log.d"))
+		return webhook.OpenLogQueueOptions(filepath.Join(dir, "webhooks.log.d"), webhook.LogOptions{CommitDelay: commitDelay})
 	}
 	return nil, fmt.Errorf("-queue %q: want sqlite or log", kind)
 }
 
-func ours(ctx context.Context, dir, queue string, secret []byte, process bool, stderr io.Writer) (http.Handler, func() error, error) {
+func ours(ctx context.Context, dir, queue string, commitDelay time.Duration, secret []byte, process bool, stderr io.Writer) (gin.HandlerFunc, func() error, error) {
 	cleanup := func() error { return nil }
 	if dir == "" {
 		d, err := os.MkdirTemp("", "agentos-webhook-bench-")
@@ -163,15 +179,12 @@ func ours(ctx context.Context, dir, queue string, secret []byte, process bool, s
 		}
 		dir, cleanup = d, func() error { return os.RemoveAll(d) }
 	}
-	q, err := openQueue(queue, dir)
+	q, err := openQueue(queue, dir, commitDelay)
 	if err != nil {
 		return nil, nil, errors.Join(err, cleanup())
 	}
-	gin.SetMode(gin.ReleaseMode)
-	e := gin.New()
-	e.Use(gin.Recovery())
 	obs := &outcomes{n: map[string]int{}}
-	e.POST("/webhook", webhook.NewHandler(webhook.Config{Secrets: [][]byte{secret}}, q, obs).Serve)
+	h := webhook.NewHandler(webhook.Config{Secrets: [][]byte{secret}}, q, obs)
 
 	var wg sync.WaitGroup
 	c := &counter{}
@@ -195,7 +208,7 @@ func ours(ctx context.Context, dir, queue string, secret []byte, process bool, s
 		obs.mu.Unlock()
 		return errors.Join(derr, q.Close(), cleanup())
 	}
-	return e, finish, nil
+	return h.Serve, finish, nil
 }
 
 func bare(secret []byte) http.Handler {
