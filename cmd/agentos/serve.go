@@ -65,9 +65,13 @@ func serve(ctx context.Context, args []string, stderr io.Writer, d serveDeps) er
 	if err != nil {
 		return usageErrorf("serve: %v", err)
 	}
+	level, err := logLevel(d.getenv("AGENTOS_LOG_LEVEL"))
+	if err != nil {
+		return usageErrorf("serve: %v", err)
+	}
 	log := d.logger
 	if log == nil {
-		log = slog.New(slog.NewTextHandler(stderr, nil))
+		log = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	}
 	log.Info("agentos serve", "version", version, "config", cfg)
 
@@ -349,4 +353,17 @@ func (s *serveRun) Execute(ctx context.Context) (agentrun.Outcome, error) {
 func (s *serveRun) Close() error {
 	s.env.Close()
 	return nil
+}
+
+// logLevel parses AGENTOS_LOG_LEVEL (debug, info, warn or error; empty:
+// info). At debug the server also logs every accepted webhook delivery.
+func logLevel(v string) (slog.Level, error) {
+	var l slog.Level
+	if v == "" {
+		return slog.LevelInfo, nil
+	}
+	if err := l.UnmarshalText([]byte(v)); err != nil {
+		return 0, fmt.Errorf("AGENTOS_LOG_LEVEL=%q: want debug, info, warn or error", v)
+	}
+	return l, nil
 }

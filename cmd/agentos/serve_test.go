@@ -492,3 +492,14 @@ func TestServeIsACommand(t *testing.T) {
 		t.Errorf("help does not list serve:\n%s", out.String())
 	}
 }
+
+func TestLogLevel(t *testing.T) {
+	for in, want := range map[string]slog.Level{"": slog.LevelInfo, "debug": slog.LevelDebug, "INFO": slog.LevelInfo, "warn": slog.LevelWarn, "error": slog.LevelError} {
+		if got, err := logLevel(in); err != nil || got != want {
+			t.Errorf("logLevel(%q) = %v, %v; want %v", in, got, err, want)
+		}
+	}
+	if _, err := logLevel("loud"); err == nil || !strings.Contains(err.Error(), "AGENTOS_LOG_LEVEL") {
+		t.Errorf("logLevel(loud): %v", err)
+	}
+}
