@@ -346,8 +346,11 @@ func (s *Store) fill(batch []*appendReq) []*appendReq {
 
 // pipelineMin is the batch size from which the commit loop commits while
 // an fsync is in flight instead of waiting for it. BenchmarkGroupCommit
-// with 64 sessions: 8 → 30k events/s (13 events per commit), 16 → 35k,
-// 32 → 41k, 64 → 37k.
+// with 64 sessions, one sweep: 8 → 30k events/s (13 events per commit),
+// 16 → 35k, 32 → 41k, 64 → 37k; a later sweep (cheaper prepare, busier
+// machine) ranked 16, 24 and 48 below 32 again. Starting the commit so
+// that it ends when the fsync in flight does (estimated from moving
+// averages) made batches of ~6 events and lost a third.
 const pipelineMin = 32
 
 // syncLoop fsyncs the WAL for committed batches, taking every batch that
