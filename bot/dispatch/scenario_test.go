@@ -473,7 +473,7 @@ func TestScenarioPushMakesApprovalStale(t *testing.T) {
 // makes one session.
 func TestScenarioRedeliveryMakesOneSession(t *testing.T) {
 	w := newWorld(t)
-	q, err := webhook.OpenQueue(filepath.Join(t.TempDir(), "webhooks.db"))
+	q, err := webhook.OpenLogQueue(filepath.Join(t.TempDir(), "webhooks"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,9 +7,9 @@ import (
 )
 
 // groupCommit funnels operations from many goroutines into batches that
-// are committed one at a time — up to max operations each — as one
-// transaction or one write, and one fsync, for all of them. Both queues
-// persist this way; what a commit does is theirs.
+// are committed one at a time — up to max operations each — as one write
+// and one fsync for all of them. The LogQueue persists this way; what a
+// commit does is its own.
 //
 // There is no committing goroutine to hand operations to: a sender that
 // finds no commit under way leads one, committing the batch in its own

@@ -181,7 +181,7 @@ func TestHandlerDuplicateAcrossRestart(t *testing.T) {
 	if err := q.Close(); err != nil {
 		t.Fatal(err)
 	}
-	q2, err := OpenQueue(path)
+	q2, err := OpenLogQueue(path)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,10 +16,10 @@ import (
 
 var testSecret = []byte("test-webhook-secret")
 
-func openTestQueue(t *testing.T) (*SQLiteQueue, string) {
+func openTestQueue(t *testing.T) (*LogQueue, string) {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "webhooks.db")
-	q, err := OpenQueue(path)
+	path := filepath.Join(t.TempDir(), "webhooks")
+	q, err := OpenLogQueue(path)
 	if err != nil {
 		t.Fatal(err)
 	}

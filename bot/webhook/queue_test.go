@@ -1,11 +1,9 @@
 package webhook
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -29,11 +27,6 @@ type queueImpl struct {
 
 // queueImpls are the implementations every conformance test runs against.
 var queueImpls = []queueImpl{
-	{
-		name:   "sqlite",
-		open:   func(path string) (testQueue, error) { return OpenQueue(path + ".db") },
-		setNow: func(q testQueue, now func() time.Time) { q.(*SQLiteQueue).now = now },
-	},
 	{
 		name:   "log",
 		open:   func(path string) (testQueue, error) { return OpenLogQueue(path + ".log.d") },
@@ -250,39 +243,4 @@ func TestQueuePrune(t *testing.T) {
 			t.Errorf("Enqueue of a kept delivery = dup %v, %v; want duplicate", dup, err)
 		}
 	})
-}
-
-// TestQueueCheckpointsInBackground: with SQLite's automatic checkpoint off,
-// the background checkpointer must still move the WAL into the database
-// file, or the WAL would grow forever.
-func TestQueueCheckpointsInBackground(t *testing.T) {
-	q, path := openTestQueue(t)
-	st, err := os.Stat(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	initial := st.Size()
-	body := bytes.Repeat([]byte("x"), 2000)
-	for i := range 2 * ckptEvery {
-		if _, err := q.Enqueue(context.Background(), Delivery{ID: fmt.Sprint("c", i), Event: "issue_comment", Body: body}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		st, err := os.Stat(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if st.Size() > initial+int64(ckptEvery)*2000 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("database file still %d bytes: no checkpoint ran (last error %v)", st.Size(), q.CheckpointErr())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	if err := q.CheckpointErr(); err != nil {
-		t.Error(err)
-	}
 }

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Webhook intake benchmark: the bot's intake (gin + webhook.Handler, every
-# delivery durable before 202) on the SQLite queue and on the log queue,
-# each also with the Processor running, a bare go-github
+# Webhook intake benchmark: the bot's intake as `agentos serve` runs it
+# (bot/server + webhook.Handler + LogQueue, every delivery durable before
+# 202), also with the Processor running, a bare go-github
 # ValidatePayload+ParseWebHook server, and a
 # minimal Probot app (probot@14.3.2, one issue_comment.created handler),
 # measured by bot/webhook/internal/loadgen in alternating order.
@@ -56,12 +56,10 @@ start_go() { # name kind port extra...
 }
 
 targets=()
-mkdir -p "$work/ours" "$work/ours-proc" "$work/ours-log" "$work/ours-log-proc"
-start_go ours ours "$BASE_PORT" -dir "$work/ours" -queue sqlite
-start_go ours+proc ours "$((BASE_PORT + 1))" -dir "$work/ours-proc" -queue sqlite -process
+mkdir -p "$work/ours" "$work/ours-proc"
+start_go ours ours "$BASE_PORT" -dir "$work/ours"
+start_go ours+proc ours "$((BASE_PORT + 1))" -dir "$work/ours-proc" -process
 start_go bare bare "$((BASE_PORT + 2))"
-start_go ours-log ours "$((BASE_PORT + 4))" -dir "$work/ours-log" -queue log
-start_go ours-log+proc ours "$((BASE_PORT + 5))" -dir "$work/ours-log-proc" -queue log -process
 
 PROBOT_DIR="$PROBOT_DIR" APP_ID=1 PRIVATE_KEY_PATH="$work/app-key.pem" WEBHOOK_SECRET="$secret" \
   HOST=127.0.0.1 PORT=$((BASE_PORT + 3)) LOG_LEVEL=warn NODE_ENV=production \
@@ -78,4 +76,4 @@ echo "node $(node --version), probot $PROBOT_VERSION, $(go version | cut -d' ' -
 for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
 for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
 pids=()
-for name in ours ours+proc ours-log ours-log+proc; do echo "$name: $(grep benchserver: "$work/$name.out")"; done
+for name in ours ours+proc; do echo "$name: $(grep benchserver: "$work/$name.out")"; done

@@ -3,9 +3,8 @@
 // address in one of two ways:
 //
 //	-kind ours  the bot's intake as `agentos serve` runs it: the
-//	            bot/server engine + webhook.Handler + a durable queue
-//	            in -dir (every delivery durable before 202): -queue sqlite
-//	            (SQLiteQueue, the default) or -queue log (LogQueue); with
+//	            bot/server engine + webhook.Handler + the LogQueue
+//	            in -dir (every delivery durable before 202); with
 //	            -process, also a webhook.Processor that decodes each
 //	            delivery fully and dispatches it to a counter
 //	-kind bare  the baseline most Go bots start from: net/http with
@@ -54,8 +53,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	kind := fs.String("kind", "ours", "ours | bare")
 	addr := fs.String("addr", "127.0.0.1:0", "listen address (loopback only)")
 	secret := fs.String("secret", "", "webhook secret (required)")
-	dir := fs.String("dir", "", "directory of the SQLite queue (ours; default: a new temp dir, removed on exit)")
-	queue := fs.String("queue", "sqlite", "ours: sqlite | log")
+	dir := fs.String("dir", "", "directory of the queue (ours; default: a new temp dir, removed on exit)")
 	process := fs.Bool("process", false, "ours: also run the Processor (full decode + dispatch)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	commitDelay := fs.Duration("commit-delay", 0, "log queue: commit delay (0: the default, negative: none)")
@@ -92,7 +90,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var finish func() error
 	switch *kind {
 	case "ours":
-		webhookHandler, finish, err = ours(ctx, *dir, *queue, *commitDelay, []byte(*secret), *process, stderr)
+		webhookHandler, finish, err = ours(ctx, *dir, *commitDelay, []byte(*secret), *process, stderr)
 		if err != nil {
 			return err
 		}
@@ -154,23 +152,7 @@ func (c *counter) Dispatch(ctx context.Context, t webhook.Trigger) error {
 	return nil
 }
 
-// ourQueue is what the benchmark needs of a queue implementation.
-type ourQueue interface {
-	webhook.Queue
-	Close() error
-}
-
-func openQueue(kind, dir string, commitDelay time.Duration) (ourQueue, error) {
-	switch kind {
-	case "sqlite":
-		return webhook.OpenQueue(filepath.Join(dir, "webhooks.db"))
-	case "log":
-		return webhook.OpenLogQueueOptions(filepath.Join(dir, "webhooks.log.d"), webhook.LogOptions{CommitDelay: commitDelay})
-	}
-	return nil, fmt.Errorf("-queue %q: want sqlite or log", kind)
-}
-
-func ours(ctx context.Context, dir, queue string, commitDelay time.Duration, secret []byte, process bool, stderr io.Writer) (gin.HandlerFunc, func() error, error) {
+func ours(ctx context.Context, dir string, commitDelay time.Duration, secret []byte, process bool, stderr io.Writer) (gin.HandlerFunc, func() error, error) {
 	cleanup := func() error { return nil }
 	if dir == "" {
 		d, err := os.MkdirTemp("", "agentos-webhook-bench-")
@@ -179,7 +161,7 @@ func ours(ctx context.Context, dir, queue string, commitDelay time.Duration, sec
 		}
 		dir, cleanup = d, func() error { return os.RemoveAll(d) }
 	}
-	q, err := openQueue(queue, dir, commitDelay)
+	q, err := webhook.OpenLogQueueOptions(filepath.Join(dir, "webhooks.log.d"), webhook.LogOptions{CommitDelay: commitDelay})
 	if err != nil {
 		return nil, nil, errors.Join(err, cleanup())
 	}

@@ -20,18 +20,10 @@ func TestRefusesNonLoopback(t *testing.T) {
 	}
 }
 
-func TestRefusesUnknownQueue(t *testing.T) {
-	err := run(context.Background(), []string{"-secret", "s", "-queue", "redis", "-dir", t.TempDir()}, io.Discard, io.Discard)
-	if err == nil || !strings.Contains(err.Error(), "-queue") {
-		t.Errorf("run -queue redis = %v", err)
-	}
-}
-
 func TestServes(t *testing.T) {
-	for _, tc := range []struct{ name, kind, queue string }{
-		{"ours-sqlite", "ours", "sqlite"},
-		{"ours-log", "ours", "log"},
-		{"bare", "bare", "sqlite"},
+	for _, tc := range []struct{ name, kind string }{
+		{"ours", "ours"},
+		{"bare", "bare"},
 	} {
 		kind := tc.kind
 		t.Run(tc.name, func(t *testing.T) {
@@ -39,7 +31,7 @@ func TestServes(t *testing.T) {
 			pr, pw := io.Pipe()
 			done := make(chan error, 1)
 			go func() {
-				done <- run(ctx, []string{"-kind", kind, "-queue", tc.queue, "-secret", "s3", "-dir", t.TempDir(), "-process"}, pw, io.Discard)
+				done <- run(ctx, []string{"-kind", kind, "-secret", "s3", "-dir", t.TempDir(), "-process"}, pw, io.Discard)
 				pw.Close()
 			}()
 			line, err := bufio.NewReader(pr).ReadString('\n')
