@@ -606,6 +606,15 @@ func listReactions(c *call) {
 
 // --- pull requests ---
 
+// repoPR resolves the path's repository and pull request; p is nil (and
+// the error answered) if either is missing.
+func (c *call) repoPR() (rs *repoState, p *PullRequest) {
+	if rs = c.repo(); rs == nil {
+		return nil, nil
+	}
+	return rs, c.pr(rs)
+}
+
 func (c *call) pr(rs *repoState) *PullRequest {
 	p := rs.prs[int(c.intParam("pull_number"))]
 	if p == nil {
@@ -690,21 +699,13 @@ func createPR(c *call) {
 }
 
 func getPR(c *call) {
-	rs := c.repo()
-	if rs == nil {
-		return
-	}
-	if p := c.pr(rs); p != nil {
+	if rs, p := c.repoPR(); p != nil {
 		writeJSON(c.w, http.StatusOK, c.f.prJSON(rs, p))
 	}
 }
 
 func updatePR(c *call) {
-	rs := c.repo()
-	if rs == nil {
-		return
-	}
-	p := c.pr(rs)
+	rs, p := c.repoPR()
 	if p == nil || !c.canWrite(rs) {
 		return
 	}
@@ -743,11 +744,7 @@ func updatePR(c *call) {
 }
 
 func listReviews(c *call) {
-	rs := c.repo()
-	if rs == nil {
-		return
-	}
-	p := c.pr(rs)
+	rs, p := c.repoPR()
 	if p == nil {
 		return
 	}
@@ -772,11 +769,7 @@ func (c *call) review(rs *repoState, p *PullRequest) *Review {
 }
 
 func createReview(c *call) {
-	rs := c.repo()
-	if rs == nil {
-		return
-	}
-	p := c.pr(rs)
+	rs, p := c.repoPR()
 	if p == nil {
 		return
 	}
@@ -858,11 +851,7 @@ func createReview(c *call) {
 }
 
 func getReview(c *call) {
-	rs := c.repo()
-	if rs == nil {
-		return
-	}
-	p := c.pr(rs)
+	rs, p := c.repoPR()
 	if p == nil {
 		return
 	}
@@ -872,11 +861,7 @@ func getReview(c *call) {
 }
 
 func dismissReview(c *call) {
-	rs := c.repo()
-	if rs == nil {
-		return
-	}
-	p := c.pr(rs)
+	rs, p := c.repoPR()
 	if p == nil || !c.canWrite(rs) {
 		return
 	}
@@ -893,11 +878,7 @@ func dismissReview(c *call) {
 }
 
 func listReviewComments(c *call) {
-	rs := c.repo()
-	if rs == nil {
-		return
-	}
-	p := c.pr(rs)
+	rs, p := c.repoPR()
 	if p == nil {
 		return
 	}
@@ -911,11 +892,7 @@ func listReviewComments(c *call) {
 }
 
 func createReviewComment(c *call) {
-	rs := c.repo()
-	if rs == nil {
-		return
-	}
-	p := c.pr(rs)
+	rs, p := c.repoPR()
 	if p == nil {
 		return
 	}
