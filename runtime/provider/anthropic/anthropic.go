@@ -13,7 +13,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"net/url"
 	"strings"
 	"time"
@@ -35,18 +34,9 @@ const DefaultBaseURL = "https://api.anthropic.com/"
 // max_tokens, which the Messages API requires.
 const DefaultMaxTokens = 4096
 
-// Options are the adapter's settings beyond the profile.
-type Options struct {
-	// Stream asks for a server-sent-event stream and assembles the answer
-	// from its events; the default is one JSON response.
-	Stream bool
-	// HTTPClient is the base HTTP client (nil: a default one).
-	HTTPClient *http.Client
-	// Sleep replaces the retry wait (tests record the waits instead).
-	Sleep func(ctx context.Context, d time.Duration) error
-	// Now is the clock for HTTP-date Retry-After values.
-	Now func() time.Time
-}
+// Options are the adapter's settings beyond the profile: streaming, the
+// HTTP client, and the retry clock and sleep (tests).
+type Options = retry.Options
 
 // Provider completes requests through the Messages API.
 type Provider struct {
@@ -87,7 +77,7 @@ func New(p provider.Profile, o Options) (*Provider, error) {
 		temperature: p.Temperature,
 		timeout:     p.Timeout.D(),
 		stream:      o.Stream,
-		policy:      retry.Policy{Provider: Name, Retries: p.Retries, Timeout: p.Timeout.D(), Sleep: o.Sleep, Now: o.Now},
+		policy:      o.Policy(Name, p),
 	}, nil
 }
 

@@ -20,7 +20,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"net/url"
 	"strings"
 	"sync"
@@ -44,18 +43,9 @@ const syntheticPrefix = "gemini_call_"
 // maxSignatures bounds the in-memory thought-signature cache.
 const maxSignatures = 4096
 
-// Options are the adapter's settings beyond the profile.
-type Options struct {
-	// Stream uses streamGenerateContent (server-sent events) and assembles
-	// the answer from its chunks; the default is one JSON response.
-	Stream bool
-	// HTTPClient is the base HTTP client (nil: a default one).
-	HTTPClient *http.Client
-	// Sleep replaces the retry wait (tests record the waits instead).
-	Sleep func(ctx context.Context, d time.Duration) error
-	// Now is the clock for HTTP-date Retry-After values.
-	Now func() time.Time
-}
+// Options are the adapter's settings beyond the profile: streaming, the
+// HTTP client, and the retry clock and sleep (tests).
+type Options = retry.Options
 
 // Provider completes requests through GenerateContent.
 type Provider struct {
@@ -98,13 +88,15 @@ func New(ctx context.Context, p provider.Profile, o Options) (*Provider, error) 
 	if err != nil {
 		return nil, fmt.Errorf("gemini: %w", err)
 	}
+	policy := o.Policy(Name, p)
+	policy.Hint = retryInfo
 	return &Provider{
 		models:      client.Models,
 		model:       p.Model,
 		maxTokens:   p.MaxTokens,
 		temperature: p.Temperature,
 		stream:      o.Stream,
-		policy:      retry.Policy{Provider: Name, Retries: p.Retries, Timeout: p.Timeout.D(), Sleep: o.Sleep, Now: o.Now, Hint: retryInfo},
+		policy:      policy,
 		sigs:        map[string][]byte{},
 	}, nil
 }

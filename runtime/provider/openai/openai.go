@@ -12,10 +12,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"net/url"
 	"strings"
-	"time"
 
 	"github.com/agentos/agentos/runtime/provider"
 	"github.com/agentos/agentos/runtime/provider/internal/args"
@@ -32,18 +30,9 @@ const Name = "openai"
 // DefaultBaseURL is the OpenAI API.
 const DefaultBaseURL = "https://api.openai.com/v1/"
 
-// Options are the adapter's settings beyond the profile.
-type Options struct {
-	// Stream asks for a server-sent-event stream and assembles the answer
-	// from its chunks; the default is one JSON response.
-	Stream bool
-	// HTTPClient is the base HTTP client (nil: a default one).
-	HTTPClient *http.Client
-	// Sleep replaces the retry wait (tests record the waits instead).
-	Sleep func(ctx context.Context, d time.Duration) error
-	// Now is the clock for HTTP-date Retry-After values.
-	Now func() time.Time
-}
+// Options are the adapter's settings beyond the profile: streaming, the
+// HTTP client, and the retry clock and sleep (tests).
+type Options = retry.Options
 
 // Provider completes requests through the Chat Completions API.
 type Provider struct {
@@ -85,7 +74,7 @@ func New(p provider.Profile, o Options) (*Provider, error) {
 		temperature: p.Temperature,
 		legacyMax:   u.Hostname() != "api.openai.com",
 		stream:      o.Stream,
-		policy:      retry.Policy{Provider: Name, Retries: p.Retries, Timeout: p.Timeout.D(), Sleep: o.Sleep, Now: o.Now},
+		policy:      o.Policy(Name, p),
 	}, nil
 }
 

@@ -55,6 +55,25 @@ type Policy struct {
 	Hint func(err error) (time.Duration, bool)
 }
 
+// Options are an HTTP adapter's settings beyond its profile; each adapter
+// package names them Options.
+type Options struct {
+	// Stream asks for a server-sent-event stream and assembles the answer
+	// from its events; the default is one JSON response.
+	Stream bool
+	// HTTPClient is the base HTTP client (nil: a default one).
+	HTTPClient *http.Client
+	// Sleep replaces the retry wait (tests record the waits instead).
+	Sleep func(ctx context.Context, d time.Duration) error
+	// Now is the clock for HTTP-date Retry-After values.
+	Now func() time.Time
+}
+
+// Policy is the retry policy of the adapter named name for profile p.
+func (o Options) Policy(name string, p provider.Profile) Policy {
+	return Policy{Provider: name, Retries: p.Retries, Timeout: p.Timeout.D(), Sleep: o.Sleep, Now: o.Now}
+}
+
 // Sleep is the default Policy.Sleep.
 func Sleep(ctx context.Context, d time.Duration) error {
 	if d <= 0 {
