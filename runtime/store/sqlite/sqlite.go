@@ -44,6 +44,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"os"
 	"path/filepath"
 	"strings"
@@ -166,7 +167,7 @@ func Open(dir string, sealer *event.Sealer, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("sqlite: writer connection: %w", err)
 	}
 	w := &writer{conn: conn, stmts: map[string]*sql.Stmt{}, tips: map[string]*tipRow{}}
-	s := &Store{db: db, sealer: sealer, opts: opts, reqs: make(chan *appendReq, 4096), done: make(chan struct{}), w: w}
+	s := &Store{hints: tipHints{seed: maphash.MakeSeed()}, db: db, sealer: sealer, opts: opts, reqs: make(chan *appendReq, 4096), done: make(chan struct{}), w: w}
 	if err := w.sync(context.Background()); err != nil {
 		w.close()
 		db.Close()
@@ -599,6 +600,7 @@ const maxCachedTips = 1 << 16
 // that they can seal their events before the commit loop sees them. A
 // hint is only ever a guess: the loop checks it against the real tip.
 type tipHints struct {
+	seed   maphash.Seed
 	shards [16]struct {
 		mu sync.Mutex
 		m  map[string]event.Tip
@@ -606,11 +608,7 @@ type tipHints struct {
 }
 
 func (h *tipHints) shard(sid string) int {
-	var x uint32 = 2166136261 // FNV-1a
-	for i := 0; i < len(sid); i++ {
-		x = (x ^ uint32(sid[i])) * 16777619
-	}
-	return int(x % uint32(len(h.shards)))
+	return int(maphash.String(h.seed, sid) % uint64(len(h.shards)))
 }
 
 func (h *tipHints) get(sid string) (event.Tip, bool) {
@@ -830,20 +828,25 @@ func (s *Store) hidden() (lo, hi int64) {
 	return s.durable.Load(), s.ours.Load()
 }
 
+// eventAt reads the row at a position: seq, prev_pos and line.
+const eventAt = `SELECT seq, prev_pos, line FROM events WHERE pos = ?`
+
 // visible walks back from pos past rows in (lo, hi] and returns the first
-// visible row's position and seq (0, 0 if none is left).
-func visible(ctx context.Context, get *sql.Stmt, pos, lo, hi int64) (int64, int64, error) {
+// visible row's position, seq and line (pos 0 if none is left); get is a
+// prepared eventAt.
+func visible(ctx context.Context, get *sql.Stmt, pos, lo, hi int64) (int64, int64, []byte, error) {
 	for pos != 0 {
 		var seq, prev int64
-		if err := get.QueryRowContext(ctx, pos).Scan(&seq, &prev); err != nil {
-			return 0, 0, err
+		var line []byte
+		if err := get.QueryRowContext(ctx, pos).Scan(&seq, &prev, &line); err != nil {
+			return 0, 0, nil, err
 		}
 		if pos <= lo || pos > hi {
-			return pos, seq, nil
+			return pos, seq, line, nil
 		}
 		pos = prev
 	}
-	return 0, 0, nil
+	return 0, 0, nil, nil
 }
 
 // Read implements store.Store. It walks the session's chain backwards from
@@ -863,12 +866,12 @@ func (s *Store) Read(ctx context.Context, sessionID string, fromSeq int64) ([]ev
 		return nil, fmt.Errorf("sqlite: read %s: %w", sessionID, err)
 	}
 	lo, hi := s.hidden()
-	head, err := tx.PrepareContext(ctx, `SELECT seq, prev_pos FROM events WHERE pos = ?`)
+	get, err := tx.PrepareContext(ctx, eventAt)
 	if err != nil {
 		return nil, err
 	}
-	defer head.Close()
-	pos, lastSeq, err := visible(ctx, head, pos, lo, hi)
+	defer get.Close()
+	pos, lastSeq, _, err := visible(ctx, get, pos, lo, hi)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: read %s: %w", sessionID, err)
 	}
@@ -878,11 +881,6 @@ func (s *Store) Read(ctx context.Context, sessionID string, fromSeq int64) ([]ev
 	if pos == 0 || fromSeq > lastSeq {
 		return nil, nil
 	}
-	get, err := tx.PrepareContext(ctx, `SELECT seq, prev_pos, line FROM events WHERE pos = ?`)
-	if err != nil {
-		return nil, err
-	}
-	defer get.Close()
 	out := make([]event.Event, lastSeq-fromSeq+1)
 	for i := len(out) - 1; i >= 0; i-- {
 		var seq int64
@@ -931,29 +929,22 @@ func (s *Store) Sessions(ctx context.Context) ([]store.SessionInfo, error) {
 		return nil, err
 	}
 	lo, hi := s.hidden()
-	var head, line *sql.Stmt
+	var get *sql.Stmt
 	out := make([]store.SessionInfo, 0, len(tips))
 	for _, t := range tips {
 		if t.pos > lo && t.pos <= hi {
 			// The session's last events are not yet durable.
-			if head == nil {
-				if head, err = tx.PrepareContext(ctx, `SELECT seq, prev_pos FROM events WHERE pos = ?`); err != nil {
+			if get == nil {
+				if get, err = tx.PrepareContext(ctx, eventAt); err != nil {
 					return nil, err
 				}
-				defer head.Close()
-				if line, err = tx.PrepareContext(ctx, `SELECT line FROM events WHERE pos = ?`); err != nil {
-					return nil, err
-				}
-				defer line.Close()
+				defer get.Close()
 			}
-			if t.pos, _, err = visible(ctx, head, t.pos, lo, hi); err != nil {
+			if t.pos, _, t.line, err = visible(ctx, get, t.pos, lo, hi); err != nil {
 				return nil, err
 			}
 			if t.pos == 0 {
 				continue
-			}
-			if err := line.QueryRowContext(ctx, t.pos).Scan(&t.line); err != nil {
-				return nil, err
 			}
 		}
 		last, err := event.ParseLineFast(t.line)
