@@ -36,10 +36,6 @@ var shapes = []*regexp.Regexp{
 	regexp.MustCompile(`\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[A-Z0-9]{16}\b`),
 }
 
-// prefilter holds substrings at least one of which a text must contain for a
-// shape to match; most strings contain none and skip the regexps entirely.
-var prefilter = []string{"PRIVATE KEY", "gh", "github_pat_", "earer", "EARER", "sk-", "AKIA", "ASIA", "AGPA", "AIDA", "AROA", "ANPA", "ANVA", "AIPA"}
-
 // Redactor is safe for concurrent use.
 type Redactor struct {
 	keys  []string
@@ -144,9 +140,11 @@ func (r *Redactor) String(s string) string {
 	return s
 }
 
-// scan reports in one pass over s what hasAny(s, prefilter) and a search
-// for '=' or ':' would: whether s may hold a credential shape, and whether
-// it may hold a NAME=value pair. Most strings need neither regexp.
+// scan reports in one pass over s whether it may hold a credential shape
+// (it contains a substring every shape needs: "PRIVATE KEY", "gh",
+// "github_pat_", "earer", "EARER", "sk-" or an AWS key prefix) and
+// whether it may hold a NAME=value pair ('=' or ':'). Most strings need
+// neither regexp.
 func scan(s string) (shape, kv bool) {
 	for i := 0; i < len(s); i++ {
 		switch s[i] {

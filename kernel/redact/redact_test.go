@@ -95,6 +95,10 @@ func TestScanMatchesPrefilter(t *testing.T) {
 	}
 }
 
+// prefilter is scan's specification: substrings at least one of which a
+// text must contain for a credential shape to match.
+var prefilter = []string{"PRIVATE KEY", "gh", "github_pat_", "earer", "EARER", "sk-", "AKIA", "ASIA", "AGPA", "AIDA", "AROA", "ANPA", "ANVA", "AIPA"}
+
 func hasAny(s string, subs []string) bool {
 	for _, p := range subs {
 		if strings.Contains(s, p) {

@@ -424,22 +424,6 @@ func ack(batch []*appendReq) {
 	}
 }
 
-// commitAndSync commits a batch and makes it durable before returning:
-// the whole of the loop's work for one batch, for tests and benchmarks
-// that drive it directly.
-func (s *Store) commitAndSync(batch []*appendReq) {
-	s.commit(batch)
-	if s.wal != nil {
-		if err := s.syncWAL(); err != nil {
-			for _, r := range batch {
-				r.err, r.out = err, nil
-			}
-		}
-	}
-	s.advance(batch)
-	ack(batch)
-}
-
 func createSchema(db *sql.DB) error {
 	tx, err := db.Begin()
 	if err != nil {
