@@ -199,7 +199,7 @@ func TestHandlerDuplicateAcrossRestart(t *testing.T) {
 // deliveries, concurrent ones included; every queue keeps what it was
 // given intact.
 func TestHandlerReusesBodyBuffers(t *testing.T) {
-	forEachQueue(t, func(t *testing.T, impl queueImpl, q testQueue, path string) {
+	withQueue(t, func(t *testing.T, q *LogQueue, path string) {
 		e := newEngine(NewHandler(Config{Secrets: [][]byte{testSecret}}, q, nil))
 		const n = 64
 		bodyOf := func(i int) []byte {

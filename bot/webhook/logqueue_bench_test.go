@@ -13,55 +13,53 @@ import (
 )
 
 // BenchmarkWebhookQueues posts signed issue_comment deliveries (a real
-// payload, a fresh delivery ID each) through gin into each Queue
-// implementation, durable write included: serially (one sync each) and
+// payload, a fresh delivery ID each) through gin into the LogQueue,
+// durable write included: serially (one sync each) and
 // 32-way parallel (deliveries share group commits).
 func BenchmarkWebhookQueues(b *testing.B) {
 	body := exampleOf(b, "issue_comment", "created", 0)
 	sig := Sign(testSecret, body)
-	for _, impl := range queueImpls {
-		for _, parallel := range []bool{false, true} {
-			name := impl.name + "/serial"
-			if parallel {
-				name = impl.name + "/parallel"
-			}
-			b.Run(name, func(b *testing.B) {
-				q, err := impl.open(filepath.Join(b.TempDir(), "q"))
-				if err != nil {
-					b.Fatal(err)
-				}
-				defer q.Close()
-				e := newEngine(NewHandler(Config{Secrets: [][]byte{testSecret}}, q, nil))
-				var n atomic.Int64
-				one := func() {
-					req := httptest.NewRequest(http.MethodPost, "/webhook", bytes.NewReader(body))
-					req.Header.Set("Content-Type", "application/json")
-					req.Header.Set(EventHeader, "issue_comment")
-					req.Header.Set(DeliveryHeader, fmt.Sprintf("bench-%d", n.Add(1)))
-					req.Header.Set(SignatureHeader, sig)
-					w := httptest.NewRecorder()
-					e.ServeHTTP(w, req)
-					if w.Code != http.StatusAccepted {
-						b.Errorf("status %d %s", w.Code, w.Body)
-					}
-				}
-				b.SetBytes(int64(len(body)))
-				b.ReportAllocs()
-				b.ResetTimer()
-				if parallel {
-					b.SetParallelism(32)
-					b.RunParallel(func(pb *testing.PB) {
-						for pb.Next() {
-							one()
-						}
-					})
-					return
-				}
-				for b.Loop() {
-					one()
-				}
-			})
+	for _, parallel := range []bool{false, true} {
+		name := "serial"
+		if parallel {
+			name = "parallel"
 		}
+		b.Run(name, func(b *testing.B) {
+			q, err := OpenLogQueue(filepath.Join(b.TempDir(), "q"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer q.Close()
+			e := newEngine(NewHandler(Config{Secrets: [][]byte{testSecret}}, q, nil))
+			var n atomic.Int64
+			one := func() {
+				req := httptest.NewRequest(http.MethodPost, "/webhook", bytes.NewReader(body))
+				req.Header.Set("Content-Type", "application/json")
+				req.Header.Set(EventHeader, "issue_comment")
+				req.Header.Set(DeliveryHeader, fmt.Sprintf("bench-%d", n.Add(1)))
+				req.Header.Set(SignatureHeader, sig)
+				w := httptest.NewRecorder()
+				e.ServeHTTP(w, req)
+				if w.Code != http.StatusAccepted {
+					b.Errorf("status %d %s", w.Code, w.Body)
+				}
+			}
+			b.SetBytes(int64(len(body)))
+			b.ReportAllocs()
+			b.ResetTimer()
+			if parallel {
+				b.SetParallelism(32)
+				b.RunParallel(func(pb *testing.PB) {
+					for pb.Next() {
+						one()
+					}
+				})
+				return
+			}
+			for b.Loop() {
+				one()
+			}
+		})
 	}
 }
 
@@ -70,41 +68,39 @@ func BenchmarkWebhookQueues(b *testing.B) {
 func BenchmarkQueueClaimDone(b *testing.B) {
 	body := exampleOf(b, "issue_comment", "created", 0)
 	ctx := context.Background()
-	for _, impl := range queueImpls {
-		b.Run(impl.name, func(b *testing.B) {
-			q, err := impl.open(filepath.Join(b.TempDir(), "q"))
-			if err != nil {
+	b.Run("log", func(b *testing.B) {
+		q, err := OpenLogQueue(filepath.Join(b.TempDir(), "q"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer q.Close()
+		for i := range b.N {
+			if _, err := q.Enqueue(ctx, Delivery{ID: fmt.Sprint("c-", i), Event: "issue_comment", Action: "created", Body: body}); err != nil {
 				b.Fatal(err)
 			}
-			defer q.Close()
-			for i := range b.N {
-				if _, err := q.Enqueue(ctx, Delivery{ID: fmt.Sprint("c-", i), Event: "issue_comment", Action: "created", Body: body}); err != nil {
-					b.Fatal(err)
+		}
+		b.ReportAllocs()
+		b.ResetTimer()
+		b.SetParallelism(8)
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				d, ok, err := q.Claim(ctx)
+				for err == nil && !ok {
+					// Another worker's claim batch is being handed out.
+					runtime.Gosched()
+					d, ok, err = q.Claim(ctx)
+				}
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				if len(d.Body) != len(body) {
+					b.Errorf("body %d bytes", len(d.Body))
+				}
+				if err := q.Done(ctx, d.ID, OutcomeProcessed, ""); err != nil {
+					b.Error(err)
 				}
 			}
-			b.ReportAllocs()
-			b.ResetTimer()
-			b.SetParallelism(8)
-			b.RunParallel(func(pb *testing.PB) {
-				for pb.Next() {
-					d, ok, err := q.Claim(ctx)
-					for err == nil && !ok {
-						// Another worker's claim batch is being handed out.
-						runtime.Gosched()
-						d, ok, err = q.Claim(ctx)
-					}
-					if err != nil {
-						b.Error(err)
-						return
-					}
-					if len(d.Body) != len(body) {
-						b.Errorf("body %d bytes", len(d.Body))
-					}
-					if err := q.Done(ctx, d.ID, OutcomeProcessed, ""); err != nil {
-						b.Error(err)
-					}
-				}
-			})
 		})
-	}
+	})
 }

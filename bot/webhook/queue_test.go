@@ -10,45 +10,16 @@ import (
 	"time"
 )
 
-// testQueue is what the conformance tests need of a Queue implementation.
-type testQueue interface {
-	Queue
-	Get(ctx context.Context, id string) (Record, bool, error)
-	Prune(ctx context.Context, before time.Time) (int64, error)
-	Close() error
-}
-
-// queueImpl is one Queue implementation under test.
-type queueImpl struct {
-	name   string
-	open   func(path string) (testQueue, error)
-	setNow func(q testQueue, now func() time.Time)
-}
-
-// queueImpls are the implementations every conformance test runs against.
-var queueImpls = []queueImpl{
-	{
-		name:   "log",
-		open:   func(path string) (testQueue, error) { return OpenLogQueue(path + ".log.d") },
-		setNow: func(q testQueue, now func() time.Time) { q.(*LogQueue).now = now },
-	},
-}
-
-// forEachQueue runs f as a subtest with a fresh queue of each
-// implementation; path reopens the same store.
-func forEachQueue(t *testing.T, f func(t *testing.T, impl queueImpl, q testQueue, path string)) {
+// withQueue runs f with a fresh LogQueue; path reopens the same queue.
+func withQueue(t *testing.T, f func(t *testing.T, q *LogQueue, path string)) {
 	t.Helper()
-	for _, impl := range queueImpls {
-		t.Run(impl.name, func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), "webhooks")
-			q, err := impl.open(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { q.Close() })
-			f(t, impl, q, path)
-		})
+	path := filepath.Join(t.TempDir(), "webhooks")
+	q, err := OpenLogQueue(path)
+	if err != nil {
+		t.Fatal(err)
 	}
+	t.Cleanup(func() { q.Close() })
+	f(t, q, path)
 }
 
 func enqueue(t *testing.T, q Queue, id string) {
@@ -69,7 +40,7 @@ func claim(t *testing.T, q Queue) (Delivery, bool) {
 }
 
 func TestQueueRestart(t *testing.T) {
-	forEachQueue(t, func(t *testing.T, impl queueImpl, q testQueue, path string) {
+	withQueue(t, func(t *testing.T, q *LogQueue, path string) {
 		ctx := context.Background()
 		for _, id := range []string{"a", "b", "c"} {
 			enqueue(t, q, id)
@@ -90,7 +61,7 @@ func TestQueueRestart(t *testing.T) {
 			t.Fatal(err)
 		}
 
-		q2, err := impl.open(path)
+		q2, err := OpenLogQueue(path)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -122,10 +93,10 @@ func TestQueueRestart(t *testing.T) {
 }
 
 func TestQueueRetryBackoff(t *testing.T) {
-	forEachQueue(t, func(t *testing.T, impl queueImpl, q testQueue, path string) {
+	withQueue(t, func(t *testing.T, q *LogQueue, path string) {
 		ctx := context.Background()
 		now := time.Unix(1_700_000_000, 0)
-		impl.setNow(q, func() time.Time { return now })
+		q.now = func() time.Time { return now }
 		enqueue(t, q, "r")
 		for attempt := 1; attempt <= 3; attempt++ {
 			d, ok := claim(t, q)
@@ -160,7 +131,7 @@ func TestQueueRetryBackoff(t *testing.T) {
 }
 
 func TestQueueDoneUnknown(t *testing.T) {
-	forEachQueue(t, func(t *testing.T, impl queueImpl, q testQueue, path string) {
+	withQueue(t, func(t *testing.T, q *LogQueue, path string) {
 		enqueue(t, q, "x")
 		for _, id := range []string{"x", "nope"} { // x is pending, not claimed
 			if err := q.Done(context.Background(), id, OutcomeProcessed, ""); !errors.Is(err, ErrUnknownDelivery) {
@@ -171,7 +142,7 @@ func TestQueueDoneUnknown(t *testing.T) {
 }
 
 func TestQueueConcurrentEnqueue(t *testing.T) {
-	forEachQueue(t, func(t *testing.T, impl queueImpl, q testQueue, path string) {
+	withQueue(t, func(t *testing.T, q *LogQueue, path string) {
 		ctx := context.Background()
 		const n = 400
 		var wg sync.WaitGroup
@@ -205,7 +176,7 @@ func TestQueueConcurrentEnqueue(t *testing.T) {
 }
 
 func TestQueueClosed(t *testing.T) {
-	forEachQueue(t, func(t *testing.T, impl queueImpl, q testQueue, path string) {
+	withQueue(t, func(t *testing.T, q *LogQueue, path string) {
 		q.Close()
 		if _, err := q.Enqueue(context.Background(), Delivery{ID: "x"}); !errors.Is(err, ErrQueueClosed) {
 			t.Errorf("Enqueue on closed queue: %v", err)
@@ -217,7 +188,7 @@ func TestQueueClosed(t *testing.T) {
 }
 
 func TestQueuePrune(t *testing.T) {
-	forEachQueue(t, func(t *testing.T, impl queueImpl, q testQueue, path string) {
+	withQueue(t, func(t *testing.T, q *LogQueue, path string) {
 		ctx := context.Background()
 		enqueue(t, q, "old")
 		enqueue(t, q, "open")
