@@ -81,10 +81,7 @@ func TestFsyncFailureFailsClosed(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	sealer := storetest.NewSealer(t)
-	s, err := Open(dir, sealer, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := mustOpen(t, dir, sealer)
 	if _, err := s.Append(ctx, "a", 0, msg("1")); err != nil {
 		t.Fatal(err)
 	}
@@ -96,11 +93,7 @@ func TestFsyncFailureFailsClosed(t *testing.T) {
 		t.Fatal("append after a failed fsync was acknowledged")
 	}
 	s.Close()
-	s, err = Open(dir, sealer, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s = mustOpen(t, dir, sealer)
 	evs, err := s.Read(ctx, "a", 1)
 	if err != nil || len(evs) < 1 || evs[0].Seq != 1 {
 		t.Fatalf("after reopen: %v %v", evs, err)
@@ -117,10 +110,7 @@ func TestMigratesVersion1(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	sealer := storetest.NewSealer(t)
-	s, err := Open(dir, sealer, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := mustOpen(t, dir, sealer)
 	for _, sid := range []string{"one", "two"} {
 		if _, err := s.Append(ctx, sid, 0, msg(sid+" 1"), msg(sid+" 2")); err != nil {
 			t.Fatal(err)
@@ -143,11 +133,7 @@ DROP TABLE tips;`); err != nil {
 		t.Fatal(err)
 	}
 	db.Close()
-	s, err = Open(dir, sealer, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s = mustOpen(t, dir, sealer)
 	got, err := s.Sessions(ctx)
 	if err != nil || fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("sessions after migration: %+v %v, want %+v", got, err, want)
@@ -168,16 +154,8 @@ func TestStaleHintResealed(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	sealer := storetest.NewSealer(t)
-	a, err := Open(dir, sealer, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
-	b, err := Open(dir, sealer, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	a := mustOpen(t, dir, sealer)
+	b := mustOpen(t, dir, sealer)
 	if _, err := a.Append(ctx, "s", 0, msg("a 1")); err != nil {
 		t.Fatal(err)
 	}

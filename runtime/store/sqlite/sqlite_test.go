@@ -20,6 +20,18 @@ func open(t *testing.T, sealer *event.Sealer) store.Store {
 	return s
 }
 
+// mustOpen opens the store in dir, closed when the test ends (closing it
+// earlier is fine).
+func mustOpen(t *testing.T, dir string, sealer *event.Sealer) *Store {
+	t.Helper()
+	s, err := Open(dir, sealer, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
 func TestConformance(t *testing.T) { storetest.Run(t, open) }
 
 func TestConformanceNoGroupCommit(t *testing.T) {
@@ -66,16 +78,8 @@ func TestTwoStoresOneFile(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	sealer := storetest.NewSealer(t)
-	a, err := Open(dir, sealer, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
-	b, err := Open(dir, sealer, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	a := mustOpen(t, dir, sealer)
+	b := mustOpen(t, dir, sealer)
 	draft := func(text string) event.Draft {
 		return event.Draft{RunID: "r", Type: event.OutputMessage, Actor: "worker", Payload: map[string]any{"text": text}}
 	}
