@@ -56,6 +56,7 @@ func (e *ValidationError) Error() string {
 type Registry struct {
 	byID map[string]*jsonschema.Schema
 	raw  map[string][]byte
+	fast map[string]*fastNode // schemas the fast path covers (see fast.go)
 }
 
 var (
@@ -90,7 +91,7 @@ func Compile(fsys fs.FS) (*Registry, error) {
 	c := jsonschema.NewCompiler()
 	c.DefaultDraft(jsonschema.Draft2020)
 	c.AssertFormat()
-	r := &Registry{byID: map[string]*jsonschema.Schema{}, raw: map[string][]byte{}}
+	r := &Registry{byID: map[string]*jsonschema.Schema{}, raw: map[string][]byte{}, fast: map[string]*fastNode{}}
 	for _, name := range names {
 		b, err := fs.ReadFile(fsys, name)
 		if err != nil {
@@ -116,6 +117,9 @@ func Compile(fsys fs.FS) (*Registry, error) {
 			return nil, fmt.Errorf("schemas: compile %s: %w", id, err)
 		}
 		r.byID[id] = s
+		if n, ok := compileFast(r.raw[id]); ok {
+			r.fast[id] = n
+		}
 	}
 	return r, nil
 }
@@ -159,6 +163,11 @@ func (r *Registry) ValidateDecoded(id string, v any) error {
 	}
 	if !decoded(v, 0) {
 		return &ValidationError{SchemaID: id, Message: "not a decoded JSON value"}
+	}
+	// The fast node only ever says "valid"; anything else, including every
+	// error returned, comes from the library.
+	if n := r.fast[id]; n != nil && n.valid(v) {
+		return nil
 	}
 	return convert(id, s.Validate(v))
 }
