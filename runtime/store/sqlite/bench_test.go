@@ -176,3 +176,46 @@ func BenchmarkCommit(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkRead reads a whole 500-event session whose events were appended
+// among 63 other sessions' (so each lies in a different batch row), and the
+// session list.
+func BenchmarkRead(b *testing.B) {
+	ctx := context.Background()
+	s, err := Open(b.TempDir(), storetest.NewSealer(b), Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	const sessions, events = 64, 500
+	var wg sync.WaitGroup
+	for g := 0; g < sessions; g++ {
+		wg.Add(1)
+		go func(sid string) {
+			defer wg.Done()
+			for seq := int64(0); seq < events; seq++ {
+				if _, err := s.Append(ctx, sid, seq, msg(fmt.Sprint(seq))); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		}(fmt.Sprintf("read-%d", g))
+	}
+	wg.Wait()
+	b.Run("session", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			evs, err := s.Read(ctx, "read-7", 1)
+			if err != nil || len(evs) != events {
+				b.Fatalf("read %d events, %v", len(evs), err)
+			}
+		}
+	})
+	b.Run("sessions", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			infos, err := s.Sessions(ctx)
+			if err != nil || len(infos) != sessions {
+				b.Fatalf("%d sessions, %v", len(infos), err)
+			}
+		}
+	})
+}

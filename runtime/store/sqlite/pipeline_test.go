@@ -2,10 +2,7 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 	"errors"
-	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -100,49 +97,6 @@ func TestFsyncFailureFailsClosed(t *testing.T) {
 	}
 	if _, err := s.Append(ctx, "a", evs[len(evs)-1].Seq, msg("3")); err != nil {
 		t.Fatal(err)
-	}
-}
-
-// TestMigratesVersion1: a database written in the first layout (tips in a
-// sessions table with seq, hash, time and type) opens with every session
-// intact and appendable.
-func TestMigratesVersion1(t *testing.T) {
-	ctx := context.Background()
-	dir := t.TempDir()
-	sealer := storetest.NewSealer(t)
-	s := mustOpen(t, dir, sealer)
-	for _, sid := range []string{"one", "two"} {
-		if _, err := s.Append(ctx, sid, 0, msg(sid+" 1"), msg(sid+" 2")); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := s.Sessions(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.Close()
-	// Rewrite the tips into the version-1 table.
-	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, FileName))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.Exec(`
-CREATE TABLE sessions (session_id TEXT PRIMARY KEY, last_seq INTEGER NOT NULL, last_hash TEXT NOT NULL, last_pos INTEGER NOT NULL, first_ts TEXT NOT NULL, last_ts TEXT NOT NULL, last_type TEXT NOT NULL) WITHOUT ROWID;
-INSERT INTO sessions SELECT t.session_id, e.seq, '', t.last_pos, t.first_ts, '', '' FROM tips t JOIN events e ON e.pos = t.last_pos;
-DROP TABLE tips;`); err != nil {
-		t.Fatal(err)
-	}
-	db.Close()
-	s = mustOpen(t, dir, sealer)
-	got, err := s.Sessions(ctx)
-	if err != nil || fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Fatalf("sessions after migration: %+v %v, want %+v", got, err, want)
-	}
-	if _, err := s.Append(ctx, "two", 2, msg("two 3")); err != nil {
-		t.Fatal(err)
-	}
-	if evs, err := s.Read(ctx, "two", 1); err != nil || len(evs) != 3 || evs[2].PrevHash != evs[1].Hash {
-		t.Fatalf("two after migration: %v %v", evs, err)
 	}
 }
 

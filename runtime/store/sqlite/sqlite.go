@@ -14,29 +14,31 @@
 // storage, exactly as under synchronous=FULL. In-process readers see only
 // events at or below the durable position; see docs/decisions.md.
 //
-// Layout: events are rows of an append-only table in global append order
-// (pos), each linking to the previous event of its session (prev_pos); the
-// tips table holds each session's last pos (its last event carries the
-// seq, hash, time and type) and first time. A commit therefore dirties the
-// table's tail pages and the touched sessions' tip rows, not one index page
-// per session: a (session_id, seq) index made every 64-session commit
-// rewrite ~64 index pages into the WAL and capped group commit at about a
-// third of the throughput. Reading a session walks its chain backwards by
-// primary key.
+// Layout (version 3; ADR 7 in docs/decisions.md). Every event has a
+// position (pos) in global append order and links to the previous event of
+// its session (prev_pos). A commit writes one row of the batches table:
+// its events at consecutive positions, with an index of (session, seq,
+// prev_pos, line length) and the lines. Reading a session walks its chain
+// backwards from its last event, a batch row per step (rows are keyed by
+// their first position).
 //
-// The commit loop caches tips and the last pos. It checks that no other
-// connection (another process on the same file) wrote since its last
+// The heads table holds each session's last position and first time, but
+// only as of the position recorded in the folded table: the commit loop
+// folds the heads it moved into the table every foldEvery commits, not in
+// every commit, because upserting a head row per session per commit cost
+// about as much as writing the events. A session's head is therefore the
+// newest of its heads row and its events in the tail (the batches after
+// the folded position, at most foldEvery commits per writer), which
+// readers scan. Per commit, SQLite thus dirties the batches table's tail
+// pages, not one index page per session: a (session_id, seq) index made
+// every 64-session commit rewrite ~64 index pages into the WAL.
+//
+// The commit loop caches heads and the last position. It checks that no
+// other connection (another process on the same file) wrote since its last
 // commit with PRAGMA data_version while it holds the write lock, and reads
-// them afresh if one did; so a tip row is one narrow upsert, with no
-// compare-and-swap on the old tip. (Version 1 kept seq, hash, time and type
-// in a sessions row and compared the old tip in a multi-row UPDATE; that
-// UPDATE cost more CPU than inserting the events.)
+// them afresh, tail included, if one did.
 //
 // The commit loop owns one connection with its statements prepared once.
-// Rows get explicit positions, so a batch of n events is written by about
-// log2(n) multi-row INSERTs and the moved session tips by as many
-// multi-row UPDATEs, instead of 2n single-row statements prepared per
-// commit: BenchmarkCommit measured a fifth to a quarter less CPU per event.
 package sqlite
 
 import (
@@ -45,6 +47,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/maphash"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -118,26 +121,32 @@ type appendReq struct {
 }
 
 const schema = `
-CREATE TABLE IF NOT EXISTS events (
-	pos        INTEGER PRIMARY KEY,
-	session_id TEXT NOT NULL,
-	seq        INTEGER NOT NULL,
-	prev_pos   INTEGER NOT NULL,
-	line       BLOB NOT NULL
+CREATE TABLE IF NOT EXISTS batches (
+	pos   INTEGER PRIMARY KEY,
+	idx   BLOB NOT NULL,
+	lines BLOB NOT NULL
 );
-CREATE TABLE IF NOT EXISTS tips (
+CREATE TABLE IF NOT EXISTS heads (
 	session_id TEXT PRIMARY KEY,
 	last_pos   INTEGER NOT NULL,
 	first_ts   TEXT NOT NULL
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS folded (
+	id  INTEGER PRIMARY KEY CHECK (id = 1),
+	pos INTEGER NOT NULL
+);
+INSERT OR IGNORE INTO folded (id, pos) VALUES (1, 0);
 `
 
-// migrateV1 moves a version-1 database's sessions table into tips. It runs
-// in one transaction at open, so a database is in one layout or the other.
-const migrateV1 = `
-INSERT OR IGNORE INTO tips (session_id, last_pos, first_ts) SELECT session_id, last_pos, first_ts FROM sessions;
-DROP TABLE sessions;
-`
+// layoutVersion is stored in PRAGMA user_version. A database from a newer
+// layout is refused rather than misread.
+const layoutVersion = 3
+
+// foldEvery is how many commits the loop lets pass before it writes the
+// heads it moved into the heads table, which bounds the tail readers scan.
+// BenchmarkGroupCommit, 64 sessions: folding every commit cost a sixth of
+// the commit loop's time; from 16 on the cost no longer shows.
+const foldEvery = 16
 
 // Open opens (creating if needed) the store in dir/agentos.db.
 func Open(dir string, sealer *event.Sealer, opts Options) (*Store, error) {
@@ -166,7 +175,7 @@ func Open(dir string, sealer *event.Sealer, opts Options) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("sqlite: writer connection: %w", err)
 	}
-	w := &writer{conn: conn, stmts: map[string]*sql.Stmt{}, tips: map[string]*tipRow{}}
+	w := &writer{conn: conn, stmts: map[string]*sql.Stmt{}, tips: map[string]*tipRow{}, unfolded: map[string]*tipRow{}}
 	s := &Store{hints: tipHints{seed: maphash.MakeSeed()}, db: db, sealer: sealer, opts: opts, reqs: make(chan *appendReq, 4096), done: make(chan struct{}), w: w}
 	if err := w.sync(context.Background()); err != nil {
 		w.close()
@@ -430,19 +439,99 @@ func createSchema(db *sql.DB) error {
 		return err
 	}
 	defer tx.Rollback()
+	var version int
+	if err := tx.QueryRow(`PRAGMA user_version`).Scan(&version); err != nil {
+		return err
+	}
+	if version > layoutVersion {
+		return fmt.Errorf("database layout version %d is newer than this agentos understands (%d)", version, layoutVersion)
+	}
 	if _, err := tx.Exec(schema); err != nil {
 		return err
 	}
-	var v1 int
-	if err := tx.QueryRow(`SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'sessions'`).Scan(&v1); err != nil {
+	if err := migrate(tx); err != nil {
+		return fmt.Errorf("migrate to layout %d: %w", layoutVersion, err)
+	}
+	if _, err := tx.Exec(fmt.Sprintf(`PRAGMA user_version = %d`, layoutVersion)); err != nil {
 		return err
 	}
-	if v1 > 0 {
-		if _, err := tx.Exec(migrateV1); err != nil {
-			return fmt.Errorf("migrate from version 1: %w", err)
+	return tx.Commit()
+}
+
+// migrate moves a database in layout 1 or 2 (a row per event in an events
+// table; heads in a tips table, or in layout 1 a sessions table) into
+// batches of one event each. It runs in the opening transaction, so a
+// database is in one layout or the other. The old tables are dropped; an
+// older agentos that opens the file afterwards finds no events table and
+// creates an empty one instead of appending after stale heads, and this
+// version refuses a file holding both.
+func migrate(tx *sql.Tx) error {
+	has := func(table string) (bool, error) {
+		var n int
+		err := tx.QueryRow(`SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = ?`, table).Scan(&n)
+		return n > 0, err
+	}
+	old, err := has("events")
+	if err != nil || !old {
+		return err
+	}
+	var newer int
+	if err := tx.QueryRow(`SELECT count(*) FROM (SELECT 1 FROM batches LIMIT 1)`).Scan(&newer); err != nil {
+		return err
+	}
+	var oldRows int
+	if err := tx.QueryRow(`SELECT count(*) FROM (SELECT 1 FROM events LIMIT 1)`).Scan(&oldRows); err != nil {
+		return err
+	}
+	if newer > 0 && oldRows > 0 {
+		return errors.New("the file holds events in both the old and the new layout (an older agentos wrote to it after the upgrade); refusing to merge them")
+	}
+	ins, err := tx.Prepare(`INSERT INTO batches (pos, idx, lines) VALUES (?, ?, ?)`)
+	if err != nil {
+		return err
+	}
+	defer ins.Close()
+	rows, err := tx.Query(`SELECT pos, session_id, seq, prev_pos, line FROM events ORDER BY pos`)
+	if err != nil {
+		return err
+	}
+	var last int64
+	for rows.Next() {
+		var pos, seq, prev int64
+		var sid string
+		var line []byte
+		if err := rows.Scan(&pos, &sid, &seq, &prev, &line); err != nil {
+			rows.Close()
+			return err
+		}
+		if _, err := ins.Exec(pos, appendIndex(nil, sid, seq, prev, len(line)), line); err != nil {
+			rows.Close()
+			return err
+		}
+		last = pos
+	}
+	if err := rows.Close(); err != nil {
+		return err
+	}
+	for _, t := range []string{"tips", "sessions"} {
+		ok, err := has(t)
+		if err != nil {
+			return err
+		}
+		if ok {
+			if _, err := tx.Exec(`INSERT OR REPLACE INTO heads (session_id, last_pos, first_ts) SELECT session_id, last_pos, first_ts FROM ` + t); err != nil {
+				return err
+			}
+			if _, err := tx.Exec(`DROP TABLE ` + t); err != nil {
+				return err
+			}
 		}
 	}
-	return tx.Commit()
+	if _, err := tx.Exec(`UPDATE folded SET pos = max(pos, ?)`, last); err != nil {
+		return err
+	}
+	_, err = tx.Exec(`DROP TABLE events`)
+	return err
 }
 
 type tipRow struct {
@@ -492,8 +581,8 @@ func (s *Store) commitOnce(batch []*appendReq) (err error) {
 	if err := w.sync(ctx); err != nil {
 		return err
 	}
-	// Rows get explicit positions so that a whole batch goes into a few
-	// multi-row INSERTs; the write lock keeps w.pos current.
+	// Events get explicit positions, consecutive from the last one; the
+	// write lock keeps w.pos current.
 	pos := w.pos
 	rows := w.rows[:0]
 	for _, r := range batch {
@@ -542,11 +631,16 @@ func (s *Store) commitOnce(batch []*appendReq) (err error) {
 		r.pos = t.pos
 	}
 	w.rows = rows
-	if err := w.insertEvents(ctx, rows); err != nil {
-		return err
+	if len(rows) > 0 {
+		if err := w.insertBatch(ctx, rows); err != nil {
+			return err
+		}
 	}
-	if err := w.moveTips(ctx, moved); err != nil {
-		return err
+	fold := w.sinceFold+1 >= foldEvery
+	if fold {
+		if err := w.fold(ctx, moved, pos); err != nil {
+			return err
+		}
 	}
 	// Raised before COMMIT so that no snapshot holds these rows while
 	// hidden() does not cover them; lowered again if the commit fails (it
@@ -559,12 +653,23 @@ func (s *Store) commitOnce(batch []*appendReq) (err error) {
 		s.ours.Store(prevOurs)
 		return err
 	}
+	if fold {
+		clear(w.unfolded)
+		w.sinceFold = 0
+	} else {
+		w.sinceFold++
+	}
 	for sid, t := range moved {
 		w.tips[sid] = t
+		if !fold {
+			w.unfolded[sid] = t
+		}
 		s.hints.set(sid, t.tip)
 	}
 	if len(w.tips) > maxCachedTips {
-		clear(w.tips) // re-read from the table as needed
+		// Re-read from the table as needed; the unfolded heads stay.
+		clear(w.tips)
+		maps.Copy(w.tips, w.unfolded)
 	}
 	w.pos = pos
 	return nil
@@ -613,39 +718,32 @@ func (h *tipHints) set(sid string, t event.Tip) {
 	sh.mu.Unlock()
 }
 
-// maxRows bounds the rows of one multi-row statement. Batches are written
-// in chunks of powers of two up to it, so a commit of n rows runs about
-// log2(n) statements, each prepared once per store.
-const maxRows = 128
-
-// chunk returns the largest power of two <= min(n, maxRows).
-func chunk(n int) int {
-	c := maxRows
-	for c > n {
-		c >>= 1
-	}
-	return c
-}
-
 // writer is the commit loop's connection with its prepared statements and
-// cached session tips. Only the commit loop touches it.
+// cached session heads. Only the commit loop touches it.
 type writer struct {
 	conn *sql.Conn
 	// stmts are prepared on conn once and reused by every commit: parsing
-	// the INSERT and UPDATE for each commit cost more than executing them.
+	// the statements for each commit cost more than executing them.
 	stmts map[string]*sql.Stmt
-	// tips caches session tips and pos the last event's position. They
-	// are valid while fresh is set and dataVersion (PRAGMA data_version,
-	// which changes when another connection commits) is unchanged.
+	// tips caches session heads, pos the last event's position and folded
+	// the position the heads table is exact at. They are valid while
+	// fresh is set and dataVersion (PRAGMA data_version, which changes
+	// when another connection commits) is unchanged.
 	tips        map[string]*tipRow
 	pos         int64
+	folded      int64
 	fresh       bool
 	dataVersion int64
+	// unfolded are the heads moved since the last fold (by this writer,
+	// or found in the tail when the cache was loaded); sinceFold counts
+	// the commits since then.
+	unfolded  map[string]*tipRow
+	sinceFold int
 	// Buffers reused across commits.
-	rows []eventRow
-	upd  []tipMove
-	args []any
-	line []byte
+	rows        []eventRow
+	args        []any
+	idx, lines  []byte
+	foldScratch []string
 }
 
 // stmt returns the prepared statement for query, preparing it on first use.
@@ -668,91 +766,87 @@ func (w *writer) close() error {
 	return w.conn.Close()
 }
 
-func (w *writer) insertEvents(ctx context.Context, rows []eventRow) error {
-	for len(rows) > 0 {
-		n := chunk(len(rows))
-		st, err := w.stmt(ctx, multiRow(`INSERT INTO events (pos, session_id, seq, prev_pos, line) VALUES `, 5, n, ""))
-		if err != nil {
-			return err
-		}
-		args, line := w.args[:0], w.line[:0]
-		for _, r := range rows[:n] {
-			l := r.line
-			if l == nil {
-				start := len(line)
-				line = r.ev.AppendLine(line)
-				l = line[start:len(line):len(line)]
-			}
-			args = append(args, r.pos, r.ev.SessionID, r.ev.Seq, r.prev, l)
-		}
-		w.args, w.line = args, line
-		if _, err := st.ExecContext(ctx, args...); err != nil {
-			return err
-		}
-		rows = rows[n:]
-	}
-	return nil
-}
-
-// sync runs at the start of each transaction, under the write lock: if
-// another connection committed since this one last did, the cached tips
-// and position are dropped and read afresh.
-func (w *writer) sync(ctx context.Context) error {
-	st, err := w.stmt(ctx, `PRAGMA data_version`)
+// insertBatch writes the commit's events as one batches row.
+func (w *writer) insertBatch(ctx context.Context, rows []eventRow) error {
+	st, err := w.stmt(ctx, `INSERT INTO batches (pos, idx, lines) VALUES (?, ?, ?)`)
 	if err != nil {
 		return err
 	}
-	var v int64
-	if err := st.QueryRowContext(ctx).Scan(&v); err != nil {
-		return err
+	idx, lines := w.idx[:0], w.lines[:0]
+	for _, r := range rows {
+		n := len(lines)
+		if r.line != nil {
+			lines = append(lines, r.line...)
+		} else {
+			lines = r.ev.AppendLine(lines)
+		}
+		idx = appendIndex(idx, r.ev.SessionID, r.ev.Seq, r.prev, len(lines)-n)
 	}
-	if w.fresh && v == w.dataVersion {
-		return nil
-	}
-	maxPos, err := w.stmt(ctx, `SELECT coalesce(max(pos), 0) FROM events`)
-	if err != nil {
-		return err
-	}
-	if err := maxPos.QueryRowContext(ctx).Scan(&w.pos); err != nil {
-		return err
-	}
-	clear(w.tips)
-	w.dataVersion, w.fresh = v, true
-	return nil
+	w.idx, w.lines = idx, lines
+	_, err = st.ExecContext(ctx, rows[0].pos, idx, lines)
+	return err
 }
 
-// moveTips writes each moved session's tip row with multi-row upserts.
-func (w *writer) moveTips(ctx context.Context, moved map[string]*tipRow) error {
-	upd := w.upd[:0]
+// fold writes every head moved since the last fold, this commit's
+// included, into the heads table, and records that the table is exact at
+// pos.
+func (w *writer) fold(ctx context.Context, moved map[string]*tipRow, pos int64) error {
+	sids := w.foldScratch[:0]
+	for sid, t := range w.unfolded {
+		if _, again := moved[sid]; !again && t.pos != 0 {
+			sids = append(sids, sid)
+		}
+	}
 	for sid, t := range moved {
-		if t.pos != w.tips[sid].pos {
-			upd = append(upd, tipMove{sid: sid, to: t})
+		if t.pos != 0 {
+			sids = append(sids, sid)
 		}
 	}
-	w.upd = upd
-	for len(upd) > 0 {
-		n := chunk(len(upd))
-		st, err := w.stmt(ctx, multiRow(`INSERT INTO tips (session_id, last_pos, first_ts) VALUES `, 3, n,
+	w.foldScratch = sids
+	head := func(sid string) *tipRow {
+		if t, ok := moved[sid]; ok {
+			return t
+		}
+		return w.unfolded[sid]
+	}
+	for len(sids) > 0 {
+		n := chunk(len(sids))
+		st, err := w.stmt(ctx, multiRow(`INSERT INTO heads (session_id, last_pos, first_ts) VALUES `, 3, n,
 			` ON CONFLICT (session_id) DO UPDATE SET last_pos = excluded.last_pos`))
 		if err != nil {
 			return err
 		}
 		args := w.args[:0]
-		for _, m := range upd[:n] {
-			args = append(args, m.sid, m.to.pos, m.to.firstTS)
+		for _, sid := range sids[:n] {
+			t := head(sid)
+			args = append(args, sid, t.pos, t.firstTS)
 		}
 		w.args = args
 		if _, err := st.ExecContext(ctx, args...); err != nil {
 			return err
 		}
-		upd = upd[n:]
+		sids = sids[n:]
 	}
-	return nil
+	st, err := w.stmt(ctx, `UPDATE folded SET pos = ?`)
+	if err != nil {
+		return err
+	}
+	_, err = st.ExecContext(ctx, pos)
+	return err
 }
 
-type tipMove struct {
-	sid string
-	to  *tipRow
+// maxRows bounds the rows of one multi-row statement. Heads are written in
+// chunks of powers of two up to it, so a fold of n heads runs about
+// log2(n) statements, each prepared once per store.
+const maxRows = 128
+
+// chunk returns the largest power of two <= min(n, maxRows).
+func chunk(n int) int {
+	c := maxRows
+	for c > n {
+		c >>= 1
+	}
+	return c
 }
 
 // multiRow builds prefix + n groups of `(?, …)` with cols placeholders + suffix.
@@ -776,169 +870,89 @@ func multiRow(prefix string, cols, n int, suffix string) string {
 	return b.String()
 }
 
-// tip returns the cached tip of a session, reading it on first use.
+// sync runs at the start of each transaction, under the write lock: if
+// another connection committed since this one last did (or a commit of
+// ours failed), the cached heads and position are dropped and read afresh,
+// and the heads of the tail are loaded as unfolded.
+func (w *writer) sync(ctx context.Context) error {
+	st, err := w.stmt(ctx, `PRAGMA data_version`)
+	if err != nil {
+		return err
+	}
+	var v int64
+	if err := st.QueryRowContext(ctx).Scan(&v); err != nil {
+		return err
+	}
+	if w.fresh && v == w.dataVersion {
+		return nil
+	}
+	// sinceFold carries on: the tail only grew.
+	clear(w.tips)
+	clear(w.unfolded)
+	q := &querier{prepare: w.stmt}
+	if w.pos, err = q.lastPos(ctx); err != nil {
+		return err
+	}
+	if w.folded, err = q.folded(ctx); err != nil {
+		return err
+	}
+	tail, err := q.tail(ctx, w.folded)
+	if err != nil {
+		return err
+	}
+	r := &batchReader{q: q}
+	for sid, h := range tail {
+		t, err := w.load(ctx, r, sid, *h)
+		if err != nil {
+			return err
+		}
+		w.tips[sid], w.unfolded[sid] = t, t
+	}
+	w.dataVersion, w.fresh = v, true
+	return nil
+}
+
+// tip returns the cached head of a session, reading it on first use. A
+// session not cached is not in the tail (sync loaded those), so its heads
+// row, if any, is exact.
 func (w *writer) tip(ctx context.Context, sid string) (*tipRow, error) {
 	if t, ok := w.tips[sid]; ok {
 		return t, nil
 	}
-	st, err := w.stmt(ctx, `SELECT t.last_pos, t.first_ts, e.line FROM tips t JOIN events e ON e.pos = t.last_pos WHERE t.session_id = ?`)
+	q := &querier{prepare: w.stmt}
+	h, err := q.headRow(ctx, sid)
 	if err != nil {
 		return nil, err
 	}
-	t := &tipRow{}
-	var line []byte
-	err = st.QueryRowContext(ctx, sid).Scan(&t.pos, &t.firstTS, &line)
-	switch {
-	case errors.Is(err, sql.ErrNoRows): // a new session
-	case err != nil:
+	t, err := w.load(ctx, &batchReader{q: q}, sid, h)
+	if err != nil {
 		return nil, err
-	default:
-		last, err := event.ParseLineFast(line)
-		if err != nil {
-			return nil, fmt.Errorf("session %s: last event at pos %d: %w", sid, t.pos, err)
-		}
-		t.tip = event.Tip{Seq: last.Seq, Hash: last.Hash}
 	}
 	w.tips[sid] = t
 	return t, nil
 }
 
-// hidden is the range of positions (lo, hi] that this store committed but
-// has not yet fsynced; readers in this process do not see them. It must be
-// taken after the read transaction's snapshot is established: the commit
-// loop raises hi before it commits, so a snapshot that holds a row of ours
-// was taken after hi covered it.
-func (s *Store) hidden() (lo, hi int64) {
-	return s.durable.Load(), s.ours.Load()
-}
-
-// eventAt reads the row at a position: seq, prev_pos and line.
-const eventAt = `SELECT seq, prev_pos, line FROM events WHERE pos = ?`
-
-// visible walks back from pos past rows in (lo, hi] and returns the first
-// visible row's position, seq and line (pos 0 if none is left); get is a
-// prepared eventAt.
-func visible(ctx context.Context, get *sql.Stmt, pos, lo, hi int64) (int64, int64, []byte, error) {
-	for pos != 0 {
-		var seq, prev int64
-		var line []byte
-		if err := get.QueryRowContext(ctx, pos).Scan(&seq, &prev, &line); err != nil {
-			return 0, 0, nil, err
-		}
-		if pos <= lo || pos > hi {
-			return pos, seq, line, nil
-		}
-		pos = prev
+// load reads the last event of a session's head to complete its tipRow.
+func (w *writer) load(ctx context.Context, r *batchReader, sid string, h head) (*tipRow, error) {
+	t := &tipRow{pos: h.last, firstTS: h.firstTS}
+	if h.last == 0 {
+		return t, nil // a new session
 	}
-	return 0, 0, nil, nil
-}
-
-// Read implements store.Store. It walks the session's chain backwards from
-// its tip inside one read transaction, so it sees a consistent snapshot.
-func (s *Store) Read(ctx context.Context, sessionID string, fromSeq int64) ([]event.Event, error) {
-	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
-	if err != nil {
-		return nil, fmt.Errorf("sqlite: read: %w", err)
-	}
-	defer tx.Rollback()
-	var pos int64
-	err = tx.QueryRowContext(ctx, `SELECT last_pos FROM tips WHERE session_id = ?`, sessionID).Scan(&pos)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("sqlite: read %s: %w", sessionID, err)
-	}
-	lo, hi := s.hidden()
-	get, err := tx.PrepareContext(ctx, eventAt)
+	e, line, err := r.event(ctx, h.last)
 	if err != nil {
 		return nil, err
 	}
-	defer get.Close()
-	pos, lastSeq, _, err := visible(ctx, get, pos, lo, hi)
-	if err != nil {
-		return nil, fmt.Errorf("sqlite: read %s: %w", sessionID, err)
+	last, err := event.ParseLineFast(line)
+	if err != nil || e.sid != sid || last.Seq != e.seq {
+		return nil, fmt.Errorf("session %s: last event at pos %d: %w", sid, h.last, errors.Join(err, errCorrupt))
 	}
-	if fromSeq < 1 {
-		fromSeq = 1
-	}
-	if pos == 0 || fromSeq > lastSeq {
-		return nil, nil
-	}
-	out := make([]event.Event, lastSeq-fromSeq+1)
-	for i := len(out) - 1; i >= 0; i-- {
-		var seq int64
-		var line []byte
-		if err := get.QueryRowContext(ctx, pos).Scan(&seq, &pos, &line); err != nil {
-			return nil, fmt.Errorf("sqlite: read %s: %w", sessionID, err)
+	t.tip = event.Tip{Seq: last.Seq, Hash: last.Hash}
+	if t.firstTS == "" {
+		if t.firstTS, err = r.firstTS(ctx, h.first); err != nil {
+			return nil, fmt.Errorf("session %s: %w", sid, err)
 		}
-		if want := fromSeq + int64(i); seq != want {
-			return nil, fmt.Errorf("sqlite: session %s: chain has seq %d where %d belongs", sessionID, seq, want)
-		}
-		e, err := event.ParseLineFast(line)
-		if err != nil {
-			return nil, fmt.Errorf("sqlite: session %s seq %d: %w", sessionID, seq, err)
-		}
-		out[i] = e
 	}
-	return out, nil
-}
-
-// Sessions implements store.Store.
-func (s *Store) Sessions(ctx context.Context) ([]store.SessionInfo, error) {
-	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
-	if err != nil {
-		return nil, fmt.Errorf("sqlite: sessions: %w", err)
-	}
-	defer tx.Rollback()
-	rows, err := tx.QueryContext(ctx, `SELECT t.session_id, t.first_ts, t.last_pos, e.line FROM tips t JOIN events e ON e.pos = t.last_pos ORDER BY t.session_id`)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	type tipAt struct {
-		info store.SessionInfo
-		pos  int64
-		line []byte
-	}
-	var tips []tipAt
-	for rows.Next() {
-		var t tipAt
-		if err := rows.Scan(&t.info.SessionID, &t.info.FirstTS, &t.pos, &t.line); err != nil {
-			return nil, err
-		}
-		tips = append(tips, t)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	lo, hi := s.hidden()
-	var get *sql.Stmt
-	out := make([]store.SessionInfo, 0, len(tips))
-	for _, t := range tips {
-		if t.pos > lo && t.pos <= hi {
-			// The session's last events are not yet durable.
-			if get == nil {
-				if get, err = tx.PrepareContext(ctx, eventAt); err != nil {
-					return nil, err
-				}
-				defer get.Close()
-			}
-			if t.pos, _, t.line, err = visible(ctx, get, t.pos, lo, hi); err != nil {
-				return nil, err
-			}
-			if t.pos == 0 {
-				continue
-			}
-		}
-		last, err := event.ParseLineFast(t.line)
-		if err != nil {
-			return nil, fmt.Errorf("sqlite: session %s: last event: %w", t.info.SessionID, err)
-		}
-		t.info.LastSeq, t.info.LastTS, t.info.LastType = last.Seq, last.TS, last.Type
-		out = append(out, t.info)
-	}
-	return out, nil
+	return t, nil
 }
 
 // Ping checks the database is reachable (readiness).
