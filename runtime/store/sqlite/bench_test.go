@@ -85,7 +85,7 @@ func benchAppend(b *testing.B, s *Store, sessions, drafts int) {
 	for i := range batch {
 		batch[i] = event.Draft{RunID: "r", Type: event.ToolInvoke, Actor: "worker", Payload: payload}
 	}
-	cpu0, commits0 := cpuTime(b), s.commits.Load()
+	cpu0, commits0, syncs0, syncTime0 := cpuTime(b), s.commits.Load(), s.syncs.Load(), s.syncTime.Load()
 	b.ResetTimer()
 	var wg sync.WaitGroup
 	errs := make(chan error, sessions)
@@ -118,6 +118,10 @@ func benchAppend(b *testing.B, s *Store, sessions, drafts int) {
 	b.ReportMetric(n/b.Elapsed().Seconds(), "events/s")
 	b.ReportMetric(float64((cpuTime(b)-cpu0).Microseconds())/n, "cpu-µs/event")
 	b.ReportMetric(n/float64(s.commits.Load()-commits0), "events/commit")
+	if syncs := s.syncs.Load() - syncs0; syncs > 0 {
+		b.ReportMetric(float64(s.syncTime.Load()-syncTime0)/1e3/float64(syncs), "µs/fsync")
+		b.ReportMetric(n/float64(syncs), "events/fsync")
+	}
 }
 
 // cpuTime is the process's user+system CPU time so far.

@@ -53,6 +53,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/agentos/agentos/runtime/event"
 	"github.com/agentos/agentos/runtime/store"
@@ -98,8 +99,10 @@ type Store struct {
 	// commits counts transactions the commit loop ran (batches, retries
 	// included); the benchmarks report events per commit from it.
 	commits atomic.Int64
-	mu      sync.RWMutex // guards closed against sends on reqs
-	closed  bool
+	// syncs and syncTime count the syncer's fsyncs and the time they took.
+	syncs, syncTime atomic.Int64
+	mu              sync.RWMutex // guards closed against sends on reqs
+	closed          bool
 }
 
 type appendReq struct {
@@ -358,9 +361,12 @@ func (s *Store) fill(batch []*appendReq) []*appendReq {
 // an fsync is in flight instead of waiting for it. BenchmarkGroupCommit
 // with 64 sessions, one sweep: 8 → 30k events/s (13 events per commit),
 // 16 → 35k, 32 → 41k, 64 → 37k; a later sweep (cheaper prepare, busier
-// machine) ranked 16, 24 and 48 below 32 again. Starting the commit so
-// that it ends when the fsync in flight does (estimated from moving
-// averages) made batches of ~6 events and lost a third.
+// machine) ranked 16, 24 and 48 below 32 again, and so did one after
+// layout 3 made commits cheaper (32: 66k/71k, 16: 74k/60k, 8: 65k/56k,
+// 1: 36k/39k; fsyncs took 370-410 µs instead of ~240 when commits wrote to
+// the WAL during nearly every one). Starting the commit so that it ends
+// when the fsync in flight does (estimated from moving averages) made
+// batches of ~6 events and lost a third.
 const pipelineMin = 32
 
 // syncLoop fsyncs the WAL for committed batches, taking every batch that
@@ -386,7 +392,11 @@ func (s *Store) syncLoop() {
 		}
 		err := s.failure()
 		if err == nil {
-			if err = s.syncWAL(); err != nil {
+			start := time.Now()
+			err = s.syncWAL()
+			s.syncs.Add(1)
+			s.syncTime.Add(int64(time.Since(start)))
+			if err != nil {
 				err = fmt.Errorf("sqlite: fsync WAL: %w", err)
 				s.failed.Store(&err)
 			}
