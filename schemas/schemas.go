@@ -15,11 +15,13 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 	"golang.org/x/text/language"
 	"golang.org/x/text/message"
 )
@@ -223,22 +225,48 @@ func convert(id string, err error) error {
 		return &ValidationError{SchemaID: id, Message: err.Error()}
 	}
 	leaf := deepest(ve)
-	return &ValidationError{SchemaID: id, Pointer: pointer(leaf.InstanceLocation), Message: leaf.ErrorKind.LocalizedString(printer)}
+	return &ValidationError{SchemaID: id, Pointer: pointer(leaf.InstanceLocation), Message: errorMessage(leaf)}
 }
 
-// deepest follows the first cause chain to the most specific error, which is
-// the one that names the failing field rather than "doesn't validate".
+// deepest follows the cause chain to the most specific error, which is the
+// one that names the failing field rather than "doesn't validate". The
+// library collects causes while ranging over maps, so their order differs
+// from call to call; ties are broken by pointer and message so that an
+// invalid payload always yields the same error (it is recorded in the log).
 func deepest(e *jsonschema.ValidationError) *jsonschema.ValidationError {
 	for len(e.Causes) > 0 {
 		best := e.Causes[0]
 		for _, c := range e.Causes[1:] {
-			if len(c.InstanceLocation) > len(best.InstanceLocation) {
+			if deeper(c, best) {
 				best = c
 			}
 		}
 		e = best
 	}
 	return e
+}
+
+// deeper orders errors by instance depth, then pointer, then message.
+func deeper(a, b *jsonschema.ValidationError) bool {
+	if la, lb := len(a.InstanceLocation), len(b.InstanceLocation); la != lb {
+		return la > lb
+	}
+	if pa, pb := pointer(a.InstanceLocation), pointer(b.InstanceLocation); pa != pb {
+		return pa < pb
+	}
+	return errorMessage(a) < errorMessage(b)
+}
+
+// errorMessage renders an error's kind; lists of property names, which the
+// library gathers from maps, are sorted first.
+func errorMessage(e *jsonschema.ValidationError) string {
+	switch k := e.ErrorKind.(type) {
+	case *kind.AdditionalProperties:
+		slices.Sort(k.Properties)
+	case *kind.Required:
+		slices.Sort(k.Missing)
+	}
+	return e.ErrorKind.LocalizedString(printer)
 }
 
 func pointer(loc []string) string {
