@@ -146,6 +146,19 @@ func (e *Event) ComputeHash() string {
 	return hex.EncodeToString(sum[:])
 }
 
+// seal sets e.Hash from e's canonical encoding and appends its line to b,
+// encoding e once for both.
+func (e *Event) seal(b []byte) []byte {
+	start := len(b)
+	b = e.appendUnhashed(b)
+	b = append(b, '}')
+	sum := sha256.Sum256(b[start:])
+	e.Hash = hex.EncodeToString(sum[:])
+	b = append(b[:len(b)-1], `,"hash":`...)
+	b = appendString(b, e.Hash)
+	return append(b, '}')
+}
+
 // AppendLine appends e's canonical line (with hash, without newline) to b.
 func (e *Event) AppendLine(b []byte) []byte {
 	b = e.appendUnhashed(b)

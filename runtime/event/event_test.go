@@ -3,6 +3,7 @@ package event
 import (
 	"encoding/json"
 	"errors"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -139,5 +140,52 @@ func TestField(t *testing.T) {
 	}
 	if Field(obj, "zz") != nil || Field(nil, "a") != nil {
 		t.Error("absent field not nil")
+	}
+}
+
+// TestValidSessionIDMatchesPattern: the hand-written check accepts exactly
+// what the documented pattern does (and rejects "..").
+func TestValidSessionIDMatchesPattern(t *testing.T) {
+	re := regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
+	cases := []string{"", "a", "A9", "run-1.2_x", ".a", "-a", "_a", "a..b", "a.b", "é", "a b", "a/b", "a\x00", strings.Repeat("a", 128), strings.Repeat("a", 129)}
+	for c := byte(0); c < 255; c++ {
+		cases = append(cases, string([]byte{c}), "a"+string([]byte{c}), string([]byte{c})+"a")
+	}
+	for _, id := range cases {
+		want := re.MatchString(id) && !strings.Contains(id, "..")
+		if got := ValidSessionID(id); got != want {
+			t.Errorf("ValidSessionID(%q) = %v, want %v", id, got, want)
+		}
+	}
+}
+
+// TestChainLinesMatchesChain: the one-pass seal gives the events Chain
+// gives, and each line is the event's Line with a hash that checks.
+func TestChainLinesMatchesChain(t *testing.T) {
+	s := newSealer(t)
+	var ps []Prepared
+	for _, text := range []string{"one", "two \u2028 <three>", "four"} {
+		p, err := s.Prepare("s", Draft{RunID: "r", Type: OutputMessage, Actor: "worker", Payload: map[string]any{"text": text}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ps = append(ps, p)
+	}
+	tip := Tip{Seq: 4, Hash: strings.Repeat("a", 64)}
+	evs, lines := s.ChainLines(tip, ps)
+	for i, e := range evs {
+		if e.Hash != e.ComputeHash() || string(lines[i]) != string(e.Line()) {
+			t.Fatalf("event %d: hash %s (recomputed %s), line %s vs %s", i, e.Hash, e.ComputeHash(), lines[i], e.Line())
+		}
+		if h, err := CheckLineHash(lines[i]); err != nil || h != e.Hash {
+			t.Fatalf("line %d: %v", i, err)
+		}
+		prev := tip.Hash
+		if i > 0 {
+			prev = evs[i-1].Hash
+		}
+		if e.Seq != tip.Seq+int64(i)+1 || e.PrevHash != prev {
+			t.Fatalf("event %d: seq %d prev %s", i, e.Seq, e.PrevHash)
+		}
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"regexp"
 	"strconv"
 	"sync"
 	"time"
@@ -68,13 +67,22 @@ func (e *SchemaViolationError) Error() string {
 // a file name component.
 var ErrInvalidSession = errors.New("invalid session id")
 
-var sessionIDRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
-
 // ValidSessionID reports whether id can name a session: 1–128 characters of
 // letters, digits, '.', '_' and '-', not starting with a dot or dash and
 // without "..".
+// It runs on every append, so it is a loop rather than a regular
+// expression (TestValidSessionIDMatchesPattern keeps the two equal).
 func ValidSessionID(id string) bool {
-	return sessionIDRe.MatchString(id) && !containsDotDot(id)
+	if len(id) == 0 || len(id) > 128 || id[0] == '.' || id[0] == '_' || id[0] == '-' {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return !containsDotDot(id)
 }
 
 func containsDotDot(s string) bool {
@@ -186,9 +194,24 @@ func (s *Sealer) PrepareAll(sessionID string, drafts []Draft) ([]Prepared, error
 // Chain numbers and hashes prepared events after tip. The caller must hold
 // the session's append lock so that tip is current.
 func (s *Sealer) Chain(tip Tip, ps []Prepared) []Event {
+	out, _ := s.chain(tip, ps, false)
+	return out
+}
+
+// ChainLines is Chain that also returns each event's line, encoding each
+// event once for both its hash and its line.
+func (s *Sealer) ChainLines(tip Tip, ps []Prepared) ([]Event, [][]byte) {
+	return s.chain(tip, ps, true)
+}
+
+func (s *Sealer) chain(tip Tip, ps []Prepared, withLines bool) ([]Event, [][]byte) {
 	now := s.now().UTC()
 	ts := now.Format(TimeFormat)
 	out := make([]Event, len(ps))
+	var lines [][]byte
+	if withLines {
+		lines = make([][]byte, len(ps))
+	}
 	s.mu.Lock()
 	for i := range ps {
 		out[i].ID = ulid.MustNew(ulid.Timestamp(now), s.entropy).String()
@@ -202,10 +225,14 @@ func (s *Sealer) Chain(tip Tip, ps []Prepared) []Event {
 		e.TS = ts
 		e.SchemaVersion = SchemaVersion
 		e.PrevHash = prev.Hash
-		e.Hash = e.ComputeHash()
+		if withLines {
+			lines[i] = e.seal(make([]byte, 0, 256+len(e.Payload)))
+		} else {
+			e.Hash = e.ComputeHash()
+		}
 		prev = Tip{Seq: e.Seq, Hash: e.Hash}
 	}
-	return out
+	return out, lines
 }
 
 // redactPayload returns the payload redacted and canonically encoded, and

@@ -237,11 +237,8 @@ func (s *Store) Append(ctx context.Context, sessionID string, expectedSeq int64,
 	// had after its last commit; the commit loop uses the result only if
 	// that is still the tip, and seals again otherwise.
 	if tip, ok := s.hints.get(sessionID); ok && (tip.Seq == expectedSeq || perr != nil) {
-		r.sealedOn, r.sealed = tip, s.sealer.Chain(tip, ps)
-		r.lines = make([][]byte, len(r.sealed))
-		for i := range r.sealed {
-			r.lines[i] = r.sealed[i].Line()
-		}
+		r.sealedOn = tip
+		r.sealed, r.lines = s.sealer.ChainLines(tip, ps)
 	}
 	if err := s.submit(ctx, r); err != nil {
 		return nil, err
