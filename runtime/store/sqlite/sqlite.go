@@ -520,13 +520,14 @@ func migrate(tx *sql.Tx) error {
 	if err := rows.Close(); err != nil {
 		return err
 	}
+	// Layout 2's tips first; a layout-1 sessions table only fills gaps.
 	for _, t := range []string{"tips", "sessions"} {
 		ok, err := has(t)
 		if err != nil {
 			return err
 		}
 		if ok {
-			if _, err := tx.Exec(`INSERT OR REPLACE INTO heads (session_id, last_pos, first_ts) SELECT session_id, last_pos, first_ts FROM ` + t); err != nil {
+			if _, err := tx.Exec(`INSERT OR IGNORE INTO heads (session_id, last_pos, first_ts) SELECT session_id, last_pos, first_ts FROM ` + t); err != nil {
 				return err
 			}
 			if _, err := tx.Exec(`DROP TABLE ` + t); err != nil {
@@ -732,13 +733,11 @@ type writer struct {
 	// stmts are prepared on conn once and reused by every commit: parsing
 	// the statements for each commit cost more than executing them.
 	stmts map[string]*sql.Stmt
-	// tips caches session heads, pos the last event's position and folded
-	// the position the heads table is exact at. They are valid while
-	// fresh is set and dataVersion (PRAGMA data_version, which changes
-	// when another connection commits) is unchanged.
+	// tips caches session heads and pos the last event's position. They
+	// are valid while fresh is set and dataVersion (PRAGMA data_version,
+	// which changes when another connection commits) is unchanged.
 	tips        map[string]*tipRow
 	pos         int64
-	folded      int64
 	fresh       bool
 	dataVersion int64
 	// unfolded are the heads moved since the last fold (by this writer,
@@ -900,10 +899,11 @@ func (w *writer) sync(ctx context.Context) error {
 	if w.pos, err = q.lastPos(ctx); err != nil {
 		return err
 	}
-	if w.folded, err = q.folded(ctx); err != nil {
+	folded, err := q.folded(ctx)
+	if err != nil {
 		return err
 	}
-	tail, err := q.tail(ctx, w.folded)
+	tail, err := q.tail(ctx, folded)
 	if err != nil {
 		return err
 	}
