@@ -76,6 +76,11 @@ type TrustCounts struct {
 	Approved, Denied, Failed, Reverted int
 }
 
+// Add returns the sum of c and o.
+func (c TrustCounts) Add(o TrustCounts) TrustCounts {
+	return TrustCounts{c.Approved + o.Approved, c.Denied + o.Denied, c.Failed + o.Failed, c.Reverted + o.Reverted}
+}
+
 // Kernel dispatches tool calls through the governed pipeline.
 type Kernel struct {
 	Policy    *policy.Policy
