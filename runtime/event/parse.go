@@ -146,8 +146,8 @@ func parseCanonical(b []byte) (Event, bool) {
 	if c.bad {
 		return e, false
 	}
-	end := skipValue(b, c.i)
-	if end < 0 || b[c.i] != '{' || !json.Valid(b[c.i:end]) {
+	end := validValue(b, c.i, 0)
+	if end < 0 || b[c.i] != '{' {
 		return e, false
 	}
 	e.Payload = json.RawMessage(b[c.i:end:end])
