@@ -152,6 +152,9 @@ func (r *Registry) ValidateJSON(id string, doc []byte) error {
 	if err != nil {
 		return &ValidationError{SchemaID: id, Message: "not valid JSON: " + err.Error()}
 	}
+	if n := r.fast[id]; n != nil && n.valid(v) {
+		return nil // see ValidateDecoded
+	}
 	return convert(id, s.Validate(v))
 }
 
