@@ -3,7 +3,10 @@ package sqlite
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -222,4 +225,74 @@ func BenchmarkRead(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkFsyncInterference measures what limits pipelining here: the
+// fsync of a file while another goroutine keeps writing 20 KiB chunks
+// (about one commit's WAL frames) to the same file, to another file, or
+// only burns CPU. It reports the fsync latency (µs/fsync). A commit that
+// runs while the WAL's fsync is in flight is the same-file case.
+func BenchmarkFsyncInterference(b *testing.B) {
+	for _, mode := range []string{"alone", "same-file", "other-file", "cpu"} {
+		b.Run(mode, func(b *testing.B) {
+			dir := b.TempDir()
+			open := func(name string) *os.File {
+				f, err := os.Create(filepath.Join(dir, name))
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := f.WriteAt(make([]byte, 8<<20), 0); err != nil {
+					b.Fatal(err)
+				}
+				if err := f.Sync(); err != nil {
+					b.Fatal(err)
+				}
+				return f
+			}
+			x, y := open("x"), open("y")
+			defer x.Close()
+			defer y.Close()
+			chunk := make([]byte, 20<<10)
+			var stop atomic.Bool
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				off, sum := int64(4<<20), 0
+				for !stop.Load() {
+					switch mode {
+					case "same-file":
+						_, _ = x.WriteAt(chunk, off)
+					case "other-file":
+						_, _ = y.WriteAt(chunk, off)
+					case "cpu":
+						for i := 0; i < 20000; i++ {
+							sum += i * i
+						}
+					default:
+						time.Sleep(time.Millisecond)
+					}
+					if off += int64(len(chunk)); off > 8<<20-int64(len(chunk)) {
+						off = 4 << 20
+					}
+				}
+				_ = sum
+			}()
+			var synced time.Duration
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if _, err := x.WriteAt(chunk, int64(i%200)*int64(len(chunk))); err != nil {
+					b.Fatal(err)
+				}
+				start := time.Now()
+				if err := x.Sync(); err != nil {
+					b.Fatal(err)
+				}
+				synced += time.Since(start)
+			}
+			b.StopTimer()
+			stop.Store(true)
+			<-done
+			b.ReportMetric(float64(synced.Microseconds())/float64(b.N), "µs/fsync")
+		})
+	}
 }
