@@ -181,11 +181,7 @@ func TestHandlerDuplicateAcrossRestart(t *testing.T) {
 	if err := q.Close(); err != nil {
 		t.Fatal(err)
 	}
-	q2, err := OpenLogQueue(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer q2.Close()
+	q2 := openQueueAt(t, path)
 	w := post(t, newEngine(NewHandler(Config{Secrets: [][]byte{testSecret}}, q2, nil)), r)
 	if w.Code != 200 || w.Body.String() != `{"duplicate":true}` {
 		t.Errorf("after restart: %d %s, want 200 duplicate", w.Code, w.Body)
@@ -199,31 +195,30 @@ func TestHandlerDuplicateAcrossRestart(t *testing.T) {
 // deliveries, concurrent ones included; every queue keeps what it was
 // given intact.
 func TestHandlerReusesBodyBuffers(t *testing.T) {
-	withQueue(t, func(t *testing.T, q *LogQueue, path string) {
-		e := newEngine(NewHandler(Config{Secrets: [][]byte{testSecret}}, q, nil))
-		const n = 64
-		bodyOf := func(i int) []byte {
-			return []byte(fmt.Sprintf(`{"action":"created","i":%d,"pad":%q}`, i, strings.Repeat(string(rune('a'+i%26)), 100+i*37)))
-		}
-		var wg sync.WaitGroup
-		for i := range n {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				if w := post(t, e, signed("issue_comment", fmt.Sprintf("d-%d", i), bodyOf(i))); w.Code != http.StatusAccepted {
-					t.Errorf("delivery %d: %d %s", i, w.Code, w.Body)
-				}
-			}()
-		}
-		wg.Wait()
-		for i := range n {
-			rec, ok, err := q.Get(context.Background(), fmt.Sprintf("d-%d", i))
-			if err != nil || !ok {
-				t.Fatalf("d-%d: %v %v", i, ok, err)
+	q, _ := openTestQueue(t)
+	e := newEngine(NewHandler(Config{Secrets: [][]byte{testSecret}}, q, nil))
+	const n = 64
+	bodyOf := func(i int) []byte {
+		return []byte(fmt.Sprintf(`{"action":"created","i":%d,"pad":%q}`, i, strings.Repeat(string(rune('a'+i%26)), 100+i*37)))
+	}
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if w := post(t, e, signed("issue_comment", fmt.Sprintf("d-%d", i), bodyOf(i))); w.Code != http.StatusAccepted {
+				t.Errorf("delivery %d: %d %s", i, w.Code, w.Body)
 			}
-			if !bytes.Equal(rec.Body, bodyOf(i)) {
-				t.Errorf("d-%d: stored body %q, want %q", i, rec.Body, bodyOf(i))
-			}
+		}()
+	}
+	wg.Wait()
+	for i := range n {
+		rec, ok, err := q.Get(context.Background(), fmt.Sprintf("d-%d", i))
+		if err != nil || !ok {
+			t.Fatalf("d-%d: %v %v", i, ok, err)
 		}
-	})
+		if !bytes.Equal(rec.Body, bodyOf(i)) {
+			t.Errorf("d-%d: stored body %q, want %q", i, rec.Body, bodyOf(i))
+		}
+	}
 }

@@ -16,15 +16,22 @@ import (
 
 var testSecret = []byte("test-webhook-secret")
 
+// openTestQueue opens a fresh LogQueue; path reopens the same queue.
 func openTestQueue(t *testing.T) (*LogQueue, string) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "webhooks")
+	return openQueueAt(t, path), path
+}
+
+// openQueueAt opens the LogQueue at path, closed when the test ends.
+func openQueueAt(t *testing.T, path string) *LogQueue {
+	t.Helper()
 	q, err := OpenLogQueue(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { q.Close() })
-	return q, path
+	return q
 }
 
 func newEngine(h *Handler) *gin.Engine {

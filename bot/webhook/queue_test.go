@@ -4,23 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 )
-
-// withQueue runs f with a fresh LogQueue; path reopens the same queue.
-func withQueue(t *testing.T, f func(t *testing.T, q *LogQueue, path string)) {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "webhooks")
-	q, err := OpenLogQueue(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { q.Close() })
-	f(t, q, path)
-}
 
 func enqueue(t *testing.T, q Queue, id string) {
 	t.Helper()
@@ -40,178 +27,167 @@ func claim(t *testing.T, q Queue) (Delivery, bool) {
 }
 
 func TestQueueRestart(t *testing.T) {
-	withQueue(t, func(t *testing.T, q *LogQueue, path string) {
-		ctx := context.Background()
-		for _, id := range []string{"a", "b", "c"} {
-			enqueue(t, q, id)
-		}
-		// a is finished, b is claimed and never finished (the process dies), c
-		// was never handed out (the first claim took it from the database with
-		// a and b; Close gives it back without counting the attempt).
-		if d, _ := claim(t, q); d.ID != "a" || d.Attempts != 1 || string(d.Body) != `{"id":"a"}` || d.Event != "issue_comment" || d.Action != "created" {
-			t.Fatalf("first claim = %+v", d)
-		}
-		if err := q.Done(ctx, "a", OutcomeProcessed, ""); err != nil {
-			t.Fatal(err)
-		}
-		if d, _ := claim(t, q); d.ID != "b" {
-			t.Fatalf("second claim = %s, want b", d.ID)
-		}
-		if err := q.Close(); err != nil {
-			t.Fatal(err)
-		}
+	q, path := openTestQueue(t)
+	ctx := context.Background()
+	for _, id := range []string{"a", "b", "c"} {
+		enqueue(t, q, id)
+	}
+	// a is finished, b is claimed and never finished (the process dies), c
+	// was never handed out.
+	if d, _ := claim(t, q); d.ID != "a" || d.Attempts != 1 || string(d.Body) != `{"id":"a"}` || d.Event != "issue_comment" || d.Action != "created" {
+		t.Fatalf("first claim = %+v", d)
+	}
+	if err := q.Done(ctx, "a", OutcomeProcessed, ""); err != nil {
+		t.Fatal(err)
+	}
+	if d, _ := claim(t, q); d.ID != "b" {
+		t.Fatalf("second claim = %s, want b", d.ID)
+	}
+	if err := q.Close(); err != nil {
+		t.Fatal(err)
+	}
 
-		q2, err := OpenLogQueue(path)
-		if err != nil {
-			t.Fatal(err)
+	q2 := openQueueAt(t, path)
+	for _, id := range []string{"a", "b", "c"} {
+		dup, err := q2.Enqueue(ctx, Delivery{ID: id, Event: "issue_comment", Body: []byte(`{}`)})
+		if err != nil || !dup {
+			t.Errorf("after restart Enqueue(%s) = dup %v, %v; want duplicate", id, dup, err)
 		}
-		defer q2.Close()
-		for _, id := range []string{"a", "b", "c"} {
-			dup, err := q2.Enqueue(ctx, Delivery{ID: id, Event: "issue_comment", Body: []byte(`{}`)})
-			if err != nil || !dup {
-				t.Errorf("after restart Enqueue(%s) = dup %v, %v; want duplicate", id, dup, err)
-			}
+	}
+	if n, err := q2.Depth(ctx); err != nil || n != 2 {
+		t.Errorf("Depth = %d, %v; want 2 (b and c)", n, err)
+	}
+	var got []string
+	for {
+		d, ok := claim(t, q2)
+		if !ok {
+			break
 		}
-		if n, err := q2.Depth(ctx); err != nil || n != 2 {
-			t.Errorf("Depth = %d, %v; want 2 (b and c)", n, err)
-		}
-		var got []string
-		for {
-			d, ok := claim(t, q2)
-			if !ok {
-				break
-			}
-			got = append(got, fmt.Sprintf("%s#%d", d.ID, d.Attempts))
-		}
-		if want := []string{"b#2", "c#1"}; fmt.Sprint(got) != fmt.Sprint(want) {
-			t.Errorf("claimed after restart %v, want %v", got, want)
-		}
-		if rec, ok, _ := q2.Get(ctx, "a"); !ok || rec.State != "done" || rec.Outcome != OutcomeProcessed {
-			t.Errorf("a after restart: %+v", rec)
-		}
-	})
+		got = append(got, fmt.Sprintf("%s#%d", d.ID, d.Attempts))
+	}
+	if want := []string{"b#2", "c#1"}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("claimed after restart %v, want %v", got, want)
+	}
+	if rec, ok, _ := q2.Get(ctx, "a"); !ok || rec.State != "done" || rec.Outcome != OutcomeProcessed {
+		t.Errorf("a after restart: %+v", rec)
+	}
 }
 
 func TestQueueRetryBackoff(t *testing.T) {
-	withQueue(t, func(t *testing.T, q *LogQueue, path string) {
-		ctx := context.Background()
-		now := time.Unix(1_700_000_000, 0)
-		q.now = func() time.Time { return now }
-		enqueue(t, q, "r")
-		for attempt := 1; attempt <= 3; attempt++ {
-			d, ok := claim(t, q)
-			if !ok || d.Attempts != attempt {
-				t.Fatalf("attempt %d: claim = %+v, %v", attempt, d, ok)
-			}
-			if err := q.Done(ctx, "r", OutcomeRetry, "boom"); err != nil {
-				t.Fatal(err)
-			}
-			backoff := time.Second << (attempt - 1)
-			now = now.Add(backoff - time.Millisecond)
-			if d, ok := claim(t, q); ok {
-				t.Fatalf("attempt %d: claimed %s before its backoff of %v", attempt, d.ID, backoff)
-			}
-			now = now.Add(time.Millisecond)
+	q, _ := openTestQueue(t)
+	ctx := context.Background()
+	now := time.Unix(1_700_000_000, 0)
+	q.now = func() time.Time { return now }
+	enqueue(t, q, "r")
+	for attempt := 1; attempt <= 3; attempt++ {
+		d, ok := claim(t, q)
+		if !ok || d.Attempts != attempt {
+			t.Fatalf("attempt %d: claim = %+v, %v", attempt, d, ok)
 		}
-		if _, ok := claim(t, q); !ok {
-			t.Fatal("not claimable after the backoff")
-		}
-		if err := q.Done(ctx, "r", OutcomeFailed, "gave up"); err != nil {
+		if err := q.Done(ctx, "r", OutcomeRetry, "boom"); err != nil {
 			t.Fatal(err)
 		}
-		rec, _, _ := q.Get(ctx, "r")
-		if rec.State != "done" || rec.Outcome != OutcomeFailed || rec.Error != "gave up" || rec.Attempts != 4 {
-			t.Errorf("record %+v", rec)
+		backoff := time.Second << (attempt - 1)
+		now = now.Add(backoff - time.Millisecond)
+		if d, ok := claim(t, q); ok {
+			t.Fatalf("attempt %d: claimed %s before its backoff of %v", attempt, d.ID, backoff)
 		}
-		now = now.Add(time.Hour)
-		if _, ok := claim(t, q); ok {
-			t.Error("a failed delivery was claimed again")
-		}
-	})
+		now = now.Add(time.Millisecond)
+	}
+	if _, ok := claim(t, q); !ok {
+		t.Fatal("not claimable after the backoff")
+	}
+	if err := q.Done(ctx, "r", OutcomeFailed, "gave up"); err != nil {
+		t.Fatal(err)
+	}
+	rec, _, _ := q.Get(ctx, "r")
+	if rec.State != "done" || rec.Outcome != OutcomeFailed || rec.Error != "gave up" || rec.Attempts != 4 {
+		t.Errorf("record %+v", rec)
+	}
+	now = now.Add(time.Hour)
+	if _, ok := claim(t, q); ok {
+		t.Error("a failed delivery was claimed again")
+	}
 }
 
 func TestQueueDoneUnknown(t *testing.T) {
-	withQueue(t, func(t *testing.T, q *LogQueue, path string) {
-		enqueue(t, q, "x")
-		for _, id := range []string{"x", "nope"} { // x is pending, not claimed
-			if err := q.Done(context.Background(), id, OutcomeProcessed, ""); !errors.Is(err, ErrUnknownDelivery) {
-				t.Errorf("Done(%s) = %v, want ErrUnknownDelivery", id, err)
-			}
+	q, _ := openTestQueue(t)
+	enqueue(t, q, "x")
+	for _, id := range []string{"x", "nope"} { // x is pending, not claimed
+		if err := q.Done(context.Background(), id, OutcomeProcessed, ""); !errors.Is(err, ErrUnknownDelivery) {
+			t.Errorf("Done(%s) = %v, want ErrUnknownDelivery", id, err)
 		}
-	})
+	}
 }
 
 func TestQueueConcurrentEnqueue(t *testing.T) {
-	withQueue(t, func(t *testing.T, q *LogQueue, path string) {
-		ctx := context.Background()
-		const n = 400
-		var wg sync.WaitGroup
-		dups := make([]bool, 2*n)
-		errs := make([]error, 2*n)
-		for i := range 2 * n {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				// Every ID is sent twice, concurrently: exactly one is new.
-				dups[i], errs[i] = q.Enqueue(ctx, Delivery{ID: fmt.Sprintf("id-%d", i%n), Event: "issue_comment", Body: []byte(`{}`)})
-			}()
+	q, _ := openTestQueue(t)
+	ctx := context.Background()
+	const n = 400
+	var wg sync.WaitGroup
+	dups := make([]bool, 2*n)
+	errs := make([]error, 2*n)
+	for i := range 2 * n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			// Every ID is sent twice, concurrently: exactly one is new.
+			dups[i], errs[i] = q.Enqueue(ctx, Delivery{ID: fmt.Sprintf("id-%d", i%n), Event: "issue_comment", Body: []byte(`{}`)})
+		}()
+	}
+	wg.Wait()
+	newCount := 0
+	for i := range dups {
+		if errs[i] != nil {
+			t.Fatal(errs[i])
 		}
-		wg.Wait()
-		newCount := 0
-		for i := range dups {
-			if errs[i] != nil {
-				t.Fatal(errs[i])
-			}
-			if !dups[i] {
-				newCount++
-			}
+		if !dups[i] {
+			newCount++
 		}
-		if newCount != n {
-			t.Errorf("%d enqueues were new, want %d", newCount, n)
-		}
-		if d, err := q.Depth(ctx); err != nil || d != n {
-			t.Errorf("Depth = %d, %v; want %d", d, err, n)
-		}
-	})
+	}
+	if newCount != n {
+		t.Errorf("%d enqueues were new, want %d", newCount, n)
+	}
+	if d, err := q.Depth(ctx); err != nil || d != n {
+		t.Errorf("Depth = %d, %v; want %d", d, err, n)
+	}
 }
 
 func TestQueueClosed(t *testing.T) {
-	withQueue(t, func(t *testing.T, q *LogQueue, path string) {
-		q.Close()
-		if _, err := q.Enqueue(context.Background(), Delivery{ID: "x"}); !errors.Is(err, ErrQueueClosed) {
-			t.Errorf("Enqueue on closed queue: %v", err)
-		}
-		if _, _, err := q.Claim(context.Background()); !errors.Is(err, ErrQueueClosed) {
-			t.Errorf("Claim on closed queue: %v", err)
-		}
-	})
+	q, _ := openTestQueue(t)
+	q.Close()
+	if _, err := q.Enqueue(context.Background(), Delivery{ID: "x"}); !errors.Is(err, ErrQueueClosed) {
+		t.Errorf("Enqueue on closed queue: %v", err)
+	}
+	if _, _, err := q.Claim(context.Background()); !errors.Is(err, ErrQueueClosed) {
+		t.Errorf("Claim on closed queue: %v", err)
+	}
 }
 
 func TestQueuePrune(t *testing.T) {
-	withQueue(t, func(t *testing.T, q *LogQueue, path string) {
-		ctx := context.Background()
-		enqueue(t, q, "old")
-		enqueue(t, q, "open")
-		claim(t, q)
-		if err := q.Done(ctx, "old", OutcomeProcessed, ""); err != nil {
-			t.Fatal(err)
-		}
-		n, err := q.Prune(ctx, time.Now().Add(time.Minute))
-		if err != nil || n != 1 {
-			t.Fatalf("Prune = %d, %v; want 1", n, err)
-		}
-		if _, ok, _ := q.Get(ctx, "old"); ok {
-			t.Error("pruned delivery still stored")
-		}
-		if _, ok, _ := q.Get(ctx, "open"); !ok {
-			t.Error("pending delivery pruned")
-		}
-		// A pruned ID is forgotten: a (very late) redelivery is new again.
-		if dup, err := q.Enqueue(ctx, Delivery{ID: "old", Event: "issue_comment", Body: []byte(`{}`)}); err != nil || dup {
-			t.Errorf("Enqueue after prune = dup %v, %v", dup, err)
-		}
-		if dup, err := q.Enqueue(ctx, Delivery{ID: "open", Event: "issue_comment", Body: []byte(`{}`)}); err != nil || !dup {
-			t.Errorf("Enqueue of a kept delivery = dup %v, %v; want duplicate", dup, err)
-		}
-	})
+	q, _ := openTestQueue(t)
+	ctx := context.Background()
+	enqueue(t, q, "old")
+	enqueue(t, q, "open")
+	claim(t, q)
+	if err := q.Done(ctx, "old", OutcomeProcessed, ""); err != nil {
+		t.Fatal(err)
+	}
+	n, err := q.Prune(ctx, time.Now().Add(time.Minute))
+	if err != nil || n != 1 {
+		t.Fatalf("Prune = %d, %v; want 1", n, err)
+	}
+	if _, ok, _ := q.Get(ctx, "old"); ok {
+		t.Error("pruned delivery still stored")
+	}
+	if _, ok, _ := q.Get(ctx, "open"); !ok {
+		t.Error("pending delivery pruned")
+	}
+	// A pruned ID is forgotten: a (very late) redelivery is new again.
+	if dup, err := q.Enqueue(ctx, Delivery{ID: "old", Event: "issue_comment", Body: []byte(`{}`)}); err != nil || dup {
+		t.Errorf("Enqueue after prune = dup %v, %v", dup, err)
+	}
+	if dup, err := q.Enqueue(ctx, Delivery{ID: "open", Event: "issue_comment", Body: []byte(`{}`)}); err != nil || !dup {
+		t.Errorf("Enqueue of a kept delivery = dup %v, %v; want duplicate", dup, err)
+	}
 }

@@ -248,7 +248,7 @@ func (s *Sealer) redactPayload(p any) ([]byte, any, error) {
 	switch p.(type) {
 	case nil, json.RawMessage, []byte:
 	default:
-		if v, ok := redactedValue(s.redactor, p, 0); ok && v != nil {
+		if v, ok := decodedValue(s.redactor, p, 0); ok && v != nil {
 			if b, ok := appendCanonical(make([]byte, 0, 256), v); ok {
 				return b, v, nil
 			}
@@ -270,9 +270,11 @@ var (
 	jsonNumber    = reflect.TypeFor[json.Number]()
 )
 
-// plainValue is jsonValue with the common payload types handled without
-// reflection.
-func plainValue(p any, depth int) (any, bool) {
+// decodedValue copies p into decoded-JSON form: jsonValue with the common
+// payload types handled without reflection. With a redactor it is
+// r.Value of that copy in one pass (strings, keys and secret-named members
+// are redacted as the copy is built).
+func decodedValue(r *redact.Redactor, p any, depth int) (any, bool) {
 	if depth > 100 {
 		return nil, false
 	}
@@ -280,7 +282,13 @@ func plainValue(p any, depth int) (any, bool) {
 	case nil:
 		return nil, true
 	case string:
-		return x, utf8.ValidString(x)
+		if !utf8.ValidString(x) {
+			return nil, false
+		}
+		if r != nil {
+			return r.String(x), true
+		}
+		return x, true
 	case bool:
 		return x, true
 	case int:
@@ -293,9 +301,20 @@ func plainValue(p any, depth int) (any, bool) {
 		}
 		m := make(map[string]any, len(x))
 		for k, e := range x {
-			v, ok := plainValue(e, depth+1)
-			if !ok || !utf8.ValidString(k) {
+			if !utf8.ValidString(k) {
 				return nil, false
+			}
+			v, ok := decodedValue(r, e, depth+1)
+			if !ok {
+				return nil, false
+			}
+			if r != nil {
+				if r.IsSecretName(k) {
+					if _, isObj := v.(map[string]any); !isObj {
+						v = redact.Mask
+					}
+				}
+				k = r.String(k)
 			}
 			m[k] = v
 		}
@@ -306,7 +325,7 @@ func plainValue(p any, depth int) (any, bool) {
 		}
 		a := make([]any, len(x))
 		for i, e := range x {
-			v, ok := plainValue(e, depth+1)
+			v, ok := decodedValue(r, e, depth+1)
 			if !ok {
 				return nil, false
 			}
@@ -314,62 +333,11 @@ func plainValue(p any, depth int) (any, bool) {
 		}
 		return a, true
 	default:
-		return jsonValue(reflect.ValueOf(p), depth)
-	}
-}
-
-// redactedValue is redactor.Value(plainValue(p)) in one pass: the copy
-// plainValue makes is redacted as it is built.
-func redactedValue(r *redact.Redactor, p any, depth int) (any, bool) {
-	if depth > 100 {
-		return nil, false
-	}
-	switch x := p.(type) {
-	case string:
-		if !utf8.ValidString(x) {
-			return nil, false
+		v, ok := jsonValue(reflect.ValueOf(p), depth)
+		if ok && r != nil {
+			v = r.Value(v)
 		}
-		return r.String(x), true
-	case map[string]any:
-		if x == nil {
-			return nil, true
-		}
-		m := make(map[string]any, len(x))
-		for k, e := range x {
-			if !utf8.ValidString(k) {
-				return nil, false
-			}
-			v, ok := redactedValue(r, e, depth+1)
-			if !ok {
-				return nil, false
-			}
-			if r.IsSecretName(k) {
-				if _, isObj := v.(map[string]any); !isObj {
-					v = redact.Mask
-				}
-			}
-			m[r.String(k)] = v
-		}
-		return m, true
-	case []any:
-		if x == nil {
-			return nil, true
-		}
-		a := make([]any, len(x))
-		for i, e := range x {
-			v, ok := redactedValue(r, e, depth+1)
-			if !ok {
-				return nil, false
-			}
-			a[i] = v
-		}
-		return a, true
-	default:
-		v, ok := plainValue(p, depth)
-		if !ok {
-			return nil, false
-		}
-		return r.Value(v), true
+		return v, ok
 	}
 }
 
@@ -394,7 +362,7 @@ func jsonValue(v reflect.Value, depth int) (any, bool) {
 		if v.IsNil() {
 			return nil, true
 		}
-		return plainValue(v.Elem().Interface(), depth+1)
+		return decodedValue(nil, v.Elem().Interface(), depth+1)
 	case reflect.Pointer:
 		if v.IsNil() {
 			return nil, true

@@ -14,20 +14,12 @@ import (
 // line (empty for tools without one).
 type TrustKey struct{ Tool, Command string }
 
-// FoldTrust counts, per tool and command, how approvals were answered and
-// how approved executions went, from a session's events: approve and deny
-// decisions, approved executions that failed, and reverts (an event.amended
-// whose correction says {"reverted": "<approval id>"}).
-func FoldTrust(evs []event.Event, into map[TrustKey]kernel.TrustCounts) {
-	f := newTrustFold()
-	f.add(evs)
-	for k, c := range f.counts {
-		into[k] = into[k].Add(c)
-	}
-}
-
-// trustFold is one session's trust counts, folded incrementally: it keeps
-// what later events refer back to (approval ids, approved invocations).
+// trustFold counts, per tool and command, how one session's approvals were
+// answered and how approved executions went: approve and deny decisions,
+// approved executions that failed, and reverts (an event.amended whose
+// correction says {"reverted": "<approval id>"}). It folds incrementally,
+// keeping what later events refer back to (approval ids, approved
+// invocations).
 type trustFold struct {
 	seq     int64               // the last seq folded
 	keys    map[string]TrustKey // approval id → what it approved

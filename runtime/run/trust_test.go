@@ -10,7 +10,9 @@ import (
 	"github.com/agentos/agentos/schemas"
 )
 
-func TestFoldTrust(t *testing.T) {
+// TestTrustFromStore: approvals, denials, a failed approved execution and
+// a revert are counted for their command only.
+func TestTrustFromStore(t *testing.T) {
 	sealer, _ := event.NewSealer(schemas.MustDefault(), nil, nil)
 	s := store.NewMemory(sealer)
 	ctx := context.Background()

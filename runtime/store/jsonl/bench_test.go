@@ -17,7 +17,7 @@ func BenchmarkAppend(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer s.Close()
-			storetest.BenchAppend(b, s, sessions)
+			storetest.BenchAppend(b, s, sessions, 1)
 		})
 	}
 }

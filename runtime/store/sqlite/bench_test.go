@@ -15,25 +15,6 @@ import (
 	"github.com/agentos/agentos/runtime/store/storetest"
 )
 
-// BenchmarkAppend compares group commit with one transaction (one fsync)
-// per event, for 1 and 64 concurrent sessions, each appending one event at
-// a time and waiting for its acknowledgement.
-func BenchmarkAppend(b *testing.B) {
-	for _, sessions := range []int{1, 64} {
-		for _, group := range []bool{true, false} {
-			name := fmt.Sprintf("sessions=%d/group=%v", sessions, group)
-			b.Run(name, func(b *testing.B) {
-				s, err := Open(b.TempDir(), storetest.NewSealer(b), Options{NoGroupCommit: !group})
-				if err != nil {
-					b.Fatal(err)
-				}
-				defer s.Close()
-				storetest.BenchAppend(b, s, sessions)
-			})
-		}
-	}
-}
-
 // BenchmarkGroupCommit measures durable append throughput as the
 // Foundation issue states it: group commit against one fsync per event.
 //
@@ -60,11 +41,8 @@ func BenchmarkGroupCommit(b *testing.B) {
 		for _, mode := range []string{"group", "fsync=event"} {
 			name := fmt.Sprintf("sessions=%d/drafts=%d/%s", c.sessions, c.drafts, mode)
 			b.Run(name, func(b *testing.B) {
-				s, err := Open(b.TempDir(), storetest.NewSealer(b), Options{NoGroupCommit: mode != "group"})
-				if err != nil {
-					b.Fatal(err)
-				}
-				defer s.Close()
+				s := openStore(b, b.TempDir(), storetest.NewSealer(b), Options{NoGroupCommit: mode != "group"})
+				defer s.Close() // each run of a benchmark function opens its own
 				drafts := c.drafts
 				if mode != "group" {
 					drafts = 1
@@ -75,50 +53,12 @@ func BenchmarkGroupCommit(b *testing.B) {
 	}
 }
 
-// benchAppend runs b.N events through s from `sessions` goroutines, each
-// appending `drafts` events per call to its own session.
+// benchAppend is storetest.BenchAppend with the store's own figures: CPU
+// time per event (user+system of the whole process), events per commit
+// and, with group commit, per fsync and the fsync's duration.
 func benchAppend(b *testing.B, s *Store, sessions, drafts int) {
-	ctx := context.Background()
-	payload := map[string]any{"call_id": "c1", "tool": "repo.read", "args": map[string]any{"path": "internal/auth/token.go", "range": []int{1, 80}}}
-	calls := b.N / (sessions * drafts)
-	if calls == 0 {
-		calls = 1
-	}
-	batch := make([]event.Draft, drafts)
-	for i := range batch {
-		batch[i] = event.Draft{RunID: "r", Type: event.ToolInvoke, Actor: "worker", Payload: payload}
-	}
 	cpu0, commits0, syncs0, syncTime0 := cpuTime(b), s.commits.Load(), s.syncs.Load(), s.syncTime.Load()
-	b.ResetTimer()
-	var wg sync.WaitGroup
-	errs := make(chan error, sessions)
-	for g := 0; g < sessions; g++ {
-		wg.Add(1)
-		go func(sid string) {
-			defer wg.Done()
-			var seq int64
-			for i := 0; i < calls; i++ {
-				evs, err := s.Append(ctx, sid, seq, batch...)
-				if err != nil {
-					errs <- err
-					return
-				}
-				if len(evs) != drafts {
-					errs <- fmt.Errorf("appended %d events, want %d", len(evs), drafts)
-					return
-				}
-				seq = evs[len(evs)-1].Seq
-			}
-		}(fmt.Sprintf("bench-%d", g))
-	}
-	wg.Wait()
-	b.StopTimer()
-	close(errs)
-	for err := range errs {
-		b.Fatal(err)
-	}
-	n := float64(calls * sessions * drafts)
-	b.ReportMetric(n/b.Elapsed().Seconds(), "events/s")
+	n := float64(storetest.BenchAppend(b, s, sessions, drafts))
 	b.ReportMetric(float64((cpuTime(b)-cpu0).Microseconds())/n, "cpu-µs/event")
 	b.ReportMetric(n/float64(s.commits.Load()-commits0), "events/commit")
 	if syncs := s.syncs.Load() - syncs0; syncs > 0 {
@@ -146,11 +86,8 @@ func BenchmarkCommit(b *testing.B) {
 	for _, size := range []int{1, 16, 64} {
 		b.Run(fmt.Sprintf("batch=%d", size), func(b *testing.B) {
 			sealer := storetest.NewSealer(b)
-			s, err := Open(b.TempDir(), sealer, Options{})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer s.Close()
+			s := mustOpen(b, b.TempDir(), sealer)
+			defer s.Close() // each run of a benchmark function opens its own
 			payload := map[string]any{"call_id": "c1", "tool": "repo.read", "args": map[string]any{"path": "internal/auth/token.go", "range": []int{1, 80}}}
 			reqs := make([]*appendReq, size)
 			seqs := make([]int64, size)
@@ -189,11 +126,8 @@ func BenchmarkCommit(b *testing.B) {
 // session list.
 func BenchmarkRead(b *testing.B) {
 	ctx := context.Background()
-	s, err := Open(b.TempDir(), storetest.NewSealer(b), Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
+	s := mustOpen(b, b.TempDir(), storetest.NewSealer(b))
+	defer s.Close() // each run of a benchmark function opens its own
 	const sessions, events = 64, 500
 	var wg sync.WaitGroup
 	for g := 0; g < sessions; g++ {

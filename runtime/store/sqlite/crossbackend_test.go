@@ -21,11 +21,7 @@ import (
 func TestExportImportAcrossBackends(t *testing.T) {
 	ctx := context.Background()
 	sealer := storetest.NewSealer(t)
-	src, err := Open(t.TempDir(), sealer, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer src.Close()
+	src := mustOpen(t, t.TempDir(), sealer)
 	texts := []string{"plain", "caf\u00e9 \u2028 \U0001F600", "quote \" backslash \\ tab \t", "<b>&amp;</b>", "line\nbreak"}
 	var seq int64
 	var parent string
@@ -72,11 +68,7 @@ func TestExportImportAcrossBackends(t *testing.T) {
 	}
 
 	// JSONL → a fresh SQLite store → JSONL again: byte-identical.
-	dst, err := Open(t.TempDir(), sealer, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dst.Close()
+	dst := mustOpen(t, t.TempDir(), sealer)
 	sid, n, err := store.Import(ctx, bytes.NewReader(fromJSONL.Bytes()), dst)
 	if err != nil || sid != "cross" || n != len(texts)+1 {
 		t.Fatalf("import: %s %d %v", sid, n, err)
@@ -90,11 +82,7 @@ func TestExportImportAcrossBackends(t *testing.T) {
 	}
 	// A torn copy is refused, not half-imported.
 	torn := fromJSONL.Bytes()[:fromJSONL.Len()-10]
-	other, err := Open(t.TempDir(), sealer, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
+	other := mustOpen(t, t.TempDir(), sealer)
 	if _, _, err := store.Import(ctx, bytes.NewReader(torn), other); err == nil {
 		t.Fatal("a torn log was imported")
 	}

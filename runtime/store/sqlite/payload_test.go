@@ -33,11 +33,7 @@ func (u upper) MarshalJSON() ([]byte, error) { return json.Marshal(strings.ToUpp
 // appended twice, once as the Go value and once as json.RawMessage.
 func TestPayloadFormsStoreSameBytes(t *testing.T) {
 	ctx := context.Background()
-	s, err := Open(t.TempDir(), storetest.NewSealer(t), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := mustOpen(t, t.TempDir(), storetest.NewSealer(t))
 	n := 7
 	secret := "ghp_" + strings.Repeat("a1B2", 10)
 	cases := []struct {

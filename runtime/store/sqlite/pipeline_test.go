@@ -21,11 +21,7 @@ func msg(text string) event.Draft {
 // Read or Sessions in this process; once the fsync returns, it is both.
 func TestUnsyncedEventsInvisible(t *testing.T) {
 	ctx := context.Background()
-	s, err := Open(t.TempDir(), storetest.NewSealer(t), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := mustOpen(t, t.TempDir(), storetest.NewSealer(t))
 	if _, err := s.Append(ctx, "old", 0, msg("old 1")); err != nil {
 		t.Fatal(err)
 	}

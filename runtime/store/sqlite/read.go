@@ -16,14 +16,20 @@ import (
 var errCorrupt = errors.New("sqlite: database is inconsistent")
 
 // querier runs the layout's read queries, on the writer's connection or in
-// a reader's transaction, with statements prepared once per querier.
+// a reader's transaction (readTx), with statements prepared once per
+// querier.
 type querier struct {
 	prepare func(ctx context.Context, query string) (*sql.Stmt, error)
-	close   func()
+	close   func() // readTx's: ends the transaction
 }
 
-// txQuerier prepares statements in a read transaction; close releases them.
-func txQuerier(tx *sql.Tx) *querier {
+// readTx begins a read-only transaction (one consistent snapshot) and
+// returns a querier preparing its statements in it; close ends both.
+func (s *Store) readTx(ctx context.Context) (*querier, error) {
+	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return nil, err
+	}
 	stmts := map[string]*sql.Stmt{}
 	return &querier{
 		prepare: func(ctx context.Context, query string) (*sql.Stmt, error) {
@@ -40,8 +46,9 @@ func txQuerier(tx *sql.Tx) *querier {
 			for _, st := range stmts {
 				st.Close()
 			}
+			tx.Rollback()
 		},
-	}
+	}, nil
 }
 
 // head is where a session's chain ends (last) and, when the heads table
@@ -290,12 +297,10 @@ func visible(ctx context.Context, r *batchReader, sid string, pos, lo, hi int64)
 // Read implements store.Store. It walks the session's chain backwards from
 // its head inside one read transaction, so it sees a consistent snapshot.
 func (s *Store) Read(ctx context.Context, sessionID string, fromSeq int64) ([]event.Event, error) {
-	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	q, err := s.readTx(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: read: %w", err)
 	}
-	defer tx.Rollback()
-	q := txQuerier(tx)
 	defer q.close()
 	h, err := q.head(ctx, sessionID)
 	if err != nil {
@@ -334,14 +339,12 @@ func (s *Store) Read(ctx context.Context, sessionID string, fromSeq int64) ([]ev
 
 // Sessions implements store.Store.
 func (s *Store) Sessions(ctx context.Context) ([]store.SessionInfo, error) {
-	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	q, err := s.readTx(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: sessions: %w", err)
 	}
-	defer tx.Rollback()
-	q := txQuerier(tx)
 	defer q.close()
-	heads, err := allHeads(ctx, tx)
+	heads, err := q.allHeads(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: sessions: %w", err)
 	}
@@ -389,8 +392,12 @@ func (s *Store) Sessions(ctx context.Context) ([]store.SessionInfo, error) {
 }
 
 // allHeads reads the heads table.
-func allHeads(ctx context.Context, tx *sql.Tx) (map[string]head, error) {
-	rows, err := tx.QueryContext(ctx, `SELECT session_id, last_pos, first_ts FROM heads`)
+func (q *querier) allHeads(ctx context.Context) (map[string]head, error) {
+	st, err := q.prepare(ctx, `SELECT session_id, last_pos, first_ts FROM heads`)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := st.QueryContext(ctx)
 	if err != nil {
 		return nil, err
 	}

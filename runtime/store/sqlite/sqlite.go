@@ -48,6 +48,7 @@ import (
 	"fmt"
 	"hash/maphash"
 	"maps"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -300,18 +301,7 @@ func (s *Store) commitLoop() {
 		batch := make([]*appendReq, 1, 16)
 		batch[0] = r
 		if !s.opts.NoGroupCommit {
-		drain:
-			for len(batch) < s.opts.MaxBatch {
-				select {
-				case r2, ok := <-s.reqs:
-					if !ok {
-						break drain
-					}
-					batch = append(batch, r2)
-				default:
-					break drain
-				}
-			}
+			batch = drain(s.reqs, batch, s.opts.MaxBatch)
 		}
 		if s.wal != nil {
 			batch = s.fill(batch)
@@ -330,6 +320,23 @@ func (s *Store) commitLoop() {
 		close(s.synced)
 		<-synced
 	}
+}
+
+// drain appends to buf what is already waiting on c, up to max items in
+// buf, without blocking.
+func drain[T any](c <-chan T, buf []T, max int) []T {
+	for len(buf) < max {
+		select {
+		case v, ok := <-c:
+			if !ok {
+				return buf
+			}
+			buf = append(buf, v)
+		default:
+			return buf
+		}
+	}
+	return buf
 }
 
 // fill holds a small batch back while an fsync is in flight, until
@@ -374,19 +381,7 @@ const pipelineMin = 32
 func (s *Store) syncLoop() {
 	var pending [][]*appendReq
 	for b := range s.synced {
-		pending = append(pending[:0], b)
-	drain:
-		for {
-			select {
-			case b2, ok := <-s.synced:
-				if !ok {
-					break drain
-				}
-				pending = append(pending, b2)
-			default:
-				break drain
-			}
-		}
+		pending = drain(s.synced, append(pending[:0], b), math.MaxInt)
 		err := s.failure()
 		if err == nil {
 			start := time.Now()

@@ -22,13 +22,19 @@ func open(t *testing.T, sealer *event.Sealer) store.Store {
 
 // mustOpen opens the store in dir, closed when the test ends (closing it
 // earlier is fine).
-func mustOpen(t *testing.T, dir string, sealer *event.Sealer) *Store {
-	t.Helper()
-	s, err := Open(dir, sealer, Options{})
+func mustOpen(tb testing.TB, dir string, sealer *event.Sealer) *Store {
+	tb.Helper()
+	return openStore(tb, dir, sealer, Options{})
+}
+
+// openStore is mustOpen with options.
+func openStore(tb testing.TB, dir string, sealer *event.Sealer, opts Options) *Store {
+	tb.Helper()
+	s, err := Open(dir, sealer, opts)
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
-	t.Cleanup(func() { s.Close() })
+	tb.Cleanup(func() { s.Close() })
 	return s
 }
 
@@ -69,27 +75,24 @@ func TestSecretsNeverOnDisk(t *testing.T) {
 }
 
 // TestTwoStoresOneFile: two stores (two processes, in effect) append to
-// the same database file. Each caches session tips; a batch that moves a
-// tip the other store already moved must not overwrite it. The batch is
-// retried with fresh tips, so the stale append gets a ConflictError naming
-// the real last seq, the other appends in the same batch commit, and every
-// session's log stays one unbroken hash chain.
+// the same database file. Each caches session heads; a store that sees the
+// other wrote since its last commit (PRAGMA data_version) reads them
+// afresh, so the stale append gets a ConflictError naming the real last
+// seq, the other appends in the same batch commit, and every session's log
+// stays one unbroken hash chain.
 func TestTwoStoresOneFile(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	sealer := storetest.NewSealer(t)
 	a := mustOpen(t, dir, sealer)
 	b := mustOpen(t, dir, sealer)
-	draft := func(text string) event.Draft {
-		return event.Draft{RunID: "r", Type: event.OutputMessage, Actor: "worker", Payload: map[string]any{"text": text}}
-	}
 	for _, sid := range []string{"shared", "a-only", "a-too"} {
-		if _, err := a.Append(ctx, sid, 0, draft(sid+" 1")); err != nil {
+		if _, err := a.Append(ctx, sid, 0, msg(sid+" 1")); err != nil {
 			t.Fatal(err)
 		}
 	}
 	// b moves "shared" behind a's back; a's cached tip is now stale.
-	if _, err := b.Append(ctx, "shared", 1, draft("from b")); err != nil {
+	if _, err := b.Append(ctx, "shared", 1, msg("from b")); err != nil {
 		t.Fatal(err)
 	}
 	// One batch in a: two appends that are fine and one on the stale tip.
@@ -98,7 +101,7 @@ func TestTwoStoresOneFile(t *testing.T) {
 		sid      string
 		expected int64
 	}{{"a-only", 1}, {"shared", 1}, {"a-too", 1}} {
-		ps, err := sealer.PrepareAll(c.sid, []event.Draft{draft(c.sid + " 2")})
+		ps, err := sealer.PrepareAll(c.sid, []event.Draft{msg(c.sid + " 2")})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -115,7 +118,7 @@ func TestTwoStoresOneFile(t *testing.T) {
 		}
 	}
 	// a continues "shared" after b's event once it knows the real tip.
-	if _, err := a.Append(ctx, "shared", 2, draft("from a")); err != nil {
+	if _, err := a.Append(ctx, "shared", 2, msg("from a")); err != nil {
 		t.Fatal(err)
 	}
 	want := map[string][]string{

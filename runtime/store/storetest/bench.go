@@ -11,15 +11,17 @@ import (
 )
 
 // BenchAppend measures durable append throughput: `sessions` goroutines
-// each append one event at a time to their own session, waiting for each
-// acknowledgement, b.N events in all. It reports events/s.
-func BenchAppend(b *testing.B, s store.Store, sessions int) {
+// each append `drafts` events per call to their own session, waiting for
+// each acknowledgement, about b.N events in all. It reports events/s and
+// returns how many events it appended.
+func BenchAppend(b *testing.B, s store.Store, sessions, drafts int) int {
 	ctx := context.Background()
 	payload := map[string]any{"call_id": "c1", "tool": "repo.read", "args": map[string]any{"path": "internal/auth/token.go", "range": []int{1, 80}}}
-	per := b.N / sessions
-	if per == 0 {
-		per = 1
+	batch := make([]event.Draft, drafts)
+	for i := range batch {
+		batch[i] = event.Draft{RunID: "r", Type: event.ToolInvoke, Actor: "worker", Payload: payload}
 	}
+	calls := max(b.N/(sessions*drafts), 1)
 	b.ResetTimer()
 	var wg sync.WaitGroup
 	errs := make(chan error, sessions)
@@ -28,13 +30,17 @@ func BenchAppend(b *testing.B, s store.Store, sessions int) {
 		go func(sid string) {
 			defer wg.Done()
 			var seq int64
-			for i := 0; i < per; i++ {
-				evs, err := s.Append(ctx, sid, seq, event.Draft{RunID: "r", Type: event.ToolInvoke, Actor: "worker", Payload: payload})
+			for i := 0; i < calls; i++ {
+				evs, err := s.Append(ctx, sid, seq, batch...)
 				if err != nil {
 					errs <- err
 					return
 				}
-				seq = evs[0].Seq
+				if len(evs) != drafts {
+					errs <- fmt.Errorf("appended %d events, want %d", len(evs), drafts)
+					return
+				}
+				seq = evs[len(evs)-1].Seq
 			}
 		}(fmt.Sprintf("bench-%d", g))
 	}
@@ -44,5 +50,7 @@ func BenchAppend(b *testing.B, s store.Store, sessions int) {
 	for err := range errs {
 		b.Fatal(err)
 	}
-	b.ReportMetric(float64(per*sessions)/b.Elapsed().Seconds(), "events/s")
+	n := calls * sessions * drafts
+	b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "events/s")
+	return n
 }
