@@ -27,7 +27,8 @@ func BenchmarkPrepare(b *testing.B) {
 	}
 }
 
-// BenchmarkChain measures numbering and hashing one prepared event.
+// BenchmarkChain measures numbering and hashing one prepared event, and
+// (lines) also rendering its line, as the SQLite store's callers do.
 func BenchmarkChain(b *testing.B) {
 	s := newSealer(b)
 	p, err := s.Prepare("bench-1", Draft{RunID: "r", Type: ToolInvoke, Actor: "worker", Payload: map[string]any{"call_id": "c1", "tool": "repo.read", "args": map[string]any{"path": "internal/auth/token.go"}}})
@@ -35,8 +36,16 @@ func BenchmarkChain(b *testing.B) {
 		b.Fatal(err)
 	}
 	ps := []Prepared{p}
-	b.ReportAllocs()
-	for b.Loop() {
-		s.Chain(Tip{}, ps)
-	}
+	b.Run("hash", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			s.Chain(Tip{}, ps)
+		}
+	})
+	b.Run("lines", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			s.ChainLines(Tip{}, ps)
+		}
+	})
 }

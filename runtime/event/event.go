@@ -168,7 +168,22 @@ func (e *Event) AppendLine(b []byte) []byte {
 }
 
 // Line returns e's canonical line without the trailing newline.
-func (e *Event) Line() []byte { return e.AppendLine(make([]byte, 0, 256+len(e.Payload))) }
+func (e *Event) Line() []byte { return e.AppendLine(make([]byte, 0, e.lineSize())) }
+
+// lineFixed is the length of a line's member names, punctuation and
+// hash, everything but the other fields' values.
+var lineFixed = len(`{"id":"","session_id":"","run_id":"","seq":,"ts":"","type":"","actor":"","payload":,"schema_version":"","parent_id":null,"prev_hash":"","hash":""}`) + 64 + 20
+
+// lineSize is the length of e's line when no string needs escaping (the
+// seq is counted at its longest), so that a buffer of this size is
+// rendered into without growing.
+func (e *Event) lineSize() int {
+	n := lineFixed + len(e.ID) + len(e.SessionID) + len(e.RunID) + len(e.TS) + len(e.Type) + len(e.Actor) + len(e.Payload) + len(e.SchemaVersion) + len(e.PrevHash)
+	if e.ParentID != nil {
+		n += len(*e.ParentID)
+	}
+	return n
+}
 
 var hashSuffixLen = len(`,"hash":""}`) + 64
 

@@ -189,3 +189,20 @@ func TestChainLinesMatchesChain(t *testing.T) {
 		}
 	}
 }
+
+func TestLineSizeIsExactWithoutEscapes(t *testing.T) {
+	pid := "01J00000000000000000000000"
+	for _, e := range []Event{
+		{ID: "01J0000000000000000000000A", SessionID: "s-1", RunID: "r", Seq: 1, TS: "2026-11-23T00:00:00.000000000Z", Type: ToolInvoke, Actor: "worker", Payload: []byte(`{"a":1}`), SchemaVersion: SchemaVersion},
+		{ID: "x", SessionID: "s", Seq: 1<<63 - 1, Type: ToolResult, Actor: "a", Payload: []byte(`{}`), SchemaVersion: SchemaVersion, ParentID: &pid, PrevHash: strings.Repeat("a", 64), Hash: strings.Repeat("b", 64)},
+	} {
+		e.Hash = strings.Repeat("c", 64)
+		line := e.Line()
+		if len(line) > e.lineSize() {
+			t.Errorf("line of %d bytes, lineSize %d: %s", len(line), e.lineSize(), line)
+		}
+		if e.lineSize()-len(line) > 20 {
+			t.Errorf("lineSize %d overestimates a %d-byte line by more than the seq's width", e.lineSize(), len(line))
+		}
+	}
+}

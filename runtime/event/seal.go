@@ -226,7 +226,7 @@ func (s *Sealer) chain(tip Tip, ps []Prepared, withLines bool) ([]Event, [][]byt
 		e.SchemaVersion = SchemaVersion
 		e.PrevHash = prev.Hash
 		if withLines {
-			lines[i] = e.seal(make([]byte, 0, 256+len(e.Payload)))
+			lines[i] = e.seal(make([]byte, 0, e.lineSize()))
 		} else {
 			e.Hash = e.ComputeHash()
 		}
