@@ -80,7 +80,7 @@ func NewGitHubBot(cfg config.Config, st store.Store, engines Engines, log *slog.
 		}
 		return c.GitToken(ctx)
 	}
-	wm, err := worktree.New(worktree.Config{CacheDir: filepath.Join(cfg.DataDir, "git"), BaseURL: gitURL, Token: token, ArtifactBranch: cfg.ArtifactBranch})
+	wm, err := worktree.New(worktree.Config{CacheDir: filepath.Join(cfg.DataDir, "git"), BaseURL: gitURL, Token: token, ArtifactBranch: cfg.ArtifactBranch, Log: log})
 	if err != nil {
 		return nil, err
 	}

@@ -10,6 +10,7 @@
 //
 //	mirrors/<owner>/<name>.git        bare mirror, refs/heads/* of the remote
 //	mirrors/<owner>/<name>.git.lock   lock file (see Concurrency)
+//	mirrors/<owner>/<name>.git.users  shared by open sessions (see Maintenance)
 //	sessions/<owner>/<name>/<id>      one session's worktree
 //
 // A session worktree is an ordinary repository whose
@@ -44,6 +45,13 @@
 // rebuilt on the new tip (the files are per session, so the rebuild is a
 // tree merge that cannot conflict) and pushed again, a bounded number of
 // times.
+//
+// # Maintenance
+//
+// Every fetch that brings objects adds a pack to the mirror. Once it has
+// 32, the next release of the mirror lock rolls the small packs up with
+// `git repack --geometric`, keeping every object, provided no session has
+// the mirror open in any process; maintain.go explains why that is safe.
 //
 // # Artifacts
 //

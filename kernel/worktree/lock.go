@@ -9,7 +9,8 @@ import (
 )
 
 // lockMirror takes the mirror's in-process mutex, then its file lock, and
-// returns the function releasing both. It gives up when ctx is done while
+// returns the function releasing both, which first maintains the mirror
+// (see maintain.go). It gives up when ctx is done while
 // waiting for the in-process mutex.
 func (m *Manager) lockMirror(ctx context.Context, dir string) (func(), error) {
 	m.mu.Lock()
@@ -39,6 +40,7 @@ func (m *Manager) lockMirror(ctx context.Context, dir string) (func(), error) {
 		return nil, err
 	}
 	return func() {
+		m.maintain(dir)
 		unlockFile()
 		mu.Unlock()
 	}, nil

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -117,6 +118,9 @@ type Config struct {
 	// GitPath is the git executable for the CLI backend; empty means "git"
 	// looked up on PATH.
 	GitPath string
+	// Log receives what cannot be returned to a caller: a failed mirror
+	// maintenance (see Manager's doc). Nil discards it.
+	Log *slog.Logger
 }
 
 // Manager prepares session worktrees and commits artifacts. It is safe for
@@ -124,6 +128,11 @@ type Config struct {
 type Manager struct {
 	cfg     Config
 	gitPath string // empty when the CLI backend is not used
+	// repackGit is the git CLI for mirror maintenance, looked up whatever
+	// the backend; empty disables maintenance. packLimit is packLimit
+	// except in tests.
+	repackGit string
+	packLimit int
 
 	mu    sync.Mutex
 	locks map[string]*sync.Mutex // mirror path → in-process lock
@@ -164,7 +173,10 @@ func New(cfg Config) (*Manager, error) {
 	if cfg.PushRetries <= 0 {
 		cfg.PushRetries = DefaultPushRetries
 	}
-	m := &Manager{cfg: cfg, locks: map[string]*sync.Mutex{}}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	m := &Manager{cfg: cfg, locks: map[string]*sync.Mutex{}, packLimit: packLimit}
 	switch cfg.Backend {
 	case BackendGoGit:
 	case BackendAuto, BackendCLI:
@@ -181,6 +193,14 @@ func New(cfg Config) (*Manager, error) {
 		}
 	default:
 		return nil, fmt.Errorf("%w: backend %d", ErrInvalid, cfg.Backend)
+	}
+	m.repackGit = m.gitPath
+	if m.repackGit == "" {
+		name := cfg.GitPath
+		if name == "" {
+			name = "git"
+		}
+		m.repackGit, _ = exec.LookPath(name) // none: mirrors are not maintained
 	}
 	if err := os.MkdirAll(cfg.CacheDir, 0o755); err != nil {
 		return nil, fmt.Errorf("worktree: cache dir: %w", err)

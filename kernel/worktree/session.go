@@ -61,7 +61,10 @@ type Session struct {
 
 	mu     sync.Mutex
 	closed bool
-	known  []plumbing.Hash // commits the remote has that are not on an advertised ref
+	// release drops the session's shared lock on the mirror (see
+	// maintain.go), taken in Prepare and held until Close.
+	release func()
+	known   []plumbing.Hash // commits the remote has that are not on an advertised ref
 }
 
 // Prepare fetches the mirror and checks out a fresh worktree for the
@@ -99,9 +102,18 @@ func (m *Manager) Prepare(ctx context.Context, opts PrepareOptions) (*Session, e
 	if err := os.RemoveAll(dir); err != nil {
 		return nil, fmt.Errorf("worktree: remove stale worktree: %w", err)
 	}
-	s := &Session{m: m, repo: opts.Repo, id: opts.SessionID, Dir: dir, Branch: branch, BaseSHA: base.String(), Resumed: resumed, known: []plumbing.Hash{base}}
+	// From here until Close the worktree reads the mirror's objects outside
+	// the mirror lock, so maintenance must not delete packs under it. A
+	// roll-up that ran after resolveBase released the lock kept every
+	// object and finished before this lock is granted.
+	release, err := shareFile(ctx, usersLock(m.mirrorDir(opts.Repo)))
+	if err != nil {
+		return nil, err
+	}
+	s := &Session{m: m, repo: opts.Repo, id: opts.SessionID, Dir: dir, Branch: branch, BaseSHA: base.String(), Resumed: resumed, known: []plumbing.Hash{base}, release: release}
 	if err := m.initWorktree(opts.Repo, dir, branch, base); err != nil {
 		os.RemoveAll(dir)
+		release()
 		return nil, err
 	}
 	if m.UsesCLI() {
@@ -111,6 +123,7 @@ func (m *Manager) Prepare(ctx context.Context, opts PrepareOptions) (*Session, e
 	}
 	if err != nil {
 		os.RemoveAll(dir)
+		release()
 		return nil, c.wrap("check out "+base.String(), err)
 	}
 	return s, nil
@@ -397,6 +410,9 @@ func (s *Session) Close() error {
 		return nil
 	}
 	s.closed = true
+	// The worktree is gone (or unusable) either way; a leftover is replaced
+	// by the next Prepare of the session, which takes the lock anew.
+	defer s.release()
 	if err := os.RemoveAll(s.Dir); err != nil {
 		return fmt.Errorf("worktree: remove %s: %w", s.Dir, err)
 	}
@@ -410,7 +426,13 @@ func (m *Manager) git(ctx context.Context, dir string, env []string, stdin *stri
 	if m.gitPath == "" {
 		return errors.New("git CLI not available")
 	}
-	cmd := exec.CommandContext(ctx, m.gitPath, append([]string{"-C", dir}, args...)...)
+	return execGit(ctx, m.gitPath, dir, env, stdin, stdout, args...)
+}
+
+// execGit runs the git executable at path in dir, with no system or global
+// configuration and no terminal prompt.
+func execGit(ctx context.Context, path, dir string, env []string, stdin *strings.Reader, stdout *bytes.Buffer, args ...string) error {
+	cmd := exec.CommandContext(ctx, path, append([]string{"-C", dir}, args...)...)
 	cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0", "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", "LC_ALL=C")
 	cmd.Env = append(cmd.Env, env...)
 	if stdin != nil {

@@ -27,10 +27,11 @@ import (
 // The worktree's objects/info/alternates file is what the git CLI follows;
 // go-git is kept from following it, because go-git re-reads the file and
 // re-parses the mirror's pack index for every object it does not find
-// locally, which made reading a 5,000-file tree take seconds. Packs are
-// only ever added to the mirror, so a cached pack list stays valid for the
-// objects that existed when it was read, which are the ones a session
-// reads.
+// locally, which made reading a 5,000-file tree take seconds. While a
+// session is open, packs are only added to the mirror (maintenance, which
+// deletes packs, waits until no session has the mirror open; see
+// maintain.go), so a cached pack list stays valid for the objects that
+// existed when it was read, which are the ones a session reads.
 type sessionStorage struct {
 	*filesystem.Storage
 	mirror *filesystem.Storage
