@@ -286,15 +286,17 @@ func decodedValue(r *redact.Redactor, p any, depth int) (any, bool) {
 			return nil, false
 		}
 		if r != nil {
-			return r.String(x), true
+			if rs := r.String(x); rs != x {
+				return rs, true
+			}
 		}
-		return x, true
+		return p, true // p already holds x: no new interface value
 	case bool:
 		return x, true
 	case int:
-		return json.Number(strconv.Itoa(x)), true
+		return intNumber(int64(x)), true
 	case int64:
-		return json.Number(strconv.FormatInt(x, 10)), true
+		return intNumber(x), true
 	case map[string]any:
 		if x == nil {
 			return nil, true
@@ -341,6 +343,24 @@ func decodedValue(r *redact.Redactor, p any, depth int) (any, bool) {
 	}
 }
 
+// smallNumbers holds 0..255 as decoded JSON numbers in interface values,
+// so that the small integers payloads are full of (line ranges, counts,
+// exit codes) cost no allocation.
+var smallNumbers = func() (a [256]any) {
+	for i := range a {
+		a[i] = json.Number(strconv.Itoa(i))
+	}
+	return a
+}()
+
+// intNumber is n as a decoded JSON number.
+func intNumber(n int64) any {
+	if n >= 0 && n < int64(len(smallNumbers)) {
+		return smallNumbers[n]
+	}
+	return json.Number(strconv.FormatInt(n, 10))
+}
+
 // jsonValue converts v to what decoding json.Marshal(v) with UseNumber
 // yields: map[string]any, []any, string, json.Number, bool or nil. It
 // reports false for anything whose encoding it does not reproduce exactly
@@ -374,7 +394,7 @@ func jsonValue(v reflect.Value, depth int) (any, bool) {
 	case reflect.Bool:
 		return v.Bool(), true
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		return json.Number(strconv.FormatInt(v.Int(), 10)), true
+		return intNumber(v.Int()), true
 	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
 		return json.Number(strconv.FormatUint(v.Uint(), 10)), true
 	case reflect.Map:
