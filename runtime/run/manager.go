@@ -203,20 +203,9 @@ func (m *Manager) Resolve(ctx context.Context, sessionID, approvalID, decision, 
 func (m *Manager) Resume(ctx context.Context, eng *Engine, sessionID, cwd, transcript string) (Outcome, error) {
 	unlock := m.lock(sessionID)
 	defer unlock()
-	j, err := journal.Open(ctx, m.Store, sessionID)
+	j, evs, snap, err := m.openPaused(ctx, sessionID)
 	if err != nil {
-		return Outcome{}, err
-	}
-	evs, err := j.Events(ctx)
-	if err != nil {
-		return Outcome{}, err
-	}
-	snap, err := replay.Replay(evs)
-	if err != nil {
-		return Outcome{}, err
-	}
-	if snap.RunStatus != "paused" {
-		return Outcome{SessionID: sessionID, RunID: snap.RunID, Status: snap.RunStatus}, ErrNotPaused
+		return Outcome{SessionID: sessionID, RunID: snap.RunID, Status: snap.RunStatus}, err
 	}
 	history, prompt, corr, before := runHistory(evs, snap.RunID)
 	j.SetRun(snap.RunID)
@@ -234,20 +223,9 @@ func (m *Manager) Resume(ctx context.Context, eng *Engine, sessionID, cwd, trans
 func (m *Manager) Cancel(ctx context.Context, sessionID, by, reason string) (Outcome, error) {
 	unlock := m.lock(sessionID)
 	defer unlock()
-	j, err := journal.Open(ctx, m.Store, sessionID)
+	j, evs, snap, err := m.openPaused(ctx, sessionID)
 	if err != nil {
-		return Outcome{}, err
-	}
-	evs, err := j.Events(ctx)
-	if err != nil {
-		return Outcome{}, err
-	}
-	snap, err := replay.Replay(evs)
-	if err != nil {
-		return Outcome{}, err
-	}
-	if snap.RunStatus != "paused" {
-		return Outcome{SessionID: sessionID, RunID: snap.RunID, Status: snap.RunStatus}, ErrNotPaused
+		return Outcome{SessionID: sessionID, RunID: snap.RunID, Status: snap.RunStatus}, err
 	}
 	_, _, corr, _ := runHistory(evs, snap.RunID)
 	j.SetRun(snap.RunID)
@@ -258,6 +236,28 @@ func (m *Manager) Cancel(ctx context.Context, sessionID, by, reason string) (Out
 	}
 	f := &Failure{Status: StatusDenied, Class: ClassPolicyDenied, Code: "CANCELLED", Reason: "cancelled by " + by + ": " + reason, NextAction: "start a new request if the work is still wanted"}
 	return m.finish(ctx, j, snap.RunID, corr, Result{}, f)
+}
+
+// openPaused opens the session's journal and replays it, to continue or
+// end its paused run. A run that is not paused is ErrNotPaused, with the
+// snapshot saying what it is. The caller holds the session's lock.
+func (m *Manager) openPaused(ctx context.Context, sessionID string) (*journal.Journal, []event.Event, replay.Snapshot, error) {
+	j, err := journal.Open(ctx, m.Store, sessionID)
+	if err != nil {
+		return nil, nil, replay.Snapshot{}, err
+	}
+	evs, err := j.Events(ctx)
+	if err != nil {
+		return nil, nil, replay.Snapshot{}, err
+	}
+	snap, err := replay.Replay(evs)
+	if err != nil {
+		return nil, nil, replay.Snapshot{}, err
+	}
+	if snap.RunStatus != "paused" {
+		return nil, nil, snap, ErrNotPaused
+	}
+	return j, evs, snap, nil
 }
 
 func (m *Manager) drive(ctx context.Context, eng *Engine, j *journal.Journal, runID, corr string, in Input, history []event.Event) (Outcome, error) {
