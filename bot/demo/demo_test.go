@@ -5,17 +5,16 @@ import (
 	"context"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/agentos/agentos/kernel/testenv"
 )
 
 func needGit(t *testing.T) {
 	t.Helper()
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("git is not installed")
-	}
+	testenv.LookPath(t, "git")
 }
 
 // TestRunCompletes plays the scenario and checks its end state on disk

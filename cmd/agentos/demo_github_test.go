@@ -2,11 +2,12 @@ package main
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/agentos/agentos/kernel/testenv"
 )
 
 // TestDemoGitHub runs `agentos demo --github` and checks what a newcomer
@@ -15,9 +16,7 @@ import (
 // ready, the git facts, and a log that verifies, with no credential in
 // sight.
 func TestDemoGitHub(t *testing.T) {
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("git is not installed")
-	}
+	testenv.LookPath(t, "git")
 	out := t.TempDir()
 	stdout, stderr, code := runCLI(t, "demo", "--github", "--out", out)
 	if code != 0 {

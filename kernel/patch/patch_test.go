@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/agentos/agentos/kernel/testenv"
 )
 
 // corpus: each case is a set of files, a diff, and whether it applies. The
@@ -114,12 +116,7 @@ rename to to.txt
 }
 
 func TestCorpusAgainstGitApply(t *testing.T) {
-	if _, err := exec.LookPath("git"); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("git is required under CI")
-		}
-		t.Skip("GIT NOT INSTALLED: skipping the comparison with git apply")
-	}
+	testenv.LookPath(t, "git")
 	for _, c := range corpus {
 		t.Run(c.name, func(t *testing.T) {
 			ours, ourErr := applyAll(c.files, c.diff)

@@ -13,6 +13,8 @@ import (
 
 	"github.com/agentos/agentos/kernel"
 	"github.com/agentos/agentos/kernel/workspace"
+
+	"github.com/agentos/agentos/kernel/testenv"
 )
 
 func tree(t testing.TB, files map[string]string) (*tools, string) {
@@ -159,9 +161,7 @@ func TestTestAndLintDetection(t *testing.T) {
 }
 
 func TestTestRunReportsPassFail(t *testing.T) {
-	if _, err := exec.LookPath("go"); err != nil {
-		t.Skip("go not on PATH")
-	}
+	testenv.LookPath(t, "go")
 	tl, _ := tree(t, map[string]string{"go.mod": "module x\n\ngo 1.22\n", "x_test.go": "package x\nimport \"testing\"\nfunc TestFail(t *testing.T) { t.Fatal(\"boom\") }\nfunc TestOK(t *testing.T) {}\n"})
 	d := tl.test()
 	m, err := call(t, d, `{}`)

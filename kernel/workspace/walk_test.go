@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/agentos/agentos/kernel/testenv"
 )
 
 // TestWalkMatchesGit: the files Walk visits are exactly the files git
@@ -16,12 +18,7 @@ import (
 // fresh repository), with nested .gitignore files, negation, anchored and
 // directory patterns, and .git/info/exclude.
 func TestWalkMatchesGit(t *testing.T) {
-	if _, err := exec.LookPath("git"); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("git is required under CI")
-		}
-		t.Skip("GIT NOT INSTALLED: skipping the comparison with git")
-	}
+	testenv.LookPath(t, "git")
 	dir := t.TempDir()
 	files := map[string]string{
 		".gitignore":           "*.log\n/build/\n# comment\n\n!keep.log\ntmp\n",

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/agentos/agentos/kernel/testenv"
 )
 
 // testToken is the installation token the test server accepts.
@@ -69,9 +71,7 @@ type gitServer struct {
 func newGitServer(t *testing.T) *gitServer {
 	t.Helper()
 	s, err := startGitServer(t.TempDir())
-	if err != nil {
-		t.Skipf("git http-backend not available: %v", err)
-	}
+	testenv.Require(t, "git http-backend", err)
 	t.Cleanup(s.srv.Close)
 	return s
 }

@@ -37,6 +37,8 @@ import (
 	"syscall"
 	"text/tabwriter"
 	"time"
+
+	"github.com/agentos/agentos/bot/internal/corpus"
 )
 
 func main() {
@@ -421,12 +423,7 @@ func cpuTime(pid int) (time.Duration, error) {
 }
 
 func defaultExamples() string {
-	dir := os.Getenv("AGENTOS_NPM_DIR")
-	if dir == "" {
-		home, _ := os.UserHomeDir()
-		dir = filepath.Join(home, ".cache", "agentos-npm")
-	}
-	return filepath.Join(dir, "node_modules", "@octokit", "webhooks-examples", "api.github.com", "index.json")
+	return filepath.Join(corpus.Dir(), "node_modules", "@octokit", "webhooks-examples", "api.github.com", "index.json")
 }
 
 // loadBodies returns the issue_comment "created" examples, compact.

@@ -4,6 +4,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/agentos/agentos/bot/internal/corpus"
 )
 
 func TestTargetOnlyLoopback(t *testing.T) {
@@ -52,9 +54,9 @@ func TestCPUTimeOfSelf(t *testing.T) {
 }
 
 func TestLoadBodies(t *testing.T) {
-	path := defaultExamples()
-	if _, err := os.Stat(path); err != nil {
-		t.Skip("SKIPPING: webhooks-examples not installed: " + path)
+	path := corpus.WebhookExamples(t)
+	if path != defaultExamples() {
+		t.Errorf("loadgen's default examples %s are not the corpus's %s", defaultExamples(), path)
 	}
 	bodies, err := loadBodies(path)
 	if err != nil {
