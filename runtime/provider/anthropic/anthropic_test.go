@@ -158,12 +158,8 @@ func TestStreamErrorEventIsRetried(t *testing.T) {
 	if want := `{"intent":"fix auth","constraints":[],"schema_version":"v1"}`; resp.Text != want || resp.Usage != (provider.Usage{InputTokens: 41, OutputTokens: 22}) {
 		t.Errorf("resp = %+v", resp)
 	}
-	if got, want := w.Got(), []time.Duration{500 * time.Millisecond}; !reflect.DeepEqual(got, want) {
-		t.Errorf("waits = %v, want %v", got, want)
-	}
-	if n := srv.Requests(); n != 2 {
-		t.Errorf("requests = %d, want 2", n)
-	}
+	w.Check(t, 500*time.Millisecond)
+	srv.CheckRequests(t, 2)
 }
 
 func TestRetryHonoursRetryAfter(t *testing.T) {
@@ -192,9 +188,7 @@ func TestRetryHonoursRetryAfter(t *testing.T) {
 				} else if err != nil || resp.Text != leadText {
 					t.Fatalf("resp = %+v, err = %v", resp, err)
 				}
-				if got := w.Got(); !reflect.DeepEqual(got, []time.Duration{tt.want}) {
-					t.Errorf("waits = %v, want [%v]", got, tt.want)
-				}
+				w.Check(t, tt.want)
 			})
 		}
 	}
@@ -202,18 +196,14 @@ func TestRetryHonoursRetryAfter(t *testing.T) {
 
 func TestFailures(t *testing.T) {
 	tests := []struct {
-		file      string
-		retries   int
-		status    int
-		attempts  int
-		retryable bool
-		waits     []time.Duration
-		message   string
+		file    string
+		retries int
+		want    exchange.WantError // Provider is Name
 	}{
-		{"testdata/server_error.json", 3, 500, 4, true, []time.Duration{500 * time.Millisecond, time.Second, 2 * time.Second}, "server error"},
-		{"testdata/bad_request.json", 3, 400, 1, false, nil, "request rejected"},
-		{"testdata/malformed_html.json", 3, 200, 1, false, nil, "malformed"},
-		{"testdata/malformed_shape.json", 3, 200, 1, false, nil, "malformed"},
+		{"testdata/server_error.json", 3, exchange.WantError{Status: 500, Attempts: 4, Retryable: true, Waits: []time.Duration{500 * time.Millisecond, time.Second, 2 * time.Second}, Message: "server error"}},
+		{"testdata/bad_request.json", 3, exchange.WantError{Status: 400, Attempts: 1, Message: "request rejected"}},
+		{"testdata/malformed_html.json", 3, exchange.WantError{Status: 200, Attempts: 1, Message: "malformed"}},
+		{"testdata/malformed_shape.json", 3, exchange.WantError{Status: 200, Attempts: 1, Message: "malformed"}},
 	}
 	for _, tt := range tests {
 		for _, stream := range []bool{false, true} {
@@ -223,22 +213,10 @@ func TestFailures(t *testing.T) {
 				p.Retries = tt.retries
 				prov, w := newProvider(t, p, Options{Stream: stream})
 				_, err := prov.Complete(context.Background(), provider.CompletionRequest{Messages: lead, Model: "claude-sonnet-4-5"})
-				var pe *provider.Error
-				if !errors.As(err, &pe) {
-					t.Fatalf("err = %v (%T), want *provider.Error", err, err)
-				}
-				if pe.Code != provider.CodeProviderError || pe.Provider != Name || pe.Status != tt.status || pe.Attempts != tt.attempts || pe.Retryable != tt.retryable {
-					t.Errorf("got status=%d attempts=%d retryable=%v (%v), want status=%d attempts=%d retryable=%v", pe.Status, pe.Attempts, pe.Retryable, err, tt.status, tt.attempts, tt.retryable)
-				}
-				if !strings.Contains(pe.Message, tt.message) {
-					t.Errorf("message = %q, want it to mention %q", pe.Message, tt.message)
-				}
-				if got := w.Got(); !reflect.DeepEqual(got, tt.waits) {
-					t.Errorf("waits = %v, want %v", got, tt.waits)
-				}
-				if n := srv.Requests(); n != tt.attempts {
-					t.Errorf("requests = %d, want %d", n, tt.attempts)
-				}
+				want := tt.want
+				want.Provider = Name
+				exchange.CheckError(t, err, w, want)
+				srv.CheckRequests(t, want.Attempts)
 			})
 		}
 	}
@@ -279,10 +257,7 @@ func TestRequestErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := prov.Complete(context.Background(), tt.req)
-			var pe *provider.Error
-			if !errors.As(err, &pe) || pe.Retryable || !strings.Contains(pe.Message, tt.want) {
-				t.Errorf("err = %v, want a non-retryable error mentioning %q", err, tt.want)
-			}
+			exchange.CheckRequestError(t, err, tt.want)
 		})
 	}
 }

@@ -3,7 +3,6 @@ package gemini
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"reflect"
 	"strings"
@@ -196,12 +195,8 @@ func TestRetryWaits(t *testing.T) {
 			if err != nil || resp.Text != leadText {
 				t.Fatalf("resp = %+v, err = %v", resp, err)
 			}
-			if got := w.Got(); !reflect.DeepEqual(got, []time.Duration{tt.want}) {
-				t.Errorf("waits = %v, want [%v]", got, tt.want)
-			}
-			if n := srv.Requests(); n != 2 {
-				t.Errorf("requests = %d, want 2", n)
-			}
+			w.Check(t, tt.want)
+			srv.CheckRequests(t, 2)
 		})
 	}
 }
@@ -233,17 +228,13 @@ func TestBlockedPrompt(t *testing.T) {
 
 func TestFailures(t *testing.T) {
 	tests := []struct {
-		file      string
-		status    int
-		attempts  int
-		retryable bool
-		waits     []time.Duration
-		message   string
+		file string
+		want exchange.WantError // Provider is Name
 	}{
-		{"testdata/server_error.json", 500, 4, true, []time.Duration{500 * time.Millisecond, time.Second, 2 * time.Second}, "server error"},
-		{"testdata/bad_key.json", 400, 1, false, nil, "request rejected"},
-		{"testdata/malformed_html.json", 200, 1, false, nil, "malformed"},
-		{"testdata/malformed_shape.json", 200, 1, false, nil, "malformed"},
+		{"testdata/server_error.json", exchange.WantError{Status: 500, Attempts: 4, Retryable: true, Waits: []time.Duration{500 * time.Millisecond, time.Second, 2 * time.Second}, Message: "server error"}},
+		{"testdata/bad_key.json", exchange.WantError{Status: 400, Attempts: 1, Message: "request rejected"}},
+		{"testdata/malformed_html.json", exchange.WantError{Status: 200, Attempts: 1, Message: "malformed"}},
+		{"testdata/malformed_shape.json", exchange.WantError{Status: 200, Attempts: 1, Message: "malformed"}},
 	}
 	for _, tt := range tests {
 		for _, stream := range []bool{false, true} {
@@ -255,19 +246,10 @@ func TestFailures(t *testing.T) {
 				srv := exchange.ServeFile(t, f, tt.file)
 				prov, w := newProvider(t, profile(srv.URL), stream)
 				_, err := prov.Complete(context.Background(), provider.CompletionRequest{Messages: lead, Model: "gemini-2.5-flash"})
-				var pe *provider.Error
-				if !errors.As(err, &pe) {
-					t.Fatalf("err = %v (%T), want *provider.Error", err, err)
-				}
-				if pe.Code != provider.CodeProviderError || pe.Provider != Name || pe.Status != tt.status || pe.Attempts != tt.attempts || pe.Retryable != tt.retryable {
-					t.Errorf("got status=%d attempts=%d retryable=%v (%v), want status=%d attempts=%d retryable=%v", pe.Status, pe.Attempts, pe.Retryable, err, tt.status, tt.attempts, tt.retryable)
-				}
-				if !strings.Contains(pe.Message, tt.message) {
-					t.Errorf("message = %q, want it to mention %q", pe.Message, tt.message)
-				}
-				if got := w.Got(); !reflect.DeepEqual(got, tt.waits) {
-					t.Errorf("waits = %v, want %v", got, tt.waits)
-				}
+				want := tt.want
+				want.Provider = Name
+				exchange.CheckError(t, err, w, want)
+				srv.CheckRequests(t, want.Attempts)
 			})
 		}
 	}
@@ -295,10 +277,7 @@ func TestRequestErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := prov.Complete(context.Background(), tt.req)
-			var pe *provider.Error
-			if !errors.As(err, &pe) || pe.Retryable || !strings.Contains(pe.Message, tt.want) {
-				t.Errorf("err = %v, want a non-retryable error mentioning %q", err, tt.want)
-			}
+			exchange.CheckRequestError(t, err, tt.want)
 		})
 	}
 }
@@ -314,7 +293,5 @@ func TestStreamErrorEventIsRetried(t *testing.T) {
 	if want := `{"intent":"fix auth","constraints":[],"schema_version":"v1"}`; resp.Text != want {
 		t.Errorf("text = %q, want %q", resp.Text, want)
 	}
-	if got, want := w.Got(), []time.Duration{500 * time.Millisecond}; !reflect.DeepEqual(got, want) {
-		t.Errorf("waits = %v, want %v", got, want)
-	}
+	w.Check(t, 500*time.Millisecond)
 }

@@ -66,9 +66,7 @@ func TestTextAnswerValidatesAgainstSchema(t *testing.T) {
 	if !reflect.DeepEqual(resp, want) {
 		t.Errorf("got  %+v\nwant %+v", resp, want)
 	}
-	if n := srv.Requests(); n != 1 {
-		t.Errorf("requests = %d, want 1", n)
-	}
+	srv.CheckRequests(t, 1)
 }
 
 func TestToolCallRoundTrip(t *testing.T) {
@@ -185,30 +183,22 @@ func TestRetryHonoursRetryAfter(t *testing.T) {
 	if resp.FinishReason != provider.FinishStop || resp.Usage.InputTokens != 27 {
 		t.Errorf("resp = %+v", resp)
 	}
-	if got, want := w.Got(), []time.Duration{7 * time.Second}; !reflect.DeepEqual(got, want) {
-		t.Errorf("waits = %v, want %v (the Retry-After)", got, want)
-	}
-	if n := srv.Requests(); n != 2 {
-		t.Errorf("requests = %d, want 2", n)
-	}
+	w.Check(t, 7*time.Second) // the Retry-After
+	srv.CheckRequests(t, 2)
 }
 
 func TestFailures(t *testing.T) {
 	tests := []struct {
-		file      string
-		retries   int
-		status    int
-		attempts  int
-		retryable bool
-		waits     []time.Duration
-		message   string
+		file    string
+		retries int
+		want    exchange.WantError // Provider is Name
 	}{
-		{"testdata/server_error.json", 2, 500, 3, true, []time.Duration{500 * time.Millisecond, time.Second}, "server error"},
-		{"testdata/unauthorized.json", 3, 401, 1, false, nil, "not authorized"},
-		{"testdata/malformed_html.json", 3, 200, 1, false, nil, "malformed response"},
+		{"testdata/server_error.json", 2, exchange.WantError{Status: 500, Attempts: 3, Retryable: true, Waits: []time.Duration{500 * time.Millisecond, time.Second}, Message: "server error"}},
+		{"testdata/unauthorized.json", 3, exchange.WantError{Status: 401, Attempts: 1, Message: "not authorized"}},
+		{"testdata/malformed_html.json", 3, exchange.WantError{Status: 200, Attempts: 1, Message: "malformed response"}},
 		// A cut JSON body looks like a dropped connection: retried.
-		{"testdata/malformed_truncated.json", 1, 200, 2, true, []time.Duration{500 * time.Millisecond}, "cut short"},
-		{"testdata/malformed_shape.json", 3, 200, 1, false, nil, "no choices"},
+		{"testdata/malformed_truncated.json", 1, exchange.WantError{Status: 200, Attempts: 2, Retryable: true, Waits: []time.Duration{500 * time.Millisecond}, Message: "cut short"}},
+		{"testdata/malformed_shape.json", 3, exchange.WantError{Status: 200, Attempts: 1, Message: "no choices"}},
 	}
 	for _, tt := range tests {
 		for _, stream := range []bool{false, true} {
@@ -221,27 +211,13 @@ func TestFailures(t *testing.T) {
 				p.Retries = tt.retries
 				prov, w := newProvider(t, p, stream)
 				_, err := prov.Complete(context.Background(), provider.CompletionRequest{Messages: lead, Model: "gpt-4o-mini"})
-				var pe *provider.Error
-				if !errors.As(err, &pe) {
-					t.Fatalf("err = %v (%T), want *provider.Error", err, err)
-				}
-				if pe.Code != provider.CodeProviderError || pe.Provider != Name || pe.Status != tt.status || pe.Attempts != tt.attempts || pe.Retryable != tt.retryable {
-					t.Errorf("got code=%s provider=%s status=%d attempts=%d retryable=%v, want status=%d attempts=%d retryable=%v", pe.Code, pe.Provider, pe.Status, pe.Attempts, pe.Retryable, tt.status, tt.attempts, tt.retryable)
-				}
+				want := tt.want
+				want.Provider = Name
 				if stream && strings.Contains(tt.file, "malformed_html") {
-					// A stream that is not SSE carries no chunks.
-					if !strings.Contains(pe.Message, "malformed") {
-						t.Errorf("message = %q", pe.Message)
-					}
-				} else if !strings.Contains(pe.Message, tt.message) {
-					t.Errorf("message = %q, want it to mention %q", pe.Message, tt.message)
+					want.Message = "malformed" // a stream that is not SSE carries no chunks
 				}
-				if got := w.Got(); !reflect.DeepEqual(got, tt.waits) {
-					t.Errorf("waits = %v, want %v", got, tt.waits)
-				}
-				if n := srv.Requests(); n != tt.attempts {
-					t.Errorf("requests = %d, want %d", n, tt.attempts)
-				}
+				exchange.CheckError(t, err, w, want)
+				srv.CheckRequests(t, want.Attempts)
 			})
 		}
 	}
@@ -320,10 +296,7 @@ func TestParams(t *testing.T) {
 	for _, tt := range bad {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := prov.Complete(context.Background(), tt.req)
-			var pe *provider.Error
-			if !errors.As(err, &pe) || pe.Retryable || pe.Attempts != 0 || !strings.Contains(pe.Message, tt.want) {
-				t.Errorf("err = %v, want a non-retryable request error mentioning %q", err, tt.want)
-			}
+			exchange.CheckRequestError(t, err, tt.want)
 		})
 	}
 }
@@ -361,7 +334,5 @@ func TestStreamErrorEventIsRetried(t *testing.T) {
 	if want := `{"intent":"fix auth","constraints":[],"schema_version":"v1"}`; resp.Text != want {
 		t.Errorf("text = %q, want %q", resp.Text, want)
 	}
-	if got, want := w.Got(), []time.Duration{500 * time.Millisecond}; !reflect.DeepEqual(got, want) {
-		t.Errorf("waits = %v, want %v", got, want)
-	}
+	w.Check(t, 500*time.Millisecond)
 }
