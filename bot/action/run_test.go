@@ -99,6 +99,7 @@ type actions struct {
 	bare    string
 	issue   int
 	workDir string
+	log     string // the last run's log
 }
 
 func newActions(t *testing.T) *actions {
@@ -177,6 +178,7 @@ func (a *actions) run(eventName string, ev map[string]any) (action.Outputs, stri
 	}
 	var log strings.Builder
 	out, runErr := action.Run(context.Background(), env, deps, &log)
+	a.log = log.String()
 	o, _ := os.ReadFile(outPath)
 	s, _ := os.ReadFile(sumPath)
 	if strings.Contains(log.String()+string(o)+string(s), ghToken) && !strings.Contains(log.String(), "::add-mask::"+ghToken) {
@@ -267,6 +269,30 @@ func TestActionPauseThenApproveOnAFreshMachine(t *testing.T) {
 	}
 }
 
+// A maintainer who cancels the paused run ends it denied: the step
+// succeeds, and a warning annotation says the run was denied and why.
+func TestActionDeniedRunWarns(t *testing.T) {
+	a := newActions(t)
+	out, _, _, err := a.run("issue_comment", a.commentEvent("alice", "/agent "+demo.Prompt))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(a.log, "::warning::") {
+		t.Errorf("a paused run warned:\n%s", a.log)
+	}
+	got, _, _, err := a.run("issue_comment", a.commentEvent("alice", "/agent cancel"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status != "denied" {
+		t.Fatalf("after /agent cancel: %+v", got)
+	}
+	want := "::warning::agentos session " + out.SessionID + " denied: "
+	if !strings.Contains(a.log, want) {
+		t.Errorf("log lacks %q:\n%s", want, a.log)
+	}
+}
+
 // A tampered artifact log, a log that belongs to another repository, and
 // an approval from a reviewer without write access are each refused.
 func TestActionRefusals(t *testing.T) {
@@ -289,6 +315,11 @@ func TestActionRefusals(t *testing.T) {
 		}
 		if !strings.Contains(summary, "does not verify") {
 			t.Errorf("summary does not say why:\n%s", summary)
+		}
+		// On the issue, the session is found by its branch; its log is
+		// refused just the same.
+		if _, _, _, err := a.run("issue_comment", a.commentEvent("alice", "/agent cancel")); !errors.Is(err, dispatch.ErrTamperedLog) {
+			t.Fatalf("tampered log, command on the issue: err = %v", err)
 		}
 	})
 	t.Run("log of another repository", func(t *testing.T) {

@@ -291,7 +291,9 @@ type answer struct {
 
 // sessionFor finds the session a trigger on issue or PR number refers to:
 // the session of a bot PR's branch, or the latest session started from that
-// issue.
+// issue. A session this store has never seen (started by a GitHub Action
+// run on another machine, or by another data directory) is found by its
+// branch on the remote and imported from its artifact log.
 func (d *Dispatcher) sessionFor(ctx context.Context, repo Repo, number int, isPR bool) (string, *PullRequest, error) {
 	if isPR {
 		pr, err := d.GitHub.PullRequest(ctx, repo, number)
@@ -320,7 +322,45 @@ func (d *Dispatcher) sessionFor(ctx context.Context, repo Repo, number int, isPR
 			return in.SessionID, nil, nil
 		}
 	}
-	return "", nil, nil
+	sid, err := d.remoteSessionFor(ctx, repo, number)
+	return sid, nil, err
+}
+
+// remoteSessionFor finds the latest session of issue number among the
+// remote's session branches, importing each one's log (verified, and
+// refused if it was tampered with) to learn which issue it belongs to and
+// when it last moved. A branch whose log cannot be loaded (its run
+// committed none yet, or keeps it on the session branch and is gone) is
+// passed over with a warning.
+func (d *Dispatcher) remoteSessionFor(ctx context.Context, repo Repo, number int) (string, error) {
+	branches, err := d.Git.SessionBranches(ctx, repo, number)
+	if err != nil {
+		return "", fmt.Errorf("list session branches: %w", err)
+	}
+	var best, bestTS string
+	for _, b := range branches {
+		sid, ok := sessionFromBranch(b)
+		if !ok {
+			continue
+		}
+		unlock := d.lock(sid)
+		evs, err := d.loadSession(ctx, repo, sid)
+		unlock()
+		if err != nil {
+			if errors.Is(err, ErrTamperedLog) || ctx.Err() != nil {
+				return "", err
+			}
+			d.log().Warn("session branch without a loadable log", "repo", repo.FullName(), "branch", b, "err", err)
+			continue
+		}
+		if l, ok := loadLink(evs); !ok || l.Repo != repo.FullName() || l.Issue != number || len(evs) == 0 {
+			continue
+		}
+		if ts := evs[len(evs)-1].TS; best == "" || ts > bestTS {
+			best, bestTS = sid, ts
+		}
+	}
+	return best, nil
 }
 
 func (d *Dispatcher) answer(ctx context.Context, repo Repo, t webhook.Trigger, a answer) (Result, error) {

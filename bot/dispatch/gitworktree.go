@@ -164,3 +164,8 @@ func (t *sessionTree) Commit(ctx context.Context, message, runID string, allowEm
 func (t *sessionTree) Push(ctx context.Context) error { return t.s.Push(ctx) }
 
 func (t *sessionTree) Close() error { return t.s.Close() }
+
+// SessionBranches implements Git.
+func (w Worktrees) SessionBranches(ctx context.Context, repo Repo, number int) ([]string, error) {
+	return w.M.RemoteBranches(ctx, wtRepo(repo), fmt.Sprintf("%s%d-", BranchPrefix, number))
+}

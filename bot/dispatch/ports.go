@@ -98,6 +98,9 @@ type Git interface {
 	// ArtifactBranch names the branch the log is committed to, for links:
 	// the artifact branch, or "" when it goes on the session branch.
 	ArtifactBranch() string
+	// SessionBranches lists the remote's session branches of issue or
+	// pull request number (agent/<number>-<id>), as the remote has them now.
+	SessionBranches(ctx context.Context, repo Repo, number int) ([]string, error)
 }
 
 // Worktree is one session's checkout.

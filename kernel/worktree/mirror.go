@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
+	"strings"
 
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/storer"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/plumbing/transport/client"
 )
@@ -72,30 +75,72 @@ func (m *Manager) fetch(ctx context.Context, mirror *git.Repository, r Repo, c c
 
 // defaultBranch asks the remote which branch its HEAD names.
 func (m *Manager) defaultBranch(ctx context.Context, r Repo, c cred) (string, error) {
-	ep, err := transport.NewEndpoint(m.remoteURL(r))
+	refs, err := m.advertised(ctx, r, c, "default branch of "+r.String())
 	if err != nil {
-		return "", c.wrap("default branch of "+r.String(), err)
-	}
-	cl, err := client.NewClient(ep)
-	if err != nil {
-		return "", c.wrap("default branch of "+r.String(), err)
-	}
-	s, err := cl.NewUploadPackSession(ep, c.auth())
-	if err != nil {
-		return "", c.wrap("default branch of "+r.String(), err)
-	}
-	defer s.Close()
-	ar, err := s.AdvertisedReferencesContext(ctx)
-	if err != nil {
-		return "", c.wrap("default branch of "+r.String(), err)
-	}
-	refs, err := ar.AllReferences()
-	if err != nil {
-		return "", c.wrap("default branch of "+r.String(), err)
+		return "", err
 	}
 	head, err := refs.Reference(plumbing.HEAD)
 	if err != nil || head.Type() != plumbing.SymbolicReference || !head.Target().IsBranch() {
 		return "", fmt.Errorf("%w: %s advertises no default branch", ErrNotFound, r)
 	}
 	return head.Target().Short(), nil
+}
+
+// RemoteBranches lists the remote's branches whose names start with
+// prefix, sorted, as the remote advertises them now: one round trip, no
+// objects fetched.
+func (m *Manager) RemoteBranches(ctx context.Context, r Repo, prefix string) ([]string, error) {
+	if err := r.Validate(); err != nil {
+		return nil, err
+	}
+	c, err := m.cred(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	refs, err := m.advertised(ctx, r, c, "branches of "+r.String())
+	if errors.Is(err, transport.ErrEmptyRemoteRepository) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	iter, err := refs.IterReferences()
+	if err != nil {
+		return nil, c.wrap("branches of "+r.String(), err)
+	}
+	var out []string
+	err = iter.ForEach(func(ref *plumbing.Reference) error {
+		if name := ref.Name(); name.IsBranch() && strings.HasPrefix(name.Short(), prefix) {
+			out = append(out, name.Short())
+		}
+		return nil
+	})
+	sort.Strings(out)
+	return out, err
+}
+
+// advertised returns the references the remote advertises to a fetch.
+func (m *Manager) advertised(ctx context.Context, r Repo, c cred, op string) (storer.ReferenceStorer, error) {
+	ep, err := transport.NewEndpoint(m.remoteURL(r))
+	if err != nil {
+		return nil, c.wrap(op, err)
+	}
+	cl, err := client.NewClient(ep)
+	if err != nil {
+		return nil, c.wrap(op, err)
+	}
+	s, err := cl.NewUploadPackSession(ep, c.auth())
+	if err != nil {
+		return nil, c.wrap(op, err)
+	}
+	defer s.Close()
+	ar, err := s.AdvertisedReferencesContext(ctx)
+	if err != nil {
+		return nil, c.wrap(op, err)
+	}
+	refs, err := ar.AllReferences()
+	if err != nil {
+		return nil, c.wrap(op, err)
+	}
+	return refs, nil
 }

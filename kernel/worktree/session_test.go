@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -470,5 +471,36 @@ func TestPrepareAfterRemoteBranchDeleted(t *testing.T) {
 	defer s2.Close()
 	if s2.Resumed || s2.BaseSHA != main {
 		t.Errorf("after deletion: resumed = %v at %s, want a fresh start at main %s", s2.Resumed, s2.BaseSHA, main)
+	}
+}
+
+func TestRemoteBranches(t *testing.T) {
+	ctx := context.Background()
+	srv := newGitServer(t)
+	bare := srv.bare(t, testRepo.Owner, testRepo.Name)
+	m := newManager(t, srv, BackendGoGit)
+	if got, err := m.RemoteBranches(ctx, testRepo, "agent/"); err != nil || len(got) != 0 {
+		t.Fatalf("empty remote: %v, %v; want none", got, err)
+	}
+	seed(t, bare, "main", map[string]string{"a.txt": "1\n"})
+	for _, b := range []string{"agent/12-bbbbbbbb", "agent/12-aaaaaaaa", "agent/123-cccccccc", "feature/agent/12-x"} {
+		runGit(t, bare, "branch", b, "main")
+	}
+	got, err := m.RemoteBranches(ctx, testRepo, "agent/12-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"agent/12-aaaaaaaa", "agent/12-bbbbbbbb"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("branches = %v, want %v", got, want)
+	}
+	if _, err := os.Stat(m.mirrorDir(testRepo)); !os.IsNotExist(err) {
+		t.Errorf("listing branches created or fetched the mirror: %v", err)
+	}
+	bad, err := New(Config{CacheDir: t.TempDir(), BaseURL: srv.url(), Token: staticToken("ghs_wrong"), Backend: BackendGoGit})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bad.RemoteBranches(ctx, testRepo, "agent/"); err == nil || strings.Contains(err.Error(), "ghs_wrong") {
+		t.Errorf("wrong token: err = %v, want an error that does not show the token", err)
 	}
 }
