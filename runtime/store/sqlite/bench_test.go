@@ -103,7 +103,7 @@ func BenchmarkCommit(b *testing.B) {
 			b.ResetTimer()
 			for c := 0; c < commits; c++ {
 				for i, r := range reqs {
-					r.expected, r.ack = seqs[i], make(chan struct{})
+					r.expected, r.ack = seqs[i], make(chan struct{}, 1)
 				}
 				s.commitAndSync(reqs)
 				for i, r := range reqs {

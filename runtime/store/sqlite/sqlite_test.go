@@ -105,7 +105,7 @@ func TestTwoStoresOneFile(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		reqs = append(reqs, &appendReq{sessionID: c.sid, expected: c.expected, prepared: ps, ack: make(chan struct{})})
+		reqs = append(reqs, &appendReq{sessionID: c.sid, expected: c.expected, prepared: ps, ack: make(chan struct{}, 1)})
 	}
 	a.commitAndSync(reqs)
 	var ce *store.ConflictError
