@@ -179,7 +179,7 @@ func Open(dir string, sealer *event.Sealer, opts Options) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("sqlite: writer connection: %w", err)
 	}
-	w := &writer{conn: conn, stmts: map[string]*sql.Stmt{}, tips: map[string]*tipRow{}, unfolded: map[string]*tipRow{}}
+	w := &writer{conn: conn, stmts: map[string]*sql.Stmt{}, tips: map[string]*tipRow{}, unfolded: map[string]*tipRow{}, moved: map[string]*tipRow{}}
 	s := &Store{hints: tipHints{seed: maphash.MakeSeed()}, db: db, sealer: sealer, opts: opts, reqs: make(chan *appendReq, 4096), done: make(chan struct{}), w: w}
 	if err := w.sync(context.Background()); err != nil {
 		w.close()
@@ -586,8 +586,11 @@ func (s *Store) commit(batch []*appendReq) {
 func (s *Store) commitOnce(batch []*appendReq) (err error) {
 	w := s.w
 	ctx := context.Background()
-	// Tips moved by this transaction; adopted only if it commits.
-	moved := map[string]*tipRow{}
+	// Tips moved by this transaction; adopted only if it commits. The map
+	// is the writer's, cleared for each commit (a new one grew through
+	// several rehashes per commit).
+	moved := w.moved
+	clear(moved)
 	defer func() {
 		if err != nil {
 			// Whether the failed transaction left anything is unknown
@@ -768,6 +771,7 @@ type writer struct {
 	unfolded  map[string]*tipRow
 	sinceFold int
 	// Buffers reused across commits.
+	moved       map[string]*tipRow
 	rows        []eventRow
 	args        []any
 	idx, lines  []byte
