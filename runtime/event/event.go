@@ -94,6 +94,39 @@ type Event struct {
 // Time parses TS.
 func (e *Event) Time() (time.Time, error) { return time.Parse(TimeFormat, e.TS) }
 
+// formatTS is t.UTC().Format(TimeFormat) without the layout interpreter,
+// which took a tenth of an append's own CPU once the rest got cheap.
+func formatTS(t time.Time) string {
+	t = t.UTC()
+	year, month, day := t.Date()
+	if year < 0 || year > 9999 {
+		return t.Format(TimeFormat)
+	}
+	hour, min, sec := t.Clock()
+	var b [len(TimeFormat)]byte
+	put := func(at, width, v int) {
+		for i := at + width - 1; i >= at; i-- {
+			b[i] = byte('0' + v%10)
+			v /= 10
+		}
+	}
+	put(0, 4, year)
+	b[4] = '-'
+	put(5, 2, int(month))
+	b[7] = '-'
+	put(8, 2, day)
+	b[10] = 'T'
+	put(11, 2, hour)
+	b[13] = ':'
+	put(14, 2, min)
+	b[16] = ':'
+	put(17, 2, sec)
+	b[19] = '.'
+	put(20, 6, t.Nanosecond()/1000)
+	b[26] = 'Z'
+	return string(b[:])
+}
+
 // Parent returns ParentID or "".
 func (e *Event) Parent() string {
 	if e.ParentID == nil {

@@ -3,6 +3,7 @@ package event
 import (
 	"encoding/json"
 	"errors"
+	"math/rand/v2"
 	"regexp"
 	"strings"
 	"testing"
@@ -203,6 +204,20 @@ func TestLineSizeIsExactWithoutEscapes(t *testing.T) {
 		}
 		if e.lineSize()-len(line) > 20 {
 			t.Errorf("lineSize %d overestimates a %d-byte line by more than the seq's width", e.lineSize(), len(line))
+		}
+	}
+}
+
+func TestFormatTSMatchesLayout(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	times := []time.Time{time.Unix(0, 0), time.Date(9999, 12, 31, 23, 59, 59, 999999999, time.UTC), time.Date(0, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(-1, 1, 1, 0, 0, 0, 0, time.UTC), time.Now(), time.Now().In(time.FixedZone("x", -7*3600))}
+	for i := 0; i < 20000; i++ {
+		times = append(times, time.Unix(rng.Int64N(400*365*86400)-100*365*86400, rng.Int64N(1e9)))
+	}
+	for _, tm := range times {
+		if got, want := formatTS(tm), tm.UTC().Format(TimeFormat); got != want {
+			t.Fatalf("formatTS(%v) = %q, want %q", tm, got, want)
 		}
 	}
 }

@@ -242,7 +242,7 @@ func releaseBuffer(b []byte) {
 
 func (s *Sealer) chain(tip Tip, ps []Prepared, withLines bool) ([]Event, [][]byte) {
 	now := s.now().UTC()
-	ts := now.Format(TimeFormat)
+	ts := formatTS(now)
 	out := make([]Event, len(ps))
 	var lines [][]byte
 	if withLines {
