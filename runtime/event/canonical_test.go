@@ -105,13 +105,23 @@ func TestRedactPayloadPathsAgree(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	var gen func(depth int) any
 	gen = func(depth int) any {
-		switch k := rng.IntN(6); {
+		switch k := rng.IntN(9); {
 		case k == 0 || depth > 3:
 			return secrets[rng.IntN(len(secrets))]
 		case k == 1:
 			return rng.IntN(1000)
 		case k == 2:
 			return []any{gen(depth + 1), gen(depth + 1)}
+		case k == 6:
+			ss := []string{}
+			for n := rng.IntN(3); n > 0; n-- {
+				ss = append(ss, secrets[rng.IntN(len(secrets))])
+			}
+			return ss
+		case k == 7:
+			return []int{rng.IntN(300), -rng.IntN(5)}
+		case k == 8:
+			return []string(nil)
 		default:
 			m := map[string]any{}
 			for n := rng.IntN(4); n > 0; n-- {

@@ -378,6 +378,32 @@ func decodedValue(r *redact.Redactor, p any, depth int) (any, bool) {
 			a[i] = v
 		}
 		return a, true
+	case []string:
+		// Common in payloads (file lists, argv); what jsonValue and
+		// r.Value make of it, without reflection.
+		if x == nil {
+			return nil, true
+		}
+		a := make([]any, len(x))
+		for i, e := range x {
+			if !utf8.ValidString(e) {
+				return nil, false
+			}
+			if r != nil {
+				e = r.String(e)
+			}
+			a[i] = e
+		}
+		return a, true
+	case []int:
+		if x == nil {
+			return nil, true
+		}
+		a := make([]any, len(x))
+		for i, e := range x {
+			a[i] = intNumber(int64(e))
+		}
+		return a, true
 	default:
 		v, ok := jsonValue(reflect.ValueOf(p), depth)
 		if ok && r != nil {
