@@ -154,10 +154,13 @@ func (s *Sealer) Prepare(sessionID string, d Draft) (Prepared, error) {
 	if err != nil {
 		var ve *schemas.ValidationError
 		if errors.As(err, &ve) {
+			releaseDecoded(val) // ve holds strings only
 			return Prepared{}, &SchemaViolationError{EventType: d.Type, SchemaID: schemaID, Pointer: ve.Pointer, Message: ve.Message}
 		}
 		return Prepared{}, err
 	}
+	// The decoded copy served validation and the encoding; nothing keeps it.
+	releaseDecoded(val)
 	p := Prepared{SessionID: sessionID, RunID: s.redactor.String(d.RunID), Type: d.Type, Actor: s.redactor.String(d.Actor), Payload: red}
 	if d.ParentID != "" {
 		// Parent ids are event ids; masking one that somehow carries a
@@ -345,7 +348,7 @@ func decodedValue(r *redact.Redactor, p any, depth int) (any, bool) {
 		if x == nil {
 			return nil, true
 		}
-		m := make(map[string]any, len(x))
+		m := newMap(len(x))
 		for k, e := range x {
 			if !utf8.ValidString(k) {
 				return nil, false
@@ -413,6 +416,43 @@ func decodedValue(r *redact.Redactor, p any, depth int) (any, bool) {
 	}
 }
 
+// mapPool recycles the maps of decoded payload copies. A copy lives only
+// while Prepare validates and encodes it, and its maps were most of what
+// an append allocated. Only the copy's own maps go back (decodedValue and
+// jsonValue make new maps all the way down, never the caller's).
+var mapPool = sync.Pool{New: func() any { return map[string]any{} }}
+
+// maxPooledMap bounds the maps handed out and kept for reuse: up to 8
+// entries a map is one group, and a cleared map keeps its size, so a
+// bigger one would make every later small copy slower to iterate.
+const maxPooledMap = 8
+
+func newMap(n int) map[string]any {
+	if n > maxPooledMap {
+		return make(map[string]any, n)
+	}
+	return mapPool.Get().(map[string]any)
+}
+
+// releaseDecoded hands the maps of a decoded copy back for reuse. The copy
+// must not be used afterwards.
+func releaseDecoded(v any) {
+	switch x := v.(type) {
+	case map[string]any:
+		for _, e := range x {
+			releaseDecoded(e)
+		}
+		if len(x) <= maxPooledMap {
+			clear(x)
+			mapPool.Put(x)
+		}
+	case []any:
+		for _, e := range x {
+			releaseDecoded(e)
+		}
+	}
+}
+
 // smallNumbers holds 0..255 as decoded JSON numbers in interface values,
 // so that the small integers payloads are full of (line ranges, counts,
 // exit codes) cost no allocation.
@@ -474,7 +514,7 @@ func jsonValue(v reflect.Value, depth int) (any, bool) {
 		if v.IsNil() {
 			return nil, true
 		}
-		m := make(map[string]any, v.Len())
+		m := newMap(v.Len())
 		for it := v.MapRange(); it.Next(); {
 			k := it.Key().String()
 			if !utf8.ValidString(k) {
