@@ -369,44 +369,21 @@ func decodedValue(r *redact.Redactor, p any, depth int) (any, bool) {
 		}
 		return m, true
 	case []any:
-		if x == nil {
-			return nil, true
-		}
-		a := make([]any, len(x))
-		for i, e := range x {
-			v, ok := decodedValue(r, e, depth+1)
-			if !ok {
-				return nil, false
-			}
-			a[i] = v
-		}
-		return a, true
+		return decodedSlice(x, func(e any) (any, bool) { return decodedValue(r, e, depth+1) })
 	case []string:
 		// Common in payloads (file lists, argv); what jsonValue and
 		// r.Value make of it, without reflection.
-		if x == nil {
-			return nil, true
-		}
-		a := make([]any, len(x))
-		for i, e := range x {
+		return decodedSlice(x, func(e string) (any, bool) {
 			if !utf8.ValidString(e) {
 				return nil, false
 			}
 			if r != nil {
 				e = r.String(e)
 			}
-			a[i] = e
-		}
-		return a, true
+			return e, true
+		})
 	case []int:
-		if x == nil {
-			return nil, true
-		}
-		a := make([]any, len(x))
-		for i, e := range x {
-			a[i] = intNumber(int64(e))
-		}
-		return a, true
+		return decodedSlice(x, func(e int) (any, bool) { return intNumber(int64(e)), true })
 	default:
 		v, ok := jsonValue(reflect.ValueOf(p), depth)
 		if ok && r != nil {
@@ -469,6 +446,23 @@ func intNumber(n int64) any {
 		return smallNumbers[n]
 	}
 	return json.Number(strconv.FormatInt(n, 10))
+}
+
+// decodedSlice converts each element of x with conv into a []any; a nil
+// slice is JSON null.
+func decodedSlice[E any](x []E, conv func(E) (any, bool)) (any, bool) {
+	if x == nil {
+		return nil, true
+	}
+	a := make([]any, len(x))
+	for i, e := range x {
+		v, ok := conv(e)
+		if !ok {
+			return nil, false
+		}
+		a[i] = v
+	}
+	return a, true
 }
 
 // jsonValue converts v to what decoding json.Marshal(v) with UseNumber
