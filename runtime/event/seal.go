@@ -209,18 +209,20 @@ func (s *Sealer) ChainLines(tip Tip, ps []Prepared) ([]Event, [][]byte) {
 	return s.chain(tip, ps, true)
 }
 
-// linePool recycles line buffers: the SQLite store renders each event's
-// line in the appending goroutine and copies it into its batch, after
-// which the line is garbage; at ~100k events/s those buffers were a fifth
-// of everything an append allocated.
-var linePool sync.Pool // *[]byte
+// bufPool recycles byte buffers that die young: the line each caller of
+// ChainLines renders (the SQLite store copies it into its batch row, and
+// the line is garbage right after) and the scratch buffer a payload is
+// canonically encoded into. At ~100k events/s they were a fifth of what
+// an append allocated.
+var bufPool sync.Pool // *[]byte
 
-// maxPooledLine bounds the buffers kept for reuse, so that one huge event
-// does not pin its buffer.
-const maxPooledLine = 16 << 10
+// maxPooledBuffer bounds the buffers kept for reuse, so that one huge
+// event does not pin its buffer.
+const maxPooledBuffer = 16 << 10
 
-func lineBuffer(n int) []byte {
-	if p, ok := linePool.Get().(*[]byte); ok && cap(*p) >= n {
+// buffer returns an empty buffer of capacity at least n.
+func buffer(n int) []byte {
+	if p, ok := bufPool.Get().(*[]byte); ok && cap(*p) >= n {
 		return (*p)[:0]
 	}
 	return make([]byte, 0, max(n, 512))
@@ -237,9 +239,9 @@ func ReleaseLines(lines [][]byte) {
 }
 
 func releaseBuffer(b []byte) {
-	if b != nil && cap(b) <= maxPooledLine {
+	if b != nil && cap(b) <= maxPooledBuffer {
 		b = b[:0]
-		linePool.Put(&b)
+		bufPool.Put(&b)
 	}
 }
 
@@ -265,7 +267,7 @@ func (s *Sealer) chain(tip Tip, ps []Prepared, withLines bool) ([]Event, [][]byt
 		e.SchemaVersion = SchemaVersion
 		e.PrevHash = prev.Hash
 		if withLines {
-			lines[i] = e.seal(lineBuffer(e.lineSize()))
+			lines[i] = e.seal(buffer(e.lineSize()))
 		} else {
 			e.Hash = e.ComputeHash()
 		}
@@ -290,7 +292,7 @@ func (s *Sealer) redactPayload(p any) ([]byte, any, error) {
 		if v, ok := decodedValue(s.redactor, p, 0); ok && v != nil {
 			// Encoded into a recycled buffer, then copied to one of its
 			// exact size: the payload lives as long as its event.
-			buf, ok := appendCanonical(lineBuffer(256), v)
+			buf, ok := appendCanonical(buffer(256), v)
 			var b []byte
 			if ok {
 				b = bytes.Clone(buf)

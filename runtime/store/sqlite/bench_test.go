@@ -96,17 +96,19 @@ func BenchmarkCommit(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				reqs[i] = &appendReq{sessionID: fmt.Sprintf("bench-%d", i), prepared: ps}
+				reqs[i] = newReq()
+				reqs[i].sessionID, reqs[i].prepared = fmt.Sprintf("bench-%d", i), ps
 			}
 			commits := b.N/size + 1
 			cpu0 := cpuTime(b)
 			b.ResetTimer()
 			for c := 0; c < commits; c++ {
 				for i, r := range reqs {
-					r.expected, r.ack = seqs[i], make(chan struct{}, 1)
+					r.expected = seqs[i]
 				}
 				s.commitAndSync(reqs)
 				for i, r := range reqs {
+					<-r.ack // as the appending caller would
 					if r.err != nil {
 						b.Fatal(r.err)
 					}

@@ -270,6 +270,14 @@ func (s *Store) ImportSealed(ctx context.Context, sessionID string, evs []event.
 	return r.err
 }
 
+// releaseLines hands the lines the caller rendered back for reuse.
+func (r *appendReq) releaseLines() {
+	if r.lines != nil {
+		event.ReleaseLines(r.lines)
+		r.lines = nil
+	}
+}
+
 // reqPool recycles append requests with their acknowledgement channels:
 // at ~100k appends/s they were an eighth of what an append allocated. A
 // request goes back to the pool when its Append returns; the commit loop
@@ -576,10 +584,7 @@ func (s *Store) commit(batch []*appendReq) {
 		}
 		// The lines were copied into the batch row (or not written at
 		// all); nothing refers to them any more.
-		if r.lines != nil {
-			event.ReleaseLines(r.lines)
-			r.lines = nil
-		}
+		r.releaseLines()
 	}
 }
 
@@ -640,10 +645,8 @@ func (s *Store) commitOnce(batch []*appendReq) (err error) {
 			if r.sealed != nil && r.sealedOn == t.tip {
 				evs = r.sealed
 			} else {
-				if r.lines != nil {
-					event.ReleaseLines(r.lines)
-				}
-				evs, r.lines = s.sealer.Chain(t.tip, r.prepared), nil
+				r.releaseLines() // sealed on a stale tip
+				evs = s.sealer.Chain(t.tip, r.prepared)
 			}
 		}
 		for i := range evs {

@@ -105,7 +105,9 @@ func TestTwoStoresOneFile(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		reqs = append(reqs, &appendReq{sessionID: c.sid, expected: c.expected, prepared: ps, ack: make(chan struct{}, 1)})
+		r := newReq()
+		r.sessionID, r.expected, r.prepared = c.sid, c.expected, ps
+		reqs = append(reqs, r)
 	}
 	a.commitAndSync(reqs)
 	var ce *store.ConflictError
