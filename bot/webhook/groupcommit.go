@@ -2,6 +2,8 @@ package webhook
 
 import (
 	"context"
+	"fmt"
+	"runtime/debug"
 	"sync"
 	"time"
 )
@@ -103,7 +105,10 @@ func (g *groupCommit[T]) lead(background bool) {
 			// The queue's state is unknown and every later sender would
 			// wait forever: crash, as a committing goroutine would have,
 			// rather than let a handler's recovery swallow it.
-			go func() { panic(p) }()
+			// The stack of the fault is taken here: the new goroutine's
+			// own would not show it.
+			msg := fmt.Sprintf("webhook group commit: %v\n\n%s", p, debug.Stack())
+			go func() { panic(msg) }()
 			select {}
 		}
 	}()

@@ -63,15 +63,15 @@ func TestCommitDelayWaitsWhenMoreAreComing(t *testing.T) {
 	// The next arrival is expected after the deadline: waiting would only
 	// delay the batch.
 	d2 := commitDelay{max: 3 * ms / 2}
-	last = arrivals(&d2, 0, 9*ms/10, 200) // 1,111 a second
-	if w := d2.wait(last, last); w <= 0 {
+	last2 := arrivals(&d2, 0, 9*ms/10, 200) // 1,111 a second
+	if w := d2.wait(last2, last2); w <= 0 {
 		t.Errorf("lone operation: wait %v, want a wait for the next", w)
 	}
-	if w := d2.wait(last, last-9*ms/10); w > 0 {
+	if w := d2.wait(last2, last2-9*ms/10); w > 0 {
 		t.Errorf("second operation, the third due after the deadline: wait %v, want none", w)
 	}
-	// Nothing arrived for two gaps: the stream paused (or every sender is
-	// in this batch already).
+	// Nothing arrived on d for two of its gaps: the stream paused (or
+	// every sender is in this batch already).
 	if w := d.wait(last+2*gap, last); w > 0 {
 		t.Errorf("after a pause: wait %v, want none", w)
 	}

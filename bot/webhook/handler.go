@@ -189,13 +189,15 @@ var bodyBufs = sync.Pool{New: func() any { return new([]byte) }}
 // (unknown: -1), with room for one more so that EOF is seen without
 // growing.
 func getBodyBuf(contentLength int64) *[]byte {
-	buf := bodyBufs.Get().(*[]byte)
 	n := 512
-	if contentLength > 0 && contentLength < maxPooledBody {
-		n = int(contentLength) + 1
-	} else if contentLength >= maxPooledBody {
-		n = int(min(contentLength, DefaultMaxBody)) + 1
+	if contentLength > 0 {
+		n = int(contentLength) + 1 // Serve refused bodies over MaxBody
 	}
+	if n > maxPooledBody {
+		b := make([]byte, 0, n) // never taken from the pool, nor put back
+		return &b
+	}
+	buf := bodyBufs.Get().(*[]byte)
 	if cap(*buf) < n {
 		*buf = make([]byte, 0, n)
 	}

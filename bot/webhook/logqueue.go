@@ -18,6 +18,28 @@ import (
 	"time"
 )
 
+type opKind uint8
+
+const (
+	opEnqueue opKind = iota
+	opClaim
+	opDone
+	opPrune
+)
+
+// Delivery states.
+const (
+	statePending = 0
+	stateClaimed = 1
+	stateDone    = 2
+)
+
+// claimBatch is how many pending deliveries one claim takes from the log
+// into memory; the rest of a claim's batch waits there for the next Claim.
+// Close gives those back (attempt uncounted); after a crash they are
+// released when the log is reopened, with the attempt counted.
+const claimBatch = 16
+
 // LogQueue is the Queue as an append-only log in a directory of segment
 // files. Every operation — enqueue, claim, completion, release, prune — is
 // a length-prefixed, CRC32C-checked record appended by one writer at a

@@ -56,28 +56,6 @@ var ErrQueueClosed = errors.New("webhook: queue closed")
 // as claimed.
 var ErrUnknownDelivery = errors.New("webhook: no such claimed delivery")
 
-type opKind uint8
-
-const (
-	opEnqueue opKind = iota
-	opClaim
-	opDone
-	opPrune
-)
-
-// Delivery states.
-const (
-	statePending = 0
-	stateClaimed = 1
-	stateDone    = 2
-)
-
-// claimBatch is how many deliveries one claim takes from the database;
-// the rest wait in memory for the next Claim. Close gives those back
-// (attempt uncounted); after a crash they are released when the file is
-// reopened, with the attempt counted.
-const claimBatch = 16
-
 // Record is the stored state of one delivery, for inspection and tests.
 type Record struct {
 	Delivery

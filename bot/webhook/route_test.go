@@ -122,3 +122,15 @@ func TestSpecial(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkRouteAction measures the only decoding on the intake's hot
+// path: finding the top-level "action" of an issue_comment body.
+func BenchmarkRouteAction(b *testing.B) {
+	body := exampleOf(b, "issue_comment", "created", 0)
+	b.SetBytes(int64(len(body)))
+	for b.Loop() {
+		if _, err := routeAction(body); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -32,11 +32,15 @@ func Dir() string {
 	return filepath.Join(home, ".cache", "agentos-npm")
 }
 
+// Location is where rel inside node_modules/pkg is, whether or not it
+// is installed.
+func Location(pkg, rel string) string { return filepath.Join(Dir(), "node_modules", pkg, rel) }
+
 // Path returns the absolute path of rel inside node_modules/pkg, or ends the
 // test: a skip on a developer's machine, a failure under CI=true.
 func Path(tb TB, pkg, rel string) string {
 	tb.Helper()
-	p := filepath.Join(Dir(), "node_modules", pkg, rel)
+	p := Location(pkg, rel)
 	if _, err := os.Stat(p); err != nil {
 		msg := "npm corpus " + pkg + " is missing (" + p + "): run `bash .ci/npm-deps.sh` (or set AGENTOS_NPM_DIR)"
 		if os.Getenv("CI") == "true" {
@@ -53,8 +57,15 @@ func OpenAPI(tb TB) string {
 	return Path(tb, "@octokit/openapi", "generated/api.github.com.json")
 }
 
+// The webhook examples index, as a package and a path inside it.
+const webhookExamplesPkg, webhookExamplesIndex = "@octokit/webhooks-examples", "api.github.com/index.json"
+
 // WebhookExamples returns the path of the webhook examples index.
 func WebhookExamples(tb TB) string {
 	tb.Helper()
-	return Path(tb, "@octokit/webhooks-examples", "api.github.com/index.json")
+	return Path(tb, webhookExamplesPkg, webhookExamplesIndex)
 }
+
+// WebhookExamplesLocation is where the webhook examples index is when
+// installed, for tools that take it as a default.
+func WebhookExamplesLocation() string { return Location(webhookExamplesPkg, webhookExamplesIndex) }

@@ -28,7 +28,6 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -107,7 +106,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var targets targetList
 	fs.Var(&targets, "target", "name=http://127.0.0.1:PORT/path@PID (repeat)")
 	secret := fs.String("secret", "", "webhook secret")
-	examples := fs.String("examples", defaultExamples(), "webhooks-examples api.github.com/index.json")
+	examples := fs.String("examples", corpus.WebhookExamplesLocation(), "webhooks-examples api.github.com/index.json")
 	rounds := fs.Int("rounds", 3, "rounds; targets alternate within and across rounds")
 	conc := fs.Int("concurrency", 32, "concurrent requests at saturation")
 	satN := fs.Int("sat-requests", 20000, "max requests per saturation phase")
@@ -420,10 +419,6 @@ func cpuTime(pid int) (time.Duration, error) {
 		return 0, err
 	}
 	return time.Duration(ut+st) * (time.Second / 100), nil
-}
-
-func defaultExamples() string {
-	return filepath.Join(corpus.Dir(), "node_modules", "@octokit", "webhooks-examples", "api.github.com", "index.json")
 }
 
 // loadBodies returns the issue_comment "created" examples, compact.
