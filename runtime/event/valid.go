@@ -107,8 +107,9 @@ func validString(b []byte, i int) int {
 	return -1
 }
 
-// jsonNumberEnd returns the index just past the JSON number at b[i].
-func jsonNumberEnd(b []byte, i int) int {
+// jsonNumberEnd returns the index just past the JSON number (RFC 8259)
+// that starts at b[i], or -1 if none does; i < len(b).
+func jsonNumberEnd[T string | []byte](b T, i int) int {
 	digits := func(i int) int {
 		start := i
 		for i < len(b) && '0' <= b[i] && b[i] <= '9' {
