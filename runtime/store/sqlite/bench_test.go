@@ -153,6 +153,16 @@ func BenchmarkRead(b *testing.B) {
 			}
 		}
 	})
+	// What a live reader does (SSE resuming, the trust fold catching up):
+	// the last few events of a session.
+	b.Run("recent", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			evs, err := s.Read(ctx, "read-7", events-4)
+			if err != nil || len(evs) != 5 {
+				b.Fatalf("read %d events, %v", len(evs), err)
+			}
+		}
+	})
 	b.Run("sessions", func(b *testing.B) {
 		for i := 0; i < b.N; i++ {
 			infos, err := s.Sessions(ctx)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"sync"
 
 	"github.com/agentos/agentos/runtime/event"
 	"github.com/agentos/agentos/runtime/store"
@@ -24,31 +25,63 @@ type querier struct {
 }
 
 // readTx begins a read-only transaction (one consistent snapshot) and
-// returns a querier preparing its statements in it; close ends both.
+// returns a querier running the readers' statements in it; close ends it.
 func (s *Store) readTx(ctx context.Context) (*querier, error) {
 	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return nil, err
 	}
-	stmts := map[string]*sql.Stmt{}
+	stmts := map[string]*sql.Stmt{} // this transaction's, closed with it
 	return &querier{
 		prepare: func(ctx context.Context, query string) (*sql.Stmt, error) {
 			if st, ok := stmts[query]; ok {
 				return st, nil
 			}
-			st, err := tx.PrepareContext(ctx, query)
-			if err == nil {
-				stmts[query] = st
+			st, err := s.reads.get(ctx, s.db, query)
+			if err != nil {
+				return nil, err
 			}
-			return st, err
+			st = tx.StmtContext(ctx, st)
+			stmts[query] = st
+			return st, nil
 		},
-		close: func() {
-			for _, st := range stmts {
-				st.Close()
-			}
-			tx.Rollback()
-		},
+		close: func() { tx.Rollback() },
 	}, nil
+}
+
+// stmtCache holds the readers' statements, each prepared once on the
+// database: database/sql then prepares it on a pooled connection the
+// first time that connection runs it, and reuses it after, where
+// preparing per read transaction parsed every query again on each Read.
+type stmtCache struct {
+	mu sync.Mutex
+	m  map[string]*sql.Stmt
+}
+
+func (c *stmtCache) get(ctx context.Context, db *sql.DB, query string) (*sql.Stmt, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if st, ok := c.m[query]; ok {
+		return st, nil
+	}
+	st, err := db.PrepareContext(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	if c.m == nil {
+		c.m = map[string]*sql.Stmt{}
+	}
+	c.m[query] = st
+	return st, nil
+}
+
+func (c *stmtCache) close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, st := range c.m {
+		st.Close()
+	}
+	clear(c.m)
 }
 
 // head is where a session's chain ends (last) and, when the heads table
@@ -103,15 +136,10 @@ func (q *querier) headRow(ctx context.Context, sid string) (head, error) {
 }
 
 // scanTail calls fn for each event after position from (the tail), in
-// ascending order or, with newestFirst, descending; fn gets the session as
-// bytes valid only during the call and returns false to stop. Only the
-// index column is read.
-func (q *querier) scanTail(ctx context.Context, from int64, newestFirst bool, fn func(pos int64, sid []byte) bool) error {
-	query := `SELECT pos, idx FROM batches WHERE pos > ? ORDER BY pos`
-	if newestFirst {
-		query += ` DESC`
-	}
-	st, err := q.prepare(ctx, query)
+// ascending order; fn gets the session as bytes valid only during the
+// call. Only the index column is read.
+func (q *querier) scanTail(ctx context.Context, from int64, fn func(pos int64, sid []byte)) error {
+	st, err := q.prepare(ctx, `SELECT pos, idx FROM batches WHERE pos > ? ORDER BY pos`)
 	if err != nil {
 		return err
 	}
@@ -120,62 +148,36 @@ func (q *querier) scanTail(ctx context.Context, from int64, newestFirst bool, fn
 		return err
 	}
 	defer rows.Close()
-	type rec struct {
-		pos int64
-		sid []byte
-	}
-	var recs []rec
-	for more := true; more && rows.Next(); {
+	for rows.Next() {
 		var pos int64
 		var idx sql.RawBytes
 		if err := rows.Scan(&pos, &idx); err != nil {
 			return err
 		}
-		recs = recs[:0]
 		err := eachIndex(pos, idx, func(i int, sid []byte, _, _ int64, _, _ int) bool {
-			recs = append(recs, rec{pos + int64(i), sid})
+			fn(pos+int64(i), sid)
 			return true
 		})
 		if err != nil {
 			return errors.Join(err, errCorrupt)
 		}
-		for i := range recs {
-			r := recs[i]
-			if newestFirst {
-				r = recs[len(recs)-1-i]
-			}
-			if !fn(r.pos, r.sid) {
-				more = false
-				break
-			}
-		}
 	}
 	return rows.Err()
 }
 
-// tail returns the head of every session with events after position
-// folded, completed with its heads row's first time where it has one.
+// tail returns where the chain of every session with events after
+// position folded starts and ends in the tail; firstTS is left to the
+// caller (it is in the session's heads row, if it has one).
 func (q *querier) tail(ctx context.Context, folded int64) (map[string]*head, error) {
 	heads := map[string]*head{}
-	err := q.scanTail(ctx, folded, false, func(pos int64, sid []byte) bool {
+	err := q.scanTail(ctx, folded, func(pos int64, sid []byte) {
 		if h, ok := heads[string(sid)]; ok {
 			h.last = pos
 		} else {
 			heads[string(sid)] = &head{first: pos, last: pos}
 		}
-		return true
 	})
-	if err != nil {
-		return nil, err
-	}
-	for sid, h := range heads {
-		row, err := q.headRow(ctx, sid)
-		if err != nil {
-			return nil, err
-		}
-		h.firstTS = row.firstTS
-	}
-	return heads, nil
+	return heads, err
 }
 
 // head returns a session's head: its newest event in the tail, else its
@@ -186,14 +188,13 @@ func (q *querier) head(ctx context.Context, sid string) (head, error) {
 		return head{}, err
 	}
 	var last, first int64
-	err = q.scanTail(ctx, folded, true, func(pos int64, s []byte) bool {
+	err = q.scanTail(ctx, folded, func(pos int64, s []byte) {
 		if string(s) == sid {
-			if last == 0 {
-				last = pos
+			if first == 0 {
+				first = pos
 			}
-			first = pos
+			last = pos
 		}
-		return true
 	})
 	if err != nil {
 		return head{}, err
@@ -308,21 +309,22 @@ func (s *Store) Read(ctx context.Context, sessionID string, fromSeq int64) ([]ev
 	}
 	lo, hi := s.hidden()
 	r := &batchReader{q: q}
-	pos, last, _, err := visible(ctx, r, sessionID, h.last, lo, hi)
+	pos, e, line, err := visible(ctx, r, sessionID, h.last, lo, hi)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: read %s: %w", sessionID, err)
 	}
 	if fromSeq < 1 {
 		fromSeq = 1
 	}
-	if pos == 0 || fromSeq > last.seq {
+	if pos == 0 || fromSeq > e.seq {
 		return nil, nil
 	}
-	out := make([]event.Event, last.seq-fromSeq+1)
+	out := make([]event.Event, e.seq-fromSeq+1)
 	for i := len(out) - 1; i >= 0; i-- {
-		e, line, err := r.event(ctx, pos)
-		if err != nil {
-			return nil, fmt.Errorf("sqlite: read %s: %w", sessionID, err)
+		if i < len(out)-1 { // the last one visible already read
+			if e, line, err = r.event(ctx, pos); err != nil {
+				return nil, fmt.Errorf("sqlite: read %s: %w", sessionID, err)
+			}
 		}
 		if want := fromSeq + int64(i); e.sid != sessionID || e.seq != want {
 			return nil, fmt.Errorf("sqlite: session %s: chain has %s seq %d where seq %d belongs: %w", sessionID, e.sid, e.seq, want, errCorrupt)
@@ -357,6 +359,7 @@ func (s *Store) Sessions(ctx context.Context) ([]store.SessionInfo, error) {
 		return nil, fmt.Errorf("sqlite: sessions: %w", err)
 	}
 	for sid, h := range tail {
+		h.firstTS = heads[sid].firstTS // "" if it has no row yet
 		heads[sid] = *h
 	}
 	sids := make([]string, 0, len(heads))

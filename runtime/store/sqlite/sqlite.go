@@ -97,6 +97,7 @@ type Store struct {
 	// in-process readers do not see rows in between (see hidden).
 	durable, ours atomic.Int64
 	hints         tipHints
+	reads         stmtCache // the readers' statements
 	// commits counts transactions the commit loop ran (batches, retries
 	// included); the benchmarks report events per commit from it.
 	commits atomic.Int64
@@ -938,6 +939,11 @@ func (w *writer) sync(ctx context.Context) error {
 	}
 	r := &batchReader{q: q}
 	for sid, h := range tail {
+		row, err := q.headRow(ctx, sid)
+		if err != nil {
+			return err
+		}
+		h.firstTS = row.firstTS
 		t, err := w.load(ctx, r, sid, *h)
 		if err != nil {
 			return err
@@ -1005,6 +1011,7 @@ func (s *Store) Close() error {
 	close(s.reqs)
 	s.mu.Unlock()
 	<-s.done
+	s.reads.close()
 	err := errors.Join(s.w.close(), s.db.Close())
 	if s.wal != nil {
 		err = errors.Join(err, s.wal.Close())
