@@ -1,14 +1,11 @@
 package schemas
 
 import (
-	"bytes"
 	"encoding/json"
 	"math/big"
 	"regexp"
 	"strconv"
 	"unicode/utf8"
-
-	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
 // The fast path.
@@ -89,14 +86,11 @@ type bound struct {
 	isInt64 bool
 }
 
-// compileFast compiles a schema document (the raw bytes of a schema file) to
-// a fastNode. ok is false when the schema uses anything outside the subset;
-// the registry then validates that schema with the library only.
-func compileFast(raw []byte) (n *fastNode, ok bool) {
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
-	if err != nil {
-		return nil, false
-	}
+// compileFast compiles a schema document (a schema file as
+// jsonschema.UnmarshalJSON decodes it) to a fastNode. It only reads doc.
+// ok is false when the schema uses anything outside the subset; the
+// registry then validates that schema with the library only.
+func compileFast(doc any) (n *fastNode, ok bool) {
 	m, isMap := doc.(map[string]any)
 	if !isMap {
 		return nil, false
@@ -104,7 +98,7 @@ func compileFast(raw []byte) (n *fastNode, ok bool) {
 	if s, has := m["$schema"]; has && s != draft2020 {
 		return nil, false
 	}
-	n, err = compileNode(doc, true)
+	n, err := compileNode(doc, true)
 	return n, err == nil
 }
 

@@ -11,17 +11,12 @@ import (
 	"testing/fstest"
 )
 
-// libraryOnly is ValidateDecoded as it was before the fast path: the
-// reference every fast-path answer is compared with.
+// libraryOnly is ValidateDecoded without the fast path (a copy of r with
+// none): the reference every fast-path answer is compared with.
 func libraryOnly(r *Registry, id string, v any) error {
-	s, ok := r.byID[id]
-	if !ok {
-		return fmt.Errorf("schemas: %q: %w", id, ErrUnknownSchema)
-	}
-	if !decoded(v, 0) {
-		return &ValidationError{SchemaID: id, Message: "not a decoded JSON value"}
-	}
-	return convert(id, s.Validate(v))
+	ref := *r
+	ref.fast = nil
+	return ref.ValidateDecoded(id, v)
 }
 
 // outcome runs f and renders its error, or its panic, as a string. The
@@ -84,17 +79,6 @@ func plainNumbers(v any) bool {
 	return true
 }
 
-func decodeNumbers(t testing.TB, doc string) any {
-	t.Helper()
-	d := json.NewDecoder(strings.NewReader(doc))
-	d.UseNumber()
-	var v any
-	if err := d.Decode(&v); err != nil {
-		t.Fatal(err)
-	}
-	return v
-}
-
 func show(v any) string {
 	b, err := json.Marshal(v)
 	if err != nil {
@@ -106,13 +90,7 @@ func show(v any) string {
 func schemaDoc(t testing.TB, r *Registry, id string) map[string]any {
 	t.Helper()
 	raw, _ := r.Source(id)
-	d := json.NewDecoder(bytes.NewReader(raw))
-	d.UseNumber()
-	var doc map[string]any
-	if err := d.Decode(&doc); err != nil {
-		t.Fatal(err)
-	}
-	return doc
+	return decode(t, string(raw)).(map[string]any)
 }
 
 // example builds an instance meant to be valid against the schema s, from
@@ -409,7 +387,7 @@ func TestFastNodeSemantics(t *testing.T) {
 		if r.fast[id] == nil {
 			t.Fatalf("%s: not compiled to a fast node", c.schema)
 		}
-		v := decodeNumbers(t, c.instance)
+		v := decode(t, c.instance)
 		fast := checkAgrees(t, r, id, v)
 		t.Logf("%s %s: fast=%v", c.schema, c.instance, fast)
 	}
@@ -431,7 +409,7 @@ func TestFastDeclinesUnsupported(t *testing.T) {
 		`{"$schema":"http://json-schema.org/draft-07/schema#"}`,
 	} {
 		raw := strings.Replace(schema, "{", `{"$id":"t_v1",`, 1)
-		if n, ok := compileFast([]byte(raw)); ok || n != nil {
+		if n, ok := compileFast(decode(t, raw)); ok || n != nil {
 			t.Errorf("%s: compiled to a fast node, want none", schema)
 		}
 	}
@@ -530,7 +508,7 @@ func BenchmarkValidateDecoded(b *testing.B) {
 			`{"role":"lead","response":{"text":"done","tool_calls":[{"id":"call_1","name":"repo.read","args":{"path":"a.go"}}],"finish_reason":"tool_use","usage":{"input_tokens":1834,"output_tokens":212},"model":"m","schema_version":"v1"},"latency_ms":812}`},
 	}
 	for _, p := range payloads {
-		v := decodeNumbers(b, p.doc)
+		v := decode(b, p.doc)
 		if err := libraryOnly(r, p.id, v); err != nil {
 			b.Fatalf("%s: %v", p.name, err)
 		}

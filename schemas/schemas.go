@@ -108,6 +108,11 @@ func Compile(fsys fs.FS) (*Registry, error) {
 		if !ok || m["$id"] != id {
 			return nil, fmt.Errorf("schemas: %s: $id must be %q", name, id)
 		}
+		// The fast node first: it only reads doc, which the compiler owns
+		// once it is added.
+		if n, ok := compileFast(doc); ok {
+			r.fast[id] = n
+		}
 		if err := c.AddResource(baseURL+id, doc); err != nil {
 			return nil, fmt.Errorf("schemas: %s: %w", name, err)
 		}
@@ -119,9 +124,6 @@ func Compile(fsys fs.FS) (*Registry, error) {
 			return nil, fmt.Errorf("schemas: compile %s: %w", id, err)
 		}
 		r.byID[id] = s
-		if n, ok := compileFast(r.raw[id]); ok {
-			r.fast[id] = n
-		}
 	}
 	return r, nil
 }

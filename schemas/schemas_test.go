@@ -86,7 +86,7 @@ func TestValidDocumentsPass(t *testing.T) {
 	}
 }
 
-func decode(t *testing.T, doc string) any {
+func decode(t testing.TB, doc string) any {
 	t.Helper()
 	dec := json.NewDecoder(strings.NewReader(doc))
 	dec.UseNumber()
