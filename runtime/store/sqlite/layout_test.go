@@ -64,6 +64,41 @@ func writeLegacy(t *testing.T, dir string, sealer *event.Sealer, layout int) map
 	return want
 }
 
+// TestMigrationPrefersLayout2Heads: a layout-2 file that still holds a
+// stale layout-1 sessions table (left by an interrupted upgrade) migrates
+// with layout 2's heads; the stale row would cut "two" back to its first
+// event.
+func TestMigrationPrefersLayout2Heads(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	sealer := storetest.NewSealer(t)
+	want := writeLegacy(t, dir, sealer, 2)
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, FileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = db.Exec(`CREATE TABLE sessions (session_id TEXT PRIMARY KEY, last_seq INTEGER NOT NULL, last_hash TEXT NOT NULL, last_pos INTEGER NOT NULL, first_ts TEXT NOT NULL, last_ts TEXT NOT NULL, last_type TEXT NOT NULL) WITHOUT ROWID;
+		INSERT INTO sessions VALUES ('two', 1, 'stale', 2, '2000-01-01T00:00:00.000000Z', '2000-01-01T00:00:00.000000Z', 'output.message')`)
+	db.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := mustOpen(t, dir, sealer)
+	evs, err := s.Read(ctx, "two", 1)
+	if err != nil || len(evs) != 2 || evs[1].Hash != want["two"][1].Hash {
+		t.Fatalf("two after migration: %d events, %v; want both", len(evs), err)
+	}
+	infos, err := s.Sessions(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, info := range infos {
+		if info.FirstTS != want[info.SessionID][0].TS {
+			t.Errorf("%s first time %s, want %s from layout 2", info.SessionID, info.FirstTS, want[info.SessionID][0].TS)
+		}
+	}
+}
+
 // TestMigratesOlderLayouts: a database written in layout 1 or 2 opens with
 // every session intact, readable and appendable, and its old tables gone.
 func TestMigratesOlderLayouts(t *testing.T) {
