@@ -86,50 +86,49 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}()
 	}
 
-	var webhookHandler gin.HandlerFunc
-	var finish func() error
-	switch *kind {
-	case "ours":
-		webhookHandler, finish, err = ours(ctx, *dir, *commitDelay, []byte(*secret), *process, stderr)
-		if err != nil {
-			return err
-		}
-	case "bare":
-	default:
+	if *kind != "ours" && *kind != "bare" {
 		return fmt.Errorf("-kind %q: want ours or bare", *kind)
 	}
-
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		return err
 	}
-	if *kind == "ours" {
-		// The server `agentos serve` runs: its middleware (request ids,
-		// request log, recovery) and its timeouts.
-		srv, err := server.New(server.Options{Listener: ln, WebhookPath: "/webhook", Webhook: webhookHandler,
-			Logger: slog.New(slog.NewTextHandler(stderr, nil))})
-		if err != nil {
-			ln.Close()
-			return errors.Join(err, finish())
-		}
-		fmt.Fprintf(stdout, "listening on %s\n", ln.Addr())
-		return errors.Join(srv.Run(ctx), finish())
+	if *kind == "bare" {
+		return runBare(ctx, ln, []byte(*secret), stdout)
 	}
-	finish = func() error { return nil }
-	srv := &http.Server{Handler: bare([]byte(*secret)), ReadHeaderTimeout: 10 * time.Second}
+	webhookHandler, finish, err := ours(ctx, *dir, *commitDelay, []byte(*secret), *process, stderr)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	// The server `agentos serve` runs: its middleware (request ids,
+	// request log, recovery) and its timeouts.
+	srv, err := server.New(server.Options{Listener: ln, WebhookPath: "/webhook", Webhook: webhookHandler,
+		Logger: slog.New(slog.NewTextHandler(stderr, nil))})
+	if err != nil {
+		ln.Close()
+		return errors.Join(err, finish())
+	}
+	fmt.Fprintf(stdout, "listening on %s\n", ln.Addr())
+	return errors.Join(srv.Run(ctx), finish())
+}
+
+// runBare serves the minimal handler on ln until ctx ends.
+func runBare(ctx context.Context, ln net.Listener, secret []byte, stdout io.Writer) error {
+	srv := &http.Server{Handler: bare(secret), ReadHeaderTimeout: 10 * time.Second}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
 	fmt.Fprintf(stdout, "listening on %s\n", ln.Addr())
-
 	select {
-	case err = <-serveErr:
+	case err := <-serveErr:
+		return err
 	case <-ctx.Done():
 		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		err = srv.Shutdown(sctx)
-		cancel()
+		defer cancel()
+		err := srv.Shutdown(sctx)
 		<-serveErr
+		return err
 	}
-	return errors.Join(err, finish())
 }
 
 // outcomes counts the handler's answers (a webhook.Observer).
