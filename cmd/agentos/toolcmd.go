@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -122,13 +123,24 @@ type discard struct{}
 
 func (discard) Record(context.Context, string, string, any, string) (string, error) { return "", nil }
 
-func toolKernel(workspaceDir, policyFile string) (*kernel.Kernel, *workspace.Root, *redact.Redactor, error) {
+// toolKernel builds the kernel for agentos tool. The events file, when it
+// lies inside the workspace, is excluded from it: the tools must not read
+// or rewrite the log, and its growth must not make an approval stale.
+func toolKernel(workspaceDir, policyFile, events string) (*kernel.Kernel, *workspace.Root, *redact.Redactor, error) {
 	base, err := loadPolicy(policyFile, nil)
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	red := redact.New(base.Redaction.Keys)
-	ws, err := workspace.Open(workspaceDir, workspace.Options{DenyPatterns: base.Workspace.DenyPatterns, EnvAllow: base.Execution.EnvAllow, SecretName: red.IsSecretName})
+	var exclude []string
+	if events != "" {
+		abs, err := filepath.Abs(events)
+		if err != nil {
+			return nil, nil, nil, usageErrorf("--events: %v", err)
+		}
+		exclude = append(exclude, abs)
+	}
+	ws, err := workspace.Open(workspaceDir, workspace.Options{DenyPatterns: base.Workspace.DenyPatterns, EnvAllow: base.Execution.EnvAllow, SecretName: red.IsSecretName, Exclude: exclude})
 	if err != nil {
 		return nil, nil, nil, usageErrorf("%v", err)
 	}
@@ -246,7 +258,7 @@ func toolCall(ctx context.Context, args []string, stdout io.Writer) error {
 	if len(pos) != 1 || *wsDir == "" {
 		return usageErrorf("usage: agentos tool call NAME --args JSON --workspace DIR [--policy FILE] [--events FILE] [--json]")
 	}
-	k, ws, red, err := toolKernel(*wsDir, *pol)
+	k, ws, red, err := toolKernel(*wsDir, *pol, *events)
 	if err != nil {
 		return err
 	}
@@ -318,7 +330,7 @@ func toolApprove(ctx context.Context, args []string, stdout io.Writer) error {
 	if *by == "" {
 		*by = "cli"
 	}
-	k, ws, red, err := toolKernel(*wsDir, *pol)
+	k, ws, red, err := toolKernel(*wsDir, *pol, *events)
 	if err != nil {
 		return err
 	}
