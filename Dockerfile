@@ -3,19 +3,28 @@
 # Build:  docker build -t agentos .
 # The binary is built exactly as .ci/build-static.sh builds it in CI.
 
-FROM golang:1.26-bookworm AS build
+# The build stage runs on the builder's own platform and cross-compiles
+# (pure Go, CGO_ENABLED=0), so the release's arm64 image is not compiled
+# under emulation.
+FROM --platform=$BUILDPLATFORM golang:1.26-bookworm AS build
 WORKDIR /src
 COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
 ARG VERSION=dev
-RUN bash .ci/build-static.sh /out/agentos "${VERSION}"
+ARG TARGETOS TARGETARCH
+RUN export GOOS="${TARGETOS:-$(go env GOOS)}" GOARCH="${TARGETARCH:-$(go env GOARCH)}" \
+ && bash .ci/build-static.sh /out/agentos "${VERSION}"
 
 FROM debian:bookworm-slim
 RUN apt-get update \
  && apt-get install -y --no-install-recommends git ca-certificates \
  && rm -rf /var/lib/apt/lists/* \
- && useradd --create-home --uid 10001 agentos
+ && git config --system --add safe.directory /github/workspace
 COPY --from=build /out/agentos /usr/local/bin/agentos
-USER agentos
+# No USER: GitHub runs a Docker container action as the image's user with
+# GITHUB_WORKSPACE mounted at /github/workspace and owned by the runner's
+# user, and asks such images to run as root (see GitHub's "Dockerfile
+# support for GitHub Actions"); git is told that the mounted checkout,
+# owned by another uid, is safe.
 ENTRYPOINT ["agentos", "action"]

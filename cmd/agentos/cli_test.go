@@ -33,6 +33,9 @@ func cliChild(t *testing.T, stdin string, args ...string) (string, int) {
 	return out.String(), cmd.ProcessState.ExitCode()
 }
 
+// statusExit is the exit code of a run that ends with each status.
+var statusExit = map[string]int{"completed": exitOK, "denied": exitBlocked, "paused": exitApproval, "failed": exitRunFailed}
+
 // TestCLIDenyAndResume: `agentos deny` records the maintainer's reason,
 // the agent gets it as the tool's result, nothing is applied, and the
 // final log verifies; `agentos resume` on a session that is not paused is
@@ -47,12 +50,12 @@ func TestCLIDenyAndResume(t *testing.T) {
 	common := []string{"--repo", repo, "--data", data, "--provider", "scripted", "--script", script, "--json"}
 	out, code := cliChild(t, "", append([]string{"run", "--session", "s-deny"}, append(common, demo.Prompt)...)...)
 	var r1 runReport
-	if code != 0 || json.Unmarshal([]byte(out), &r1) != nil || r1.Status != "paused" || len(r1.Pending) != 1 {
+	if code != exitApproval || json.Unmarshal([]byte(out), &r1) != nil || r1.Status != "paused" || len(r1.Pending) != 1 {
 		t.Fatalf("run: exit %d %s", code, out)
 	}
 	out, code = cliChild(t, "", append([]string{"deny", "s-deny", r1.Pending[0].ApprovalID, "--by", "octocat", "--reason", "do not touch auth.go today"}, common...)...)
 	var r2 runReport
-	if code != 0 || json.Unmarshal([]byte(out), &r2) != nil || r2.Status == "paused" || r2.Terminal == nil {
+	if json.Unmarshal([]byte(out), &r2) != nil || r2.Status == "paused" || r2.Terminal == nil || code != statusExit[r2.Status] {
 		t.Fatalf("deny: exit %d %s", code, out)
 	}
 	if after, _ := os.ReadFile(filepath.Join(repo, "auth.go")); !bytes.Equal(before, after) {

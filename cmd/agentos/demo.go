@@ -20,17 +20,25 @@ import (
 	"github.com/agentos/agentos/schemas"
 )
 
+func demoFlags(fs *flag.FlagSet) (out *string, ask, onGitHub *bool) {
+	return fs.String("out", "", "directory for the sample repository, the store and events.jsonl (default: a new temporary directory)"),
+		fs.Bool("ask", false, "ask on the terminal before approving the patch"),
+		fs.Bool("github", false, "play the bot's scenario instead: an issue comment, a draft PR and an Approve review on a fake GitHub (loopback only, needs git)")
+}
+
 // cmdDemo runs the bundled sample: plan, propose a patch (approval
 // auto-granted, or asked on a terminal with --ask), apply it, run the tests,
 // and print the trace and replay snapshot. The session log is written as
 // events.jsonl in the output directory and verified.
 func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
-	out := fs.String("out", "", "directory for the sample repository, the store and events.jsonl (default: a new temporary directory)")
-	ask := fs.Bool("ask", false, "ask on the terminal before approving the patch")
-	onGitHub := fs.Bool("github", false, "play the bot's scenario instead: an issue comment, a draft PR and an Approve review on a fake GitHub (loopback only, needs git)")
-	if _, err := parseFlags(fs, args); err != nil {
+	out, ask, onGitHub := demoFlags(fs)
+	pos, err := parseFlags(fs, args)
+	if err != nil {
 		return err
+	}
+	if len(pos) > 0 {
+		return usageErrorf("usage: agentos demo [--out DIR] [--ask | --github]")
 	}
 	if *onGitHub && *ask {
 		return usageErrorf("demo: --ask and --github do not go together (on GitHub the maintainer answers with a review)")

@@ -361,12 +361,12 @@ func TestPauseKillResumeAcrossProcesses(t *testing.T) {
 	b, _ := os.ReadFile(filepath.Join("..", "..", "runtime", "demo", "testdata", "fix-auth.script.yaml"))
 	os.WriteFile(script, b, 0o644)
 	common := []string{"--repo", repo, "--data", data, "--provider", "scripted", "--script", script, "--json"}
-	out1 := cliProcess(t, append([]string{"run", "--session", "s-proc"}, append(common, demo.Prompt)...)...)
+	out1 := cliProcess(t, exitApproval, append([]string{"run", "--session", "s-proc"}, append(common, demo.Prompt)...)...)
 	var r1 runReport
 	if err := json.Unmarshal(out1, &r1); err != nil || r1.Status != "paused" || len(r1.Pending) != 1 {
 		t.Fatalf("first process: %v %s", err, out1)
 	}
-	out2 := cliProcess(t, append([]string{"approve", "s-proc", r1.Pending[0].ApprovalID, "--by", "octocat"}, common...)...)
+	out2 := cliProcess(t, exitOK, append([]string{"approve", "s-proc", r1.Pending[0].ApprovalID, "--by", "octocat"}, common...)...)
 	var r2 runReport
 	if err := json.Unmarshal(out2, &r2); err != nil || r2.Status != "completed" {
 		t.Fatalf("second process: %v %s", err, out2)
@@ -398,15 +398,20 @@ func TestPauseKillResumeAcrossProcesses(t *testing.T) {
 }
 
 // cliProcess runs the CLI in a separate process (this test binary re-run
-// as the CLI) and returns its stdout.
-func cliProcess(t *testing.T, args ...string) []byte {
+// as the CLI), checks its exit code and returns its stdout.
+func cliProcess(t *testing.T, wantCode int, args ...string) []byte {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestCLIProcess$")
 	cmd.Env = append(os.Environ(), "AGENTOS_CLI_ARGS="+strings.Join(args, "\x1f"))
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("agentos %v: %v\n%s%s", args, err, out.String(), errb.String())
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		t.Fatalf("agentos %v: %v", args, err)
+	}
+	if code := cmd.ProcessState.ExitCode(); code != wantCode {
+		t.Fatalf("agentos %v: exit %d, want %d\n%s%s", args, code, wantCode, out.String(), errb.String())
 	}
 	return out.Bytes()
 }

@@ -11,16 +11,18 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"sort"
 	"strings"
 	"syscall"
 )
 
-// Exit codes shared by every subcommand.
+// Exit codes shared by every subcommand (exitCodesHelp describes them).
 const (
-	exitOK      = 0
-	exitFailure = 1 // the command ran and the answer is "no" (e.g. invalid log)
-	exitUsage   = 2
+	exitOK        = 0
+	exitFailure   = 1 // the command could not do its job, or the answer is "no" (an invalid log)
+	exitUsage     = 2
+	exitBlocked   = 3 // denied: a run denied or cancelled, a tool call blocked, a hook's deny
+	exitApproval  = 4 // paused: a run waits for an approval, a tool call needs one
+	exitRunFailed = 5 // a run ended with a failed terminal report
 )
 
 // exitError carries a specific exit code up to main.
@@ -88,32 +90,36 @@ func exitCode(err error, stderr io.Writer) int {
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	cmds := commands()
-	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+	if len(args) == 0 || (len(args) == 1 && (args[0] == "help" || isHelpArg(args[0]))) {
 		printUsage(stdout, cmds)
 		if len(args) == 0 {
 			return &exitError{code: exitUsage, err: errors.New("")}
 		}
 		return nil
 	}
-	c, ok := cmds[args[0]]
+	name, rest := args[0], args[1:]
+	if name == "help" { // agentos help COMMAND
+		name, rest = args[1], []string{"-h"}
+	}
+	c, ok := cmds[name]
 	if !ok {
 		printUsage(stderr, cmds)
-		return usageErrorf("unknown command %q", args[0])
+		return usageErrorf("unknown command %q", name)
 	}
-	return c.run(ctx, args[1:], stdout, stderr)
-}
-
-func printUsage(w io.Writer, cmds map[string]command) {
-	names := make([]string, 0, len(cmds))
-	for n := range cmds {
-		names = append(names, n)
+	h, documented := helps()[name]
+	// agentos CMD -h, before the command looks at its arguments (tool,
+	// skills and hooks take a subcommand first); a -h after other
+	// arguments reaches the command's flag parsing, which returns errHelp.
+	if documented && len(rest) > 0 && isHelpArg(rest[0]) {
+		printHelp(stdout, name, h)
+		return nil
 	}
-	sort.Strings(names)
-	fmt.Fprintln(w, "usage: agentos <command> [arguments]")
-	fmt.Fprintln(w)
-	for _, n := range names {
-		fmt.Fprintf(w, "  %-10s %s\n", n, cmds[n].summary)
+	err := c.run(ctx, rest, stdout, stderr)
+	if errors.Is(err, errHelp) && documented {
+		printHelp(stdout, name, h)
+		return nil
 	}
+	return err
 }
 
 func cmdVersion(ctx context.Context, args []string, stdout, stderr io.Writer) error {

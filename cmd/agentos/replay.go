@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -21,7 +22,10 @@ func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {
-			return nil, usageErrorf("%s: %v", fs.Name(), err)
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, errHelp
+			}
+			return nil, usageErrorf("%s: %v (agentos %s -h lists the flags)", fs.Name(), err, fs.Name())
 		}
 		args = fs.Args()
 		if len(args) == 0 {
@@ -32,9 +36,13 @@ func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
+func verifyFlags(fs *flag.FlagSet) (asJSON *bool) {
+	return fs.Bool("json", false, "print the report as JSON")
+}
+
 func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("verify", flag.ContinueOnError)
-	asJSON := fs.Bool("json", false, "print the report as JSON")
+	asJSON := verifyFlags(fs)
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -73,10 +81,14 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	return nil
 }
 
+func replayFlags(fs *flag.FlagSet) (asJSON *bool, data *string) {
+	return fs.Bool("json", false, "print the snapshot as JSON"),
+		fs.String("data", defaultDataDir(), "embedded store directory, for a session id argument")
+}
+
 func cmdReplay(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("replay", flag.ContinueOnError)
-	asJSON := fs.Bool("json", false, "print the snapshot as JSON")
-	data := fs.String("data", defaultDataDir(), "embedded store directory, for a session id argument")
+	asJSON, data := replayFlags(fs)
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err

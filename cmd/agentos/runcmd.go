@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -21,13 +22,41 @@ type runFlags struct {
 }
 
 func (f *runFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&f.repo, "repo", "", "repository working tree the agent works in")
-	fs.StringVar(&f.data, "data", defaultDataDir(), "embedded store directory")
-	fs.StringVar(&f.profile, "profile", "", "runtime profile (YAML): provider, model, limits")
-	fs.StringVar(&f.providerName, "provider", "", "provider (overrides the profile)")
-	fs.StringVar(&f.script, "script", "", "script for the scripted provider")
+	fs.StringVar(&f.repo, "repo", "", "repository working tree the agent works in (required)")
+	fs.StringVar(&f.data, "data", defaultDataDir(), "embedded store directory ($AGENTOS_DATA); the repository tools never see it")
+	fs.StringVar(&f.profile, "profile", "", "runtime profile (YAML): provider, model, base_url, limits (see the README)")
+	fs.StringVar(&f.providerName, "provider", "", "scripted, openai, anthropic or gemini (overrides the profile and AGENTOS_PROVIDER)")
+	fs.StringVar(&f.script, "script", "", "script for the scripted provider (overrides AGENTOS_SCRIPT)")
 	fs.StringVar(&f.policy, "policy", "", "operator policy.yaml (the repository's .agent/policy.yaml may only tighten it)")
 	fs.BoolVar(&f.asJSON, "json", false, "print one JSON object")
+}
+
+// runCmdFlags registers agentos run's flags.
+func runCmdFlags(fs *flag.FlagSet) *runFlags {
+	var f runFlags
+	f.register(fs)
+	fs.StringVar(&f.session, "session", "", "session id (default: a new one)")
+	return &f
+}
+
+// resolveOpts are agentos approve's and deny's flags.
+type resolveOpts struct {
+	runFlags
+	reason, by string
+}
+
+func resolveFlags(fs *flag.FlagSet) *resolveOpts {
+	var o resolveOpts
+	o.register(fs)
+	fs.StringVar(&o.reason, "reason", "", "why (fed back to the agent on deny)")
+	fs.StringVar(&o.by, "by", os.Getenv("USER"), "who answers (recorded in the log)")
+	return &o
+}
+
+func resumeFlags(fs *flag.FlagSet) *runFlags {
+	var f runFlags
+	f.register(fs)
+	return &f
 }
 
 func (f *runFlags) loadProfile() (provider.Profile, error) {
@@ -68,17 +97,59 @@ func finishRun(ctx context.Context, env *runtimeEnv, f runFlags, out agentrun.Ou
 	if f.asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		return enc.Encode(runReport{SessionID: out.SessionID, RunID: out.RunID, Status: out.Status, LogPath: path, Terminal: out.Terminal, Pending: out.Pending, Output: out.Output})
+		if err := enc.Encode(runReport{SessionID: out.SessionID, RunID: out.RunID, Status: out.Status, LogPath: path, Terminal: out.Terminal, Pending: out.Pending, Output: out.Output}); err != nil {
+			return err
+		}
+	} else {
+		printOutcome(stdout, out, path)
 	}
-	printOutcome(stdout, out, path)
-	return nil
+	return outcomeExit(out)
+}
+
+// outcomeExit maps a run's outcome to the exit code scripts and CI steps
+// branch on (exitCodesHelp): completed 0, denied or cancelled 3, paused
+// for approval 4, failed 5.
+func outcomeExit(out agentrun.Outcome) error {
+	reason := ""
+	if t := out.Terminal; t != nil {
+		reason = t.Reason
+		if t.ErrorClass != "" {
+			reason = fmt.Sprintf("%s (%s)", reason, t.ErrorClass)
+		}
+	}
+	switch out.Status {
+	case string(agentrun.StatusCompleted):
+		return nil
+	case "paused":
+		ids := make([]string, 0, len(out.Pending))
+		for _, p := range out.Pending {
+			ids = append(ids, p.ApprovalID)
+		}
+		return &exitError{code: exitApproval, err: fmt.Errorf("session %s is paused for approval of %s: answer with agentos approve or agentos deny", out.SessionID, strings.Join(ids, ", "))}
+	case string(agentrun.StatusDenied):
+		return &exitError{code: exitBlocked, err: fmt.Errorf("session %s: the run was denied: %s", out.SessionID, reason)}
+	case string(agentrun.StatusFailed):
+		return &exitError{code: exitRunFailed, err: fmt.Errorf("session %s: the run failed: %s", out.SessionID, reason)}
+	}
+	return &exitError{code: exitFailure, err: fmt.Errorf("session %s: the run ended with status %q", out.SessionID, out.Status)}
+}
+
+// runError maps an error from starting or resuming a run: a session that
+// is already paused exits 4, an interrupted run (SIGINT, SIGTERM) counts
+// as cancelled (3), anything else is an error (1).
+func runError(ctx context.Context, sessionID string, err error) error {
+	switch {
+	case errors.Is(err, agentrun.ErrPaused):
+		return &exitError{code: exitApproval, err: fmt.Errorf("session %s is paused for approval: answer with agentos approve or agentos deny (agentos replay %s lists the pending approvals)", sessionID, sessionID)}
+	case ctx.Err() != nil:
+		return &exitError{code: exitBlocked, err: fmt.Errorf("session %s: cancelled: %w", sessionID, err)}
+	}
+	return &exitError{code: exitFailure, err: err}
 }
 
 func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
-	var f runFlags
-	f.register(fs)
-	fs.StringVar(&f.session, "session", "", "session id (default: a new one)")
+	f := runCmdFlags(fs)
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -111,18 +182,16 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		stop(err == nil)
 	}
 	if err != nil {
-		return err
+		return runError(ctx, f.session, err)
 	}
-	return finishRun(ctx, env, f, out, stdout)
+	return finishRun(ctx, env, *f, out, stdout)
 }
 
 func cmdResolve(decision string) func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		fs := flag.NewFlagSet(decision, flag.ContinueOnError)
-		var f runFlags
-		f.register(fs)
-		reason := fs.String("reason", "", "why (fed back to the agent on deny)")
-		by := fs.String("by", os.Getenv("USER"), "who answers")
+		o := resolveFlags(fs)
+		f, reason, by := &o.runFlags, &o.reason, &o.by
 		pos, err := parseFlags(fs, args)
 		if err != nil {
 			return err
@@ -149,16 +218,15 @@ func cmdResolve(decision string) func(ctx context.Context, args []string, stdout
 		}
 		out, err := env.mgr.Resume(ctx, env.engine, sid, env.ws.Root(), "")
 		if err != nil {
-			return err
+			return runError(ctx, sid, err)
 		}
-		return finishRun(ctx, env, f, out, stdout)
+		return finishRun(ctx, env, *f, out, stdout)
 	}
 }
 
 func cmdResume(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("resume", flag.ContinueOnError)
-	var f runFlags
-	f.register(fs)
+	f := resumeFlags(fs)
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -177,9 +245,9 @@ func cmdResume(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	defer env.Close()
 	out, err := env.mgr.Resume(ctx, env.engine, pos[0], env.ws.Root(), "")
 	if err != nil {
-		return &exitError{code: exitFailure, err: err}
+		return runError(ctx, pos[0], err)
 	}
-	return finishRun(ctx, env, f, out, stdout)
+	return finishRun(ctx, env, *f, out, stdout)
 }
 
 // watchProgress prints state changes, tool calls and approvals as the run

@@ -271,7 +271,7 @@ func (r *serveRuns) Resolve(ctx context.Context, sessionID, approvalID, decision
 func (r *serveRuns) build(ctx context.Context, repo, sessionID string) (*setup.Env, error) {
 	// The runtime keeps the context for its whole life (trust lookups),
 	// and Prepare's is the HTTP request's, which ends with the response.
-	env, err := setup.Build(context.WithoutCancel(ctx), setup.Options{Dir: repo, PolicyFile: r.policyFile, Profile: r.profile, Providers: providers(nil), SessionID: sessionID, Store: r.store})
+	env, err := setup.Build(context.WithoutCancel(ctx), setup.Options{Dir: repo, DataDir: r.dataDir, PolicyFile: r.policyFile, Profile: r.profile, Providers: providers(nil), SessionID: sessionID, Store: r.store})
 	if err != nil {
 		return nil, err
 	}

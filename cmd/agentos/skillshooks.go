@@ -15,15 +15,23 @@ import (
 	builtinskills "github.com/agentos/agentos/skills"
 )
 
+func skillsFlags(fs *flag.FlagSet) (repo *string, asJSON *bool) {
+	return fs.String("repo", "", "repository whose .agent/skills and .claude/skills are listed too"),
+		fs.Bool("json", false, "print JSON")
+}
+
 func cmdSkills(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 || args[0] != "list" {
 		return usageErrorf("usage: agentos skills list [--repo DIR] [--json]")
 	}
 	fs := flag.NewFlagSet("skills list", flag.ContinueOnError)
-	repo := fs.String("repo", "", "repository whose .agent/skills and .claude/skills are scanned too")
-	asJSON := fs.Bool("json", false, "print JSON")
-	if _, err := parseFlags(fs, args[1:]); err != nil {
+	repo, asJSON := skillsFlags(fs)
+	pos, err := parseFlags(fs, args[1:])
+	if err != nil {
 		return err
+	}
+	if len(pos) > 0 {
+		return usageErrorf("usage: agentos skills list [--repo DIR] [--json]")
 	}
 	roots := []skills.Root{{Name: "builtin", FS: builtinskills.FS}}
 	if *repo != "" {
@@ -63,6 +71,10 @@ func cmdSkills(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	return nil
 }
 
+func hooksFlags(fs *flag.FlagSet) (repo *string) {
+	return fs.String("repo", ".", "repository whose .agent/settings.json and .claude/settings.json are used")
+}
+
 // cmdHooks fires one event's hooks from a repository's settings with the
 // input JSON on stdin (Claude Code's hook input shape) and prints the
 // decision, without recording anything.
@@ -71,11 +83,15 @@ func cmdHooks(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return usageErrorf("usage: agentos hooks test EVENT [--repo DIR] < input.json")
 	}
 	fs := flag.NewFlagSet("hooks test", flag.ContinueOnError)
-	repo := fs.String("repo", ".", "repository whose .agent/settings.json and .claude/settings.json are used")
-	if _, err := parseFlags(fs, args[2:]); err != nil {
+	repo := hooksFlags(fs)
+	pos, err := parseFlags(fs, args[1:])
+	if err != nil {
 		return err
 	}
-	ev := hooks.Event(args[1])
+	if len(pos) != 1 {
+		return usageErrorf("usage: agentos hooks test EVENT [--repo DIR] < input.json")
+	}
+	ev := hooks.Event(pos[0])
 	ws, err := workspace.Open(*repo, workspace.Options{})
 	if err != nil {
 		return usageErrorf("%v", err)

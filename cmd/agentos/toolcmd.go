@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -21,12 +22,6 @@ import (
 	"github.com/agentos/agentos/runtime/hooks"
 	"github.com/agentos/agentos/runtime/replay"
 	"github.com/agentos/agentos/schemas"
-)
-
-// Exit codes of agentos tool call.
-const (
-	exitBlocked  = 3
-	exitApproval = 4
 )
 
 // eventFile is a Recorder appending to one events.jsonl file (the session
@@ -128,13 +123,24 @@ type discard struct{}
 
 func (discard) Record(context.Context, string, string, any, string) (string, error) { return "", nil }
 
-func toolKernel(workspaceDir, policyFile string) (*kernel.Kernel, *workspace.Root, *redact.Redactor, error) {
+// toolKernel builds the kernel for agentos tool. The events file, when it
+// lies inside the workspace, is excluded from it: the tools must not read
+// or rewrite the log, and its growth must not make an approval stale.
+func toolKernel(workspaceDir, policyFile, events string) (*kernel.Kernel, *workspace.Root, *redact.Redactor, error) {
 	base, err := loadPolicy(policyFile, nil)
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	red := redact.New(base.Redaction.Keys)
-	ws, err := workspace.Open(workspaceDir, workspace.Options{DenyPatterns: base.Workspace.DenyPatterns, EnvAllow: base.Execution.EnvAllow, SecretName: red.IsSecretName})
+	var exclude []string
+	if events != "" {
+		abs, err := filepath.Abs(events)
+		if err != nil {
+			return nil, nil, nil, usageErrorf("--events: %v", err)
+		}
+		exclude = append(exclude, abs)
+	}
+	ws, err := workspace.Open(workspaceDir, workspace.Options{DenyPatterns: base.Workspace.DenyPatterns, EnvAllow: base.Execution.EnvAllow, SecretName: red.IsSecretName, Exclude: exclude})
 	if err != nil {
 		return nil, nil, nil, usageErrorf("%v", err)
 	}
@@ -182,9 +188,13 @@ func cmdTool(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	return usageErrorf("agentos tool: unknown subcommand %q (list, call, approve)", args[0])
 }
 
+func toolListFlags(fs *flag.FlagSet) (asJSON *bool) {
+	return fs.Bool("json", false, "print JSON, with each tool's input and output schemas")
+}
+
 func toolList(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("tool list", flag.ContinueOnError)
-	asJSON := fs.Bool("json", false, "print JSON")
+	asJSON := toolListFlags(fs)
 	if _, err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -222,13 +232,25 @@ func toolList(args []string, stdout io.Writer) error {
 	return nil
 }
 
+type toolCallOpts struct {
+	args, workspace, policy, events string
+	asJSON                          bool
+}
+
+func toolCallFlags(fs *flag.FlagSet) *toolCallOpts {
+	var o toolCallOpts
+	fs.StringVar(&o.args, "args", "{}", "the tool's arguments as a JSON object")
+	fs.StringVar(&o.workspace, "workspace", "", "workspace directory the tool is jailed in (required)")
+	fs.StringVar(&o.policy, "policy", "", "operator policy.yaml (default: the built-in policy; the workspace's .agent/policy.yaml may only tighten it)")
+	fs.StringVar(&o.events, "events", "", "events.jsonl to append the call's events to (needed to approve it later)")
+	fs.BoolVar(&o.asJSON, "json", false, "print the result as compact JSON")
+	return &o
+}
+
 func toolCall(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("tool call", flag.ContinueOnError)
-	argJSON := fs.String("args", "{}", "arguments as JSON")
-	wsDir := fs.String("workspace", "", "workspace directory")
-	pol := fs.String("policy", "", "policy.yaml")
-	events := fs.String("events", "", "events.jsonl to append the call's events to")
-	asJSON := fs.Bool("json", false, "print JSON")
+	o := toolCallFlags(fs)
+	argJSON, wsDir, pol, events, asJSON := &o.args, &o.workspace, &o.policy, &o.events, &o.asJSON
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -236,7 +258,7 @@ func toolCall(ctx context.Context, args []string, stdout io.Writer) error {
 	if len(pos) != 1 || *wsDir == "" {
 		return usageErrorf("usage: agentos tool call NAME --args JSON --workspace DIR [--policy FILE] [--events FILE] [--json]")
 	}
-	k, ws, red, err := toolKernel(*wsDir, *pol)
+	k, ws, red, err := toolKernel(*wsDir, *pol, *events)
 	if err != nil {
 		return err
 	}
@@ -283,12 +305,21 @@ func printToolOutcome(stdout io.Writer, out kernel.Outcome, err error, asJSON bo
 	return nil
 }
 
+type toolApproveOpts struct{ workspace, policy, events, by string }
+
+func toolApproveFlags(fs *flag.FlagSet) *toolApproveOpts {
+	var o toolApproveOpts
+	fs.StringVar(&o.workspace, "workspace", "", "workspace directory (required)")
+	fs.StringVar(&o.policy, "policy", "", "operator policy.yaml (default: the built-in policy)")
+	fs.StringVar(&o.events, "events", "", "events.jsonl holding the pending action (required)")
+	fs.StringVar(&o.by, "by", os.Getenv("USER"), "who approves (recorded in the log)")
+	return &o
+}
+
 func toolApprove(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("tool approve", flag.ContinueOnError)
-	wsDir := fs.String("workspace", "", "workspace directory")
-	pol := fs.String("policy", "", "policy.yaml")
-	events := fs.String("events", "", "events.jsonl holding the pending action")
-	by := fs.String("by", os.Getenv("USER"), "who approves")
+	o := toolApproveFlags(fs)
+	wsDir, pol, events, by := &o.workspace, &o.policy, &o.events, &o.by
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -299,7 +330,7 @@ func toolApprove(ctx context.Context, args []string, stdout io.Writer) error {
 	if *by == "" {
 		*by = "cli"
 	}
-	k, ws, red, err := toolKernel(*wsDir, *pol)
+	k, ws, red, err := toolKernel(*wsDir, *pol, *events)
 	if err != nil {
 		return err
 	}

@@ -128,7 +128,7 @@ func buildRuntime(ctx context.Context, o envOptions) (*runtimeEnv, error) {
 	if err != nil {
 		return nil, err
 	}
-	env, err := setup.Build(ctx, setup.Options{Dir: o.repo, PolicyFile: o.policyFile, Profile: o.profile, Providers: providers(o.script), SessionID: o.sessionID, Store: st})
+	env, err := setup.Build(ctx, setup.Options{Dir: o.repo, DataDir: o.dataDir, PolicyFile: o.policyFile, Profile: o.profile, Providers: providers(o.script), SessionID: o.sessionID, Store: st})
 	if err != nil {
 		st.Close()
 		var ue *setup.UsageError

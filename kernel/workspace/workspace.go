@@ -33,6 +33,14 @@ type Options struct {
 	// SecretName reports env names that are secrets (never passed unless
 	// listed in EnvAllow explicitly).
 	SecretName func(string) bool
+	// Exclude are files or directories that lie inside the workspace but
+	// are not part of it, such as agentos's own data directory (its event
+	// logs and store): absolute, or relative to the workspace root. Like
+	// .git, an excluded path and everything under it is a jail violation
+	// for every path the tools resolve (read, write, patch) and is skipped
+	// by walks (search, the revision digest). Paths outside the workspace
+	// are ignored; excluding the workspace root itself is an error.
+	Exclude []string
 }
 
 // Root is an opened workspace.
@@ -40,6 +48,9 @@ type Root struct {
 	dir  string
 	root *os.Root
 	opts Options
+	// excluded are opts.Exclude inside the root: clean, '/'-separated,
+	// relative to it, with symlinks resolved.
+	excluded []string
 }
 
 // Open opens dir as a workspace.
@@ -62,7 +73,74 @@ func Open(dir string, opts Options) (*Root, error) {
 			return nil, fmt.Errorf("workspace: invalid deny pattern %q", p)
 		}
 	}
-	return &Root{dir: abs, root: r, opts: opts}, nil
+	w := &Root{dir: abs, root: r, opts: opts}
+	for _, p := range opts.Exclude {
+		rel, inside, err := w.relative(p)
+		if err != nil {
+			r.Close()
+			return nil, err
+		}
+		if inside {
+			w.excluded = append(w.excluded, rel)
+		}
+	}
+	return w, nil
+}
+
+// relative turns an Exclude entry into a clean root-relative path, and
+// reports whether it lies inside the root at all.
+func (w *Root) relative(p string) (string, bool, error) {
+	if p == "" {
+		return "", false, nil
+	}
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(w.dir, p)
+	}
+	real, err := realPath(filepath.Clean(p))
+	if err != nil {
+		return "", false, fmt.Errorf("workspace: exclude %s: %w", p, err)
+	}
+	rel, err := filepath.Rel(w.dir, real)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return "", false, nil
+	}
+	if rel == "." {
+		return "", false, fmt.Errorf("workspace: %s cannot be excluded: it is the workspace itself (put the agentos data directory outside the repository, or in a subdirectory)", p)
+	}
+	return filepath.ToSlash(rel), true, nil
+}
+
+// realPath resolves the symlinks of p's longest existing prefix, so that a
+// path that does not exist yet (a data directory created later) is
+// compared with the root as it will be.
+func realPath(p string) (string, error) {
+	real, err := filepath.EvalSymlinks(p)
+	if err == nil {
+		return real, nil
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
+		return "", err
+	}
+	parent := filepath.Dir(p)
+	if parent == p {
+		return p, nil
+	}
+	rp, err := realPath(parent)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(rp, filepath.Base(p)), nil
+}
+
+// Excluded returns the absolute paths of the excluded files and
+// directories that lie inside the workspace (see Options.Exclude), for a
+// process sandbox that should hide them too.
+func (w *Root) Excluded() []string {
+	out := make([]string, 0, len(w.excluded))
+	for _, rel := range w.excluded {
+		out = append(out, filepath.Join(w.dir, filepath.FromSlash(rel)))
+	}
+	return out
 }
 
 // Close releases the root.
@@ -157,6 +235,11 @@ func (w *Root) deny(clean, orig string) error {
 	for _, seg := range strings.Split(clean, "/") {
 		if seg == ".git" {
 			return violation(orig, ".git internals are not part of the workspace")
+		}
+	}
+	for _, ex := range w.excluded {
+		if clean == ex || strings.HasPrefix(clean, ex+"/") {
+			return violation(orig, ex+" is excluded from the workspace (agentos's own data, not the repository's)")
 		}
 	}
 	for _, pat := range w.opts.DenyPatterns {

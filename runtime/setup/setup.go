@@ -11,6 +11,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -40,6 +41,10 @@ type Options struct {
 	SessionID  string
 	// Store feeds adaptive trust (per-repository approval counters).
 	Store store.Store
+	// DataDir is agentos's data directory (store, exported session logs).
+	// When it lies inside Dir, the kernel's repository tools cannot see it:
+	// the model must not read its own event logs or write into them.
+	DataDir string
 	// UntrustedRepo skips the repository's own command hooks
 	// (.agent/settings.json, .claude/settings.json): set it when the
 	// working tree holds code from outside the repository (a fork's pull
@@ -126,9 +131,17 @@ func Build(ctx context.Context, o Options) (*Env, error) {
 	}
 	red := redact.New(base.Redaction.Keys)
 	red.AddLiteral(o.Profile.APIKey)
+	var exclude []string
+	if o.DataDir != "" {
+		abs, err := filepath.Abs(o.DataDir)
+		if err != nil {
+			return nil, &UsageError{fmt.Errorf("data directory: %w", err)}
+		}
+		exclude = append(exclude, abs)
+	}
 	// Open once with the operator's policy to read the repository's, then
 	// again with the merged deny patterns and environment allow-list.
-	ws, err := workspace.Open(o.Dir, workspace.Options{DenyPatterns: base.Workspace.DenyPatterns, EnvAllow: base.Execution.EnvAllow, SecretName: red.IsSecretName})
+	ws, err := workspace.Open(o.Dir, workspace.Options{DenyPatterns: base.Workspace.DenyPatterns, EnvAllow: base.Execution.EnvAllow, SecretName: red.IsSecretName, Exclude: exclude})
 	if err != nil {
 		return nil, &UsageError{err}
 	}
@@ -137,7 +150,7 @@ func Build(ctx context.Context, o Options) (*Env, error) {
 	if err != nil {
 		return nil, err
 	}
-	if ws, err = workspace.Open(o.Dir, workspace.Options{DenyPatterns: pol.Workspace.DenyPatterns, EnvAllow: pol.Execution.EnvAllow, SecretName: red.IsSecretName}); err != nil {
+	if ws, err = workspace.Open(o.Dir, workspace.Options{DenyPatterns: pol.Workspace.DenyPatterns, EnvAllow: pol.Execution.EnvAllow, SecretName: red.IsSecretName, Exclude: exclude}); err != nil {
 		return nil, err
 	}
 	e := &Env{Workspace: ws, Policy: pol, Redactor: red}

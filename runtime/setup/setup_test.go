@@ -3,6 +3,7 @@ package setup_test
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -92,5 +93,49 @@ func TestBuildErrors(t *testing.T) {
 	}
 	if _, err := setup.Build(context.Background(), options(t, dir)); err == nil || !strings.Contains(err.Error(), "nonsense_key") {
 		t.Errorf("bad repository policy: err = %v", err)
+	}
+}
+
+// TestBuildHidesTheDataDirectory: with the data directory inside the
+// working tree (agentos run --repo . uses ./.agentos), the kernel's tools
+// neither find nor read the session logs stored there.
+func TestBuildHidesTheDataDirectory(t *testing.T) {
+	dir := t.TempDir()
+	if err := demo.WriteSample(dir); err != nil {
+		t.Fatal(err)
+	}
+	log := filepath.Join(dir, ".agentos", "sessions", "s-0", "events.jsonl")
+	if err := os.MkdirAll(filepath.Dir(log), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(log, []byte(`{"payload":"CheckToken"}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	wd, _ := os.Getwd()
+	rel, err := filepath.Rel(wd, filepath.Join(dir, ".agentos"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, data := range []string{filepath.Join(dir, ".agentos"), rel} {
+		o := options(t, dir)
+		o.DataDir = data
+		env, err := setup.Build(context.Background(), o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := env.Workspace.ReadFile(".agentos/sessions/s-0/events.jsonl"); err == nil || !strings.Contains(err.Error(), "excluded") {
+			t.Errorf("--data %s: the session log is readable: %v", data, err)
+		}
+		var seen []string
+		env.Workspace.Walk(context.Background(), func(rel string, _ fs.DirEntry) error { seen = append(seen, rel); return nil })
+		for _, p := range seen {
+			if strings.HasPrefix(p, ".agentos") {
+				t.Errorf("--data %s: walked %s", data, p)
+			}
+		}
+		if len(seen) == 0 {
+			t.Error("walked nothing")
+		}
+		env.Close()
 	}
 }

@@ -1,0 +1,228 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"github.com/agentos/agentos/bot/config"
+)
+
+// errHelp is returned by parseFlags for -h, -help and --help; run prints
+// the command's help to stdout and exits 0.
+var errHelp = errors.New("help requested")
+
+// exitCodesHelp is the exit-code table, printed by `agentos -h`,
+// `agentos run -h` (and approve, deny, resume) and kept in the README.
+const exitCodesHelp = `exit codes:
+  0  success; a run completed
+  1  error: the command could not do its job (verify: the log is invalid)
+  2  usage error (unknown command or flag, missing argument)
+  3  denied: a run was denied or cancelled; a tool call was blocked; a hook denied
+  4  paused: a run waits for an approval; a tool call needs one
+  5  failed: a run ended with a failed terminal report (provider error, timeout, ...)`
+
+// help is one command's documentation. Flags registers exactly the flags
+// the command parses (the command calls the same function), so the help
+// cannot list a flag that does not exist or miss one that does.
+type help struct {
+	usage       []string // synopsis lines, without "agentos "
+	description string   // one paragraph
+	flags       func(fs *flag.FlagSet)
+	subcommands []subHelp
+	examples    []string
+	exitCodes   bool
+}
+
+// subHelp documents a subcommand (agentos tool call).
+type subHelp struct {
+	name, usage, description string
+	flags                    func(fs *flag.FlagSet)
+}
+
+// helps documents every command of commands(). A test fails when a
+// command has no entry here.
+func helps() map[string]help {
+	runFlagsOnly := func(fs *flag.FlagSet) { runCmdFlags(fs) }
+	return map[string]help{
+		"version": {
+			usage:       []string{"version"},
+			description: "Print the version of this agentos binary (set at build time; \"dev\" for go run).",
+			examples:    []string{"agentos version"},
+		},
+		"run": {
+			usage: []string{`run --repo DIR [flags] PROMPT...`},
+			description: "Run the agent on a working tree: the Lead, Planner, Worker and Reviewer work on PROMPT, " +
+				"changing DIR only through the kernel's tools. Progress is printed as the run appends events; at the end " +
+				"the terminal report and the path of the session's events.jsonl. The provider, model and limits come " +
+				"from --profile, then the environment (AGENTOS_PROVIDER, AGENTOS_MODEL, OPENAI_BASE_URL, OPENAI_API_KEY, " +
+				"ANTHROPIC_API_KEY, GEMINI_API_KEY, ...), then --provider and --script. A risky action pauses the run " +
+				"(exit 4): answer with agentos approve or agentos deny, in this or any later process.",
+			flags: runFlagsOnly,
+			examples: []string{
+				`agentos run --repo . --provider scripted --script runtime/demo/testdata/fix-auth.script.yaml "fix the failing token check in auth.go"`,
+				`OPENAI_BASE_URL=http://localhost:11434/v1 AGENTOS_PROVIDER=openai AGENTOS_MODEL=qwen2.5-coder:7b agentos run --repo . "fix the failing test"`,
+				`ANTHROPIC_API_KEY=sk-ant-... agentos run --repo . --profile profile.yaml --json "add a test for CheckToken"`,
+			},
+			exitCodes: true,
+		},
+		"approve": {
+			usage:       []string{"approve SESSION APPROVAL-ID --repo DIR [flags]"},
+			description: "Approve a pending action of a paused session and resume the run from its log (the same --repo, --data and provider settings as the run). The action executes only if its digest and the working tree still match what was previewed.",
+			flags:       func(fs *flag.FlagSet) { resolveFlags(fs) },
+			examples:    []string{"agentos approve cli-01k9xyz ap-424fe763039e --repo . --provider scripted --script run.script.yaml"},
+			exitCodes:   true,
+		},
+		"deny": {
+			usage:       []string{"deny SESSION APPROVAL-ID --repo DIR [--reason TEXT] [flags]"},
+			description: "Deny a pending action of a paused session and resume the run: nothing is executed, and --reason goes back to the agent as the tool's result, so it can try another way.",
+			flags:       func(fs *flag.FlagSet) { resolveFlags(fs) },
+			examples:    []string{`agentos deny cli-01k9xyz ap-424fe763039e --repo . --reason "do not touch auth.go" --provider scripted --script run.script.yaml`},
+			exitCodes:   true,
+		},
+		"resume": {
+			usage:       []string{"resume SESSION --repo DIR [flags]"},
+			description: "Resume a paused session whose approvals were already answered (for example through the HTTP API). The run re-executes from its log: no model or tool call is repeated.",
+			flags:       func(fs *flag.FlagSet) { resumeFlags(fs) },
+			examples:    []string{"agentos resume cli-01k9xyz --repo . --profile profile.yaml"},
+			exitCodes:   true,
+		},
+		"tool": {
+			usage:       []string{"tool list [--json]", "tool call NAME --args JSON --workspace DIR [flags]", "tool approve APPROVAL-ID --workspace DIR --events FILE [flags]"},
+			description: "List the capability tools, or call one through the full kernel (argument guard, policy, hooks, approval, jail) without a model. A call that needs approval is recorded in --events and exits 4; tool approve executes it after checking it again. Exit 3 means the kernel blocked the call.",
+			subcommands: []subHelp{
+				{"list", "tool list [--json]", "print every tool with its category and description (--json: with input and output schemas)", func(fs *flag.FlagSet) { toolListFlags(fs) }},
+				{"call", "tool call NAME --args JSON --workspace DIR [flags]", "call one tool", func(fs *flag.FlagSet) { toolCallFlags(fs) }},
+				{"approve", "tool approve APPROVAL-ID --workspace DIR --events FILE [flags]", "execute a pending call recorded in --events", func(fs *flag.FlagSet) { toolApproveFlags(fs) }},
+			},
+			examples: []string{
+				"agentos tool list",
+				`agentos tool call repo.search --args '{"query":"CheckToken"}' --workspace .`,
+				`agentos tool call repo.write --args '{"path":"NOTES.md","content":"hi\n","expected_hash":""}' --workspace . --events calls.jsonl`,
+			},
+		},
+		"skills": {
+			usage:       []string{"skills list [--repo DIR] [--json]"},
+			description: "List the skills the runtime would offer: the built-in ones and, with --repo, the repository's .agent/skills and .claude/skills (SKILL.md). Skills that fail validation are listed as skipped, with the reason.",
+			flags:       func(fs *flag.FlagSet) { skillsFlags(fs) },
+			examples:    []string{"agentos skills list --repo .", "agentos skills list --json"},
+		},
+		"hooks": {
+			usage:       []string{"hooks test EVENT [--repo DIR] < input.json"},
+			description: "Fire one event's hooks (PreToolUse, PostToolUse, UserPromptSubmit, ...) from the repository's .agent/settings.json and .claude/settings.json, with Claude Code's hook input JSON on stdin, and print the decision. Nothing is recorded. Exit 3 when a hook denies.",
+			flags:       func(fs *flag.FlagSet) { hooksFlags(fs) },
+			examples:    []string{`echo '{"tool_name":"repo.patch","tool_input":{"path":"auth.go"}}' | agentos hooks test PreToolUse --repo .`},
+		},
+		"demo": {
+			usage:       []string{"demo [--out DIR] [--ask | --github]"},
+			description: "Run the bundled demo with the scripted model: the agent fixes a real bug in a sample Go module, pauses for approval of its patch, resumes, and the tests pass; the event trace, the replay snapshot and the verified events.jsonl are printed. --github plays the same fix through the bot on a fake GitHub and a local git host instead. Needs no key and no network.",
+			flags:       func(fs *flag.FlagSet) { demoFlags(fs) },
+			examples:    []string{"agentos demo", "agentos demo --ask --out /tmp/agentos-demo", "agentos demo --github"},
+		},
+		"replay": {
+			usage:       []string{"replay <events.jsonl | SESSION> [--json] [--data DIR]"},
+			description: "Fold a session log into its snapshot without calling any model or tool: the event trace, then status, terminal report, usage, tools and approvals. A session id is read from the embedded store in --data.",
+			flags:       func(fs *flag.FlagSet) { replayFlags(fs) },
+			examples:    []string{"agentos replay testdata/example-session/events.jsonl", "agentos replay cli-01k9xyz --json"},
+		},
+		"verify": {
+			usage:       []string{"verify <events.jsonl> [--json]"},
+			description: "Check a session log: the hash chain, contiguous sequence numbers, every payload against its schema, exactly one terminal report per run, and (as advice) audit completeness. Exit 0 valid, 1 invalid, 2 usage.",
+			flags:       func(fs *flag.FlagSet) { verifyFlags(fs) },
+			examples:    []string{"agentos verify testdata/example-session/events.jsonl", "agentos verify events.jsonl --json"},
+		},
+		"action": {
+			usage:       []string{"action"},
+			description: "The GitHub Action's entrypoint (the image's ENTRYPOINT): handle the event that started the workflow run, configured by the Actions environment (GITHUB_EVENT_PATH, GITHUB_TOKEN, RUNNER_TEMP, ...) and the action's inputs (INPUT_*; see action.yml). A pause for approval exits 0: the maintainer's review starts the next run.",
+			examples:    []string{"uses: owner/agentos@v1   # in a workflow step; see docs/examples/agentos-workflow.yml"},
+		},
+		"serve": {
+			usage:       []string{"serve [--addr HOST:PORT] [--data DIR] [--config FILE]"},
+			description: "Serve the GitHub webhook bot and the HTTP/SSE API until SIGINT or SIGTERM. Secrets come only from the environment (AGENTOS_WEBHOOK_SECRET, AGENTOS_GITHUB_APP_ID and AGENTOS_GITHUB_PRIVATE_KEY_FILE or AGENTOS_GITHUB_TOKEN, the provider's key); the rest from --config, the environment and the flags, in that order.",
+			flags:       func(fs *flag.FlagSet) { config.BindFlags(fs) },
+			examples:    []string{"AGENTOS_WEBHOOK_SECRET=... AGENTOS_GITHUB_TOKEN=... AGENTOS_PROVIDER=anthropic ANTHROPIC_API_KEY=... agentos serve --addr 0.0.0.0:8080"},
+		},
+	}
+}
+
+// isHelpArg reports whether a is one of the help flags.
+func isHelpArg(a string) bool {
+	switch a {
+	case "-h", "--h", "-help", "--help":
+		return true
+	}
+	return false
+}
+
+// printHelp prints a command's help.
+func printHelp(w io.Writer, name string, h help) {
+	for i, u := range h.usage {
+		prefix := "usage: "
+		if i > 0 {
+			prefix = "       "
+		}
+		fmt.Fprintf(w, "%sagentos %s\n", prefix, u)
+	}
+	fmt.Fprintf(w, "\n%s\n", wrap(h.description, 78))
+	if h.flags != nil {
+		fmt.Fprintln(w, "\nflags:")
+		printFlags(w, name, h.flags)
+	}
+	for _, s := range h.subcommands {
+		fmt.Fprintf(w, "\nagentos %s\n  %s\n", s.usage, s.description)
+		if s.flags != nil {
+			printFlags(w, name+" "+s.name, s.flags)
+		}
+	}
+	fmt.Fprintln(w, "\nexamples:")
+	for _, e := range h.examples {
+		fmt.Fprintf(w, "  %s\n", e)
+	}
+	if h.exitCodes {
+		fmt.Fprintf(w, "\n%s\n", exitCodesHelp)
+	}
+}
+
+func printFlags(w io.Writer, name string, register func(fs *flag.FlagSet)) {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	register(fs)
+	fs.SetOutput(w)
+	fs.PrintDefaults()
+}
+
+// wrap breaks s into lines of at most width characters, at spaces.
+func wrap(s string, width int) string {
+	var b strings.Builder
+	n := 0
+	for _, word := range strings.Fields(s) {
+		if n > 0 && n+1+len(word) > width {
+			b.WriteByte('\n')
+			n = 0
+		} else if n > 0 {
+			b.WriteByte(' ')
+			n++
+		}
+		b.WriteString(word)
+		n += len(word)
+	}
+	return b.String()
+}
+
+// printUsage prints the command list and the exit codes (agentos -h).
+func printUsage(w io.Writer, cmds map[string]command) {
+	names := make([]string, 0, len(cmds))
+	for n := range cmds {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	fmt.Fprintln(w, "usage: agentos <command> [arguments]")
+	fmt.Fprintln(w)
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-10s %s\n", n, cmds[n].summary)
+	}
+	fmt.Fprintln(w, "\nagentos <command> -h describes a command, its flags and examples.")
+	fmt.Fprintf(w, "\n%s\n", exitCodesHelp)
+}
