@@ -91,7 +91,18 @@ func runAction(ctx context.Context, getenv func(string) string, deps action.Deps
 		}
 		return &exitError{code: exitFailure, err: err}
 	}
-	// A pause for approval is a success: a later run resumes it.
 	fmt.Fprintf(stdout, "status=%s session=%s pr=%d\n", out.Status, out.SessionID, out.PRNumber)
+	return actionExit(out)
+}
+
+// actionExit maps the session's status to the step's result. A pause for
+// approval is a success (the maintainer's review starts the next run), and
+// so are a denial and a cancellation: a maintainer decided them, and the
+// ::warning:: annotation already says so. A failed run fails the step, so
+// that the workflow run shows it.
+func actionExit(out action.Outputs) error {
+	if out.Status == "failed" {
+		return &exitError{code: exitRunFailed, err: fmt.Errorf("session %s failed (see the tracking comment and the session log)", out.SessionID)}
+	}
 	return nil
 }

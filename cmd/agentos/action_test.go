@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -43,5 +44,14 @@ func TestActionWithoutItsEnvironmentIsAUsageError(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "::error::") || !strings.Contains(out.String(), "GITHUB_EVENT_PATH") {
 		t.Errorf("no ::error:: annotation naming what is missing:\n%s", out.String())
+	}
+}
+
+func TestActionExitFollowsTheSession(t *testing.T) {
+	for status, want := range map[string]int{"completed": exitOK, "paused": exitOK, "denied": exitOK, "ignored": exitOK, "failed": exitRunFailed} {
+		err := actionExit(action.Outputs{SessionID: "7-abc", Status: status})
+		if got := exitCode(err, io.Discard); got != want {
+			t.Errorf("status %s: exit %d, want %d", status, got, want)
+		}
 	}
 }

@@ -136,7 +136,7 @@ func helps() map[string]help {
 		},
 		"action": {
 			usage:       []string{"action"},
-			description: "The GitHub Action's entrypoint (the image's ENTRYPOINT): handle the event that started the workflow run, configured by the Actions environment (GITHUB_EVENT_PATH, GITHUB_TOKEN, RUNNER_TEMP, ...) and the action's inputs (INPUT_*; see action.yml). A pause for approval exits 0: the maintainer's review starts the next run.",
+			description: "The GitHub Action's entrypoint (the image's ENTRYPOINT): handle the event that started the workflow run, configured by the Actions environment (GITHUB_EVENT_PATH, GITHUB_TOKEN, RUNNER_TEMP, ...) and the action's inputs (INPUT_*; see action.yml). A pause for approval, a denial or a cancellation exits 0 (the maintainer's review starts the next run); a failed run exits 5, so the workflow run shows it.",
 			examples:    []string{"uses: owner/agentos@v1   # in a workflow step; see docs/examples/agentos-workflow.yml"},
 		},
 		"serve": {
