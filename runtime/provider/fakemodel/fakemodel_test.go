@@ -362,7 +362,9 @@ func TestWorkerReportsWhatHappened(t *testing.T) {
 			if tool != "" || !strings.Contains(text, tt.want) {
 				t.Fatalf("tool %q text %s, want a report mentioning %q", tool, text, tt.want)
 			}
-			var rep struct{ StepsCompleted []string `json:"steps_completed"` }
+			var rep struct {
+				StepsCompleted []string `json:"steps_completed"`
+			}
 			_ = json.Unmarshal([]byte(text), &rep)
 			if len(rep.StepsCompleted) != tt.steps {
 				t.Errorf("steps_completed %v, want %d", rep.StepsCompleted, tt.steps)
@@ -397,7 +399,9 @@ func TestReplyShapes(t *testing.T) {
 	reg := schemas.MustDefault()
 	// Seed 0: lead plain, planner fenced, worker wrapped, reviewer drifting.
 	wants := map[string]func(string) bool{
-		"Lead":     func(s string) bool { return strings.HasPrefix(s, "{") && reg.ValidateJSON("lead_directive_v1", []byte(s)) == nil },
+		"Lead": func(s string) bool {
+			return strings.HasPrefix(s, "{") && reg.ValidateJSON("lead_directive_v1", []byte(s)) == nil
+		},
 		"Planner":  func(s string) bool { return strings.HasPrefix(s, "```json\n{") && strings.HasSuffix(s, "\n```") },
 		"Reviewer": func(s string) bool { return strings.HasPrefix(s, "{") && !strings.Contains(s, "schema_version") },
 	}
