@@ -253,3 +253,9 @@ func TestPreflightCachesSuccess(t *testing.T) {
 		t.Errorf("GET /models %d times, want 3 (failures are not cached)", got)
 	}
 }
+
+func TestDefaultBaseURL(t *testing.T) {
+	if provider.DefaultBaseURLs[Name] != DefaultBaseURL {
+		t.Errorf("provider.DefaultBaseURLs[%q] = %q, the adapter uses %q", Name, provider.DefaultBaseURLs[Name], DefaultBaseURL)
+	}
+}
