@@ -700,18 +700,15 @@ func split(s string, n int) []string {
 	return out
 }
 
-// render is the prompt as the cache sees it: tool definitions, then the
-// response_format schema (OpenAI: "the structured output schema serves as a
-// prefix to the system message"), then the messages in order.
+// render is the prompt as the cache sees it, laid out the way chat
+// templates lay it out: the leading system (or developer) messages, then the
+// tool definitions (as the templates of Qwen, Llama 3.1 and Hermes models
+// and OpenAI's harmony format put them, after the system text), then the
+// response_format schema (harmony's "# Response Formats"), then the rest of
+// the conversation.
 func render(req *chatRequest) []byte {
 	var b bytes.Buffer
-	for _, t := range req.Tools {
-		fmt.Fprintf(&b, "<tool>%s\n%s\n%s\n", t.Function.Name, t.Function.Description, t.Function.Parameters)
-	}
-	if f := req.ResponseFormat; f != nil && f.JSONSchema != nil {
-		fmt.Fprintf(&b, "<schema>%s\n%s\n", f.JSONSchema.Name, f.JSONSchema.Schema)
-	}
-	for _, m := range req.Messages {
+	msg := func(m chatMessage) {
 		fmt.Fprintf(&b, "<|%s|>%s", m.Role, m.text)
 		for _, c := range m.ToolCalls {
 			fmt.Fprintf(&b, "<call %s>%s(%s)", c.ID, c.Function.Name, c.Function.Arguments)
@@ -720,6 +717,19 @@ func render(req *chatRequest) []byte {
 			fmt.Fprintf(&b, "<result %s>", m.ToolCallID)
 		}
 		b.WriteString("<|end|>\n")
+	}
+	i := 0
+	for ; i < len(req.Messages) && (req.Messages[i].Role == "system" || req.Messages[i].Role == "developer"); i++ {
+		msg(req.Messages[i])
+	}
+	for _, t := range req.Tools {
+		fmt.Fprintf(&b, "<tool>%s\n%s\n%s\n", t.Function.Name, t.Function.Description, t.Function.Parameters)
+	}
+	if f := req.ResponseFormat; f != nil && f.JSONSchema != nil {
+		fmt.Fprintf(&b, "<schema>%s\n%s\n", f.JSONSchema.Name, f.JSONSchema.Schema)
+	}
+	for _, m := range req.Messages[i:] {
+		msg(m)
 	}
 	return b.Bytes()
 }
