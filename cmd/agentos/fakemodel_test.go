@@ -180,6 +180,9 @@ func TestServeProviderCheck(t *testing.T) {
 			if !strings.Contains(logs.String(), "provider openai") {
 				t.Errorf("the resolved provider is not logged:\n%s", logs)
 			}
+			if strings.Contains(logs.String()+err.Error(), tt.env["OPENAI_API_KEY"]) {
+				t.Errorf("the key is logged:\n%s%v", logs, err)
+			}
 		})
 	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -293,5 +296,37 @@ func TestPromptCacheFigures(t *testing.T) {
 		if got.CachedInputTokens == 0 {
 			t.Errorf("%s: nothing was read from the prompt cache", sc.name)
 		}
+	}
+}
+
+// TestCheckProviderLine: the start-up line the Action (and run, and serve)
+// prints names the provider, model, endpoint and the key's variable, not
+// the key; a scripted profile has nothing to check.
+func TestCheckProviderLine(t *testing.T) {
+	srv := fakemodel.Start(t, fakemodel.Options{Key: fakeKey, Model: "m"})
+	prof, err := provider.LoadProfile("", func(k string) string {
+		return map[string]string{"AGENTOS_PROVIDER": "openai", "OPENAI_BASE_URL": srv.URL(), "GEMINI_API_KEY": "unrelated", "OPENAI_API_KEY": fakeKey, "AGENTOS_MODEL": "m"}[k]
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	if err := checkProvider(context.Background(), prof, &out); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "provider openai, model m (AGENTOS_MODEL)") || strings.Contains(out.String(), fakeKey) {
+		t.Errorf("start-up line %q", out.String())
+	}
+	if err := preflight(context.Background(), prof); err != nil {
+		t.Fatal(err)
+	}
+	if n := srv.Requests("GET /v1/models"); n != 1 {
+		t.Errorf("GET /models %d times, want 1: a success is cached", n)
+	}
+	scripted := provider.DefaultProfile()
+	scripted.Script = "does-not-matter.yaml"
+	out.Reset()
+	if err := checkProvider(context.Background(), scripted, &out); err != nil || !strings.Contains(out.String(), "provider scripted") {
+		t.Errorf("scripted: %v %q", err, out.String())
 	}
 }

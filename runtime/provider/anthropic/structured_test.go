@@ -173,3 +173,12 @@ func TestDefaultBaseURL(t *testing.T) {
 		t.Errorf("provider.DefaultBaseURLs[%q] = %q, the adapter uses %q", Name, provider.DefaultBaseURLs[Name], DefaultBaseURL)
 	}
 }
+
+func TestUnknownModelIsNotRetried(t *testing.T) {
+	srv := exchange.Serve(t, "testdata/unknown_model.json")
+	p := profile(srv.URL)
+	p.Model = "claude-sonnet-9"
+	prov, w := newProvider(t, p, Options{})
+	_, err := prov.Complete(context.Background(), provider.CompletionRequest{Messages: lead})
+	exchange.CheckError(t, err, w, exchange.WantError{Provider: Name, Status: 404, Attempts: 1, Message: "request rejected"})
+}

@@ -108,3 +108,26 @@ func TestDefaultBaseURL(t *testing.T) {
 		t.Errorf("provider.DefaultBaseURLs[%q] = %q, the adapter uses %q", Name, provider.DefaultBaseURLs[Name], DefaultBaseURL)
 	}
 }
+
+func TestUnknownModelIsNotRetried(t *testing.T) {
+	srv := exchange.Serve(t, "testdata/unknown_model.json")
+	p := profile(srv.URL)
+	p.Model = "gemini-9-flash"
+	prov, w := newProvider(t, p, false)
+	_, err := prov.Complete(context.Background(), provider.CompletionRequest{Messages: lead})
+	exchange.CheckError(t, err, w, exchange.WantError{Provider: Name, Status: 404, Attempts: 1, Message: "request rejected"})
+}
+
+// TestStructuredOutputIgnored: a gateway that drops responseSchema
+// answers in prose; the adapter passes the text on for the engine's repair.
+func TestStructuredOutputIgnored(t *testing.T) {
+	srv := exchange.Serve(t, "testdata/structured_ignored.json")
+	prov, _ := newProvider(t, profile(srv.URL), false)
+	resp, err := prov.Complete(context.Background(), provider.CompletionRequest{Messages: lead, ResponseSchema: roleSchema(t, "review_result_v1")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(resp.Text, "Sure! Here is my review:\n```json") {
+		t.Errorf("text %q", resp.Text)
+	}
+}
