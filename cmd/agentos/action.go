@@ -67,6 +67,12 @@ func runAction(ctx context.Context, getenv func(string) string, deps action.Deps
 		action.Errorf(stdout, "%v", err)
 		return &exitError{code: exitUsage, err: err}
 	}
+	// Before anything reaches GitHub: no comment or pull request for a run
+	// whose model cannot be reached.
+	if err := checkProvider(ctx, prof, stdout); err != nil {
+		action.Errorf(stdout, "%v", err)
+		return err
+	}
 	// An operator policy from the workflow's checkout, if there is one; the
 	// repository's own .agent/policy.yaml always applies (it only tightens).
 	policyFile := ""

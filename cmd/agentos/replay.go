@@ -214,7 +214,11 @@ func printSnapshot(w io.Writer, s replay.Snapshot) {
 	if s.Output != "" {
 		fmt.Fprintf(w, "output    %q\n", s.Output)
 	}
-	fmt.Fprintf(w, "usage     %d input + %d output tokens over %d model calls, $%.4f\n", s.Usage.InputTokens, s.Usage.OutputTokens, s.LLMCalls, s.Usage.CostUSD)
+	cached := ""
+	if s.Usage.CachedInputTokens > 0 {
+		cached = fmt.Sprintf(" (%d of them from the prompt cache)", s.Usage.CachedInputTokens)
+	}
+	fmt.Fprintf(w, "usage     %d input%s + %d output tokens over %d model calls, $%.4f\n", s.Usage.InputTokens, cached, s.Usage.OutputTokens, s.LLMCalls, s.Usage.CostUSD)
 	fmt.Fprintf(w, "tools     %d invoked, %d rejected\n", len(s.ToolsInvoked), s.Rejected)
 	fmt.Fprintf(w, "approvals %d pending, %d resolved\n", len(s.PendingApprovals), len(s.ResolvedApprovals))
 	for _, a := range s.PendingApprovals {

@@ -165,6 +165,9 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
+	if err := checkProvider(ctx, prof, stderr); err != nil {
+		return err
+	}
 	env, err := buildRuntime(ctx, envOptions{repo: f.repo, dataDir: f.data, policyFile: f.policy, profile: prof, sessionID: f.session})
 	if err != nil {
 		return err
@@ -207,6 +210,11 @@ func cmdResolve(decision string) func(ctx context.Context, args []string, stdout
 		if err != nil {
 			return err
 		}
+		// Before the answer is recorded: a run that cannot resume should
+		// not consume it.
+		if err := checkProvider(ctx, prof, stderr); err != nil {
+			return err
+		}
 		env, err := buildRuntime(ctx, envOptions{repo: f.repo, dataDir: f.data, policyFile: f.policy, profile: prof, sessionID: sid})
 		if err != nil {
 			return err
@@ -236,6 +244,9 @@ func cmdResume(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	prof, err := f.loadProfile()
 	if err != nil {
+		return err
+	}
+	if err := checkProvider(ctx, prof, stderr); err != nil {
 		return err
 	}
 	env, err := buildRuntime(ctx, envOptions{repo: f.repo, dataDir: f.data, policyFile: f.policy, profile: prof, sessionID: pos[0]})

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -78,6 +79,11 @@ func serve(ctx context.Context, args []string, stderr io.Writer, d serveDeps) er
 	runs, prof, err := serveProfile(cfg, d, log)
 	if err != nil {
 		return err
+	}
+	if runs {
+		if err := serveProviderCheck(ctx, prof, log); err != nil {
+			return err
+		}
 	}
 	secrets := append([]string{cfg.APIToken, cfg.GitHubToken, string(cfg.GitHubPrivateKey), prof.APIKey}, cfg.WebhookSecrets...)
 	// The store redacts with the operator policy's keys, as `agentos run`
@@ -205,6 +211,31 @@ func serveProfile(cfg config.Config, d serveDeps, log *slog.Logger) (bool, provi
 	}
 	log.Warn("runs are disabled: no usable provider profile (set profile: in the config file, or AGENTOS_PROVIDER and its settings)", "error", err)
 	return false, prof, nil
+}
+
+// serveProviderCheck logs the resolved provider and checks it. A rejected
+// key or an unknown model stops the server: no run could succeed. An
+// unreachable or unavailable endpoint does not: a local model server may
+// start after the bot, and each new run checks again (providerPreflight)
+// before anything is posted to GitHub.
+func serveProviderCheck(ctx context.Context, prof provider.Profile, log *slog.Logger) error {
+	log.Info("provider", "resolved", prof.Describe())
+	err := providerPreflight(prof)(ctx)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, provider.ErrKeyRejected) || errors.Is(err, provider.ErrUnknownModel):
+		return usageErrorf("serve: %v", err)
+	case errors.Is(err, provider.ErrUnreachable):
+		log.Error("the model endpoint does not answer; runs will fail until it does", "error", err)
+		return nil
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		return err
+	}
+	log.Warn("the model endpoint is unavailable right now", "error", err)
+	return nil
 }
 
 // serveRuns starts runs for the API with the same assembly as `agentos

@@ -65,6 +65,51 @@ func providers(script *scripted.Script) provider.Registry {
 	}
 }
 
+// preflight builds the profile's provider and checks, with
+// provider.Preflight (cached successes), that its endpoint answers,
+// accepts the key and serves the model. The scripted provider has nothing
+// to check.
+func preflight(ctx context.Context, prof provider.Profile) error {
+	if prof.Provider == "scripted" {
+		return nil
+	}
+	p, err := providers(nil).New(ctx, prof)
+	if err != nil {
+		return usageErrorf("%v", err)
+	}
+	return provider.Preflight(ctx, p)
+}
+
+// providerPreflight is the check to run before each new run in a
+// long-lived process (the bot's dispatcher): a success is trusted for
+// provider.PreflightTTL, so it costs a request now and then, not one per
+// run.
+func providerPreflight(prof provider.Profile) func(context.Context) error {
+	return func(ctx context.Context) error { return preflight(ctx, prof) }
+}
+
+// checkProvider prints the resolved provider, model and endpoint (never
+// the key) and checks the provider before anything else happens: an
+// unreachable endpoint, a rejected key or an unknown model is an error
+// naming the variable to set; a momentary unavailability (429, 5xx) is a
+// warning, since the run retries.
+func checkProvider(ctx context.Context, prof provider.Profile, w io.Writer) error {
+	fmt.Fprintf(w, "agentos: %s\n", prof.Describe())
+	err := preflight(ctx, prof)
+	switch {
+	case err == nil:
+		return nil
+	case provider.Fatal(err):
+		return usageErrorf("%v", err)
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		return err
+	}
+	fmt.Fprintf(w, "agentos: warning: %v (going on: the run retries)\n", err)
+	return nil
+}
+
 // loadPolicy layers the policy (see setup.LoadPolicy); a policy file that
 // cannot be read is a usage error.
 func loadPolicy(operatorFile string, ws *workspace.Root) (*policy.Policy, error) {

@@ -28,7 +28,8 @@ const SchemaVersion = "v1"
 const TimeFormat = "2006-01-02T15:04:05.000000Z"
 
 // Event types: the union of the seed documents' event names, plus the
-// kernel's tool.rejected and tool.args_repaired.
+// kernel's tool.rejected and tool.args_repaired and the engine's
+// role.output_repaired.
 const (
 	SessionStart          = "session.start"
 	SessionClose          = "session.close"
@@ -42,6 +43,7 @@ const (
 	ToolResult            = "tool.result"
 	ToolRejected          = "tool.rejected"
 	ToolArgsRepaired      = "tool.args_repaired"
+	RoleOutputRepaired    = "role.output_repaired"
 	WorkerReport          = "worker.report"
 	EventAmended          = "event.amended"
 	SchemaViolation       = "schema.violation"
@@ -72,7 +74,7 @@ var Types = []string{
 	WorkerReport, EventAmended, SchemaViolation, RunStarted, RunPaused, RunResumed,
 	RunCompleted, RunFailed, OutputDelta, OutputMessage, ApprovalRequested, ApprovalResolved,
 	ArtifactEmitted, CheckpointCreated, TurnTerminal, WorkflowStarted, WorkflowPhaseAdvanced,
-	WorkflowPolicyGated, WorkflowCompleted, WorkflowAborted,
+	WorkflowPolicyGated, WorkflowCompleted, WorkflowAborted, RoleOutputRepaired,
 }
 
 // Event is one immutable entry of a session's log.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"sort"
 	"strconv"
@@ -18,19 +19,75 @@ import (
 // Profile is the RuntimeProfile: which provider and model, and the run's
 // limits. Changing provider is a profile change only (I-2).
 type Profile struct {
-	Provider    string   `yaml:"provider"`
-	Model       string   `yaml:"model"`
-	BaseURL     string   `yaml:"base_url,omitempty"`
-	APIKey      string   `yaml:"-"` // from env only, never from a file
-	Script      string   `yaml:"script,omitempty"`
-	MaxTokens   int      `yaml:"max_tokens,omitempty"` // per model call
-	Temperature *float64 `yaml:"temperature,omitempty"`
-	Stream      bool     `yaml:"stream,omitempty"` // use the provider's streaming API
-	Retries     int      `yaml:"retries,omitempty"`
-	Timeout     Duration `yaml:"timeout,omitempty"` // per model call
-	Pricing     Pricing  `yaml:"pricing,omitempty"`
-	Limits      Limits   `yaml:"limits,omitempty"`
+	Provider string `yaml:"provider"`
+	Model    string `yaml:"model"`
+	BaseURL  string `yaml:"base_url,omitempty"`
+	APIKey   string `yaml:"-"` // from env only, never from a file
+	// BearerToken says APIKey is an Anthropic auth token
+	// (ANTHROPIC_AUTH_TOKEN), sent as "Authorization: Bearer", not x-api-key.
+	BearerToken bool `yaml:"-"`
+	// Organization and Project are sent as OpenAI-Organization and
+	// OpenAI-Project (OPENAI_ORG_ID, OPENAI_PROJECT_ID).
+	Organization string `yaml:"organization,omitempty"`
+	Project      string `yaml:"project,omitempty"`
+	// StructuredOutput (default on) sends role output schemas with the
+	// provider's structured-output feature; turn it off for a compatible
+	// server that rejects response_format.
+	StructuredOutput *bool    `yaml:"structured_output,omitempty"`
+	Script           string   `yaml:"script,omitempty"`
+	MaxTokens        int      `yaml:"max_tokens,omitempty"` // per model call
+	Temperature      *float64 `yaml:"temperature,omitempty"`
+	Stream           bool     `yaml:"stream,omitempty"` // use the provider's streaming API
+	Retries          int      `yaml:"retries,omitempty"`
+	Timeout          Duration `yaml:"timeout,omitempty"` // per model call
+	Pricing          Pricing  `yaml:"pricing,omitempty"`
+	Limits           Limits   `yaml:"limits,omitempty"`
+	// Origin says where the model, endpoint and key came from (variable
+	// names, "profile" or "default"), for messages that tell the user what
+	// to change. ApplyEnv fills it.
+	Origin Origin `yaml:"-"`
 }
+
+// Origin names the source of a profile's resolved settings.
+type Origin struct {
+	Model, BaseURL, APIKey string
+}
+
+// Structured reports whether role outputs use structured output.
+func (p Profile) Structured() bool { return p.StructuredOutput == nil || *p.StructuredOutput }
+
+// DefaultModels are the models used when a profile names none: current,
+// generally available models from the SDKs' model constants, chosen for
+// cost and tool use (see the README's provider section).
+var DefaultModels = map[string]string{
+	"openai":    "gpt-5.4-mini",
+	"anthropic": "claude-sonnet-4-6",
+	"gemini":    "gemini-2.5-flash",
+}
+
+// DefaultBaseURLs are the providers' own endpoints (each adapter's
+// DefaultBaseURL).
+var DefaultBaseURLs = map[string]string{
+	"openai":    "https://api.openai.com/v1/",
+	"anthropic": "https://api.anthropic.com/",
+	"gemini":    "https://generativelanguage.googleapis.com/",
+}
+
+// Standard variables per provider, as each SDK documents them. The first
+// key variable that is set wins (genai: GOOGLE_API_KEY before
+// GEMINI_API_KEY; Anthropic: ANTHROPIC_API_KEY before ANTHROPIC_AUTH_TOKEN).
+var (
+	keyVars = map[string][]string{
+		"openai":    {"OPENAI_API_KEY"},
+		"anthropic": {"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"},
+		"gemini":    {"GOOGLE_API_KEY", "GEMINI_API_KEY"},
+	}
+	baseURLVars = map[string]string{
+		"openai":    "OPENAI_BASE_URL",
+		"anthropic": "ANTHROPIC_BASE_URL",
+		"gemini":    "GOOGLE_GEMINI_BASE_URL",
+	}
+)
 
 // Limits bound a run. Exceeding one ends the run with a terminal report and
 // keeps the work done so far.
@@ -121,22 +178,38 @@ func LoadProfile(path string, env func(string) string) (Profile, error) {
 	return p, p.Validate()
 }
 
-// ApplyEnv overlays AGENTOS_PROVIDER, AGENTOS_MODEL, AGENTOS_BASE_URL,
-// AGENTOS_SCRIPT, AGENTOS_MAX_TURNS, AGENTOS_MAX_COST_USD,
-// AGENTOS_TIMEOUT_MINUTES and the provider's API key variable.
+// ApplyEnv overlays the environment. The AGENTOS_* variables win; then the
+// profile file; then each SDK's own variables (OPENAI_BASE_URL,
+// ANTHROPIC_BASE_URL, GOOGLE_GEMINI_BASE_URL; OPENAI_ORG_ID,
+// OPENAI_PROJECT_ID); then the provider's defaults (DefaultModels,
+// DefaultBaseURLs). The key comes from AGENTOS_API_KEY, else the SDK's key
+// variables (OPENAI_API_KEY; ANTHROPIC_API_KEY or ANTHROPIC_AUTH_TOKEN;
+// GOOGLE_API_KEY or GEMINI_API_KEY), never from a file. Also read:
+// AGENTOS_SCRIPT, AGENTOS_MAX_TURNS, AGENTOS_MAX_COST_USD and
+// AGENTOS_TIMEOUT_MINUTES.
 func (p *Profile) ApplyEnv(env func(string) string) error {
 	if env == nil {
 		env = os.Getenv
 	}
-	set := func(name string, dst *string) {
+	// What the profile (file or defaults) already says.
+	if p.Origin.Model == "" && p.Model != "" && p.Model != "scripted" {
+		p.Origin.Model = "profile"
+	}
+	if p.Origin.BaseURL == "" && p.BaseURL != "" {
+		p.Origin.BaseURL = "profile"
+	}
+	set := func(name string, dst, origin *string) {
 		if v := env(name); v != "" {
 			*dst = v
+			if origin != nil {
+				*origin = name
+			}
 		}
 	}
-	set("AGENTOS_PROVIDER", &p.Provider)
-	set("AGENTOS_MODEL", &p.Model)
-	set("AGENTOS_BASE_URL", &p.BaseURL)
-	set("AGENTOS_SCRIPT", &p.Script)
+	set("AGENTOS_PROVIDER", &p.Provider, nil)
+	set("AGENTOS_MODEL", &p.Model, &p.Origin.Model)
+	set("AGENTOS_BASE_URL", &p.BaseURL, &p.Origin.BaseURL)
+	set("AGENTOS_SCRIPT", &p.Script, nil)
 	if v := env("AGENTOS_MAX_TURNS"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n <= 0 {
@@ -158,13 +231,127 @@ func (p *Profile) ApplyEnv(env func(string) string) error {
 		}
 		p.Limits.WallClock = Duration(time.Duration(f * float64(time.Minute)))
 	}
-	if k := keyEnv[p.Provider]; k != "" {
-		p.APIKey = env(k)
+	if p.Provider == "scripted" {
+		return nil
+	}
+	if p.BaseURL == "" {
+		if name := baseURLVars[p.Provider]; name != "" {
+			set(name, &p.BaseURL, &p.Origin.BaseURL)
+		}
+	}
+	if p.BaseURL == "" {
+		p.Origin.BaseURL = "default"
+	}
+	if p.Provider == "openai" {
+		if p.Organization == "" {
+			p.Organization = env("OPENAI_ORG_ID")
+		}
+		if p.Project == "" {
+			p.Project = env("OPENAI_PROJECT_ID")
+		}
+	}
+	p.APIKey, p.BearerToken, p.Origin.APIKey = "", false, ""
+	for _, name := range append([]string{"AGENTOS_API_KEY"}, keyVars[p.Provider]...) {
+		if v := env(name); v != "" {
+			p.APIKey, p.Origin.APIKey = v, name
+			p.BearerToken = name == "ANTHROPIC_AUTH_TOKEN"
+			break
+		}
+	}
+	if p.Model == "" || p.Model == "scripted" {
+		// "scripted" is the scripted provider's model, never another's.
+		p.Model, p.Origin.Model = DefaultModels[p.Provider], ""
+		if p.Model != "" {
+			p.Origin.Model = "default"
+		}
 	}
 	return nil
 }
 
-var keyEnv = map[string]string{"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY", "gemini": "GEMINI_API_KEY"}
+// Endpoint is the base URL requests go to: the profile's, else the
+// provider's default ("" for providers without one).
+func (p Profile) Endpoint() string {
+	if p.BaseURL != "" {
+		return p.BaseURL
+	}
+	return DefaultBaseURLs[p.Provider]
+}
+
+// EndpointHost is the host (and port) of Endpoint, or "" when there is
+// none or it does not parse.
+func (p Profile) EndpointHost() string {
+	u, err := url.Parse(strings.TrimSpace(p.Endpoint()))
+	if err != nil {
+		return ""
+	}
+	return u.Host
+}
+
+// Describe is the resolved provider, model and endpoint host for the
+// start-up line, with where each came from. It never shows the key, only
+// the variable it came from.
+func (p Profile) Describe() string {
+	if p.Provider == "scripted" {
+		return fmt.Sprintf("provider scripted, script %s (no model is called)", p.Script)
+	}
+	from := func(o string) string {
+		if o == "" {
+			return ""
+		}
+		return " (" + o + ")"
+	}
+	key := "no key"
+	if p.APIKey != "" {
+		key = "key from " + p.Origin.APIKey
+	}
+	host := p.EndpointHost()
+	if host == "" {
+		host = "none"
+	}
+	price := "no pricing: cost is not tracked and max_cost_usd cannot stop a run"
+	if pr := PricingFor(p); !pr.IsZero() {
+		price = fmt.Sprintf("$%g/$%g per MTok in/out, $%g cached", pr.InputPerMTok, pr.OutputPerMTok, pr.CachedInputPerMTok)
+		if pr.CachedInputPerMTok == 0 {
+			price = fmt.Sprintf("$%g/$%g per MTok in/out", pr.InputPerMTok, pr.OutputPerMTok)
+		}
+	}
+	return fmt.Sprintf("provider %s, model %s%s, endpoint %s%s, %s, %s", p.Provider, p.Model, from(p.Origin.Model), host, from(p.Origin.BaseURL), key, price)
+}
+
+// KeyHint names the variables that set the key for p's provider.
+func (p Profile) KeyHint() string {
+	if p.Origin.APIKey != "" {
+		return p.Origin.APIKey
+	}
+	names := keyVars[p.Provider]
+	if len(names) == 0 {
+		return "AGENTOS_API_KEY"
+	}
+	return strings.Join(names, " or ") + " (or AGENTOS_API_KEY)"
+}
+
+// EndpointHint names the variables that set the endpoint.
+func (p Profile) EndpointHint() string {
+	switch o := p.Origin.BaseURL; o {
+	case "", "default":
+		if v := baseURLVars[p.Provider]; v != "" {
+			return v + " (or AGENTOS_BASE_URL)"
+		}
+		return "AGENTOS_BASE_URL"
+	case "profile":
+		return "base_url in the profile"
+	default:
+		return o
+	}
+}
+
+// ModelHint names where to set the model.
+func (p Profile) ModelHint() string {
+	if p.Origin.Model == "profile" {
+		return "model in the profile (or AGENTOS_MODEL)"
+	}
+	return "AGENTOS_MODEL (or model in the profile)"
+}
 
 // Validate checks the profile.
 func (p Profile) Validate() error {
@@ -177,12 +364,15 @@ func (p Profile) Validate() error {
 	}
 	// Only OpenAI-compatible servers (Ollama, vLLM, llama.cpp) run without
 	// a key; a proxy for Anthropic or Gemini still forwards one.
-	if k := keyEnv[p.Provider]; k != "" && p.APIKey == "" && (p.Provider != "openai" || p.BaseURL == "") {
+	if _, known := keyVars[p.Provider]; known && p.APIKey == "" && (p.Provider != "openai" || p.BaseURL == "") {
 		hint := ""
 		if p.Provider == "openai" {
-			hint = " (or base_url for a keyless compatible server)"
+			hint = " (or OPENAI_BASE_URL for a keyless compatible server)"
 		}
-		errs = append(errs, fmt.Sprintf("provider %s needs %s%s", p.Provider, k, hint))
+		errs = append(errs, fmt.Sprintf("provider %s needs an API key: set %s%s", p.Provider, p.KeyHint(), hint))
+	}
+	if p.Provider != "scripted" && p.Model == "" {
+		errs = append(errs, fmt.Sprintf("provider %s needs a model: set %s", p.Provider, p.ModelHint()))
 	}
 	l := p.Limits
 	if l.MaxTurns <= 0 || l.MaxTokens <= 0 || l.MaxCostUSD <= 0 || l.WallClock <= 0 || l.MaxToolTurns <= 0 {

@@ -47,25 +47,56 @@ type ToolCall struct {
 	Args json.RawMessage `json:"args"`
 }
 
-// Usage is the token count and cost of one call.
+// Usage is the token count and cost of one call. InputTokens counts every
+// input token the model read, including those read from or written to a
+// prompt cache; CachedInputTokens and CacheWriteTokens say how many of them
+// were (completion_response_v1's usage allows these extra members).
 type Usage struct {
-	InputTokens  int64   `json:"input_tokens" yaml:"input_tokens"`
-	OutputTokens int64   `json:"output_tokens" yaml:"output_tokens"`
-	CostUSD      float64 `json:"cost_usd,omitempty" yaml:"cost_usd,omitempty"`
+	InputTokens       int64   `json:"input_tokens" yaml:"input_tokens"`
+	OutputTokens      int64   `json:"output_tokens" yaml:"output_tokens"`
+	CachedInputTokens int64   `json:"cached_input_tokens,omitempty" yaml:"cached_input_tokens,omitempty"`
+	CacheWriteTokens  int64   `json:"cache_write_tokens,omitempty" yaml:"cache_write_tokens,omitempty"`
+	CostUSD           float64 `json:"cost_usd,omitempty" yaml:"cost_usd,omitempty"`
 }
 
-// CompletionRequest is completion_request_v1. Role and Turn are routing
-// hints for the runtime and the scripted provider; they are not sent to a
-// model and not part of the schema.
+// Add sums u and v.
+func (u Usage) Add(v Usage) Usage {
+	return Usage{
+		InputTokens: u.InputTokens + v.InputTokens, OutputTokens: u.OutputTokens + v.OutputTokens,
+		CachedInputTokens: u.CachedInputTokens + v.CachedInputTokens, CacheWriteTokens: u.CacheWriteTokens + v.CacheWriteTokens,
+		CostUSD: u.CostUSD + v.CostUSD,
+	}
+}
+
+// ResponseSchema asks for an answer that is one JSON document matching a
+// schema (a role output), instead of free text or tool calls. Adapters send
+// it with their provider's structured-output feature: OpenAI
+// response_format json_schema, an Anthropic forced tool, Gemini
+// responseSchema. Tools offered in the same request stay in it (so the
+// prompt prefix stays the same for caching) but the answer must not call
+// them.
+type ResponseSchema struct {
+	// Name is the schema id ("plan_v1"); it names the format or tool on the
+	// wire, so it matches ^[a-zA-Z0-9_-]{1,64}$.
+	Name string
+	// Schema is the JSON Schema (draft 2020-12) from schemas/.
+	Schema json.RawMessage
+}
+
+// CompletionRequest is completion_request_v1. Role, Turn and
+// ResponseSchema are for the runtime, the scripted provider and the
+// adapters; they are not part of the schema, and the adapters translate
+// ResponseSchema into their provider's own field.
 type CompletionRequest struct {
-	Role          string     `json:"-"`
-	Turn          int        `json:"-"` // calls this role made earlier in the session
-	Messages      []Message  `json:"messages"`
-	Model         string     `json:"model"`
-	Tools         []ToolSpec `json:"tools,omitempty"`
-	MaxTokens     int        `json:"max_tokens,omitempty"`
-	Temperature   *float64   `json:"temperature,omitempty"`
-	SchemaVersion string     `json:"schema_version"`
+	Role           string          `json:"-"`
+	Turn           int             `json:"-"` // calls this role made earlier in the session
+	ResponseSchema *ResponseSchema `json:"-"`
+	Messages       []Message       `json:"messages"`
+	Model          string          `json:"model"`
+	Tools          []ToolSpec      `json:"tools,omitempty"`
+	MaxTokens      int             `json:"max_tokens,omitempty"`
+	Temperature    *float64        `json:"temperature,omitempty"`
+	SchemaVersion  string          `json:"schema_version"`
 }
 
 // Finish reasons.
@@ -133,6 +164,9 @@ type Checked struct {
 // Name implements Provider.
 func (c Checked) Name() string { return c.P.Name() }
 
+// Unwrap returns the wrapped provider.
+func (c Checked) Unwrap() Provider { return c.P }
+
 // Complete implements Provider.
 func (c Checked) Complete(ctx context.Context, req CompletionRequest) (CompletionResponse, error) {
 	if req.SchemaVersion == "" {
@@ -164,15 +198,34 @@ func (c Checked) Complete(ctx context.Context, req CompletionRequest) (Completio
 	return resp, nil
 }
 
-// Pricing turns token counts into a cost when the provider reports none.
+// Pricing turns token counts into a cost when the provider reports none,
+// in US dollars per million tokens. Cached input (read from a prompt
+// cache) is priced at CachedInputPerMTok and input written to a cache
+// (Anthropic) at CacheWritePerMTok; where those are 0, such tokens cost
+// InputPerMTok, so a missing rate never under-reports.
 type Pricing struct {
-	InputPerMTok  float64 `yaml:"input_per_mtok" json:"input_per_mtok"`
-	OutputPerMTok float64 `yaml:"output_per_mtok" json:"output_per_mtok"`
+	InputPerMTok       float64 `yaml:"input_per_mtok" json:"input_per_mtok"`
+	OutputPerMTok      float64 `yaml:"output_per_mtok" json:"output_per_mtok"`
+	CachedInputPerMTok float64 `yaml:"cached_input_per_mtok,omitempty" json:"cached_input_per_mtok,omitempty"`
+	CacheWritePerMTok  float64 `yaml:"cache_write_per_mtok,omitempty" json:"cache_write_per_mtok,omitempty"`
 }
+
+// IsZero reports whether no rate is set.
+func (p Pricing) IsZero() bool { return p == Pricing{} }
 
 // Cost returns the price of u.
 func (p Pricing) Cost(u Usage) float64 {
-	return float64(u.InputTokens)*p.InputPerMTok/1e6 + float64(u.OutputTokens)*p.OutputPerMTok/1e6
+	cachedRate, writeRate := p.CachedInputPerMTok, p.CacheWritePerMTok
+	if cachedRate == 0 {
+		cachedRate = p.InputPerMTok
+	}
+	if writeRate == 0 {
+		writeRate = p.InputPerMTok
+	}
+	cached := min(max(u.CachedInputTokens, 0), u.InputTokens)
+	written := min(max(u.CacheWriteTokens, 0), u.InputTokens-cached)
+	plain := u.InputTokens - cached - written
+	return (float64(plain)*p.InputPerMTok + float64(cached)*cachedRate + float64(written)*writeRate + float64(u.OutputTokens)*p.OutputPerMTok) / 1e6
 }
 
 // Priced fills Usage.CostUSD from a price table when the adapter left it 0.
@@ -183,6 +236,9 @@ type Priced struct {
 
 // Name implements Provider.
 func (p Priced) Name() string { return p.P.Name() }
+
+// Unwrap returns the wrapped provider.
+func (p Priced) Unwrap() Provider { return p.P }
 
 // Complete implements Provider.
 func (p Priced) Complete(ctx context.Context, req CompletionRequest) (CompletionResponse, error) {

@@ -67,11 +67,14 @@ type RunInfo struct {
 	LastSeq  int64           `json:"last_seq"`
 }
 
-// Usage sums tokens and cost over llm.response events.
+// Usage sums tokens and cost over llm.response events. InputTokens
+// includes the cached and cache-written tokens counted apart.
 type Usage struct {
-	InputTokens  int64   `json:"input_tokens"`
-	OutputTokens int64   `json:"output_tokens"`
-	CostUSD      float64 `json:"cost_usd"`
+	InputTokens       int64   `json:"input_tokens"`
+	OutputTokens      int64   `json:"output_tokens"`
+	CachedInputTokens int64   `json:"cached_input_tokens,omitempty"`
+	CacheWriteTokens  int64   `json:"cache_write_tokens,omitempty"`
+	CostUSD           float64 `json:"cost_usd"`
 }
 
 // ToolCall is one tool.invoke and, once seen, its result.
@@ -339,6 +342,8 @@ func (f *Folder) Apply(e *event.Event) error {
 		if u := event.Field(event.Field(e.Payload, "response"), "usage"); u != nil {
 			s.Usage.InputTokens += event.FieldInt(u, "input_tokens")
 			s.Usage.OutputTokens += event.FieldInt(u, "output_tokens")
+			s.Usage.CachedInputTokens += event.FieldInt(u, "cached_input_tokens")
+			s.Usage.CacheWriteTokens += event.FieldInt(u, "cache_write_tokens")
 			s.Usage.CostUSD += event.FieldFloat(u, "cost_usd")
 		}
 	case event.ToolInvoke:

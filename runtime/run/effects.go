@@ -105,6 +105,9 @@ type effects struct {
 	j       *journal.Journal
 	history []event.Event // this run's events, from run.started
 	pos     int
+	// lastResponse is the id of the latest llm.response, live or
+	// replayed: the parent of a role.output_repaired.
+	lastResponse string
 }
 
 func (f *effects) replaying() bool {
@@ -155,9 +158,15 @@ func (f *effects) complete(ctx context.Context, p provider.Provider, req provide
 			return provider.CompletionResponse{}, &NonDeterminismError{Seq: respEv.Seq, Want: "llm.response to seq " + fmt.Sprint(reqEv.Seq), Got: respEv.Type}
 		}
 		f.pos++
+		f.lastResponse = respEv.ID
 		return decodeResponse(respEv)
 	}
-	reqEv, err := f.j.Append(ctx, event.LLMRequest, req.Role, map[string]any{"role": req.Role, "request": req, "attempt": 1}, "")
+	payload := map[string]any{"role": req.Role, "request": req, "attempt": 1}
+	if req.ResponseSchema != nil {
+		// Not part of completion_request_v1; the payload schema allows it.
+		payload["response_schema"] = req.ResponseSchema.Name
+	}
+	reqEv, err := f.j.Append(ctx, event.LLMRequest, req.Role, payload, "")
 	if err != nil {
 		return provider.CompletionResponse{}, err
 	}
@@ -188,6 +197,7 @@ func (f *effects) liveComplete(ctx context.Context, p provider.Provider, req pro
 	if err != nil {
 		return provider.CompletionResponse{}, err
 	}
+	f.lastResponse = respEv.ID
 	return decodeResponse(respEv)
 }
 

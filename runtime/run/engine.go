@@ -149,7 +149,7 @@ func (s *state) run(ctx context.Context) (Result, error) {
 		return Result{}, err
 	}
 	directive, err := s.roleJSON(ctx, "lead", "lead_directive_v1", []provider.Message{
-		{Role: provider.RoleSystem, Content: s.rolePrompt("lead")},
+		{Role: provider.RoleSystem, Content: s.system("lead")},
 		{Role: provider.RoleUser, Content: s.leadInput()},
 	})
 	if err != nil {
@@ -161,7 +161,7 @@ func (s *state) run(ctx context.Context) (Result, error) {
 			return Result{}, err
 		}
 		directive, err = s.roleJSON(ctx, "advisor", "lead_directive_v1", []provider.Message{
-			{Role: provider.RoleSystem, Content: s.rolePrompt("advisor")},
+			{Role: provider.RoleSystem, Content: s.system("advisor")},
 			{Role: provider.RoleUser, Content: "User request:\n" + s.prompt + "\n\nLead directive:\n" + string(directive)},
 		})
 		if err != nil {
@@ -173,7 +173,7 @@ func (s *state) run(ctx context.Context) (Result, error) {
 		return Result{}, err
 	}
 	plan, err := s.roleJSON(ctx, "planner", "plan_v1", []provider.Message{
-		{Role: provider.RoleSystem, Content: s.rolePrompt("planner")},
+		{Role: provider.RoleSystem, Content: s.system("planner")},
 		{Role: provider.RoleUser, Content: s.plannerInput(directive)},
 	})
 	if err != nil {
@@ -201,7 +201,7 @@ func (s *state) run(ctx context.Context) (Result, error) {
 			return Result{}, err
 		}
 		review, err := s.roleJSON(ctx, "reviewer", "review_result_v1", []provider.Message{
-			{Role: provider.RoleSystem, Content: s.rolePrompt("reviewer")},
+			{Role: provider.RoleSystem, Content: s.system("reviewer")},
 			{Role: provider.RoleUser, Content: "Intent:\n" + event.FieldString(directive, "intent") + "\n\nplan_v1:\n" + string(plan) + "\n\nworker_report_v1 (written by the worker, not by you):\n" + string(report)},
 		})
 		if err != nil {
@@ -317,33 +317,56 @@ func (s *state) memory() string {
 	return string(b)
 }
 
-func (s *state) contextNotes() string {
+// system is a role's system message. The part every role shares (the
+// selected skill, the repository's memory) comes first and the role's own
+// prompt after it, so that consecutive calls of different roles, and runs
+// on the same repository, share one prompt prefix that providers cache
+// (OpenAI-compatible servers automatically, Anthropic at the cache_control
+// mark the adapter sets at the end of the system prompt). What changes per
+// run (the request, the previous run) goes in the user message.
+func (s *state) system(role string) string {
+	shared := s.sharedContext()
+	if shared == "" {
+		return s.rolePrompt(role)
+	}
+	return shared + "\n\n" + s.rolePrompt(role)
+}
+
+func (s *state) sharedContext() string {
 	var b strings.Builder
+	if s.skill != nil {
+		fmt.Fprintf(&b, "# Skill: %s\n\n%s\n", s.skill.Name, s.skill.Description)
+		if body, err := s.skill.Body(); err == nil && strings.TrimSpace(body) != "" {
+			b.WriteString("\n" + strings.TrimSpace(body) + "\n")
+		}
+	}
 	if m := s.memory(); m != "" {
-		b.WriteString("\n\n## Repository memory (.agent/memory.md)\n" + m)
+		if b.Len() > 0 {
+			b.WriteString("\n")
+		}
+		b.WriteString("# Repository memory (.agent/memory.md)\n\n" + m)
 	}
-	if s.in.PrevSummary != "" {
-		b.WriteString("\n\n## Previous run\n" + s.in.PrevSummary)
+	return strings.TrimRight(b.String(), "\n")
+}
+
+// previousRun is the changing context of a session's earlier run.
+func (s *state) previousRun() string {
+	if s.in.PrevSummary == "" {
+		return ""
 	}
-	return b.String()
+	return "\n\n## Previous run\n" + s.in.PrevSummary
 }
 
 func (s *state) leadInput() string {
 	in := "User request:\n" + s.prompt
 	if s.skill != nil {
-		in += fmt.Sprintf("\n\nSelected skill: %s — %s", s.skill.Name, s.skill.Description)
+		in += fmt.Sprintf("\n\nSelected skill: %s", s.skill.Name)
 	}
-	return in + s.contextNotes()
+	return in + s.previousRun()
 }
 
 func (s *state) plannerInput(directive json.RawMessage) string {
-	in := "lead_directive_v1:\n" + string(directive)
-	if s.skill != nil {
-		if body, err := s.skill.Body(); err == nil {
-			in += "\n\n## Skill: " + s.skill.Name + "\n" + body
-		}
-	}
-	return in + s.contextNotes()
+	return "lead_directive_v1:\n" + string(directive) + s.previousRun()
 }
 
 // checkBudget ends the run before a model call that the limits forbid.
@@ -360,15 +383,16 @@ func (s *state) checkBudget() error {
 	return nil
 }
 
-// call makes one model call for a role.
-func (s *state) call(ctx context.Context, role string, msgs []provider.Message, tools []provider.ToolSpec) (provider.CompletionResponse, error) {
+// call makes one model call for a role; schema, if not nil, asks for a
+// schema-bound answer (provider.ResponseSchema).
+func (s *state) call(ctx context.Context, role string, msgs []provider.Message, tools []provider.ToolSpec, schema *provider.ResponseSchema) (provider.CompletionResponse, error) {
 	if !s.f.replaying() {
 		if err := s.checkBudget(); err != nil {
 			return provider.CompletionResponse{}, err
 		}
 	}
 	p := s.e.Profile
-	req := provider.CompletionRequest{Role: role, Turn: s.turns[role], Messages: msgs, Model: p.Model, Tools: tools, MaxTokens: p.MaxTokens, Temperature: p.Temperature, SchemaVersion: "v1"}
+	req := provider.CompletionRequest{Role: role, Turn: s.turns[role], ResponseSchema: schema, Messages: msgs, Model: p.Model, Tools: tools, MaxTokens: p.MaxTokens, Temperature: p.Temperature, SchemaVersion: "v1"}
 	cctx := ctx
 	if idle := p.Limits.IdleTimeout.D(); idle > 0 {
 		var cancel context.CancelFunc
@@ -396,33 +420,94 @@ func (s *state) call(ctx context.Context, role string, msgs []provider.Message, 
 		}
 		return resp, err
 	}
-	s.usage.InputTokens += resp.Usage.InputTokens
-	s.usage.OutputTokens += resp.Usage.OutputTokens
-	s.usage.CostUSD += resp.Usage.CostUSD
+	s.usage = s.usage.Add(resp.Usage)
 	return resp, nil
 }
 
-// roleJSON asks a role for JSON matching schemaID, with one repair round.
+// responseSchema is the structured-output request for schemaID, or nil
+// when the profile turns structured output off.
+func (s *state) responseSchema(schemaID string) *provider.ResponseSchema {
+	if !s.e.Profile.Structured() {
+		return nil
+	}
+	src, ok := s.e.Schemas.Source(schemaID)
+	if !ok {
+		return nil
+	}
+	return &provider.ResponseSchema{Name: schemaID, Schema: src}
+}
+
+// repairRequest is the message of a repair turn; it quotes the validation
+// error.
+func repairRequest(schemaID string, final bool, verr error) string {
+	what := "Your reply"
+	if final {
+		what = "Your final reply"
+	}
+	return fmt.Sprintf("%s is not valid %s: %v\nReply again with the corrected JSON object only.", what, schemaID, verr)
+}
+
+// roleJSON asks a role for JSON matching schemaID (with the provider's
+// structured output), repairs what the local steps can, and otherwise
+// spends one repair turn.
 func (s *state) roleJSON(ctx context.Context, role, schemaID string, msgs []provider.Message) (json.RawMessage, error) {
-	var lastErr error
+	schema := s.responseSchema(schemaID)
+	var problem error
 	for attempt := 0; attempt < 2; attempt++ {
-		resp, err := s.call(ctx, role, msgs, nil)
+		resp, err := s.call(ctx, role, msgs, nil, schema)
 		if err != nil {
 			return nil, err
 		}
-		doc, verr := s.parseRole(resp.Text, schemaID)
+		doc, verr := s.settle(ctx, role, schemaID, resp.Text, problem)
 		if verr == nil {
 			return doc, nil
 		}
-		lastErr = verr
+		if problem != nil {
+			problem = verr
+			break
+		}
+		problem = verr
 		if err := s.violation(ctx, role, schemaID, verr); err != nil {
 			return nil, err
 		}
 		msgs = append(msgs,
 			provider.Message{Role: provider.RoleAssistant, Content: resp.Text},
-			provider.Message{Role: provider.RoleUser, Content: fmt.Sprintf("Your reply is not valid %s: %v\nReply again with the corrected JSON object only.", schemaID, verr)})
+			provider.Message{Role: provider.RoleUser, Content: repairRequest(schemaID, false, verr)})
 	}
-	return nil, &Failure{Status: StatusFailed, Class: ClassProviderError, Code: "MALFORMED_AGENT_MESSAGE", Reason: fmt.Sprintf("%s output is not valid %s after one repair round: %v", role, schemaID, lastErr), NextAction: "retry, or use a stronger model for this role"}
+	if err := s.violation(ctx, role, schemaID, problem); err != nil {
+		return nil, err
+	}
+	return nil, malformed(role, schemaID, problem)
+}
+
+func malformed(role, schemaID string, err error) *Failure {
+	return &Failure{Status: StatusFailed, Class: ClassProviderError, Code: "MALFORMED_AGENT_MESSAGE", Reason: fmt.Sprintf("%s output is not valid %s after one repair turn: %v", role, schemaID, err), NextAction: "retry, or use a stronger model for this role"}
+}
+
+// settle parses a role's reply. A reply that needed a local repair, or
+// came from a repair turn (afterRepair is the error that asked for it), is
+// recorded as role.output_repaired, whose parent is the llm.response.
+func (s *state) settle(ctx context.Context, role, schemaID, text string, afterRepair error) (json.RawMessage, error) {
+	doc, step, problem, err := parseReply(text, schemaID, s.e.Schemas)
+	if err != nil {
+		return nil, err
+	}
+	p := map[string]any{"role": role, "schema_id": schemaID}
+	switch {
+	case afterRepair != nil:
+		p["step"], p["problem"] = "repair_turn", afterRepair.Error()
+		if step != "" {
+			p["reply_step"] = step
+		}
+	case step != "":
+		p["step"], p["problem"] = step, problem
+	default:
+		return doc, nil
+	}
+	if _, err := s.f.emit(ctx, event.RoleOutputRepaired, role, p, s.f.lastResponse); err != nil {
+		return nil, err
+	}
+	return doc, nil
 }
 
 func (s *state) violation(ctx context.Context, role, schemaID string, verr error) error {
@@ -433,27 +518,4 @@ func (s *state) violation(ctx context.Context, role, schemaID string, verr error
 	}
 	_, err := s.f.emit(ctx, event.SchemaViolation, role, p, "")
 	return err
-}
-
-// parseRole extracts the JSON object from a role's reply (tolerating a
-// Markdown code fence around it) and validates it.
-func (s *state) parseRole(text, schemaID string) (json.RawMessage, error) {
-	t := strings.TrimSpace(text)
-	if strings.HasPrefix(t, "```") {
-		t = strings.TrimPrefix(t, "```json")
-		t = strings.TrimPrefix(t, "```")
-		t = strings.TrimSuffix(strings.TrimSpace(t), "```")
-		t = strings.TrimSpace(t)
-	}
-	if !strings.HasPrefix(t, "{") {
-		return nil, errors.New("the reply is not a JSON object")
-	}
-	raw, err := event.Canonical([]byte(t))
-	if err != nil {
-		return nil, fmt.Errorf("invalid JSON: %v", err)
-	}
-	if err := s.e.Schemas.ValidateJSON(schemaID, raw); err != nil {
-		return nil, err
-	}
-	return raw, nil
 }

@@ -18,49 +18,51 @@ const toolMessageCap = 16 << 10
 // work is the Worker's multi-turn tool loop. It returns the validated
 // worker report, or a paused Result when a call waits for approval.
 func (s *state) work(ctx context.Context, directive, plan json.RawMessage, feedback string) (json.RawMessage, Result, error) {
-	system := s.rolePrompt("worker")
-	if s.skill != nil {
-		if body, err := s.skill.Body(); err == nil {
-			system += "\n\n## Skill: " + s.skill.Name + "\n" + body
-		}
-	}
-	system += s.contextNotes()
+	const schemaID = "worker_report_v1"
 	user := "lead_directive_v1:\n" + string(directive) + "\n\nplan_v1:\n" + string(plan)
 	if feedback != "" {
 		user += "\n\nReview feedback to address in this round:\n" + feedback
 	}
-	msgs := []provider.Message{{Role: provider.RoleSystem, Content: system}, {Role: provider.RoleUser, Content: user}}
+	user += s.previousRun()
+	msgs := []provider.Message{{Role: provider.RoleSystem, Content: s.system("worker")}, {Role: provider.RoleUser, Content: user}}
 	var specs []provider.ToolSpec
 	if s.e.Tools != nil {
 		specs = s.e.Tools.Specs(s.allowed)
 	}
 	strikes := 0
-	repaired := false
+	// repair is the validation error a repair turn was asked for: the
+	// report turn that follows keeps the tools in the request (the prompt
+	// prefix stays the same) and asks for the schema.
+	var repair error
 	maxTurns := s.e.Profile.Limits.MaxToolTurns
 	for turn := 0; turn < maxTurns; turn++ {
 		var err error
 		if msgs, err = s.compact(ctx, msgs); err != nil {
 			return nil, Result{}, err
 		}
-		resp, err := s.call(ctx, "worker", msgs, specs)
+		var schema *provider.ResponseSchema
+		if repair != nil {
+			schema = s.responseSchema(schemaID)
+		}
+		resp, err := s.call(ctx, "worker", msgs, specs, schema)
 		if err != nil {
 			return nil, Result{}, err
 		}
 		if len(resp.ToolCalls) == 0 {
-			doc, verr := s.parseRole(resp.Text, "worker_report_v1")
+			doc, verr := s.settle(ctx, "worker", schemaID, resp.Text, repair)
 			if verr == nil {
 				return doc, Result{}, nil
 			}
-			if err := s.violation(ctx, "worker", "worker_report_v1", verr); err != nil {
+			if err := s.violation(ctx, "worker", schemaID, verr); err != nil {
 				return nil, Result{}, err
 			}
-			if repaired {
-				return nil, Result{}, &Failure{Status: StatusFailed, Class: ClassProviderError, Code: "MALFORMED_AGENT_MESSAGE", Reason: "worker report is not valid worker_report_v1 after one repair round: " + verr.Error(), NextAction: "retry, or use a stronger model for the worker"}
+			if repair != nil {
+				return nil, Result{}, malformed("worker", schemaID, verr)
 			}
-			repaired = true
+			repair = verr
 			msgs = append(msgs,
 				provider.Message{Role: provider.RoleAssistant, Content: resp.Text},
-				provider.Message{Role: provider.RoleUser, Content: fmt.Sprintf("Your final reply is not valid worker_report_v1: %v\nReply again with the corrected JSON object only.", verr)})
+				provider.Message{Role: provider.RoleUser, Content: repairRequest(schemaID, true, verr)})
 			continue
 		}
 		msgs = append(msgs, provider.Message{Role: provider.RoleAssistant, Content: resp.Text, ToolCalls: resp.ToolCalls})

@@ -193,7 +193,7 @@ func Build(ctx context.Context, o Options) (*Env, error) {
 		e.Close()
 		return nil, &UsageError{err}
 	}
-	prov = provider.Checked{P: provider.Priced{P: prov, Pricing: o.Profile.Pricing}, Reg: schemas.MustDefault()}
+	prov = provider.Checked{P: provider.Priced{P: prov, Pricing: provider.PricingFor(o.Profile)}, Reg: schemas.MustDefault()}
 	e.Engine = &run.Engine{Provider: prov, Tools: run.KernelTools{K: e.Kernel}, Hooks: e.Hooks, Skills: sk, Schemas: schemas.MustDefault(), Profile: o.Profile, Repo: ws.FS()}
 	return e, nil
 }

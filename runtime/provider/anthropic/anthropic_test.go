@@ -91,7 +91,7 @@ func TestToolCallRoundTrip(t *testing.T) {
 			Args: json.RawMessage(`{"diff": "--- a/auth.ts\n+++ b/auth.ts\n@@ -1 +1 @@\n-export function check(t) { return true }\n+export function check(t) { return verify(t) }\n"}`)}},
 		FinishReason: provider.FinishToolUse,
 		// Cached input tokens count: they fill the context all the same.
-		Usage:         provider.Usage{InputTokens: 380 + 1200, OutputTokens: 96},
+		Usage:         provider.Usage{InputTokens: 380 + 1200, OutputTokens: 96, CachedInputTokens: 1200},
 		Model:         "claude-sonnet-4-5-20250929",
 		SchemaVersion: "v1",
 	}

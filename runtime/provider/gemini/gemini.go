@@ -10,6 +10,19 @@
 // order. Gemini's thought signatures on function calls are kept in memory
 // and sent back with their call, as the API asks.
 //
+// The profile carries the key (GOOGLE_API_KEY or GEMINI_API_KEY, genai's
+// order) and GOOGLE_GEMINI_BASE_URL (see provider.Profile.ApplyEnv); the
+// client gets both explicitly, so no other GOOGLE_* variable or ambient
+// credential applies.
+//
+// A request's ResponseSchema becomes responseMimeType application/json with
+// a responseSchema in the OpenAPI subset Gemini accepts
+// (internal/outschema). Gemini 2.x does not combine function declarations
+// with a JSON response type, so when tools are offered in the same request
+// they stay declared with function calling mode NONE and the answer's
+// shape is left to the prompt and the runtime's local repair. Usage reports
+// implicitly cached tokens (cachedContentTokenCount).
+//
 // Retries are the adapter's (runtime/provider/internal/retry): the SDK's
 // own retry options stay off, so Retry-After and Gemini's RetryInfo are
 // honoured and every failure is a *provider.Error.
@@ -17,6 +30,8 @@ package gemini
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -27,6 +42,7 @@ import (
 
 	"github.com/agentos/agentos/runtime/provider"
 	"github.com/agentos/agentos/runtime/provider/internal/args"
+	"github.com/agentos/agentos/runtime/provider/internal/outschema"
 	"github.com/agentos/agentos/runtime/provider/internal/retry"
 	"google.golang.org/genai"
 )
@@ -55,6 +71,8 @@ type Provider struct {
 	temperature *float64
 	stream      bool
 	policy      retry.Policy
+	probe       retry.Probe
+	cacheKey    string
 
 	mu    sync.Mutex
 	sigs  map[string][]byte // call id → thought signature
@@ -64,7 +82,7 @@ type Provider struct {
 // New builds the adapter from a profile; the API key is required.
 func New(ctx context.Context, p provider.Profile, o Options) (*Provider, error) {
 	if p.APIKey == "" {
-		return nil, fmt.Errorf("gemini: GEMINI_API_KEY is not set")
+		return nil, fmt.Errorf("gemini: GEMINI_API_KEY (or GOOGLE_API_KEY) is not set")
 	}
 	base := strings.TrimSpace(p.BaseURL)
 	if base == "" {
@@ -90,6 +108,8 @@ func New(ctx context.Context, p provider.Profile, o Options) (*Provider, error) 
 	}
 	policy := o.Policy(Name, p)
 	policy.Hint = retryInfo
+	p.BaseURL = base
+	keySum := sha256.Sum256([]byte(p.APIKey))
 	return &Provider{
 		models:      client.Models,
 		model:       p.Model,
@@ -97,8 +117,48 @@ func New(ctx context.Context, p provider.Profile, o Options) (*Provider, error) 
 		temperature: p.Temperature,
 		stream:      o.Stream,
 		policy:      policy,
+		probe:       retry.Probe{Provider: Name, Profile: p},
+		cacheKey:    strings.Join([]string{Name, base, p.Model, hex.EncodeToString(keySum[:8])}, "|"),
 		sigs:        map[string][]byte{},
 	}, nil
+}
+
+// CacheKey identifies the endpoint, model and key for provider.Preflight.
+func (p *Provider) CacheKey() string { return p.cacheKey }
+
+// Check implements provider.Checker with models.get. Gemini answers a bad
+// key with 400 INVALID_ARGUMENT (reason API_KEY_INVALID), a key without
+// access with 403, and an unknown model with 404.
+func (p *Provider) Check(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, retry.ProbeTimeout)
+	defer cancel()
+	gctx, status := retry.Observing(ctx)
+	_, err := p.models.Get(gctx, p.model, nil)
+	if err == nil {
+		return nil
+	}
+	var ae genai.APIError
+	if !errors.As(err, &ae) {
+		return p.probe.Failed(ctx, status(), err, provider.ErrUnknownModel, "")
+	}
+	code := status()
+	if code == 0 {
+		code = ae.Code
+	}
+	if code == 400 && keyInvalid(ae) {
+		return p.probe.Error(provider.ErrKeyRejected, code, ae.Message, err)
+	}
+	return p.probe.Failed(ctx, code, err, provider.ErrUnknownModel, ae.Message)
+}
+
+// keyInvalid reports google.rpc.ErrorInfo reason API_KEY_INVALID.
+func keyInvalid(ae genai.APIError) bool {
+	for _, d := range ae.Details {
+		if r, _ := d["reason"].(string); r == "API_KEY_INVALID" {
+			return true
+		}
+	}
+	return strings.Contains(ae.Message, "API key not valid")
 }
 
 // Name implements provider.Provider.
@@ -241,7 +301,35 @@ func (p *Provider) request(req provider.CompletionRequest) (string, []*genai.Con
 		}
 		cfg.Tools = []*genai.Tool{tool}
 	}
+	if rs := req.ResponseSchema; rs != nil {
+		if len(req.Tools) > 0 {
+			cfg.ToolConfig = &genai.ToolConfig{FunctionCallingConfig: &genai.FunctionCallingConfig{Mode: genai.FunctionCallingConfigModeNone}}
+		} else {
+			schema, err := responseSchema(rs)
+			if err != nil {
+				return "", nil, nil, err
+			}
+			cfg.ResponseMIMEType, cfg.ResponseSchema = "application/json", schema
+		}
+	}
 	return model, contents, cfg, nil
+}
+
+// responseSchema converts a role schema to Gemini's Schema.
+func responseSchema(rs *provider.ResponseSchema) (*genai.Schema, error) {
+	o, err := outschema.Gemini(rs.Schema)
+	if err != nil {
+		return nil, fmt.Errorf("response schema %s: %w", rs.Name, err)
+	}
+	b, err := json.Marshal(o)
+	if err != nil {
+		return nil, fmt.Errorf("response schema %s: %w", rs.Name, err)
+	}
+	var s genai.Schema
+	if err := json.Unmarshal(b, &s); err != nil {
+		return nil, fmt.Errorf("response schema %s: %w", rs.Name, err)
+	}
+	return &s, nil
 }
 
 // nativeID is the id to send back to Gemini: its own, never one of ours.
@@ -320,8 +408,9 @@ func (a *assembly) add(r *genai.GenerateContentResponse) error {
 		a.model = r.ModelVersion
 	}
 	if u := r.UsageMetadata; u != nil {
-		// Thinking tokens are billed as output.
-		a.usage = provider.Usage{InputTokens: int64(u.PromptTokenCount), OutputTokens: int64(u.CandidatesTokenCount) + int64(u.ThoughtsTokenCount)}
+		// Thinking tokens are billed as output; promptTokenCount includes
+		// the cached tokens.
+		a.usage = provider.Usage{InputTokens: int64(u.PromptTokenCount), OutputTokens: int64(u.CandidatesTokenCount) + int64(u.ThoughtsTokenCount), CachedInputTokens: int64(u.CachedContentTokenCount)}
 	}
 	if len(r.Candidates) == 0 {
 		if r.PromptFeedback != nil && r.PromptFeedback.BlockReason != "" {

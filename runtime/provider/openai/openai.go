@@ -4,12 +4,25 @@
 // against api.openai.com or any OpenAI-compatible server named by the
 // profile's base_url (Ollama, vLLM, llama.cpp), which may need no key.
 //
+// The profile carries everything the SDK would read from its environment
+// (OPENAI_BASE_URL, OPENAI_API_KEY, OPENAI_ORG_ID, OPENAI_PROJECT_ID: see
+// provider.Profile.ApplyEnv, where AGENTOS_* variables win); the client is
+// built from it alone, so what the start-up line prints is what is used.
+//
+// A request's ResponseSchema becomes response_format json_schema, strict
+// when the schema allows (internal/outschema), with tool_choice "none" when
+// tools are offered too; api.openai.com also gets a prompt_cache_key per
+// role, which keeps a role's requests on the same prompt cache. Usage
+// reports cached prompt tokens (prompt_tokens_details.cached_tokens).
+//
 // Retries are the adapter's (runtime/provider/internal/retry), not the
 // SDK's, so Retry-After is honoured and every failure is a *provider.Error.
 package openai
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/url"
@@ -17,6 +30,7 @@ import (
 
 	"github.com/agentos/agentos/runtime/provider"
 	"github.com/agentos/agentos/runtime/provider/internal/args"
+	"github.com/agentos/agentos/runtime/provider/internal/outschema"
 	"github.com/agentos/agentos/runtime/provider/internal/retry"
 	oai "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
@@ -37,12 +51,16 @@ type Options = retry.Options
 // Provider completes requests through the Chat Completions API.
 type Provider struct {
 	svc         oai.ChatCompletionService
+	models      oai.ModelService
 	model       string
 	maxTokens   int
 	temperature *float64
 	legacyMax   bool // send max_tokens (compatible servers) instead of max_completion_tokens
+	official    bool // api.openai.com: prompt_cache_key is understood
 	stream      bool
 	policy      retry.Policy
+	probe       retry.Probe
+	cacheKey    string
 }
 
 // New builds the adapter from a profile. A key is required for the OpenAI
@@ -67,15 +85,71 @@ func New(p provider.Profile, o Options) (*Provider, error) {
 		option.WithHTTPClient(retry.Client(o.HTTPClient)),
 		option.WithMaxRetries(0),
 	}
+	if p.Organization != "" {
+		opts = append(opts, option.WithOrganization(p.Organization))
+	}
+	if p.Project != "" {
+		opts = append(opts, option.WithProject(p.Project))
+	}
+	p.BaseURL = base
+	official := u.Hostname() == "api.openai.com"
+	keySum := sha256.Sum256([]byte(p.APIKey))
 	return &Provider{
 		svc:         oai.NewChatCompletionService(opts...),
+		models:      oai.NewModelService(opts...),
 		model:       p.Model,
 		maxTokens:   p.MaxTokens,
 		temperature: p.Temperature,
-		legacyMax:   u.Hostname() != "api.openai.com",
+		legacyMax:   !official,
+		official:    official,
 		stream:      o.Stream,
 		policy:      o.Policy(Name, p),
+		probe:       retry.Probe{Provider: Name, Profile: p},
+		cacheKey:    strings.Join([]string{Name, base, p.Model, hex.EncodeToString(keySum[:8])}, "|"),
 	}, nil
+}
+
+// CacheKey identifies the endpoint, model and key for provider.Preflight.
+func (p *Provider) CacheKey() string { return p.cacheKey }
+
+// Check implements provider.Checker: GET /models answers (else the
+// endpoint is unreachable, or is no OpenAI-compatible API), accepts the key
+// (401/403), and lists the model, or GET /models/{model} finds it (many
+// compatible servers list only what they serve).
+func (p *Provider) Check(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, retry.ProbeTimeout)
+	defer cancel()
+	lctx, status := retry.Observing(ctx)
+	page, err := p.models.List(lctx)
+	if err != nil {
+		return p.probe.Failed(ctx, status(), err, provider.ErrUnreachable, apiMessage(err))
+	}
+	if len(page.Data) == 0 {
+		return nil // an empty list says nothing about the model
+	}
+	for _, m := range page.Data {
+		if m.ID == p.model || m.ID == p.model+":latest" {
+			return nil
+		}
+	}
+	gctx, status := retry.Observing(ctx)
+	if _, err := p.models.Get(gctx, p.model); err != nil {
+		detail := apiMessage(err)
+		if detail == "" {
+			detail = fmt.Sprintf("not among the %d models the endpoint lists", len(page.Data))
+		}
+		return p.probe.Failed(ctx, status(), err, provider.ErrUnknownModel, detail)
+	}
+	return nil
+}
+
+// apiMessage is the message of an API error body, "" for other errors.
+func apiMessage(err error) string {
+	var ae *oai.Error
+	if errors.As(err, &ae) && ae.Message != "" {
+		return ae.Message
+	}
+	return ""
 }
 
 // Name implements provider.Provider.
@@ -154,6 +228,22 @@ func (p *Provider) params(req provider.CompletionRequest) (oai.ChatCompletionNew
 	if temp != nil {
 		params.Temperature = oai.Float(*temp)
 	}
+	if rs := req.ResponseSchema; rs != nil {
+		schema, strict, err := outschema.OpenAI(rs.Schema)
+		if err != nil {
+			return params, nil, fmt.Errorf("response schema %s: %w", rs.Name, err)
+		}
+		params.ResponseFormat = oai.ChatCompletionNewParamsResponseFormatUnion{OfJSONSchema: &shared.ResponseFormatJSONSchemaParam{
+			JSONSchema: shared.ResponseFormatJSONSchemaJSONSchemaParam{Name: rs.Name, Schema: schema, Strict: oai.Bool(strict)},
+		}}
+		if len(params.Tools) > 0 {
+			// The tools stay for the prompt's sake; the answer is the document.
+			params.ToolChoice = oai.ChatCompletionToolChoiceOptionUnionParam{OfAuto: oai.String("none")}
+		}
+	}
+	if p.official && req.Role != "" {
+		params.PromptCacheKey = oai.String("agentos-" + req.Role)
+	}
 	return params, names, nil
 }
 
@@ -206,7 +296,7 @@ func fromCompletion(cc *oai.ChatCompletion, model string, names *args.Names, sal
 		model = cc.Model
 	}
 	a.model = model
-	a.usage = provider.Usage{InputTokens: cc.Usage.PromptTokens, OutputTokens: cc.Usage.CompletionTokens}
+	a.usage = usage(cc.Usage)
 	return a.response(names, salt)
 }
 
@@ -226,7 +316,7 @@ func (p *Provider) completeStream(ctx context.Context, params oai.ChatCompletion
 			a.model = ch.Model
 		}
 		if ch.JSON.Usage.Valid() {
-			a.usage = provider.Usage{InputTokens: ch.Usage.PromptTokens, OutputTokens: ch.Usage.CompletionTokens}
+			a.usage = usage(ch.Usage)
 		}
 		for _, c := range ch.Choices {
 			if c.Index != 0 {
@@ -268,6 +358,12 @@ func (p *Provider) completeStream(ctx context.Context, params oai.ChatCompletion
 		return provider.CompletionResponse{}, retry.Transient(errors.New("the stream ended before a finish_reason"))
 	}
 	return a.response(names, salt)
+}
+
+// usage reads token counts; prompt_tokens includes the cached ones.
+func usage(u oai.CompletionUsage) provider.Usage {
+	d := u.PromptTokensDetails
+	return provider.Usage{InputTokens: u.PromptTokens, OutputTokens: u.CompletionTokens, CachedInputTokens: d.CachedTokens, CacheWriteTokens: d.CacheWriteTokens}
 }
 
 type call struct{ id, name, args string }

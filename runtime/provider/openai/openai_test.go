@@ -259,16 +259,17 @@ func TestNewErrors(t *testing.T) {
 func TestParams(t *testing.T) {
 	// The OpenAI API itself gets max_completion_tokens (reasoning models
 	// reject max_tokens); compatible servers get max_tokens.
+	// Only the OpenAI API gets a prompt_cache_key (per role).
 	for base, want := range map[string]map[string]any{
-		"":                           {"model": "gpt-4o", "max_completion_tokens": float64(100), "max_tokens": nil},
-		"https://api.openai.com/v1":  {"model": "gpt-4o", "max_completion_tokens": float64(100), "max_tokens": nil},
-		"http://localhost:11434/v1/": {"model": "gpt-4o", "max_tokens": float64(100), "max_completion_tokens": nil},
+		"":                           {"model": "gpt-4o", "max_completion_tokens": float64(100), "max_tokens": nil, "prompt_cache_key": "agentos-lead"},
+		"https://api.openai.com/v1":  {"model": "gpt-4o", "max_completion_tokens": float64(100), "max_tokens": nil, "prompt_cache_key": "agentos-lead"},
+		"http://localhost:11434/v1/": {"model": "gpt-4o", "max_tokens": float64(100), "max_completion_tokens": nil, "prompt_cache_key": nil},
 	} {
 		prov, err := New(provider.Profile{Provider: Name, Model: "gpt-4o", APIKey: "k", BaseURL: base, MaxTokens: 100}, Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		params, _, err := prov.params(provider.CompletionRequest{Messages: lead})
+		params, _, err := prov.params(provider.CompletionRequest{Role: "lead", Messages: lead})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -292,6 +293,7 @@ func TestParams(t *testing.T) {
 		{"unknown role", provider.CompletionRequest{Messages: []provider.Message{{Role: "robot", Content: "x"}}}, `unknown role "robot"`},
 		{"tool without id", provider.CompletionRequest{Messages: []provider.Message{{Role: provider.RoleTool, Content: "x"}}}, "tool_call_id"},
 		{"schema not an object", provider.CompletionRequest{Messages: lead, Tools: []provider.ToolSpec{{Name: "x", InputSchema: json.RawMessage(`[1]`)}}}, "input_schema"},
+		{"response schema not an object schema", provider.CompletionRequest{Messages: lead, ResponseSchema: &provider.ResponseSchema{Name: "x", Schema: json.RawMessage(`{"type":"array"}`)}}, "response schema x"},
 	}
 	for _, tt := range bad {
 		t.Run(tt.name, func(t *testing.T) {
