@@ -56,7 +56,7 @@ func TestRunAgainstFakeModel(t *testing.T) {
 			common := []string{"--repo", repo, "--data", data, "--json"}
 			stdout, stderr, code := runCLI(t, append([]string{"run", "--session", "fm"}, append(common, demo.Prompt)...)...)
 			var r1 runReport
-			if code != 0 || json.Unmarshal([]byte(stdout), &r1) != nil || r1.Status != "paused" || len(r1.Pending) != 1 || r1.Pending[0].Tool != "repo.patch" {
+			if code != exitApproval || json.Unmarshal([]byte(stdout), &r1) != nil || r1.Status != "paused" || len(r1.Pending) != 1 || r1.Pending[0].Tool != "repo.patch" {
 				t.Fatalf("run: exit %d\n%s\n%s", code, stdout, stderr)
 			}
 			host := strings.TrimPrefix(strings.TrimSuffix(srv.URL(), "/v1"), "http://")

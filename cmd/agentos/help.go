@@ -20,7 +20,7 @@ var errHelp = errors.New("help requested")
 const exitCodesHelp = `exit codes:
   0  success; a run completed
   1  error: the command could not do its job (verify: the log is invalid)
-  2  usage error (unknown command or flag, missing argument)
+  2  usage error (unknown command or flag, missing argument); the provider check failed
   3  denied: a run was denied or cancelled; a tool call was blocked; a hook denied
   4  paused: a run waits for an approval; a tool call needs one
   5  failed: a run ended with a failed terminal report (provider error, timeout, ...)`
