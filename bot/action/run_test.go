@@ -83,7 +83,7 @@ func obj(m map[string]any, key string) map[string]any {
 // retarget points a real payload at octo/app and the given actor.
 func retarget(ev map[string]any, login string) {
 	repo := obj(ev, "repository")
-	repo["full_name"], repo["name"] = "octo/app", "app"
+	repo["full_name"], repo["name"], repo["default_branch"] = "octo/app", "app", "main"
 	owner := obj(repo, "owner")
 	owner["login"] = "octo"
 	sender := obj(ev, "sender")
@@ -121,8 +121,11 @@ func newActions(t *testing.T) *actions {
 	a.bare = a.git.Bare(t, "octo", "app", gittest.WriteTree(t, sample))
 	a.fake.AddRepo(fakegithub.Repo{Owner: "octo", Name: "app"})
 	a.fake.BackWithGit("octo/app", a.bare)
-	a.fake.AddToken(ghToken, botLogin)
-	a.fake.SetPermission("octo/app", botLogin, fakegithub.PermWrite)
+	// GITHUB_TOKEN is an installation token of the github-actions app:
+	// it cannot call GET /user, and works on this repository only.
+	a.fake.AddApp(fakegithub.App{ID: 15368, Slug: "github-actions"})
+	a.fake.AddInstallation(4242, 15368, "octo/app")
+	a.fake.AddInstallationToken(ghToken, 4242)
 	a.fake.SetPermission("octo/app", "alice", fakegithub.PermAdmin)
 	a.fake.SetPermission("octo/app", "rita", fakegithub.PermRead)
 	a.issue = a.fake.AddIssue("octo/app", fakegithub.Issue{Title: "token check", User: "alice"})
@@ -266,6 +269,12 @@ func TestActionPauseThenApproveOnAFreshMachine(t *testing.T) {
 	rep, err := replay.VerifyReader(schemas.MustDefault(), strings.NewReader(raw+"\n"))
 	if err != nil || !rep.Valid {
 		t.Fatalf("committed log: %v %v", err, rep.Problem)
+	}
+	// The commits are github-actions[bot]'s, with its noreply address
+	// (GitHub links them to the account).
+	author := gittest.Git(t, a.bare, "log", "-1", "--format=%an <%ae>", "agent/"+out.SessionID)
+	if !strings.HasPrefix(author, "github-actions[bot] <") || !strings.HasSuffix(author, "+github-actions[bot]@users.noreply.github.com>") {
+		t.Errorf("commit author = %q", author)
 	}
 }
 

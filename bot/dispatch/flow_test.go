@@ -45,6 +45,10 @@ type liveWorld struct {
 	// human counts the API calls the maintainer made (not the bot's).
 	human map[string]int
 	logs  *bytes.Buffer
+	cfg   config.Config
+	// strip removes installation.id from deliveries (a trigger that does
+	// not say it).
+	strip bool
 }
 
 const (
@@ -93,6 +97,19 @@ func newLiveWorld(t *testing.T, mode, apiSuffix string) *liveWorld {
 	if w.alice, err = github.New(github.Config{BaseURL: w.url, Token: aliceTok}); err != nil {
 		t.Fatal(err)
 	}
+	w.cfg = cfg
+	w.startBot()
+	t.Cleanup(func() { w.fake.CheckNoViolations(t) })
+	return w
+}
+
+// startBot starts a bot process: a new store and data directory, wired
+// by NewGitHubBot as `agentos serve` does.
+func (w *liveWorld) startBot() {
+	t := w.t
+	t.Helper()
+	cfg := w.cfg
+	cfg.DataDir = t.TempDir()
 	sealer, err := event.NewSealer(schemas.MustDefault(), nil, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -122,8 +139,6 @@ func newLiveWorld(t *testing.T, mode, apiSuffix string) *liveWorld {
 		t.Fatal(err)
 	}
 	w.bot.Dispatcher.Result = func(r dispatch.Result) { w.results = append(w.results, r) }
-	t.Cleanup(func() { w.fake.CheckNoViolations(t) })
-	return w
 }
 
 // login is the bot's start-up: it learns its login from GitHub.
@@ -166,6 +181,9 @@ func (w *liveWorld) deliver() []dispatch.Result {
 		if !ok {
 			continue
 		}
+		if w.strip {
+			tr.InstallationID = 0
+		}
 		n := len(w.results)
 		if err := w.bot.Dispatcher.Dispatch(context.Background(), tr); err != nil {
 			w.t.Fatalf("dispatch %s.%s: %v", d.Event, d.Action(), err)
@@ -192,6 +210,13 @@ func (w *liveWorld) botCalls() map[string]int {
 // the log committed. It returns the session's result.
 func (w *liveWorld) fullFlow(title string) dispatch.Result {
 	w.t.Helper()
+	return w.approve(w.request(title))
+}
+
+// request is the maintainer's `/agent fix …` comment on a new issue, up
+// to the run paused for approval on a draft PR.
+func (w *liveWorld) request(title string) dispatch.Result {
+	w.t.Helper()
 	ctx := context.Background()
 	issue := w.fake.AddIssue(repoName, fakegithub.Issue{Title: title, Body: "auth.go is broken", User: "alice"})
 	w.asHuman(func() error {
@@ -210,11 +235,20 @@ func (w *liveWorld) fullFlow(title string) dispatch.Result {
 	if rv := w.fake.Reviews(repoName, first.PR); len(rv) != 1 || rv[0].State != "COMMENTED" || rv[0].User != w.botLogin || rv[0].CommitID != pr.HeadSHA {
 		w.t.Fatalf("approval request = %+v (head %s)", rv, pr.HeadSHA)
 	}
+	return first
+}
+
+// approve is the maintainer's Approve review on the session's PR, up to
+// the completed run.
+func (w *liveWorld) approve(first dispatch.Result) dispatch.Result {
+	w.t.Helper()
+	ctx := context.Background()
+	pr, _ := w.fake.PR(repoName, first.PR)
 	w.asHuman(func() error {
 		_, _, err := w.alice.GitHub().PullRequests.CreateReview(ctx, "octo", "app", first.PR, &gh.PullRequestReviewRequest{CommitID: gh.String(pr.HeadSHA), Body: gh.String("Looks right."), Event: gh.String("APPROVE")})
 		return err
 	})
-	got = w.deliver()
+	got := w.deliver()
 	if len(got) != 1 || got[0].Status != "completed" || got[0].SessionID != first.SessionID {
 		w.t.Fatalf("after the approval: %+v, want the session completed", got)
 	}
@@ -335,4 +369,42 @@ func (w *liveWorld) userID(login string) int64 {
 		w.t.Fatal(err)
 	}
 	return u.GetID()
+}
+
+// In App mode the installation comes with every webhook: a new process
+// (an empty store; the session is imported from the artifact branch)
+// answers the approval without looking the installation up. A trigger
+// without installation.id costs exactly one look-up, then none.
+func TestInstallationFromThePayloadAcrossProcesses(t *testing.T) {
+	for _, strip := range []bool{false, true} {
+		t.Run(fmt.Sprintf("payload without installation %v", strip), func(t *testing.T) {
+			w := newLiveWorld(t, "app", "")
+			w.login()
+			first := w.request("token check")
+			w.startBot() // another process, another machine
+			w.login()
+			w.fake.ResetCalls()
+			w.human = map[string]int{}
+			w.strip = strip
+			w.approve(first)
+			calls := w.botCalls()
+			wantLookups := 0
+			if strip {
+				wantLookups = 1
+			}
+			if n := calls["GET /repos/{owner}/{repo}/installation"]; n != wantLookups {
+				t.Errorf("installation look-ups = %d, want %d; calls:\n%s", n, wantLookups, fakegithub.FormatCalls(calls))
+			}
+			if n := calls["POST /app/installations/{installation_id}/access_tokens"]; n != 1 {
+				t.Errorf("token mints = %d, want 1 (a new process)", n)
+			}
+			// A later trigger in this process looks nothing up again.
+			w.fake.ResetCalls()
+			w.human = map[string]int{}
+			w.fullFlow("another request")
+			if n := w.botCalls()["GET /repos/{owner}/{repo}/installation"]; n != 0 {
+				t.Errorf("look-ups in the next flow = %d, want 0", n)
+			}
+		})
+	}
 }
