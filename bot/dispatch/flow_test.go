@@ -5,8 +5,11 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/agentos/agentos/bot/config"
 	"github.com/agentos/agentos/bot/dispatch"
@@ -24,6 +27,7 @@ import (
 	"github.com/agentos/agentos/runtime/setup"
 	"github.com/agentos/agentos/runtime/store/sqlite"
 	"github.com/agentos/agentos/schemas"
+	"github.com/gin-gonic/gin"
 	gh "github.com/google/go-github/v62/github"
 )
 
@@ -49,6 +53,7 @@ type liveWorld struct {
 	// strip removes installation.id from deliveries (a trigger that does
 	// not say it).
 	strip bool
+	mu    sync.Mutex // guards results when the processor dispatches
 }
 
 const (
@@ -406,5 +411,92 @@ func TestInstallationFromThePayloadAcrossProcesses(t *testing.T) {
 				t.Errorf("look-ups in the next flow = %d, want 0", n)
 			}
 		})
+	}
+}
+
+// The whole server path, in one process: the fake GitHub posts its
+// webhooks, signed, to the bot's intake (handler → durable queue →
+// processor → dispatcher, as `agentos serve` wires them), the bot drops
+// its own events, and the maintainer's comment and Approve review take
+// the run to completed — in App mode, with the installation from the
+// payloads.
+func TestWebhooksEndToEnd(t *testing.T) {
+	w := newLiveWorld(t, "app", "/api/v3")
+	w.login()
+	q, err := webhook.OpenLogQueue(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Close()
+	secret := []byte("webhook-secret")
+	h := webhook.NewHandler(webhook.Config{Secrets: [][]byte{secret}}, q, nil)
+	gin.SetMode(gin.ReleaseMode)
+	r := gin.New()
+	r.POST("/webhook", h.Serve)
+	intake := httptest.NewServer(r)
+	defer intake.Close()
+	w.fake.DeliverTo(intake.URL+"/webhook", secret)
+	ctx, cancel := context.WithCancel(context.Background())
+	p := &webhook.Processor{Queue: q, Dispatch: w.bot.Dispatcher, BotLogin: w.botLogin, Workers: 1, PollInterval: 10 * time.Millisecond}
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}()
+	waitFor := func(what string, ok func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(90 * time.Second)
+		for !ok() {
+			if time.Now().After(deadline) {
+				t.Fatalf("timed out waiting for %s; results %+v; delivery errors %v\nlog:\n%s", what, w.results, w.fake.DeliveryErrors(), w.logs)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	results := func() []dispatch.Result {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		return append([]dispatch.Result(nil), w.results...)
+	}
+	w.bot.Dispatcher.Result = func(r dispatch.Result) { w.mu.Lock(); w.results = append(w.results, r); w.mu.Unlock() }
+	issue := w.fake.AddIssue(repoName, fakegithub.Issue{Title: "token check", User: "alice"})
+	if _, err := w.alice.CreateComment(context.Background(), "octo", "app", issue, "/agent "+demo.Prompt); err != nil {
+		t.Fatal(err)
+	}
+	var first dispatch.Result
+	waitFor("the run to pause", func() bool {
+		for _, r := range results() {
+			if r.Status == "paused" && r.PR != 0 {
+				first = r
+				return true
+			}
+		}
+		return false
+	})
+	pr, _ := w.fake.PR(repoName, first.PR)
+	if _, _, err := w.alice.GitHub().PullRequests.CreateReview(context.Background(), "octo", "app", first.PR, &gh.PullRequestReviewRequest{CommitID: gh.String(pr.HeadSHA), Event: gh.String("APPROVE"), Body: gh.String("ok")}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor("the run to complete", func() bool {
+		for _, r := range results() {
+			if r.Status == "completed" && r.SessionID == first.SessionID {
+				return true
+			}
+		}
+		return false
+	})
+	// Everything the bot did came back as webhooks, and none of them
+	// started anything: the only results are the two answers.
+	if rs := results(); len(rs) != 2 {
+		t.Errorf("results = %+v, want the pause and the completion only", rs)
+	}
+	if errs := w.fake.DeliveryErrors(); len(errs) != 0 {
+		t.Errorf("deliveries the intake refused: %v", errs)
+	}
+	if !strings.Contains(w.logs.String(), "run completed") {
+		t.Errorf("no INFO line for the completion:\n%s", w.logs)
 	}
 }
