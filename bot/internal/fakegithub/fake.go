@@ -1,33 +1,39 @@
 // Package fakegithub is a stateful, in-memory fake of the GitHub REST API
-// (plus the one GraphQL mutation the bot uses) for tests. Clients talk to it
-// over real HTTP (httptest.NewServer(fake)); tests seed and inspect its state
+// (plus the one GraphQL mutation the bot uses), git over HTTP and GitHub's
+// webhooks, for tests and the demo. Clients talk to it over real HTTP
+// (Serve, or Start for a loopback server); tests seed and inspect its state
 // through Go methods.
 //
 // The fake cannot drift from GitHub: every route it serves is keyed by an
 // operation of GitHub's published OpenAPI description (@octokit/openapi),
 // every request is matched to a spec operation and its JSON body validated
-// against that operation's request schema. A request to a route the spec
-// does not have, or that the fake does not implement, is answered 404; a
-// body the spec rejects is answered 422; both are recorded and reported by
-// Violations and CheckNoViolations.
+// against that operation's request schema, and every answer of the fake is
+// validated against the operation's responses (see responses.go). A request
+// to a route the spec does not have, or that the fake does not implement,
+// is answered 404; a body the spec rejects is answered 422; these and any
+// answer outside the description are recorded and reported by Violations
+// and CheckNoViolations.
 //
 // GraphQL (POST /graphql, /api/graphql on Enterprise Server) is not part of
 // the REST OpenAPI description, so it is exempt from the spec check; the
 // fake supports only the markPullRequestReadyForReview mutation.
 //
-// Behaviour copied from real GitHub (see /work/shared/GITHUB.md): requests
-// need an Authorization header and a known token (401 otherwise); an
-// installation token cannot call GET /user (403); nobody approves or
-// requests changes on their own pull request (422); a pull request needs a
-// commit between base and head (422 "No commits between ..."); comment,
-// review and PR bodies over 65,536 characters are rejected (422); REST
-// PATCH /pulls/{n} does not accept "draft"; responses carry rate-limit
-// headers. FailNext injects failures (403 + Retry-After, 429, 5xx) for
-// client tests. Not modelled: commit graphs (ref updates are not checked for
-// fast-forward; "commits between" is head SHA != base SHA) and PR diffs
-// (review comment lines are checked only against PullRequest.DiffLines when
-// a test seeds them). Lists are paginated like GitHub's (per_page, page,
-// Link header).
+// Behaviour copied from real GitHub (see /work/shared/GITHUB.md and
+// docs/github.md): authentication per endpoint, for every route (auth.go:
+// an app's JWT only on the /app endpoints, user or installation tokens
+// elsewhere, 401 otherwise); installation tokens scoped to their
+// installation's repositories and expiring after an hour; an installation
+// token cannot call GET /user (403); nobody approves or requests changes
+// on their own pull request (422); a pull request needs a commit between
+// base and head (422 "No commits between ..."); comment, review and PR
+// bodies over 65,536 characters are rejected (422); REST PATCH /pulls/{n}
+// does not accept "draft"; responses carry rate-limit headers. Calls are
+// counted per endpoint (calls.go). FailNext injects failures (403 +
+// Retry-After, 429, 5xx) for client tests. Not modelled: commit graphs (ref
+// updates are not checked for fast-forward; "commits between" is head SHA
+// != base SHA) and PR diffs (review comment lines are checked only against
+// PullRequest.DiffLines when a test seeds them). Lists are paginated like
+// GitHub's (per_page, page, Link header).
 package fakegithub
 
 import (

@@ -282,7 +282,7 @@ func TestGitOverHTTPAndWebhooks(t *testing.T) {
 	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		if r.Header.Get("X-Hub-Signature-256") != Sign(secret, body) {
-			http.Error(w, "bad signature", 401)
+			http.Error(w, "bad signature", http.StatusUnauthorized)
 			return
 		}
 		mu.Lock()
