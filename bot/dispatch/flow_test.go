@@ -320,9 +320,8 @@ func TestCallBudgetOfAFullFlow(t *testing.T) {
 			if total > 16 {
 				t.Fatalf("the pinned table itself is over budget: %d", total)
 			}
-			calls := w.botCalls()
-			t.Logf("%s mode, API %s: the bot's calls\n%s", tt.mode, w.url+tt.suffix, fakegithub.FormatCalls(calls))
-			checkCalls(t, calls, 16, tt.want)
+			t.Logf("%s mode, API %s: the bot's calls", tt.mode, w.url+tt.suffix)
+			fakegithub.Budget{Total: 16, PerEndpoint: tt.want}.Check(t, w.botCalls())
 			// Commits are the bot account's, with GitHub's noreply address.
 			account := "agentos-bot"
 			if tt.mode == "app" {
@@ -341,29 +340,13 @@ func TestCallBudgetOfAFullFlow(t *testing.T) {
 			w.fake.ResetCalls()
 			w.human = map[string]int{}
 			w.fullFlow("second request")
-			calls = w.botCalls()
+			calls := w.botCalls()
 			for _, k := range []string{"POST /app/installations/{installation_id}/access_tokens", "GET /repos/{owner}/{repo}/installation", "GET /app", "GET /users/{username}"} {
 				if calls[k] != 0 {
 					t.Errorf("second flow: %s called %d times, want 0", k, calls[k])
 				}
 			}
 		})
-	}
-}
-
-// checkCalls fails when the total exceeds max or an endpoint exceeds its
-// pinned count (an endpoint not pinned allows none).
-func checkCalls(t *testing.T, calls map[string]int, max int, pinned map[string]int) {
-	t.Helper()
-	total := 0
-	for k, n := range calls {
-		total += n
-		if n > pinned[k] {
-			t.Errorf("%s: %d calls, pinned at %d", k, n, pinned[k])
-		}
-	}
-	if total > max {
-		t.Errorf("%d calls in all, budget %d", total, max)
 	}
 }
 

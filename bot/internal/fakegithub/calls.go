@@ -37,11 +37,17 @@ type Budget struct {
 }
 
 // CheckBudget fails the test (Errorf) when the calls counted so far exceed
-// b: in total, or on any endpoint. It logs the per-endpoint table either
-// way and returns it.
+// b (see Budget.Check), and returns the per-endpoint table.
 func (f *Fake) CheckBudget(tb TB, b Budget) string {
 	tb.Helper()
-	calls := f.Calls()
+	return b.Check(tb, f.Calls())
+}
+
+// Check fails the test (Errorf) when calls (as Calls returns them, perhaps
+// less a client's own) exceed b: in total, or on any endpoint. It logs the
+// per-endpoint table either way and returns it.
+func (b Budget) Check(tb TB, calls map[string]int) string {
+	tb.Helper()
 	table := FormatCalls(calls)
 	tb.Logf("GitHub API calls:\n%s", table)
 	total := 0
