@@ -100,6 +100,8 @@ type actions struct {
 	issue   int
 	workDir string
 	log     string // the last run's log
+	// preflight is Deps.Preflight of the next runs.
+	preflight func(context.Context) error
 }
 
 func newActions(t *testing.T) *actions {
@@ -178,6 +180,7 @@ func (a *actions) run(eventName string, ev map[string]any) (action.Outputs, stri
 				return e.Engine, e.Close, nil
 			}
 		},
+		Preflight: a.preflight,
 	}
 	var log strings.Builder
 	out, runErr := action.Run(context.Background(), env, deps, &log)
@@ -367,4 +370,24 @@ func TestActionRefusals(t *testing.T) {
 			t.Fatalf("the session did not stay pending for a maintainer: %+v %v", again, err)
 		}
 	})
+}
+
+// A failing preflight fails the step before anything is written to
+// GitHub: no comment, no branch, no pull request.
+func TestActionPreflightFails(t *testing.T) {
+	a := newActions(t)
+	a.preflight = func(context.Context) error { return errors.New("model endpoint unreachable") }
+	_, _, _, err := a.run("issue_comment", a.commentEvent("alice", "/agent "+demo.Prompt))
+	if !errors.Is(err, dispatch.ErrPreflight) || !strings.Contains(a.log, "model endpoint unreachable") {
+		t.Fatalf("run = %v, want ErrPreflight; log:\n%s", err, a.log)
+	}
+	if cs := a.fake.Comments("octo/app", a.issue); len(cs) != 0 {
+		t.Errorf("comments: %+v", cs)
+	}
+	if prs := a.fake.PRs("octo/app"); len(prs) != 0 {
+		t.Errorf("pull requests: %+v", prs)
+	}
+	if refs := gittest.Git(t, a.bare, "for-each-ref", "--format=%(refname)", "refs/heads/agent/"); refs != "" {
+		t.Errorf("branches: %s", refs)
+	}
 }
