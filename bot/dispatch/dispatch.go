@@ -230,12 +230,10 @@ func (d *Dispatcher) installationChanged(t webhook.Trigger) {
 	switch t.Action {
 	case "deleted", "suspend", "removed":
 		d.Installations.ForgetInstallation(t.InstallationID)
-	case "created", "added", "unsuspend":
-		if t.Action == "created" || t.Action == "added" {
-			for _, full := range t.Repositories {
-				if r, ok := ParseRepo(full); ok {
-					d.remember(r, t.InstallationID)
-				}
+	case "created", "added":
+		for _, full := range t.Repositories {
+			if r, ok := ParseRepo(full); ok {
+				d.remember(r, t.InstallationID)
 			}
 		}
 	}
