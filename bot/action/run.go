@@ -29,6 +29,9 @@ type Deps struct {
 	Engines func(st store.Store) dispatch.Engines
 	// Sealer seals events (with the secrets to redact registered).
 	Sealer *event.Sealer
+	// Preflight, when set, checks before a new run that it can work (the
+	// model endpoint answers); see dispatch.Dispatcher.Preflight.
+	Preflight func(ctx context.Context) error
 }
 
 // Run handles the event that started the workflow run: it answers
@@ -83,6 +86,7 @@ func Run(ctx context.Context, env Env, deps Deps, log io.Writer) (Outputs, error
 	var res dispatch.Result
 	d := bot.Dispatcher
 	d.ServerURL = env.ServerURL
+	d.Preflight = deps.Preflight
 	d.Result = func(r dispatch.Result) { res = r }
 	end := Group(log, fmt.Sprintf("agentos: %s on %s#%d by %s", env.EventName, t.Repo, t.Number, t.Author))
 	derr := d.Dispatch(ctx, t)

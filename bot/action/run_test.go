@@ -83,7 +83,7 @@ func obj(m map[string]any, key string) map[string]any {
 // retarget points a real payload at octo/app and the given actor.
 func retarget(ev map[string]any, login string) {
 	repo := obj(ev, "repository")
-	repo["full_name"], repo["name"] = "octo/app", "app"
+	repo["full_name"], repo["name"], repo["default_branch"] = "octo/app", "app", "main"
 	owner := obj(repo, "owner")
 	owner["login"] = "octo"
 	sender := obj(ev, "sender")
@@ -100,6 +100,8 @@ type actions struct {
 	issue   int
 	workDir string
 	log     string // the last run's log
+	// preflight is Deps.Preflight of the next runs.
+	preflight func(context.Context) error
 }
 
 func newActions(t *testing.T) *actions {
@@ -121,8 +123,11 @@ func newActions(t *testing.T) *actions {
 	a.bare = a.git.Bare(t, "octo", "app", gittest.WriteTree(t, sample))
 	a.fake.AddRepo(fakegithub.Repo{Owner: "octo", Name: "app"})
 	a.fake.BackWithGit("octo/app", a.bare)
-	a.fake.AddToken(ghToken, botLogin)
-	a.fake.SetPermission("octo/app", botLogin, fakegithub.PermWrite)
+	// GITHUB_TOKEN is an installation token of the github-actions app:
+	// it cannot call GET /user, and works on this repository only.
+	a.fake.AddApp(fakegithub.App{ID: 15368, Slug: "github-actions"})
+	a.fake.AddInstallation(4242, 15368, "octo/app")
+	a.fake.AddInstallationToken(ghToken, 4242)
 	a.fake.SetPermission("octo/app", "alice", fakegithub.PermAdmin)
 	a.fake.SetPermission("octo/app", "rita", fakegithub.PermRead)
 	a.issue = a.fake.AddIssue("octo/app", fakegithub.Issue{Title: "token check", User: "alice"})
@@ -175,6 +180,7 @@ func (a *actions) run(eventName string, ev map[string]any) (action.Outputs, stri
 				return e.Engine, e.Close, nil
 			}
 		},
+		Preflight: a.preflight,
 	}
 	var log strings.Builder
 	out, runErr := action.Run(context.Background(), env, deps, &log)
@@ -267,6 +273,12 @@ func TestActionPauseThenApproveOnAFreshMachine(t *testing.T) {
 	if err != nil || !rep.Valid {
 		t.Fatalf("committed log: %v %v", err, rep.Problem)
 	}
+	// The commits are github-actions[bot]'s, with its noreply address
+	// (GitHub links them to the account).
+	author := gittest.Git(t, a.bare, "log", "-1", "--format=%an <%ae>", "agent/"+out.SessionID)
+	if !strings.HasPrefix(author, "github-actions[bot] <") || !strings.HasSuffix(author, "+github-actions[bot]@users.noreply.github.com>") {
+		t.Errorf("commit author = %q", author)
+	}
 }
 
 // A maintainer who cancels the paused run ends it denied: the step
@@ -358,4 +370,24 @@ func TestActionRefusals(t *testing.T) {
 			t.Fatalf("the session did not stay pending for a maintainer: %+v %v", again, err)
 		}
 	})
+}
+
+// A failing preflight fails the step before anything is written to
+// GitHub: no comment, no branch, no pull request.
+func TestActionPreflightFails(t *testing.T) {
+	a := newActions(t)
+	a.preflight = func(context.Context) error { return errors.New("model endpoint unreachable") }
+	_, _, _, err := a.run("issue_comment", a.commentEvent("alice", "/agent "+demo.Prompt))
+	if !errors.Is(err, dispatch.ErrPreflight) || !strings.Contains(a.log, "model endpoint unreachable") {
+		t.Fatalf("run = %v, want ErrPreflight; log:\n%s", err, a.log)
+	}
+	if cs := a.fake.Comments("octo/app", a.issue); len(cs) != 0 {
+		t.Errorf("comments: %+v", cs)
+	}
+	if prs := a.fake.PRs("octo/app"); len(prs) != 0 {
+		t.Errorf("pull requests: %+v", prs)
+	}
+	if refs := gittest.Git(t, a.bare, "for-each-ref", "--format=%(refname)", "refs/heads/agent/"); refs != "" {
+		t.Errorf("branches: %s", refs)
+	}
 }

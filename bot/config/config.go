@@ -42,6 +42,11 @@ type Config struct {
 	// BotLogin overrides the bot's own login, learned from GitHub
 	// otherwise (bot_login).
 	BotLogin string
+	// CommitAuthor, "Name <email>", signs the session commits
+	// (commit_author / AGENTOS_COMMIT_AUTHOR). Empty: the bot's own GitHub
+	// account with its noreply address — the token's user in token mode,
+	// <app-slug>[bot] in App mode.
+	CommitAuthor string
 	// ArtifactBranch is the branch session logs are committed to
 	// (artifact_branch).
 	ArtifactBranch string
@@ -164,6 +169,7 @@ func (c Config) LogValue() slog.Value {
 		slog.Any("allowed_users", c.AllowedUsers),
 		slog.Any("allowed_bots", c.AllowedBots),
 		slog.String("bot_login", c.BotLogin),
+		slog.String("commit_author", c.CommitAuthor),
 		slog.String("artifact_branch", c.ArtifactBranch),
 		slog.Bool("log_on_session_branch", c.LogOnSessionBranch),
 		slog.Int("workers", c.Workers),

@@ -426,3 +426,41 @@ func TestExampleFile(t *testing.T) {
 		}
 	}
 }
+
+func TestParseAuthor(t *testing.T) {
+	tests := []struct {
+		in, name, email string
+		wantErr         bool
+	}{
+		{"Mona Lisa <mona@example.com>", "Mona Lisa", "mona@example.com", false},
+		{"  agentos <1+agentos[bot]@users.noreply.github.com> ", "agentos", "1+agentos[bot]@users.noreply.github.com", false},
+		{"mona@example.com", "", "", true},
+		{"<mona@example.com>", "", "", true},
+		{"Mona <>", "", "", true},
+		{"Mona <not-an-email>", "", "", true},
+		{"Mona <a@b> trailing", "", "", true},
+		{"Mo<na <a@b>", "", "", true},
+		{"Mona\n <a@b>", "", "", true},
+	}
+	for _, tt := range tests {
+		name, email, err := ParseAuthor(tt.in)
+		if (err != nil) != tt.wantErr || name != tt.name || email != tt.email {
+			t.Errorf("ParseAuthor(%q) = %q, %q, %v; want %q, %q, error %v", tt.in, name, email, err, tt.name, tt.email, tt.wantErr)
+		}
+	}
+	c := Default()
+	c.CommitAuthor = "no brackets"
+	var ve *ValidationError
+	if err := c.Validate(); !errors.As(err, &ve) || ve.Field("commit_author") == nil {
+		t.Errorf("Validate with a bad commit_author = %v, want a commit_author problem", err)
+	}
+	c = Default()
+	if err := c.ApplyEnv(func(k string) string {
+		if k == EnvCommitAuthor {
+			return "Bot <bot@example.com>"
+		}
+		return ""
+	}); err != nil || c.CommitAuthor != "Bot <bot@example.com>" {
+		t.Errorf("ApplyEnv: %q, %v", c.CommitAuthor, err)
+	}
+}

@@ -28,6 +28,7 @@ var settings = map[string]setting{
 	"allowed_users":   list(func(c *Config) *[]string { return &c.AllowedUsers }),
 	"allowed_bots":    list(func(c *Config) *[]string { return &c.AllowedBots }),
 	"bot_login":       str(func(c *Config) *string { return &c.BotLogin }),
+	"commit_author":   str(func(c *Config) *string { return &c.CommitAuthor }),
 	"artifact_branch": str(func(c *Config) *string { return &c.ArtifactBranch }),
 	"log_on_session_branch": func(v *yaml.Node, c *Config) error {
 		if err := v.Decode(&c.LogOnSessionBranch); err != nil {

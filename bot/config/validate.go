@@ -81,6 +81,11 @@ func (c Config) Validate() error {
 	if c.BotLogin != "" && !botLogin.MatchString(c.BotLogin) {
 		bad("bot_login", "%q is not a GitHub login (like my-app[bot])", c.BotLogin)
 	}
+	if c.CommitAuthor != "" {
+		if _, _, err := ParseAuthor(c.CommitAuthor); err != nil {
+			bad("commit_author", "%v", err)
+		}
+	}
 	if msg := checkBranch(c.ArtifactBranch); msg != "" {
 		bad("artifact_branch", "%q %s", c.ArtifactBranch, msg)
 	}
@@ -138,6 +143,27 @@ func (c Config) Validate() error {
 		return &ValidationError{Problems: probs}
 	}
 	return nil
+}
+
+// ParseAuthor splits a commit identity "Name <email>"; both parts are
+// required, and neither may hold < > or control characters (they would
+// break the commit header).
+func ParseAuthor(s string) (name, email string, err error) {
+	t := strings.TrimSpace(s)
+	open, close := strings.LastIndex(t, "<"), strings.LastIndex(t, ">")
+	if open < 0 || close != len(t)-1 || close < open {
+		return "", "", fmt.Errorf("%q is not \"Name <email>\"", s)
+	}
+	name, email = strings.TrimSpace(t[:open]), strings.TrimSpace(t[open+1:close])
+	switch {
+	case name == "" || email == "":
+		return "", "", fmt.Errorf("%q needs both a name and an email, as \"Name <email>\"", s)
+	case strings.ContainsAny(name, "<>") || strings.ContainsAny(email, "<> ") || !strings.Contains(email, "@"):
+		return "", "", fmt.Errorf("%q is not \"Name <email>\"", s)
+	case strings.IndexFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f }) >= 0:
+		return "", "", fmt.Errorf("%q has control characters", s)
+	}
+	return name, email, nil
 }
 
 // checkBranch applies git's ref-name rules (git check-ref-format) that a

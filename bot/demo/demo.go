@@ -1,15 +1,19 @@
 // Package demo owns `agentos demo --github`: scenario 1 of the bot ("fix
-// from an issue") played as a program against a fake GitHub and a real git
-// host, both on loopback, so that a newcomer can watch the whole flow
-// without a GitHub account or network. Between the two fakes everything is
-// the production code: the dispatcher, the GitHub client, the permission
+// from an issue") played as a program against a fake GitHub on loopback
+// (the REST API, GraphQL, git over HTTP and the webhooks GitHub sends), so
+// that a newcomer can watch the whole flow without a GitHub account or
+// network. The bot runs as a GitHub App, the way it is deployed: the
+// webhook payloads carry the installation, the bot mints an installation
+// token and uses it for the API and git. Past the fake everything is the
+// production code: the dispatcher, the GitHub client, the permission
 // check, the worktree manager pushing over HTTP, the runtime with the
 // scripted demo model, the SQLite store. It prints what a maintainer would
 // see on GitHub and checks the committed session log.
 //
 // It needs only git on PATH (git http-backend serves the repository). The
 // fake GitHub runs without GitHub's OpenAPI description
-// (fakegithub.NewUnchecked); the tests of the bot validate against it.
+// (fakegithub.NewUnchecked), with the same authentication rules; the tests
+// of the bot validate against the description.
 package demo
 
 import (
@@ -20,7 +24,6 @@ import (
 	"io"
 	"log/slog"
 	"math/big"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -50,7 +53,10 @@ const (
 	Owner      = "octo"
 	Name       = "app"
 	Repo       = Owner + "/" + Name
-	BotLogin   = "agentos[bot]"
+	AppSlug    = "agentos"
+	BotLogin   = AppSlug + "[bot]"
+	AppID      = 1001
+	InstallID  = 2002
 	Maintainer = "mona"
 	IssueTitle = "The token check accepts a prefix of the secret"
 )
@@ -125,20 +131,21 @@ func emptyDir(dir string) error {
 	return nil
 }
 
-// world is GitHub (the fake), the git host and the bot process.
+// world is GitHub (the fake, which also hosts git) and the bot process.
 type world struct {
-	o        Options
-	home     string // HOME for every git command
-	bare     string
-	fake     *fakegithub.Fake
-	api      *server // the fake GitHub: REST API and git over HTTPS
-	botToken string
-	mona     *github.Client
-	issue    int
-	store    *sqlite.Store
-	d        *dispatch.Dispatcher
-	results  []dispatch.Result
-	shown    map[string]string // what the walkthrough printed: "comment 12" → body
+	o       Options
+	home    string // HOME for every git command
+	bare    string
+	fake    *fakegithub.Fake
+	api     *fakegithub.Server // the fake GitHub: REST API, git over HTTP, webhooks
+	appKey  []byte             // the app's private key (PEM)
+	mona    *github.Client
+	issue   int
+	store   *sqlite.Store
+	d       *dispatch.Dispatcher
+	results []dispatch.Result
+	seen    int               // webhook deliveries already handed to the bot
+	shown   map[string]string // what the walkthrough printed: "comment 12" → body
 }
 
 func newWorld(ctx context.Context, o Options) (w *world, err error) {
@@ -161,34 +168,31 @@ func newWorld(ctx context.Context, o Options) (w *world, err error) {
 	if w.bare, err = seedBare(ctx, w.home, gitRoot, Owner, Name, sample); err != nil {
 		return w, err
 	}
-	// One installation token, as on GitHub: the API and git over HTTPS.
-	if w.botToken, err = newToken(); err != nil {
-		return w, err
-	}
 	monaToken, err := newToken()
-	if err != nil {
-		return w, err
-	}
-	gitH, err := gitHandler(ctx, w.home, gitRoot, worktree.TokenUser, w.botToken)
 	if err != nil {
 		return w, err
 	}
 	if w.fake, err = fakegithub.NewUnchecked(); err != nil {
 		return w, err
 	}
+	// The bot is a GitHub App installed on the repository: it proves
+	// itself with a JWT signed by its private key, and acts through an
+	// installation token it mints (the API and git over HTTP alike).
+	app, key, err := fakegithub.NewApp(AppID, AppSlug)
+	if err != nil {
+		return w, err
+	}
+	w.appKey = key
 	w.fake.AddRepo(fakegithub.Repo{Owner: Owner, Name: Name})
 	w.fake.BackWithGit(Repo, w.bare)
-	w.fake.AddToken(w.botToken, BotLogin)
+	w.fake.AddApp(app)
+	w.fake.AddInstallation(InstallID, AppID, Repo)
 	w.fake.AddToken(monaToken, Maintainer)
-	w.fake.SetPermission(Repo, BotLogin, fakegithub.PermWrite)
 	w.fake.SetPermission(Repo, Maintainer, fakegithub.PermMaintain)
 	w.issue = w.fake.AddIssue(Repo, fakegithub.Issue{Title: IssueTitle, Body: "`Check` in auth.go lets a prefix of the secret through; `go test ./...` fails.", User: Maintainer})
-	// One server plays github.com: the REST API, and git over HTTPS under
-	// /<owner>/, as the bot expects of a GitHub host.
-	mux := http.NewServeMux()
-	mux.Handle("/"+Owner+"/", gitH)
-	mux.Handle("/", w.fake)
-	if w.api, err = listen(mux); err != nil {
+	// One server plays github.com: the REST API, GraphQL, and git over
+	// HTTP at /<owner>/<name>.git, as the bot expects of a GitHub host.
+	if w.api, err = fakegithub.Start(w.fake); err != nil {
 		return w, err
 	}
 	if w.mona, err = github.New(github.Config{BaseURL: w.api.URL, Token: monaToken}); err != nil {
@@ -200,9 +204,7 @@ func newWorld(ctx context.Context, o Options) (w *world, err error) {
 // startBot wires the bot process as `agentos serve` does, with the
 // scripted demo model in place of a provider.
 func (w *world) startBot(dir string) error {
-	red := redact.New(nil)
-	red.AddLiteral(w.botToken)
-	sealer, err := event.NewSealer(schemas.MustDefault(), red, nil)
+	sealer, err := event.NewSealer(schemas.MustDefault(), redact.New(nil), nil)
 	if err != nil {
 		return err
 	}
@@ -229,9 +231,10 @@ func (w *world) startBot(dir string) error {
 		}
 		return env.Engine, env.Close, nil
 	}
-	// The same wiring as `agentos serve`.
+	// The same wiring as `agentos serve` configured for a GitHub App.
 	cfg := config.Default()
-	cfg.DataDir, cfg.GitHubAPIURL, cfg.GitHubToken = dir, w.api.URL+"/", w.botToken
+	cfg.DataDir, cfg.GitHubAPIURL = dir, w.api.URL+"/"
+	cfg.GitHubAppID, cfg.GitHubPrivateKey = AppID, w.appKey
 	bot, err := dispatch.NewGitHubBot(cfg, st, engines, slog.New(slog.NewTextHandler(w.o.Log, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	if err != nil {
 		return err
@@ -250,10 +253,8 @@ func (w *world) close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	var errs []error
-	for _, s := range []*server{w.api} {
-		if s != nil {
-			errs = append(errs, s.shutdown(ctx))
-		}
+	if w.api != nil {
+		errs = append(errs, w.api.Close(ctx))
 	}
 	if w.store != nil {
 		errs = append(errs, w.store.Close())
@@ -261,25 +262,45 @@ func (w *world) close() error {
 	return errors.Join(errs...)
 }
 
-// dispatch hands a trigger to the bot, as the webhook server does after
-// verifying and normalising a delivery.
-func (w *world) dispatch(ctx context.Context, t webhook.Trigger) (dispatch.Result, error) {
-	t.Repo, t.Owner, t.Name, t.AuthorType = Repo, Owner, Name, "User"
-	t.DeliveryID = fmt.Sprintf("demo-delivery-%d", len(w.results)+1)
-	n := len(w.results)
-	err := w.d.Dispatch(ctx, t)
-	if len(w.results) != n+1 {
-		return dispatch.Result{}, errors.Join(err, fmt.Errorf("the bot reported %d results for one event", len(w.results)-n))
+// deliver hands the webhooks GitHub sent since the last call to the bot,
+// as the webhook server does after verifying them (the bot's own events
+// are dropped first), and returns the result of the one it acted on.
+func (w *world) deliver(ctx context.Context) (dispatch.Result, error) {
+	var acted []dispatch.Result
+	for _, d := range w.fake.DeliveriesSince(w.seen) {
+		w.seen++
+		if strings.EqualFold(d.Sender(), BotLogin) {
+			continue
+		}
+		t, ok, err := webhook.Normalize(d.Event, d.ID, d.Body)
+		if err != nil {
+			return dispatch.Result{}, fmt.Errorf("demo: the %s webhook: %w", d.Event, err)
+		}
+		if !ok {
+			continue
+		}
+		n := len(w.results)
+		err = w.d.Dispatch(ctx, t)
+		if len(w.results) != n+1 {
+			return dispatch.Result{}, errors.Join(err, fmt.Errorf("the bot reported %d results for one event", len(w.results)-n))
+		}
+		if err != nil {
+			return w.results[n], err
+		}
+		acted = append(acted, w.results[n])
 	}
-	return w.results[n], err
+	if len(acted) != 1 {
+		return dispatch.Result{}, fmt.Errorf("%w: the bot acted on %d webhooks, want 1", ErrFailed, len(acted))
+	}
+	return acted[0], nil
 }
 
 func (w *world) play(ctx context.Context) (Report, error) {
 	p := &printer{w: w.o.Out}
 	p.title("agentos demo --github: a maintainer asks the bot to fix a bug, on a fake GitHub")
-	p.line("GitHub       %s  (fake GitHub API, in this process; git http-backend over %s)", w.api.URL, w.bare)
+	p.line("GitHub       %s  (fake GitHub API and webhooks, in this process; git http-backend over %s)", w.api.URL, w.bare)
 	p.line("repository   %s: a small Go module whose tests fail on main", Repo)
-	p.line("people       %s (maintainer), %s (the bot, write access)", Maintainer, BotLogin)
+	p.line("people       %s (maintainer), %s (the bot: GitHub App %d, installation %d)", Maintainer, BotLogin, AppID, InstallID)
 	p.line("work dir     %s", w.o.Dir)
 
 	// 1. The maintainer asks.
@@ -291,8 +312,7 @@ func (w *world) play(ctx context.Context) (Report, error) {
 	}
 	w.shown[fmt.Sprintf("comment %d", c.GetID())] = body
 	p.markdown(fmt.Sprintf("comment by %s on issue #%d", Maintainer, w.issue), body)
-	res, err := w.dispatch(ctx, webhook.Trigger{Kind: webhook.KindComment, Event: "issue_comment", Action: "created",
-		Number: w.issue, CommentID: c.GetID(), Author: Maintainer, AuthorAssociation: "COLLABORATOR", Body: body, IssueState: "open"})
+	res, err := w.deliver(ctx) // GitHub's issue_comment webhook
 	if err != nil {
 		return Report{}, fmt.Errorf("demo: the bot on the comment: %w", err)
 	}
@@ -327,9 +347,7 @@ func (w *world) play(ctx context.Context) (Report, error) {
 	// The pull_request_review webhook carries the state GitHub recorded.
 	w.shown[fmt.Sprintf("review %d", rv.GetID())] = review
 	p.markdown(fmt.Sprintf("review by %s on pull request #%d (%s)", Maintainer, pr.Number, rv.GetState()), review)
-	res, err = w.dispatch(ctx, webhook.Trigger{Kind: webhook.KindReview, Event: "pull_request_review", Action: "submitted",
-		Number: pr.Number, IsPR: true, ReviewID: rv.GetID(), ReviewState: strings.ToLower(rv.GetState()), Author: Maintainer, AuthorAssociation: "COLLABORATOR",
-		Body: review, HeadSHA: pr.HeadSHA})
+	res, err = w.deliver(ctx)
 	if err != nil {
 		return rep, fmt.Errorf("demo: the bot on the review: %w", err)
 	}

@@ -3,16 +3,11 @@ package demo
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"net"
-	"net/http"
-	"net/http/cgi"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"time"
 )
 
 // gitEnv is a hermetic environment for the git CLI: no user or system
@@ -63,59 +58,4 @@ func seedBare(ctx context.Context, home, root, owner, name, src string) (string,
 		}
 	}
 	return bare, nil
-}
-
-// gitHandler serves the bare repositories under root with git
-// http-backend, behind the basic auth GitHub uses for installation tokens
-// (user x-access-token, the token as password).
-func gitHandler(ctx context.Context, home, root, user, token string) (http.Handler, error) {
-	execPath, err := git(ctx, home, root, "--exec-path")
-	if err != nil {
-		return nil, err
-	}
-	backend := filepath.Join(execPath, "git-http-backend")
-	if _, err := os.Stat(backend); err != nil {
-		return nil, fmt.Errorf("git http-backend not found: %w", err)
-	}
-	h := &cgi.Handler{
-		Path:       backend,
-		Env:        []string{"GIT_PROJECT_ROOT=" + root, "GIT_HTTP_EXPORT_ALL=1", "GIT_CONFIG_NOSYSTEM=1", "HOME=" + home},
-		InheritEnv: []string{"PATH"},
-	}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		u, p, ok := r.BasicAuth()
-		if !ok || u != user || p != token {
-			w.Header().Set("WWW-Authenticate", `Basic realm="git"`)
-			http.Error(w, "bad credentials", http.StatusUnauthorized)
-			return
-		}
-		h.ServeHTTP(w, r)
-	}), nil
-}
-
-// server is an HTTP server on a loopback port.
-type server struct {
-	URL  string
-	srv  *http.Server
-	done chan error
-}
-
-// listen serves h on 127.0.0.1 on a free port until shutdown.
-func listen(h http.Handler) (*server, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, err
-	}
-	s := &server{URL: "http://" + ln.Addr().String(), srv: &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}, done: make(chan error, 1)}
-	go func() { s.done <- s.srv.Serve(ln) }()
-	return s, nil
-}
-
-// shutdown stops the server and waits for its serving goroutine.
-func (s *server) shutdown(ctx context.Context) error {
-	err := s.srv.Shutdown(ctx)
-	if serr := <-s.done; !errors.Is(serr, http.ErrServerClosed) {
-		err = errors.Join(err, serr)
-	}
-	return err
 }

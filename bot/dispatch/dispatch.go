@@ -65,6 +65,21 @@ type Dispatcher struct {
 	// Result, when set, is told how each trigger ended (for metrics and the
 	// Action's outputs).
 	Result func(Result)
+	// Installations, when set (GitHub App mode), is told which app
+	// installation serves each trigger's repository: the webhook payload
+	// says so (installation.id), or the session's link when a trigger
+	// lacks it, so that no call looks it up. *github.Client satisfies it.
+	Installations Installations
+	// Preflight, when set, is called for every new run (`/agent <prompt>`)
+	// after the author is authorized and before anything is written to
+	// GitHub (no tracking comment, branch or pull request when it fails):
+	// it checks that the run can work at all (the model endpoint answers,
+	// the key is accepted). Its error is logged at ERROR and returned
+	// wrapped in ErrPreflight: the queue retries the delivery with backoff
+	// (an endpoint that is down may come back), unless the error wraps
+	// webhook.ErrPermanent (a rejected key, an unknown model: no retry
+	// helps), which fails the delivery at once.
+	Preflight func(ctx context.Context) error
 
 	mu    sync.Mutex
 	locks map[string]*sync.Mutex
@@ -90,6 +105,17 @@ type Result struct {
 // branch does not verify.
 var ErrTamperedLog = errors.New("session log on the artifact branch does not verify")
 
+// ErrPreflight wraps the error of a failed Preflight: the run was not
+// started and nothing was written to GitHub.
+var ErrPreflight = errors.New("preflight failed: the run was not started")
+
+// Installations records which GitHub App installation serves a
+// repository (see Dispatcher.Installations).
+type Installations interface {
+	RememberInstallation(owner, repo string, id int64)
+	ForgetInstallation(id int64)
+}
+
 // Dispatch handles one trigger. Errors are returned only for failures worth
 // retrying or reporting (GitHub or git unreachable, a store failure); a
 // refused or ignored trigger is a nil error with a Result.
@@ -99,13 +125,39 @@ func (d *Dispatcher) Dispatch(ctx context.Context, t webhook.Trigger) error {
 		d.Result(res)
 	}
 	if err != nil {
-		d.log().Error("dispatch failed", "delivery", t.DeliveryID, "repo", t.Repo, "number", t.Number, "err", err)
+		if !errors.Is(err, ErrPreflight) { // startRun logged it
+			d.log().Error("dispatch failed", "delivery", t.DeliveryID, "repo", t.Repo, "number", t.Number, "session", res.SessionID, "err", err)
+		}
 		if errors.Is(err, ErrTamperedLog) {
 			// No retry makes a tampered log verify.
 			err = fmt.Errorf("%w: %w", webhook.ErrPermanent, err)
 		}
 	}
 	return err
+}
+
+// logOutcome logs how a run ended or paused, at INFO (the default level),
+// so that an operator sees every run's fate without debug logs: the
+// session, repository, issue and pull request, and for a run that did not
+// complete its error class and terminal reason.
+func (d *Dispatcher) logOutcome(repo Repo, l link, res Result, snap replay.Snapshot) {
+	status := res.Status
+	msg := "run " + status
+	switch {
+	case res.Outcome == "cancelled":
+		msg = "run cancelled"
+	case status == "paused":
+		msg = "run paused for approval"
+	}
+	attrs := []any{"session", res.SessionID, "repo", repo.FullName(), "issue", l.Issue, "pr", l.PR, "status", status}
+	if status == "paused" {
+		attrs = append(attrs, "pending", len(snap.PendingApprovals))
+	}
+	if tr := snap.Terminal; tr != nil && status != "completed" && status != "paused" {
+		attrs = append(attrs, "error_class", tr.ErrorClass, "error", tr.Reason)
+	}
+	attrs = append(attrs, "cost_usd", fmt.Sprintf("%.4f", snap.Usage.CostUSD))
+	d.log().Info(msg, attrs...)
 }
 
 func (d *Dispatcher) log() *slog.Logger {
@@ -138,12 +190,14 @@ func (d *Dispatcher) dispatch(ctx context.Context, t webhook.Trigger) (Result, e
 	if t.Kind == webhook.KindInstallation {
 		// The delivery itself is kept in the queue's store; nothing to run.
 		d.log().Info("installation changed", "action", t.Action, "installation", t.InstallationID, "repositories", t.Repositories, "by", t.Author)
+		d.installationChanged(t)
 		return Result{Outcome: "recorded", Reason: "installation " + t.Action}, nil
 	}
 	repo, ok := ParseRepo(t.Repo)
 	if !ok {
 		return Result{Outcome: "ignored", Reason: "no repository"}, nil
 	}
+	d.remember(repo, t.InstallationID)
 	switch t.Kind {
 	case webhook.KindComment, webhook.KindReviewComment:
 		return d.onComment(ctx, repo, t)
@@ -155,6 +209,46 @@ func (d *Dispatcher) dispatch(ctx context.Context, t webhook.Trigger) (Result, e
 		return d.onPRSynchronize(ctx, repo, t)
 	default:
 		return Result{Outcome: "ignored", Reason: "nothing to do for " + string(t.Kind)}, nil
+	}
+}
+
+// remember tells Installations that id serves repo.
+func (d *Dispatcher) remember(repo Repo, id int64) {
+	if d.Installations != nil && id > 0 {
+		d.Installations.RememberInstallation(repo.Owner, repo.Name, id)
+	}
+}
+
+// installationChanged keeps Installations in step with installation
+// events: repositories added to an installation are served by it; a
+// deleted or suspended installation, or one that lost repositories, is
+// forgotten (calls on its repositories look the installation up again).
+func (d *Dispatcher) installationChanged(t webhook.Trigger) {
+	if d.Installations == nil || t.InstallationID <= 0 {
+		return
+	}
+	switch t.Action {
+	case "deleted", "suspend", "removed":
+		d.Installations.ForgetInstallation(t.InstallationID)
+	case "created", "added":
+		for _, full := range t.Repositories {
+			if r, ok := ParseRepo(full); ok {
+				d.remember(r, t.InstallationID)
+			}
+		}
+	}
+}
+
+// adopt reconciles a session's link with the trigger: the trigger's
+// installation wins and is recorded in the link; without one, the link's
+// is remembered (a later trigger without installation.id, or another
+// process).
+func (d *Dispatcher) adopt(repo Repo, t webhook.Trigger, l *link) {
+	switch {
+	case t.InstallationID > 0:
+		l.Installation = t.InstallationID
+	case l.Installation > 0:
+		d.remember(repo, l.Installation)
 	}
 }
 
@@ -185,7 +279,7 @@ func (d *Dispatcher) onComment(ctx context.Context, repo Repo, t webhook.Trigger
 	case command.Status:
 		return d.status(ctx, repo, t)
 	case command.Cancel:
-		return d.cancel(ctx, repo, t.Number, t.IsPR, t.Author, "cancelled with "+d.trigger()+" cancel")
+		return d.cancel(ctx, repo, t, "cancelled with "+d.trigger()+" cancel")
 	}
 	return Result{Outcome: "ignored", Reason: "unknown command " + string(c.Name)}, nil
 }
@@ -277,9 +371,16 @@ type link struct {
 	BaseRef         string   `json:"base_ref"`
 	TrackingComment int64    `json:"tracking_comment,omitempty"`
 	RequestedIDs    []string `json:"requested_ids,omitempty"`
-	Prompt          string   `json:"prompt,omitempty"`
-	Untrusted       bool     `json:"untrusted,omitempty"` // the work started from a fork's code
-	Ready           bool     `json:"ready,omitempty"`
+	// RequestedOn is the head commit the latest approval request (a
+	// review) was made on: an answer binds to it. Empty when the log is
+	// kept on the session branch (the review is on the commit that holds
+	// the log, which cannot name itself): GitHub's record of the review
+	// is asked then.
+	RequestedOn  string `json:"requested_on,omitempty"`
+	Installation int64  `json:"installation,omitempty"` // the GitHub App installation serving Repo
+	Prompt       string `json:"prompt,omitempty"`
+	Untrusted    bool   `json:"untrusted,omitempty"` // the work started from a fork's code
+	Ready        bool   `json:"ready,omitempty"`
 }
 
 const linkKind = "github.session"

@@ -20,19 +20,25 @@ import (
 // startRun begins a session for `/agent <prompt>`. On the bot's own PR it
 // starts a follow-up run of that PR's session instead.
 func (d *Dispatcher) startRun(ctx context.Context, repo Repo, t webhook.Trigger, prompt string) (Result, error) {
+	if d.Preflight != nil {
+		if err := d.Preflight(ctx); err != nil {
+			d.log().Error("run not started: preflight failed", "repo", repo.FullName(), "number", t.Number, "author", t.Author, "delivery", t.DeliveryID, "permanent", errors.Is(err, webhook.ErrPermanent), "err", err)
+			return Result{Outcome: "not_started", Reason: "preflight: " + err.Error()}, fmt.Errorf("%w: %w", ErrPreflight, err)
+		}
+	}
 	if t.IssueState == "closed" {
 		_, err := d.GitHub.CreateComment(ctx, repo, t.Number, fmt.Sprintf("@%s this %s is closed, so I won't start work here. Reopen it, or ask on an open one.", t.Author, kindWord(t.IsPR)))
 		return Result{Outcome: "replied", Reason: "closed"}, err
 	}
 	base := Base{}
-	l := link{Repo: repo.FullName(), Issue: t.Number, Prompt: prompt}
+	l := link{Repo: repo.FullName(), Issue: t.Number, Prompt: prompt, Installation: t.InstallationID}
 	if t.IsPR {
-		pr, err := d.GitHub.PullRequest(ctx, repo, t.Number)
+		pr, err := d.pullRequest(ctx, repo, t)
 		if err != nil {
 			return Result{}, err
 		}
 		if sid, ok := sessionFromBranch(pr.HeadRef); ok && pr.HeadRepo == repo.FullName() {
-			return d.followUp(ctx, repo, t, sid, prompt)
+			return d.followUp(ctx, repo, t, sid, prompt, &pr)
 		}
 		if pr.HeadRepo == repo.FullName() {
 			base = Base{Ref: pr.HeadRef, SHA: pr.HeadSHA}
@@ -45,9 +51,13 @@ func (d *Dispatcher) startRun(ctx context.Context, repo Repo, t webhook.Trigger,
 			l.Untrusted = true
 		}
 	} else {
-		def, err := d.GitHub.DefaultBranch(ctx, repo)
-		if err != nil {
-			return Result{}, err
+		// The payload names the default branch; ask only when it does not.
+		def := t.DefaultBranch
+		if def == "" {
+			var err error
+			if def, err = d.GitHub.DefaultBranch(ctx, repo); err != nil {
+				return Result{}, err
+			}
 		}
 		base = Base{Ref: def}
 		l.BaseRef = def
@@ -83,12 +93,12 @@ func (d *Dispatcher) startRun(ctx context.Context, repo Repo, t webhook.Trigger,
 	if runErr != nil && out.Status == "" {
 		return Result{}, d.failEarly(ctx, repo, l, runErr)
 	}
-	return d.publish(ctx, repo, sid, wt, l, out, "started", replay.Usage{})
+	return d.publish(ctx, repo, sid, wt, l, out, "started", replay.Usage{}, nil)
 }
 
 // followUp starts another run of an existing session (a new request on the
-// bot's own PR).
-func (d *Dispatcher) followUp(ctx context.Context, repo Repo, t webhook.Trigger, sid, prompt string) (Result, error) {
+// bot's own PR, pr).
+func (d *Dispatcher) followUp(ctx context.Context, repo Repo, t webhook.Trigger, sid, prompt string, pr *PullRequest) (Result, error) {
 	unlock := d.lock(sid)
 	defer unlock()
 	evs, err := d.loadSession(ctx, repo, sid)
@@ -96,6 +106,7 @@ func (d *Dispatcher) followUp(ctx context.Context, repo Repo, t webhook.Trigger,
 		return Result{}, err
 	}
 	l, _ := loadLink(evs)
+	d.adopt(repo, t, &l)
 	snap, err := replay.Replay(evs)
 	if err != nil {
 		return Result{}, err
@@ -120,7 +131,7 @@ func (d *Dispatcher) followUp(ctx context.Context, repo Repo, t webhook.Trigger,
 	if runErr != nil && out.Status == "" {
 		return Result{}, runErr
 	}
-	return d.publish(ctx, repo, sid, wt, l, out, "started", snap.Usage)
+	return d.publish(ctx, repo, sid, wt, l, out, "started", snap.Usage, pr)
 }
 
 // failEarly reports a session that could not start on its tracking comment.
@@ -135,63 +146,60 @@ func (d *Dispatcher) failEarly(ctx context.Context, repo Repo, l link, cause err
 }
 
 // publish makes the outcome of a run visible: commit and push the work,
-// open or update the draft PR, request approvals as a review, record the
-// link, commit the log to the artifact branch and edit the tracking
-// comment.
-func (d *Dispatcher) publish(ctx context.Context, repo Repo, sid string, wt Worktree, l link, out run.Outcome, outcome string, before replay.Usage) (Result, error) {
+// open the draft PR (with its description) or mark it ready, request
+// approvals as a review, record the link, commit the log to the artifact
+// branch, and edit the PR description and the tracking comment. known is
+// the session's pull request as the trigger's payload (or an earlier
+// call) showed it, nil when unknown: it spares reading it back.
+func (d *Dispatcher) publish(ctx context.Context, repo Repo, sid string, wt Worktree, l link, out run.Outcome, outcome string, before replay.Usage, known *PullRequest) (Result, error) {
 	res := Result{Outcome: outcome, SessionID: sid, Status: out.Status, Branch: l.Branch}
 	msg := commitMessage(l.Prompt, out)
-	var head string // the session branch's tip after this publish
-	switch out.Status {
-	case "paused":
-		// The draft PR needs a commit; later pauses commit only changes.
-		sha, made, err := wt.Commit(ctx, msg, out.RunID, l.PR == 0)
+	snap, err := d.snapshot(ctx, sid)
+	if err != nil {
+		return res, err
+	}
+	// The draft PR needs a commit; later pauses commit only changes.
+	head, made, err := wt.Commit(ctx, msg, out.RunID, out.Status == "paused" && l.PR == 0)
+	if err != nil {
+		return res, err
+	}
+	if made {
+		if err := wt.Push(ctx); err != nil {
+			return res, err
+		}
+	}
+	created := false
+	if l.PR == 0 && (made || out.Status == "paused") {
+		pr, err := d.GitHub.CreateDraftPR(ctx, repo, l.Branch, l.BaseRef, "agentos: "+oneLine(l.Prompt, 72), renderPRBody(l, snap, d.logRefURL(repo, sid)))
 		if err != nil {
 			return res, err
 		}
-		if made {
-			if err := wt.Push(ctx); err != nil {
-				return res, err
-			}
-		}
-		head = sha
-		if err := d.ensurePR(ctx, repo, &l); err != nil {
-			return res, err
-		}
-		snap, err := d.snapshot(ctx, sid)
-		if err != nil {
-			return res, err
-		}
+		l.PR, l.PRNodeID, l.PRURL = pr.Number, pr.NodeID, pr.URL
+		known, created = &pr, true
+	}
+	if out.Status == "paused" {
 		l.RequestedIDs = l.RequestedIDs[:0]
 		for _, a := range snap.PendingApprovals {
 			l.RequestedIDs = append(l.RequestedIDs, a.ID)
 		}
-	default: // completed, failed, denied: keep the work either way
-		sha, made, err := wt.Commit(ctx, msg, out.RunID, false)
-		if err != nil {
+		l.RequestedOn = ""
+		if d.Git.ArtifactBranch() != "" {
+			l.RequestedOn = head // the review below is made on it
+		}
+	}
+	if out.Status == "completed" && l.PR != 0 && !l.Ready {
+		pr := PullRequest{Number: l.PR, NodeID: l.PRNodeID, Draft: true}
+		if known != nil && known.Number == l.PR {
+			pr = *known
+		} else if pr, err = d.GitHub.PullRequest(ctx, repo, l.PR); err != nil {
 			return res, err
 		}
-		head = sha
-		if made {
-			if err := wt.Push(ctx); err != nil {
-				return res, err
-			}
-			if err := d.ensurePR(ctx, repo, &l); err != nil {
+		if pr.Draft {
+			if err := d.GitHub.MarkReady(ctx, repo, pr); err != nil {
 				return res, err
 			}
 		}
-		if out.Status == "completed" && l.PR != 0 && !l.Ready {
-			pr, err := d.GitHub.PullRequest(ctx, repo, l.PR)
-			if err != nil {
-				return res, err
-			}
-			if pr.Draft {
-				if err := d.GitHub.MarkReady(ctx, repo, pr); err != nil {
-					return res, err
-				}
-			}
-			l.Ready = true
-		}
+		l.Ready = true
 	}
 	res.PR = l.PR
 	if err := d.saveLink(ctx, sid, l); err != nil {
@@ -210,13 +218,22 @@ func (d *Dispatcher) publish(ctx context.Context, repo Repo, sid string, wt Work
 		if _, err := d.GitHub.CreateReview(ctx, repo, l.PR, head, renderApprovalReview(d.trigger(), snap, head)); err != nil {
 			return res, err
 		}
+		if l.RequestedOn == "" {
+			// On the session branch the head is the log's own commit: the
+			// link learns it now (in the store; the next log commit
+			// carries it).
+			l.RequestedOn = head
+			if err := d.saveLink(ctx, sid, l); err != nil {
+				return res, err
+			}
+		}
 	}
 	res.Usage = snap.Usage
 	res.Spent = replay.Usage{InputTokens: snap.Usage.InputTokens - before.InputTokens, OutputTokens: snap.Usage.OutputTokens - before.OutputTokens, CostUSD: snap.Usage.CostUSD - before.CostUSD}
 	logURL := d.logURL(repo, artSHA, sid)
 	res.LogURL = logURL
-	if l.PR != 0 {
-		if err := d.GitHub.EditPRBody(ctx, repo, l.PR, renderPRBody(l, snap, logURL)); err != nil {
+	if l.PR != 0 && !created {
+		if err := d.GitHub.EditPRBody(ctx, repo, l.PR, renderPRBody(l, snap, d.logRefURL(repo, sid))); err != nil {
 			return res, err
 		}
 	}
@@ -225,21 +242,8 @@ func (d *Dispatcher) publish(ctx context.Context, repo Repo, sid string, wt Work
 			return res, err
 		}
 	}
+	d.logOutcome(repo, l, res, snap)
 	return res, nil
-}
-
-// ensurePR opens the session's draft PR if it has none.
-func (d *Dispatcher) ensurePR(ctx context.Context, repo Repo, l *link) error {
-	if l.PR != 0 {
-		return nil
-	}
-	title := "agentos: " + oneLine(l.Prompt, 72)
-	pr, err := d.GitHub.CreateDraftPR(ctx, repo, l.Branch, l.BaseRef, title, fmt.Sprintf("Work in progress for #%d.", l.Issue))
-	if err != nil {
-		return err
-	}
-	l.PR, l.PRNodeID, l.PRURL = pr.Number, pr.NodeID, pr.URL
-	return nil
 }
 
 func (d *Dispatcher) snapshot(ctx context.Context, sid string) (replay.Snapshot, error) {
@@ -269,6 +273,17 @@ func (d *Dispatcher) commitArtifact(ctx context.Context, repo Repo, sid string, 
 	return snap, sha, err
 }
 
+// logRefURL links the session's log on the branch that keeps it (the
+// latest log, whatever commit): the PR description uses it, so that it is
+// written once with the PR and need not change with every log commit.
+func (d *Dispatcher) logRefURL(repo Repo, sid string) string {
+	ref := d.Git.ArtifactBranch()
+	if ref == "" {
+		ref = BranchPrefix + sid
+	}
+	return d.logURL(repo, ref, sid)
+}
+
 func (d *Dispatcher) logURL(repo Repo, commit, sid string) string {
 	server := d.ServerURL
 	if server == "" {
@@ -294,9 +309,10 @@ type answer struct {
 // issue. A session this store has never seen (started by a GitHub Action
 // run on another machine, or by another data directory) is found by its
 // branch on the remote and imported from its artifact log.
-func (d *Dispatcher) sessionFor(ctx context.Context, repo Repo, number int, isPR bool) (string, *PullRequest, error) {
-	if isPR {
-		pr, err := d.GitHub.PullRequest(ctx, repo, number)
+func (d *Dispatcher) sessionFor(ctx context.Context, repo Repo, t webhook.Trigger) (string, *PullRequest, error) {
+	number := t.Number
+	if t.IsPR {
+		pr, err := d.pullRequest(ctx, repo, t)
 		if err != nil {
 			return "", nil, err
 		}
@@ -324,6 +340,24 @@ func (d *Dispatcher) sessionFor(ctx context.Context, repo Repo, number int, isPR
 	}
 	sid, err := d.remoteSessionFor(ctx, repo, number)
 	return sid, nil, err
+}
+
+// pullRequest is the trigger's pull request: as its payload describes it
+// (reviews, line comments and pull_request events carry it), or read from
+// GitHub (a comment on a pull request carries only its number).
+func (d *Dispatcher) pullRequest(ctx context.Context, repo Repo, t webhook.Trigger) (PullRequest, error) {
+	if pr, ok := prFromTrigger(t); ok {
+		return pr, nil
+	}
+	return d.GitHub.PullRequest(ctx, repo, t.Number)
+}
+
+func prFromTrigger(t webhook.Trigger) (PullRequest, bool) {
+	if !t.IsPR || t.HeadRef == "" || t.HeadSHA == "" {
+		return PullRequest{}, false
+	}
+	return PullRequest{Number: t.Number, NodeID: t.PRNodeID, URL: t.PRURL, HeadRef: t.HeadRef, HeadSHA: t.HeadSHA,
+		HeadRepo: t.HeadRepo, BaseRef: t.BaseRef, State: t.IssueState, Draft: t.Draft}, true
 }
 
 // remoteSessionFor finds the latest session of issue number among the
@@ -364,7 +398,7 @@ func (d *Dispatcher) remoteSessionFor(ctx context.Context, repo Repo, number int
 }
 
 func (d *Dispatcher) answer(ctx context.Context, repo Repo, t webhook.Trigger, a answer) (Result, error) {
-	sid, pr, err := d.sessionFor(ctx, repo, t.Number, t.IsPR)
+	sid, pr, err := d.sessionFor(ctx, repo, t)
 	if err != nil {
 		return Result{}, err
 	}
@@ -379,6 +413,7 @@ func (d *Dispatcher) answer(ctx context.Context, repo Repo, t webhook.Trigger, a
 		return Result{SessionID: sid}, err
 	}
 	l, _ := loadLink(evs)
+	d.adopt(repo, t, &l)
 	snap, err := replay.Replay(evs)
 	if err != nil {
 		return Result{SessionID: sid}, err
@@ -399,13 +434,9 @@ func (d *Dispatcher) answer(ctx context.Context, repo Repo, t webhook.Trigger, a
 		return Result{Outcome: "replied", Reason: "closed", SessionID: sid}, err
 	}
 	head := pendingRevision(snap)
-	requestedOn := ""
-	if pr != nil {
-		// The approvals bind to the head the request was made on, which
-		// GitHub keeps as the request review's commit.
-		if requestedOn, err = d.GitHub.ReviewCommit(ctx, repo, pr.Number, d.BotLogin, tracking.ReviewMarker(sid)); err != nil {
-			return Result{SessionID: sid}, err
-		}
+	requestedOn, err := d.requestedOn(ctx, repo, pr, l, sid)
+	if err != nil {
+		return Result{SessionID: sid}, err
 	}
 	if pr != nil && requestedOn != "" && pr.HeadSHA != requestedOn {
 		// Someone pushed after the request: the approvals no longer
@@ -437,11 +468,26 @@ func (d *Dispatcher) answer(ctx context.Context, repo Repo, t webhook.Trigger, a
 			return Result{Outcome: "answered", SessionID: sid, Status: "paused", PR: l.PR}, err
 		}
 	}
-	return d.resume(ctx, repo, sid, l, head, snap.Usage)
+	return d.resume(ctx, repo, sid, l, head, snap.Usage, pr)
 }
 
-// resume reopens the session's worktree and continues its run.
-func (d *Dispatcher) resume(ctx context.Context, repo Repo, sid string, l link, head string, before replay.Usage) (Result, error) {
+// requestedOn is the head the session's latest approval request was made
+// on: the link records it; a link without it (the log on the session
+// branch, or written before it did) is completed from GitHub's record,
+// the request review's commit.
+func (d *Dispatcher) requestedOn(ctx context.Context, repo Repo, pr *PullRequest, l link, sid string) (string, error) {
+	if pr == nil {
+		return "", nil
+	}
+	if l.RequestedOn != "" {
+		return l.RequestedOn, nil
+	}
+	return d.GitHub.ReviewCommit(ctx, repo, pr.Number, d.BotLogin, tracking.ReviewMarker(sid))
+}
+
+// resume reopens the session's worktree and continues its run; pr is the
+// session's pull request when known.
+func (d *Dispatcher) resume(ctx context.Context, repo Repo, sid string, l link, head string, before replay.Usage, pr *PullRequest) (Result, error) {
 	wt, err := d.Git.Reopen(ctx, repo, l.Branch, head)
 	if err != nil {
 		return Result{SessionID: sid}, err
@@ -456,7 +502,7 @@ func (d *Dispatcher) resume(ctx context.Context, repo Repo, sid string, l link, 
 	if runErr != nil && out.Status == "" {
 		return Result{SessionID: sid}, runErr
 	}
-	return d.publish(ctx, repo, sid, wt, l, out, "answered", before)
+	return d.publish(ctx, repo, sid, wt, l, out, "answered", before, pr)
 }
 
 // pendingRevision is the commit the pending approvals were computed
@@ -512,7 +558,7 @@ func (d *Dispatcher) onReview(ctx context.Context, repo Repo, t webhook.Trigger)
 	default:
 		return Result{Outcome: "ignored", Reason: "review " + t.ReviewState}, nil
 	}
-	sid, _, err := d.sessionFor(ctx, repo, t.Number, true)
+	sid, _, err := d.sessionFor(ctx, repo, t)
 	if err != nil || sid == "" {
 		return Result{Outcome: "ignored", Reason: "not a session pull request"}, err
 	}
@@ -545,15 +591,16 @@ func (d *Dispatcher) onReview(ctx context.Context, repo Repo, t webhook.Trigger)
 }
 
 func (d *Dispatcher) onPRClosed(ctx context.Context, repo Repo, t webhook.Trigger) (Result, error) {
-	sid, _, err := d.sessionFor(ctx, repo, t.Number, true)
+	sid, _, err := d.sessionFor(ctx, repo, t)
 	if err != nil || sid == "" {
 		return Result{Outcome: "ignored", Reason: "not a session pull request"}, err
 	}
-	return d.cancel(ctx, repo, t.Number, true, orWord(t.Author, "github"), "the pull request was closed")
+	t.Author = orWord(t.Author, "github")
+	return d.cancel(ctx, repo, t, "the pull request was closed")
 }
 
 func (d *Dispatcher) onPRSynchronize(ctx context.Context, repo Repo, t webhook.Trigger) (Result, error) {
-	sid, pr, err := d.sessionFor(ctx, repo, t.Number, true)
+	sid, pr, err := d.sessionFor(ctx, repo, t)
 	if err != nil || sid == "" {
 		return Result{Outcome: "ignored", Reason: "not a session pull request"}, err
 	}
@@ -563,6 +610,8 @@ func (d *Dispatcher) onPRSynchronize(ctx context.Context, repo Repo, t webhook.T
 		unlock()
 		return Result{SessionID: sid}, err
 	}
+	l, _ := loadLink(evs)
+	d.adopt(repo, t, &l)
 	snap, err := replay.Replay(evs)
 	unlock()
 	if err != nil {
@@ -571,7 +620,7 @@ func (d *Dispatcher) onPRSynchronize(ctx context.Context, repo Repo, t webhook.T
 	if snap.RunStatus != "paused" || pr == nil {
 		return Result{Outcome: "ignored", Reason: "no approval to invalidate", SessionID: sid}, nil
 	}
-	requestedOn, err := d.GitHub.ReviewCommit(ctx, repo, pr.Number, d.BotLogin, tracking.ReviewMarker(sid))
+	requestedOn, err := d.requestedOn(ctx, repo, pr, l, sid)
 	if err != nil {
 		return Result{SessionID: sid}, err
 	}
@@ -582,8 +631,11 @@ func (d *Dispatcher) onPRSynchronize(ctx context.Context, repo Repo, t webhook.T
 	return d.answer(ctx, repo, t, answer{decision: "approve", all: true})
 }
 
-func (d *Dispatcher) cancel(ctx context.Context, repo Repo, number int, isPR bool, by, reason string) (Result, error) {
-	sid, _, err := d.sessionFor(ctx, repo, number, isPR)
+// cancel ends the paused session of the trigger's issue or pull request,
+// on behalf of the trigger's author.
+func (d *Dispatcher) cancel(ctx context.Context, repo Repo, t webhook.Trigger, reason string) (Result, error) {
+	by := t.Author
+	sid, _, err := d.sessionFor(ctx, repo, t)
 	if err != nil {
 		return Result{}, err
 	}
@@ -597,6 +649,7 @@ func (d *Dispatcher) cancel(ctx context.Context, repo Repo, number int, isPR boo
 		return Result{SessionID: sid}, err
 	}
 	l, _ := loadLink(evs)
+	d.adopt(repo, t, &l)
 	out, err := d.Runs.Cancel(ctx, sid, by, reason)
 	if errors.Is(err, run.ErrNotPaused) {
 		return Result{Outcome: "ignored", Reason: "nothing to cancel", SessionID: sid}, nil
@@ -616,11 +669,13 @@ func (d *Dispatcher) cancel(ctx context.Context, repo Repo, number int, isPR boo
 			return Result{SessionID: sid}, err
 		}
 	}
-	return Result{Outcome: "cancelled", SessionID: sid, Status: out.Status, PR: l.PR, Usage: snap.Usage}, nil
+	res := Result{Outcome: "cancelled", SessionID: sid, Status: out.Status, PR: l.PR, Usage: snap.Usage}
+	d.logOutcome(repo, l, res, snap)
+	return res, nil
 }
 
 func (d *Dispatcher) status(ctx context.Context, repo Repo, t webhook.Trigger) (Result, error) {
-	sid, _, err := d.sessionFor(ctx, repo, t.Number, t.IsPR)
+	sid, _, err := d.sessionFor(ctx, repo, t)
 	if err != nil {
 		return Result{}, err
 	}

@@ -10,29 +10,16 @@ import (
 )
 
 // API adapts the bot's GitHub client to the GitHub port. With a GitHub App
-// it picks the repository's installation for every call.
+// the client acts on each repository through its installation (see
+// github.Client); the dispatcher tells it the installation of every
+// trigger (Dispatcher.Installations), so no call looks it up.
 type API struct {
 	Client *github.Client
 }
 
-func (a API) client(ctx context.Context, repo Repo) (*github.Client, error) {
-	if !a.Client.IsApp() {
-		return a.Client, nil
-	}
-	id, err := a.Client.InstallationID(ctx, repo.Owner, repo.Name)
-	if err != nil {
-		return nil, err
-	}
-	return a.Client.ForInstallation(id)
-}
-
 // DefaultBranch implements GitHub.
 func (a API) DefaultBranch(ctx context.Context, repo Repo) (string, error) {
-	c, err := a.client(ctx, repo)
-	if err != nil {
-		return "", err
-	}
-	return c.DefaultBranch(ctx, repo.Owner, repo.Name)
+	return a.Client.DefaultBranch(ctx, repo.Owner, repo.Name)
 }
 
 func prFrom(p *gh.PullRequest) PullRequest {
@@ -45,11 +32,7 @@ func prFrom(p *gh.PullRequest) PullRequest {
 
 // PullRequest implements GitHub.
 func (a API) PullRequest(ctx context.Context, repo Repo, number int) (PullRequest, error) {
-	c, err := a.client(ctx, repo)
-	if err != nil {
-		return PullRequest{}, err
-	}
-	p, err := c.GetPullRequest(ctx, repo.Owner, repo.Name, number)
+	p, err := a.Client.GetPullRequest(ctx, repo.Owner, repo.Name, number)
 	if err != nil {
 		return PullRequest{}, err
 	}
@@ -58,11 +41,7 @@ func (a API) PullRequest(ctx context.Context, repo Repo, number int) (PullReques
 
 // CreateComment implements GitHub.
 func (a API) CreateComment(ctx context.Context, repo Repo, number int, body string) (int64, error) {
-	c, err := a.client(ctx, repo)
-	if err != nil {
-		return 0, err
-	}
-	cm, err := c.CreateComment(ctx, repo.Owner, repo.Name, number, tracking.Fit(body))
+	cm, err := a.Client.CreateComment(ctx, repo.Owner, repo.Name, number, tracking.Fit(body))
 	if err != nil {
 		return 0, err
 	}
@@ -71,21 +50,13 @@ func (a API) CreateComment(ctx context.Context, repo Repo, number int, body stri
 
 // EditComment implements GitHub.
 func (a API) EditComment(ctx context.Context, repo Repo, id int64, body string) error {
-	c, err := a.client(ctx, repo)
-	if err != nil {
-		return err
-	}
-	_, err = c.EditComment(ctx, repo.Owner, repo.Name, id, tracking.Fit(body))
+	_, err := a.Client.EditComment(ctx, repo.Owner, repo.Name, id, tracking.Fit(body))
 	return err
 }
 
 // CreateDraftPR implements GitHub.
 func (a API) CreateDraftPR(ctx context.Context, repo Repo, head, base, title, body string) (PullRequest, error) {
-	c, err := a.client(ctx, repo)
-	if err != nil {
-		return PullRequest{}, err
-	}
-	p, err := c.CreateDraftPR(ctx, repo.Owner, repo.Name, github.NewPR{Title: title, Head: head, Base: base, Body: tracking.Fit(body)})
+	p, err := a.Client.CreateDraftPR(ctx, repo.Owner, repo.Name, github.NewPR{Title: title, Head: head, Base: base, Body: tracking.Fit(body)})
 	if err != nil {
 		return PullRequest{}, err
 	}
@@ -94,32 +65,20 @@ func (a API) CreateDraftPR(ctx context.Context, repo Repo, head, base, title, bo
 
 // EditPRBody implements GitHub.
 func (a API) EditPRBody(ctx context.Context, repo Repo, number int, body string) error {
-	c, err := a.client(ctx, repo)
-	if err != nil {
-		return err
-	}
-	return c.EditPullRequestBody(ctx, repo.Owner, repo.Name, number, tracking.Fit(body))
+	return a.Client.EditPullRequestBody(ctx, repo.Owner, repo.Name, number, tracking.Fit(body))
 }
 
 // MarkReady implements GitHub.
 func (a API) MarkReady(ctx context.Context, repo Repo, pr PullRequest) error {
-	c, err := a.client(ctx, repo)
-	if err != nil {
-		return err
-	}
 	if pr.NodeID != "" {
-		return c.MarkReadyForReviewNode(ctx, pr.NodeID)
+		return a.Client.MarkReadyForReviewNode(ctx, repo.Owner, repo.Name, pr.NodeID)
 	}
-	return c.MarkReadyForReview(ctx, repo.Owner, repo.Name, pr.Number)
+	return a.Client.MarkReadyForReview(ctx, repo.Owner, repo.Name, pr.Number)
 }
 
 // CreateReview implements GitHub.
 func (a API) CreateReview(ctx context.Context, repo Repo, number int, commitSHA, body string) (int64, error) {
-	c, err := a.client(ctx, repo)
-	if err != nil {
-		return 0, err
-	}
-	r, err := c.CreateReview(ctx, repo.Owner, repo.Name, number, tracking.Fit(body), commitSHA)
+	r, err := a.Client.CreateReview(ctx, repo.Owner, repo.Name, number, tracking.Fit(body), commitSHA)
 	if err != nil {
 		return 0, err
 	}
@@ -128,11 +87,7 @@ func (a API) CreateReview(ctx context.Context, repo Repo, number int, commitSHA,
 
 // ReviewCommit implements GitHub.
 func (a API) ReviewCommit(ctx context.Context, repo Repo, number int, author, marker string) (string, error) {
-	c, err := a.client(ctx, repo)
-	if err != nil {
-		return "", err
-	}
-	rs, err := c.ListReviews(ctx, repo.Owner, repo.Name, number)
+	rs, err := a.Client.ListReviews(ctx, repo.Owner, repo.Name, number)
 	if err != nil {
 		return "", err
 	}

@@ -67,24 +67,34 @@ func NewGitHubBot(cfg config.Config, st store.Store, engines Engines, log *slog.
 	if err != nil {
 		return nil, err
 	}
+	// Git uses the same credential as the API: the token, or the
+	// repository's installation token (cached until shortly before it
+	// expires, shared with the API calls).
 	token := func(ctx context.Context, r worktree.Repo) (string, error) {
-		c := client
-		if client.IsApp() {
-			id, err := client.InstallationID(ctx, r.Owner, r.Name)
-			if err != nil {
-				return "", err
-			}
-			if c, err = client.ForInstallation(id); err != nil {
-				return "", err
-			}
-		}
-		return c.GitToken(ctx)
+		return client.GitTokenFor(ctx, r.Owner, r.Name)
 	}
-	wm, err := worktree.New(worktree.Config{CacheDir: filepath.Join(cfg.DataDir, "git"), BaseURL: gitURL, Token: token, ArtifactBranch: cfg.ArtifactBranch, Log: log})
+	d := &Dispatcher{}
+	wcfg := worktree.Config{CacheDir: filepath.Join(cfg.DataDir, "git"), BaseURL: gitURL, Token: token, ArtifactBranch: cfg.ArtifactBranch, Log: log}
+	if cfg.CommitAuthor != "" {
+		name, email, err := config.ParseAuthor(cfg.CommitAuthor)
+		if err != nil {
+			return nil, fmt.Errorf("commit_author: %w", err)
+		}
+		wcfg.Author = worktree.Identity{Name: name, Email: email}
+	} else {
+		// The bot's own account: the token's user (GET /user, already
+		// asked for the login), or the app's <slug>[bot], with GitHub's
+		// noreply address so that GitHub links the commits to it.
+		wcfg.AuthorFor = func(ctx context.Context, r worktree.Repo) (worktree.Identity, error) {
+			id, err := client.CommitIdentity(ctx, r.Owner, r.Name, d.BotLogin)
+			return worktree.Identity{Name: id.Name, Email: id.Email}, err
+		}
+	}
+	wm, err := worktree.New(wcfg)
 	if err != nil {
 		return nil, err
 	}
-	d := &Dispatcher{
+	*d = Dispatcher{
 		Trigger:   cfg.TriggerWord,
 		BotLogin:  cfg.BotLogin,
 		GitHub:    API{Client: client},
@@ -93,6 +103,9 @@ func NewGitHubBot(cfg config.Config, st store.Store, engines Engines, log *slog.
 		Engines:   engines,
 		Log:       log,
 		ServerURL: gitURL,
+	}
+	if client.IsApp() {
+		d.Installations = client
 	}
 	return &GitHubBot{Client: client, Dispatcher: d, cfg: cfg, log: log}, nil
 }
@@ -118,6 +131,9 @@ func (b *GitHubBot) Login(ctx context.Context) (string, error) {
 		}
 	}
 	b.Dispatcher.BotLogin = login
+	// The permission check runs on each repository's installation in App
+	// mode (the app's JWT cannot read collaborators), as every
+	// repository-scoped call of the client does.
 	b.Dispatcher.Auth = auth.New(b.Client, auth.Policy{AllowedUsers: cfg.AllowedUsers, AllowedBots: cfg.AllowedBots, BotLogin: login})
 	return login, nil
 }

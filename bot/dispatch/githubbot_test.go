@@ -2,9 +2,11 @@ package dispatch
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/agentos/agentos/bot/config"
@@ -109,4 +111,44 @@ func TestGitHubBotFromServerConfig(t *testing.T) {
 	}
 	gittest.Git(t, bare, "rev-parse", "--verify", res.Branch)
 	gittest.Git(t, bare, "rev-parse", "--verify", "agent-sessions")
+}
+
+type installationLog struct{ calls []string }
+
+func (l *installationLog) RememberInstallation(owner, repo string, id int64) {
+	l.calls = append(l.calls, fmt.Sprintf("remember %s/%s %d", owner, repo, id))
+}
+
+func (l *installationLog) ForgetInstallation(id int64) {
+	l.calls = append(l.calls, fmt.Sprintf("forget %d", id))
+}
+
+// The dispatcher tells Installations what the payloads say: the
+// installation of every trigger's repository, and installation events.
+func TestInstallationsFollowThePayloads(t *testing.T) {
+	tests := []struct {
+		name string
+		t    webhook.Trigger
+		want string
+	}{
+		{"comment with installation", webhook.Trigger{Kind: webhook.KindComment, Repo: "octo/app", InstallationID: 7, Body: "hello"}, "remember octo/app 7"},
+		{"comment without installation", webhook.Trigger{Kind: webhook.KindComment, Repo: "octo/app", Body: "hello"}, ""},
+		{"installation created", webhook.Trigger{Kind: webhook.KindInstallation, Action: "created", InstallationID: 8, Repositories: []string{"a/b", "c/d"}}, "remember a/b 8; remember c/d 8"},
+		{"repositories added", webhook.Trigger{Kind: webhook.KindInstallation, Action: "added", InstallationID: 8, Repositories: []string{"a/b"}}, "remember a/b 8"},
+		{"repositories removed", webhook.Trigger{Kind: webhook.KindInstallation, Action: "removed", InstallationID: 8, Repositories: []string{"a/b"}}, "forget 8"},
+		{"installation deleted", webhook.Trigger{Kind: webhook.KindInstallation, Action: "deleted", InstallationID: 8}, "forget 8"},
+		{"installation suspended", webhook.Trigger{Kind: webhook.KindInstallation, Action: "suspend", InstallationID: 8}, "forget 8"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			log := &installationLog{}
+			d := &Dispatcher{Installations: log, Log: slog.New(slog.DiscardHandler)}
+			if err := d.Dispatch(context.Background(), tt.t); err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.Join(log.calls, "; "); got != tt.want {
+				t.Errorf("Installations got %q, want %q", got, tt.want)
+			}
+		})
+	}
 }

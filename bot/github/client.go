@@ -65,8 +65,13 @@ func (c Config) Validate() error {
 }
 
 // Client calls GitHub. In App mode the root client speaks for the app
-// (BotLogin, InstallationID); ForInstallation returns a client that acts on
-// repositories. In token mode the root client does both.
+// with its JWT (BotLogin, InstallationID) and hands every
+// repository-scoped call to the repository's installation: the
+// installation is the one RememberInstallation recorded (webhook payloads
+// carry it), or else looked up once (GET /repos/{owner}/{repo}/installation)
+// and cached; each installation has one client whose token is minted once
+// and reused until shortly before it expires. In token mode one client
+// does everything.
 type Client struct {
 	gh      *gh.Client
 	graphQL string // GraphQL endpoint URL
@@ -83,7 +88,21 @@ type root struct {
 	retryRT  http.RoundTripper
 	mu       sync.Mutex
 	installs map[int64]*Client
-	login    string // cached bot login
+	login    string   // cached bot login
+	self     *gh.User // GET /user's answer (token mode), for the commit identity
+	// byRepo maps lower(owner/repo) to its installation id; lookups holds
+	// the look-ups in flight, so concurrent callers share one request.
+	byRepo  map[string]int64
+	lookups map[string]*lookup
+	// people caches GET /users/{login} answers (commit identities).
+	people map[string]*gh.User
+}
+
+// lookup is one installation look-up in flight.
+type lookup struct {
+	done chan struct{}
+	id   int64
+	err  error
 }
 
 // New builds a client from cfg.
@@ -95,7 +114,8 @@ func New(cfg Config) (*Client, error) {
 	if next == nil {
 		next = http.DefaultTransport
 	}
-	r := &root{cfg: cfg, retryRT: &retryTransport{next: next, p: cfg.Retry.withDefaults()}, installs: map[int64]*Client{}}
+	r := &root{cfg: cfg, retryRT: &retryTransport{next: next, p: cfg.Retry.withDefaults()}, installs: map[int64]*Client{},
+		byRepo: map[string]int64{}, lookups: map[string]*lookup{}, people: map[string]*gh.User{}}
 	if cfg.AppID != 0 {
 		atr, err := ghinstallation.NewAppsTransport(r.retryRT, cfg.AppID, cfg.PrivateKey)
 		if err != nil {
@@ -120,16 +140,33 @@ func New(cfg Config) (*Client, error) {
 	return &Client{gh: c, graphQL: graphQLURL(c.BaseURL), root: r}, nil
 }
 
+// newGH builds a go-github client on rt for the configured API URL:
+// api.github.com, or a GitHub Enterprise Server given as https://HOST or
+// https://HOST/api/v3[/] (go-github adds /api/v3/ only when it is missing;
+// uploads go to HOST/api/uploads/).
 func (r *root) newGH(rt http.RoundTripper) (*gh.Client, error) {
 	c := gh.NewClient(&http.Client{Transport: rt})
 	if r.cfg.BaseURL == "" || strings.TrimSuffix(r.cfg.BaseURL, "/")+"/" == DefaultBaseURL {
 		return c, nil
 	}
-	c, err := c.WithEnterpriseURLs(r.cfg.BaseURL, r.cfg.BaseURL)
+	c, err := c.WithEnterpriseURLs(r.cfg.BaseURL, uploadURL(r.cfg.BaseURL))
 	if err != nil {
 		return nil, fmt.Errorf("github: base URL: %w", err)
 	}
 	return c, nil
+}
+
+// uploadURL is Enterprise Server's upload root for an API URL.
+func uploadURL(api string) string {
+	u, err := url.Parse(api)
+	if err != nil {
+		return api
+	}
+	p := strings.TrimSuffix(u.Path, "/")
+	if strings.HasSuffix(p, "/api/v3") {
+		u.Path = strings.TrimSuffix(p, "/api/v3") + "/api/uploads/"
+	}
+	return u.String()
 }
 
 // graphQLURL derives the GraphQL endpoint: api.github.com/graphql, or
@@ -148,8 +185,9 @@ func graphQLURL(base *url.URL) string {
 func (c *Client) IsApp() bool { return c.root.apps != nil }
 
 // ForInstallation returns a client acting as installation id of the app,
-// cached per id (its token is refreshed before it expires). In token mode
-// it returns c.
+// cached per id: one ghinstallation transport per installation, whose
+// token is minted on first use and refreshed a minute before it expires.
+// In token mode it returns c.
 func (c *Client) ForInstallation(id int64) (*Client, error) {
 	r := c.root
 	if r.apps == nil {
@@ -174,7 +212,89 @@ func (c *Client) ForInstallation(id int64) (*Client, error) {
 	return ic, nil
 }
 
-// InstallationID finds the app's installation on owner/repo (App mode).
+func repoKey(owner, repo string) string { return strings.ToLower(owner + "/" + repo) }
+
+// RememberInstallation records that the app's installation id serves
+// owner/repo (every webhook of an installed app carries it), so that no
+// look-up is needed. A later id for the same repository replaces it (the
+// app was reinstalled). It does nothing in token mode or for id <= 0.
+func (c *Client) RememberInstallation(owner, repo string, id int64) {
+	r := c.root
+	if r.apps == nil || id <= 0 {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.byRepo[repoKey(owner, repo)] = id
+}
+
+// ForgetInstallation drops what is known of installation id (it was
+// deleted, or lost repositories): the next call on those repositories
+// looks their installation up again.
+func (c *Client) ForgetInstallation(id int64) {
+	r := c.root
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for k, v := range r.byRepo {
+		if v == id {
+			delete(r.byRepo, k)
+		}
+	}
+}
+
+// ForRepo returns the client that acts on owner/repo: c itself in token
+// mode or on an installation client; in App mode the repository's
+// installation client (see Client).
+func (c *Client) ForRepo(ctx context.Context, owner, repo string) (*Client, error) {
+	if c.root.apps == nil || c.inst != nil {
+		return c, nil
+	}
+	id, err := c.installationOf(ctx, owner, repo)
+	if err != nil {
+		return nil, err
+	}
+	return c.ForInstallation(id)
+}
+
+// installationOf returns owner/repo's installation: remembered, cached,
+// or looked up once (concurrent callers wait for the same look-up).
+func (c *Client) installationOf(ctx context.Context, owner, repo string) (int64, error) {
+	r := c.root
+	k := repoKey(owner, repo)
+	r.mu.Lock()
+	if id, ok := r.byRepo[k]; ok {
+		r.mu.Unlock()
+		return id, nil
+	}
+	if l, ok := r.lookups[k]; ok {
+		r.mu.Unlock()
+		select {
+		case <-l.done:
+			return l.id, l.err
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		}
+	}
+	l := &lookup{done: make(chan struct{})}
+	r.lookups[k] = l
+	r.mu.Unlock()
+	l.id, l.err = c.InstallationID(ctx, owner, repo)
+	r.mu.Lock()
+	delete(r.lookups, k)
+	if l.err == nil {
+		if _, ok := r.byRepo[k]; !ok { // a remembered id wins over the look-up
+			r.byRepo[k] = l.id
+		}
+		l.id = r.byRepo[k]
+	}
+	r.mu.Unlock()
+	close(l.done)
+	return l.id, l.err
+}
+
+// InstallationID finds the app's installation on owner/repo (App mode),
+// asking GitHub (GET /repos/{owner}/{repo}/installation, with the app's
+// JWT). ForRepo caches its answer; call this only to ask again.
 func (c *Client) InstallationID(ctx context.Context, owner, repo string) (int64, error) {
 	if c.root.appGH == nil {
 		return 0, invalid("InstallationID", "not a GitHub App client")
@@ -197,6 +317,7 @@ func (c *Client) BotLogin(ctx context.Context) (string, error) {
 	if login != "" {
 		return login, nil
 	}
+	var self *gh.User
 	if r.appGH != nil {
 		app, _, err := r.appGH.Apps.Get(ctx, "")
 		if err != nil {
@@ -211,31 +332,111 @@ func (c *Client) BotLogin(ctx context.Context) (string, error) {
 		if err != nil {
 			return "", wrap("BotLogin", err)
 		}
-		login = u.GetLogin()
+		login, self = u.GetLogin(), u
 	}
 	r.mu.Lock()
-	r.login = login
+	r.login, r.self = login, self
 	r.mu.Unlock()
 	return login, nil
 }
 
+// Identity is a commit author.
+type Identity struct {
+	Name, Email string
+}
+
+// String is "Name <email>".
+func (i Identity) String() string { return i.Name + " <" + i.Email + ">" }
+
+// NoReplyEmail is GitHub's private address of an account,
+// <id>+<login>@users.noreply.github.com on github.com (the host's domain
+// on Enterprise Server is the operator's to configure): GitHub attributes
+// commits with it to the account.
+func NoReplyEmail(id int64, login string) string {
+	return fmt.Sprintf("%d+%s@users.noreply.github.com", id, login)
+}
+
+// CommitIdentity returns the identity of account login (the bot's login)
+// for commits on owner/repo: its display name (or login) and its noreply
+// address. In token mode, the answer of GET /user that BotLogin already
+// made serves when it is that account; otherwise (a configured login
+// such as github-actions[bot], or an app's <slug>[bot]) it asks GET
+// /users/{login}, through the repository's installation in App mode (an
+// app's JWT cannot read users). Answers are cached for the process.
+func (c *Client) CommitIdentity(ctx context.Context, owner, repo, login string) (Identity, error) {
+	const op = "CommitIdentity"
+	if login == "" {
+		return Identity{}, invalid(op, "empty login")
+	}
+	r := c.root
+	k := strings.ToLower(login)
+	r.mu.Lock()
+	u := r.people[k]
+	if u == nil && r.self != nil && strings.EqualFold(r.self.GetLogin(), login) {
+		u = r.self
+	}
+	r.mu.Unlock()
+	if u == nil {
+		rc, err := c.ForRepo(ctx, owner, repo)
+		if err != nil {
+			return Identity{}, err
+		}
+		got, _, err := rc.gh.Users.Get(ctx, login)
+		if err != nil {
+			return Identity{}, wrap(op, err)
+		}
+		if got.GetID() <= 0 || !strings.EqualFold(got.GetLogin(), login) {
+			return Identity{}, &APIError{Op: op, Message: "GET /users/" + login + " answered for another account", Err: errors.New("unexpected account")}
+		}
+		u = got
+		r.mu.Lock()
+		r.people[k] = u
+		r.mu.Unlock()
+	}
+	name := u.GetName()
+	if name == "" || u.GetType() == "Bot" {
+		name = u.GetLogin()
+	}
+	return Identity{Name: name, Email: NoReplyEmail(u.GetID(), u.GetLogin())}, nil
+}
+
 // GitHub returns the underlying go-github client for calls this package
-// does not wrap.
+// does not wrap. On an App's root client it speaks with the app's JWT.
 func (c *Client) GitHub() *gh.Client { return c.gh }
 
 // GitToken is the token for git over HTTPS (user x-access-token): the plain
 // token, or this installation's current access token (refreshed by
-// ghinstallation before it expires). The app-level client has none.
+// ghinstallation before it expires). The app-level client has none: use
+// GitTokenFor.
 func (c *Client) GitToken(ctx context.Context) (string, error) {
 	if c.root.apps == nil {
 		return c.root.cfg.Token, nil
 	}
 	if c.inst == nil {
-		return "", invalid("GitToken", "the app client has no git token: use ForInstallation")
+		return "", invalid("GitToken", "the app client has no git token: use GitTokenFor or ForInstallation")
 	}
 	tok, err := c.inst.Token(ctx)
 	if err != nil {
 		return "", wrap("GitToken", err)
 	}
 	return tok, nil
+}
+
+// GitTokenFor is the git token for owner/repo: the plain token, or the
+// token of the repository's installation (see ForRepo).
+func (c *Client) GitTokenFor(ctx context.Context, owner, repo string) (string, error) {
+	rc, err := c.ForRepo(ctx, owner, repo)
+	if err != nil {
+		return "", err
+	}
+	return rc.GitToken(ctx)
+}
+
+// on returns the go-github client for a call on owner/repo.
+func (c *Client) on(ctx context.Context, owner, repo string) (*gh.Client, error) {
+	rc, err := c.ForRepo(ctx, owner, repo)
+	if err != nil {
+		return nil, err
+	}
+	return rc.gh, nil
 }

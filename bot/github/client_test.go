@@ -157,7 +157,7 @@ func TestPullRequestFlow(t *testing.T) {
 	if st, _ := f.PR("octo/app", n); st.Body != "closes #1\n\nupdated" {
 		t.Errorf("fake PR body = %q after EditPullRequestBody", st.Body)
 	}
-	if err := c.MarkReadyForReviewNode(ctx, "PR_does_not_exist"); !errors.Is(err, ErrNotFound) {
+	if err := c.MarkReadyForReviewNode(ctx, "octo", "app", "PR_does_not_exist"); !errors.Is(err, ErrNotFound) {
 		t.Errorf("MarkReadyForReviewNode(unknown) = %v, want ErrNotFound", err)
 	}
 	if b, err := c.DefaultBranch(ctx, "octo", "app"); err != nil || b != "main" {

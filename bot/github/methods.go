@@ -30,7 +30,11 @@ func (c *Client) CreateComment(ctx context.Context, owner, repo string, number i
 	if err := checkBody("CreateComment", body); err != nil {
 		return nil, err
 	}
-	cm, _, err := c.gh.Issues.CreateComment(ctx, owner, repo, number, &gh.IssueComment{Body: gh.String(body)})
+	g, err := c.on(ctx, owner, repo)
+	if err != nil {
+		return nil, err
+	}
+	cm, _, err := g.Issues.CreateComment(ctx, owner, repo, number, &gh.IssueComment{Body: gh.String(body)})
 	return cm, wrap("CreateComment", err)
 }
 
@@ -39,23 +43,35 @@ func (c *Client) EditComment(ctx context.Context, owner, repo string, id int64, 
 	if err := checkBody("EditComment", body); err != nil {
 		return nil, err
 	}
-	cm, _, err := c.gh.Issues.EditComment(ctx, owner, repo, id, &gh.IssueComment{Body: gh.String(body)})
+	g, err := c.on(ctx, owner, repo)
+	if err != nil {
+		return nil, err
+	}
+	cm, _, err := g.Issues.EditComment(ctx, owner, repo, id, &gh.IssueComment{Body: gh.String(body)})
 	return cm, wrap("EditComment", err)
 }
 
 // GetComment returns issue (or PR conversation) comment id.
 func (c *Client) GetComment(ctx context.Context, owner, repo string, id int64) (*gh.IssueComment, error) {
-	cm, _, err := c.gh.Issues.GetComment(ctx, owner, repo, id)
+	g, err := c.on(ctx, owner, repo)
+	if err != nil {
+		return nil, err
+	}
+	cm, _, err := g.Issues.GetComment(ctx, owner, repo, id)
 	return cm, wrap("GetComment", err)
 }
 
 // ListComments returns all comments on issue or pull request number,
 // oldest first (every page).
 func (c *Client) ListComments(ctx context.Context, owner, repo string, number int) ([]*gh.IssueComment, error) {
+	g, err := c.on(ctx, owner, repo)
+	if err != nil {
+		return nil, err
+	}
 	opts := &gh.IssueListCommentsOptions{ListOptions: gh.ListOptions{PerPage: 100}}
 	var all []*gh.IssueComment
 	for {
-		page, resp, err := c.gh.Issues.ListComments(ctx, owner, repo, number, opts)
+		page, resp, err := g.Issues.ListComments(ctx, owner, repo, number, opts)
 		if err != nil {
 			return nil, wrap("ListComments", err)
 		}
@@ -69,13 +85,21 @@ func (c *Client) ListComments(ctx context.Context, owner, repo string, number in
 
 // GetIssue returns issue (or pull request) number.
 func (c *Client) GetIssue(ctx context.Context, owner, repo string, number int) (*gh.Issue, error) {
-	is, _, err := c.gh.Issues.Get(ctx, owner, repo, number)
+	g, err := c.on(ctx, owner, repo)
+	if err != nil {
+		return nil, err
+	}
+	is, _, err := g.Issues.Get(ctx, owner, repo, number)
 	return is, wrap("GetIssue", err)
 }
 
 // GetPullRequest returns pull request number.
 func (c *Client) GetPullRequest(ctx context.Context, owner, repo string, number int) (*gh.PullRequest, error) {
-	pr, _, err := c.gh.PullRequests.Get(ctx, owner, repo, number)
+	g, err := c.on(ctx, owner, repo)
+	if err != nil {
+		return nil, err
+	}
+	pr, _, err := g.PullRequests.Get(ctx, owner, repo, number)
 	return pr, wrap("GetPullRequest", err)
 }
 
@@ -94,7 +118,11 @@ func (c *Client) CreateDraftPR(ctx context.Context, owner, repo string, p NewPR)
 	if p.Title == "" || p.Head == "" || p.Base == "" {
 		return nil, invalid("CreateDraftPR", "title, head and base are required")
 	}
-	pr, _, err := c.gh.PullRequests.Create(ctx, owner, repo, &gh.NewPullRequest{
+	g, err := c.on(ctx, owner, repo)
+	if err != nil {
+		return nil, err
+	}
+	pr, _, err := g.PullRequests.Create(ctx, owner, repo, &gh.NewPullRequest{
 		Title: gh.String(p.Title), Body: gh.String(p.Body), Head: gh.String(p.Head), Base: gh.String(p.Base), Draft: gh.Bool(true),
 	})
 	return pr, wrap("CreateDraftPR", err)
@@ -105,13 +133,21 @@ func (c *Client) EditPullRequestBody(ctx context.Context, owner, repo string, nu
 	if err := checkBody("EditPullRequestBody", body); err != nil {
 		return err
 	}
-	_, _, err := c.gh.PullRequests.Edit(ctx, owner, repo, number, &gh.PullRequest{Body: gh.String(body)})
+	g, err := c.on(ctx, owner, repo)
+	if err != nil {
+		return err
+	}
+	_, _, err = g.PullRequests.Edit(ctx, owner, repo, number, &gh.PullRequest{Body: gh.String(body)})
 	return wrap("EditPullRequestBody", err)
 }
 
 // Repository returns owner/repo (default branch, fork parent, visibility).
 func (c *Client) Repository(ctx context.Context, owner, repo string) (*gh.Repository, error) {
-	r, _, err := c.gh.Repositories.Get(ctx, owner, repo)
+	g, err := c.on(ctx, owner, repo)
+	if err != nil {
+		return nil, err
+	}
+	r, _, err := g.Repositories.Get(ctx, owner, repo)
 	return r, wrap("Repository", err)
 }
 
@@ -130,24 +166,35 @@ func (c *Client) DefaultBranch(ctx context.Context, owner, repo string) (string,
 // MarkReadyForReview turns draft pull request number into a ready one. REST
 // cannot do this (PATCH /pulls/{n} ignores "draft"); it is the GraphQL
 // mutation markPullRequestReadyForReview, which needs the PR's node id, so
-// this reads the pull request first. A PR that is not a draft is left as is.
+// this reads the pull request first (MarkReadyForReviewNode skips that
+// read when the caller knows both). A PR that is not a draft is left as
+// is.
 func (c *Client) MarkReadyForReview(ctx context.Context, owner, repo string, number int) error {
-	pr, _, err := c.gh.PullRequests.Get(ctx, owner, repo, number)
+	g, err := c.on(ctx, owner, repo)
+	if err != nil {
+		return err
+	}
+	pr, _, err := g.PullRequests.Get(ctx, owner, repo, number)
 	if err != nil {
 		return wrap("MarkReadyForReview", err)
 	}
 	if !pr.GetDraft() {
 		return nil
 	}
-	return c.MarkReadyForReviewNode(ctx, pr.GetNodeID())
+	return c.MarkReadyForReviewNode(ctx, owner, repo, pr.GetNodeID())
 }
 
 // MarkReadyForReviewNode runs markPullRequestReadyForReview on the pull
-// request with GraphQL node id nodeID.
-func (c *Client) MarkReadyForReviewNode(ctx context.Context, nodeID string) error {
+// request of owner/repo with GraphQL node id nodeID (the repository picks
+// the installation in App mode).
+func (c *Client) MarkReadyForReviewNode(ctx context.Context, owner, repo, nodeID string) error {
 	const op = "MarkReadyForReview"
 	if nodeID == "" {
 		return invalid(op, "pull request node id is empty")
+	}
+	rc, err := c.ForRepo(ctx, owner, repo)
+	if err != nil {
+		return err
 	}
 	q := map[string]any{
 		"query":     "mutation($input: MarkPullRequestReadyForReviewInput!) { markPullRequestReadyForReview(input: $input) { pullRequest { isDraft } } }",
@@ -166,7 +213,7 @@ func (c *Client) MarkReadyForReviewNode(ctx context.Context, nodeID string) erro
 			Message string `json:"message"`
 		} `json:"errors"`
 	}
-	if err := c.graphql(ctx, q, &out); err != nil {
+	if err := rc.graphql(ctx, q, &out); err != nil {
 		return wrap(op, err)
 	}
 	if len(out.Errors) > 0 {
@@ -218,20 +265,28 @@ func (c *Client) CreateReview(ctx context.Context, owner, repo string, number in
 	if strings.TrimSpace(body) == "" {
 		return nil, invalid("CreateReview", "a COMMENT review needs a body")
 	}
+	g, err := c.on(ctx, owner, repo)
+	if err != nil {
+		return nil, err
+	}
 	req := &gh.PullRequestReviewRequest{Body: gh.String(body), Event: gh.String("COMMENT")}
 	if commitID != "" {
 		req.CommitID = gh.String(commitID)
 	}
-	rv, _, err := c.gh.PullRequests.CreateReview(ctx, owner, repo, number, req)
+	rv, _, err := g.PullRequests.CreateReview(ctx, owner, repo, number, req)
 	return rv, wrap("CreateReview", err)
 }
 
 // ListReviews returns all reviews of pull request number (every page).
 func (c *Client) ListReviews(ctx context.Context, owner, repo string, number int) ([]*gh.PullRequestReview, error) {
+	g, err := c.on(ctx, owner, repo)
+	if err != nil {
+		return nil, err
+	}
 	opts := &gh.ListOptions{PerPage: 100}
 	var all []*gh.PullRequestReview
 	for {
-		page, resp, err := c.gh.PullRequests.ListReviews(ctx, owner, repo, number, opts)
+		page, resp, err := g.PullRequests.ListReviews(ctx, owner, repo, number, opts)
 		if err != nil {
 			return nil, wrap("ListReviews", err)
 		}
@@ -252,8 +307,12 @@ func (c *Client) PermissionLevel(ctx context.Context, owner, repo, login string)
 	if login == "" {
 		return "", invalid(op, "empty login")
 	}
+	g, err := c.on(ctx, owner, repo)
+	if err != nil {
+		return "", err
+	}
 	u := fmt.Sprintf("repos/%s/%s/collaborators/%s/permission", pathEscape(owner), pathEscape(repo), pathEscape(login))
-	req, err := c.gh.NewRequest(http.MethodGet, u, nil)
+	req, err := g.NewRequest(http.MethodGet, u, nil)
 	if err != nil {
 		return "", wrap(op, err)
 	}
@@ -261,7 +320,7 @@ func (c *Client) PermissionLevel(ctx context.Context, owner, repo, login string)
 		Permission string `json:"permission"`
 		RoleName   string `json:"role_name"`
 	}
-	if _, err := c.gh.Do(ctx, req, &out); err != nil {
+	if _, err := g.Do(ctx, req, &out); err != nil {
 		return "", wrap(op, err)
 	}
 	switch out.RoleName {
@@ -286,13 +345,21 @@ func (c *Client) AddReaction(ctx context.Context, owner, repo string, id int64, 
 	default:
 		return invalid("AddReaction", fmt.Sprintf("reaction %q is not one GitHub knows", content))
 	}
-	_, _, err := c.gh.Reactions.CreateIssueCommentReaction(ctx, owner, repo, id, content)
+	g, err := c.on(ctx, owner, repo)
+	if err != nil {
+		return err
+	}
+	_, _, err = g.Reactions.CreateIssueCommentReaction(ctx, owner, repo, id, content)
 	return wrap("AddReaction", err)
 }
 
 // GetRef returns the SHA branch ref ("heads/x" or "refs/heads/x") points at.
 func (c *Client) GetRef(ctx context.Context, owner, repo, ref string) (string, error) {
-	r, _, err := c.gh.Git.GetRef(ctx, owner, repo, ref)
+	g, err := c.on(ctx, owner, repo)
+	if err != nil {
+		return "", err
+	}
+	r, _, err := g.Git.GetRef(ctx, owner, repo, ref)
 	if err != nil {
 		return "", wrap("GetRef", err)
 	}
@@ -301,13 +368,21 @@ func (c *Client) GetRef(ctx context.Context, owner, repo, ref string) (string, e
 
 // CreateRef creates ref ("refs/heads/x") at sha.
 func (c *Client) CreateRef(ctx context.Context, owner, repo, ref, sha string) error {
-	_, _, err := c.gh.Git.CreateRef(ctx, owner, repo, &gh.Reference{Ref: gh.String(fullRef(ref)), Object: &gh.GitObject{SHA: gh.String(sha)}})
+	g, err := c.on(ctx, owner, repo)
+	if err != nil {
+		return err
+	}
+	_, _, err = g.Git.CreateRef(ctx, owner, repo, &gh.Reference{Ref: gh.String(fullRef(ref)), Object: &gh.GitObject{SHA: gh.String(sha)}})
 	return wrap("CreateRef", err)
 }
 
 // UpdateRef moves ref to sha; force allows a non-fast-forward move.
 func (c *Client) UpdateRef(ctx context.Context, owner, repo, ref, sha string, force bool) error {
-	_, _, err := c.gh.Git.UpdateRef(ctx, owner, repo, &gh.Reference{Ref: gh.String(fullRef(ref)), Object: &gh.GitObject{SHA: gh.String(sha)}}, force)
+	g, err := c.on(ctx, owner, repo)
+	if err != nil {
+		return err
+	}
+	_, _, err = g.Git.UpdateRef(ctx, owner, repo, &gh.Reference{Ref: gh.String(fullRef(ref)), Object: &gh.GitObject{SHA: gh.String(sha)}}, force)
 	return wrap("UpdateRef", err)
 }
 

@@ -27,7 +27,8 @@ type Trigger struct {
 
 	Repo           string // owner/name; empty for account-level installation events
 	Owner, Name    string
-	InstallationID int64
+	InstallationID int64  // the app installation the delivery is for (0: not an app's webhook)
+	DefaultBranch  string // repository.default_branch, when the payload has it
 
 	Number int  // issue or pull request number
 	IsPR   bool // the issue is a pull request (or the event is about one)
@@ -45,9 +46,17 @@ type Trigger struct {
 	AuthorAssociation string
 	Body              string
 
+	// The pull request as the payload describes it (review, review_comment
+	// and pull_request events carry it; an issue_comment on a pull request
+	// does not: HeadRef is then empty).
 	HeadSHA    string
+	HeadRef    string // the head branch
 	HeadRepo   string // owner/name of the PR head; differs from BaseRepo for forks, empty if the fork is gone
 	BaseRepo   string
+	BaseRef    string
+	PRNodeID   string // the pull request's GraphQL node id
+	PRURL      string // its html_url
+	Draft      bool
 	IssueState string // open | closed
 	Merged     bool   // pr_closed: merged rather than closed
 
@@ -178,6 +187,7 @@ func setRepo(t *Trigger, r *github.Repository, inst *github.Installation) {
 		}
 	}
 	t.InstallationID = inst.GetID()
+	t.DefaultBranch = r.GetDefaultBranch()
 }
 
 func setInstallation(t *Trigger, inst *github.Installation) {
@@ -190,8 +200,13 @@ func setPR(t *Trigger, pr *github.PullRequest) {
 	t.Number = pr.GetNumber()
 	t.IssueState = pr.GetState()
 	t.HeadSHA = pr.GetHead().GetSHA()
+	t.HeadRef = pr.GetHead().GetRef()
 	t.HeadRepo = pr.GetHead().GetRepo().GetFullName()
 	t.BaseRepo = pr.GetBase().GetRepo().GetFullName()
+	t.BaseRef = pr.GetBase().GetRef()
+	t.PRNodeID = pr.GetNodeID()
+	t.PRURL = pr.GetHTMLURL()
+	t.Draft = pr.GetDraft()
 }
 
 // setAuthor takes the author from u, or from the sender when u is absent.

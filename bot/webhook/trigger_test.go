@@ -29,8 +29,10 @@ func mutate(t *testing.T, body []byte, f func(m map[string]any)) []byte {
 func obj(m map[string]any, key string) map[string]any { return m[key].(map[string]any) }
 
 const (
-	sha  = "ec26c3e57ca3a959ca5aad62de7213c562f8c821"
-	repo = "Codertocat/Hello-World"
+	sha    = "ec26c3e57ca3a959ca5aad62de7213c562f8c821"
+	repo   = "Codertocat/Hello-World"
+	prNode = "MDExOlB1bGxSZXF1ZXN0Mjc5MTQ3NDM3"
+	prURL  = "https://github.com/Codertocat/Hello-World/pull/2"
 )
 
 func TestNormalize(t *testing.T) {
@@ -44,7 +46,7 @@ func TestNormalize(t *testing.T) {
 		ok     bool
 	}{
 		{"issue comment", "issue_comment", "created", 3, nil, Trigger{
-			Kind: KindComment, Event: "issue_comment", Action: "created", Repo: repo, Owner: "Codertocat", Name: "Hello-World", InstallationID: 1,
+			Kind: KindComment, Event: "issue_comment", Action: "created", Repo: repo, Owner: "Codertocat", Name: "Hello-World", InstallationID: 1, DefaultBranch: "master",
 			Number: 1, CommentID: 492700400, Author: "Codertocat", AuthorType: "User", AuthorAssociation: "OWNER",
 			Body: "You are totally right! I'll get this fixed right away.", IssueState: "open"}, true},
 		{"comment on a pull request", "issue_comment", "created", 3, func(m map[string]any) {
@@ -52,57 +54,57 @@ func TestNormalize(t *testing.T) {
 			obj(m, "comment")["body"] = "/agent fix auth.ts"
 			obj(m, "comment")["author_association"] = "CONTRIBUTOR"
 		}, Trigger{
-			Kind: KindComment, Event: "issue_comment", Action: "created", Repo: repo, Owner: "Codertocat", Name: "Hello-World", InstallationID: 1,
+			Kind: KindComment, Event: "issue_comment", Action: "created", Repo: repo, Owner: "Codertocat", Name: "Hello-World", InstallationID: 1, DefaultBranch: "master",
 			Number: 1, IsPR: true, CommentID: 492700400, Author: "Codertocat", AuthorType: "User", AuthorAssociation: "CONTRIBUTOR",
 			Body: "/agent fix auth.ts", IssueState: "open"}, true},
 		{"comment by a bot", "issue_comment", "created", 3, func(m map[string]any) {
 			u := obj(obj(m, "comment"), "user")
 			u["login"], u["type"] = "agentos[bot]", "Bot"
 		}, Trigger{
-			Kind: KindComment, Event: "issue_comment", Action: "created", Repo: repo, Owner: "Codertocat", Name: "Hello-World", InstallationID: 1,
+			Kind: KindComment, Event: "issue_comment", Action: "created", Repo: repo, Owner: "Codertocat", Name: "Hello-World", InstallationID: 1, DefaultBranch: "master",
 			Number: 1, CommentID: 492700400, Author: "agentos[bot]", AuthorType: "Bot", AuthorAssociation: "OWNER",
 			Body: "You are totally right! I'll get this fixed right away.", IssueState: "open"}, true},
 		{"comment edited is ignored", "issue_comment", "edited", 0, nil, Trigger{Event: "issue_comment", Action: "edited"}, false},
 		{"comment deleted is ignored", "issue_comment", "deleted", 0, nil, Trigger{Event: "issue_comment", Action: "deleted"}, false},
 		{"review submitted", "pull_request_review", "submitted", 1, nil, Trigger{
-			Kind: KindReview, Event: "pull_request_review", Action: "submitted", Repo: repo, Owner: "Codertocat", Name: "Hello-World", InstallationID: 1,
+			Kind: KindReview, Event: "pull_request_review", Action: "submitted", Repo: repo, Owner: "Codertocat", Name: "Hello-World", InstallationID: 1, DefaultBranch: "master",
 			Number: 2, IsPR: true, ReviewID: 237895671, ReviewState: "commented", Author: "Codertocat", AuthorType: "User", AuthorAssociation: "OWNER",
-			HeadSHA: sha, HeadRepo: repo, BaseRepo: repo, IssueState: "open"}, true},
+			HeadSHA: sha, HeadRef: "changes", BaseRef: "master", PRNodeID: prNode, PRURL: prURL, HeadRepo: repo, BaseRepo: repo, IssueState: "open"}, true},
 		{"review approved from a fork", "pull_request_review", "submitted", 1, func(m map[string]any) {
 			r := obj(m, "review")
 			r["state"], r["body"] = "APPROVED", "/agent approve ap-1"
 			obj(obj(obj(m, "pull_request"), "head"), "repo")["full_name"] = "mallory/Hello-World"
 		}, Trigger{
-			Kind: KindReview, Event: "pull_request_review", Action: "submitted", Repo: repo, Owner: "Codertocat", Name: "Hello-World", InstallationID: 1,
+			Kind: KindReview, Event: "pull_request_review", Action: "submitted", Repo: repo, Owner: "Codertocat", Name: "Hello-World", InstallationID: 1, DefaultBranch: "master",
 			Number: 2, IsPR: true, ReviewID: 237895671, ReviewState: "approved", Author: "Codertocat", AuthorType: "User", AuthorAssociation: "OWNER",
-			Body: "/agent approve ap-1", HeadSHA: sha, HeadRepo: "mallory/Hello-World", BaseRepo: repo, IssueState: "open"}, true},
+			Body: "/agent approve ap-1", HeadSHA: sha, HeadRef: "changes", BaseRef: "master", PRNodeID: prNode, PRURL: prURL, HeadRepo: "mallory/Hello-World", BaseRepo: repo, IssueState: "open"}, true},
 		{"review dismissed", "pull_request_review", "dismissed", 0, func(m map[string]any) {
 			s := obj(m, "sender")
 			s["login"] = "maintainer"
 		}, Trigger{
-			Kind: KindReview, Event: "pull_request_review", Action: "dismissed", Repo: repo, Owner: "Codertocat", Name: "Hello-World", InstallationID: 1,
+			Kind: KindReview, Event: "pull_request_review", Action: "dismissed", Repo: repo, Owner: "Codertocat", Name: "Hello-World", InstallationID: 1, DefaultBranch: "master",
 			Number: 2, IsPR: true, ReviewID: 237895671, ReviewState: "dismissed", Author: "maintainer", AuthorType: "User",
-			HeadSHA: sha, HeadRepo: repo, BaseRepo: repo, IssueState: "open"}, true},
+			HeadSHA: sha, HeadRef: "changes", BaseRef: "master", PRNodeID: "MDExOlB1bGxSZXF1ZXN0MzcwMTIzNjQw", PRURL: "https://github.com/hellomouse/GNS/pull/902", HeadRepo: repo, BaseRepo: repo, IssueState: "open"}, true},
 		{"review comment", "pull_request_review_comment", "created", 1, func(m map[string]any) {
 			obj(m, "comment")["in_reply_to_id"] = 284312000
 		}, Trigger{
-			Kind: KindReviewComment, Event: "pull_request_review_comment", Action: "created", Repo: repo, Owner: "Codertocat", Name: "Hello-World", InstallationID: 1,
+			Kind: KindReviewComment, Event: "pull_request_review_comment", Action: "created", Repo: repo, Owner: "Codertocat", Name: "Hello-World", InstallationID: 1, DefaultBranch: "master",
 			Number: 2, IsPR: true, CommentID: 284312630, InReplyTo: 284312000, ReviewID: 237895671, Author: "Codertocat", AuthorType: "User", AuthorAssociation: "OWNER",
-			Body: "Maybe you should use more emoji on this line.", HeadSHA: sha, HeadRepo: repo, BaseRepo: repo, IssueState: "open"}, true},
+			Body: "Maybe you should use more emoji on this line.", HeadSHA: sha, HeadRef: "changes", BaseRef: "master", PRNodeID: prNode, PRURL: prURL, HeadRepo: repo, BaseRepo: repo, IssueState: "open"}, true},
 		{"review comment edited is ignored", "pull_request_review_comment", "edited", 0, nil, Trigger{Event: "pull_request_review_comment", Action: "edited"}, false},
 		{"pull request closed", "pull_request", "closed", 0, nil, Trigger{
-			Kind: KindPRClosed, Event: "pull_request", Action: "closed", Repo: repo, Owner: "Codertocat", Name: "Hello-World", InstallationID: 1,
-			Number: 2, IsPR: true, Author: "Codertocat", AuthorType: "User", HeadSHA: sha, HeadRepo: repo, BaseRepo: repo, IssueState: "closed"}, true},
+			Kind: KindPRClosed, Event: "pull_request", Action: "closed", Repo: repo, Owner: "Codertocat", Name: "Hello-World", InstallationID: 1, DefaultBranch: "master",
+			Number: 2, IsPR: true, Author: "Codertocat", AuthorType: "User", HeadSHA: sha, HeadRef: "changes", BaseRef: "master", PRNodeID: prNode, PRURL: prURL, HeadRepo: repo, BaseRepo: repo, IssueState: "closed"}, true},
 		{"pull request merged from deleted fork", "pull_request", "closed", 0, func(m map[string]any) {
 			pr := obj(m, "pull_request")
 			pr["merged"] = true
 			obj(pr, "head")["repo"] = nil
 		}, Trigger{
-			Kind: KindPRClosed, Event: "pull_request", Action: "closed", Repo: repo, Owner: "Codertocat", Name: "Hello-World", InstallationID: 1,
-			Number: 2, IsPR: true, Author: "Codertocat", AuthorType: "User", HeadSHA: sha, BaseRepo: repo, IssueState: "closed", Merged: true}, true},
+			Kind: KindPRClosed, Event: "pull_request", Action: "closed", Repo: repo, Owner: "Codertocat", Name: "Hello-World", InstallationID: 1, DefaultBranch: "master",
+			Number: 2, IsPR: true, Author: "Codertocat", AuthorType: "User", HeadSHA: sha, HeadRef: "changes", BaseRef: "master", PRNodeID: prNode, PRURL: prURL, BaseRepo: repo, IssueState: "closed", Merged: true}, true},
 		{"pull request synchronize", "pull_request", "synchronize", 0, nil, Trigger{
-			Kind: KindPRSynchronize, Event: "pull_request", Action: "synchronize", Repo: repo, Owner: "Codertocat", Name: "Hello-World", InstallationID: 1,
-			Number: 2, IsPR: true, Author: "Codertocat", AuthorType: "User", HeadSHA: sha, HeadRepo: repo, BaseRepo: repo, IssueState: "open"}, true},
+			Kind: KindPRSynchronize, Event: "pull_request", Action: "synchronize", Repo: repo, Owner: "Codertocat", Name: "Hello-World", InstallationID: 1, DefaultBranch: "master",
+			Number: 2, IsPR: true, Author: "Codertocat", AuthorType: "User", HeadSHA: sha, HeadRef: "changes", BaseRef: "master", PRNodeID: prNode, PRURL: prURL, HeadRepo: repo, BaseRepo: repo, IssueState: "open"}, true},
 		{"pull request opened is ignored", "pull_request", "opened", 0, nil, Trigger{Event: "pull_request", Action: "opened"}, false},
 		{"installation created", "installation", "created", 0, nil, Trigger{
 			Kind: KindInstallation, Event: "installation", Action: "created", Owner: "Codertocat", InstallationID: 957387,
@@ -160,10 +162,10 @@ func TestIsFork(t *testing.T) {
 		t    Trigger
 		want bool
 	}{
-		{Trigger{IsPR: true, HeadSHA: sha, HeadRepo: repo, BaseRepo: repo}, false},
-		{Trigger{IsPR: true, HeadSHA: sha, HeadRepo: "mallory/x", BaseRepo: repo}, true},
-		{Trigger{IsPR: true, HeadSHA: sha, BaseRepo: repo}, true}, // fork deleted
-		{Trigger{IsPR: true, BaseRepo: repo}, false},              // issue_comment on a PR: unknown here
+		{Trigger{IsPR: true, HeadSHA: sha, HeadRef: "changes", BaseRef: "master", PRNodeID: prNode, PRURL: prURL, HeadRepo: repo, BaseRepo: repo}, false},
+		{Trigger{IsPR: true, HeadSHA: sha, HeadRef: "changes", BaseRef: "master", PRNodeID: prNode, PRURL: prURL, HeadRepo: "mallory/x", BaseRepo: repo}, true},
+		{Trigger{IsPR: true, HeadSHA: sha, HeadRef: "changes", BaseRef: "master", PRNodeID: prNode, PRURL: prURL, BaseRepo: repo}, true}, // fork deleted
+		{Trigger{IsPR: true, BaseRepo: repo}, false}, // issue_comment on a PR: unknown here
 		{Trigger{}, false},
 	}
 	for _, tc := range cases {

@@ -82,7 +82,11 @@ func (m *Manager) CommitArtifact(ctx context.Context, a Artifact) (string, error
 	ref := plumbing.NewBranchReferenceName(branch)
 	files := []file{{EventsFile, a.Events}, {SnapshotFile, a.Snapshot}}
 	msg := commitMessage("agentos: session "+a.SessionID+" artifact", a.SessionID, a.RunID)
-	sig := object.Signature{Name: m.cfg.Author.Name, Email: m.cfg.Author.Email, When: when}
+	author, err := m.author(ctx, a.Repo)
+	if err != nil {
+		return "", err
+	}
+	sig := object.Signature{Name: author.Name, Email: author.Email, When: when}
 
 	for attempt := 0; attempt <= m.cfg.PushRetries; attempt++ {
 		tip, err := m.fetchBranch(ctx, mirror, a.Repo, c, branch)

@@ -211,7 +211,7 @@ func BenchmarkPrepare(b *testing.B) {
 				b.Fatal(err)
 			}
 			dir := filepath.Join(m.cfg.CacheDir, "stock", id)
-			if err := m.initWorktree(testRepo, dir, branch, base); err != nil {
+			if err := m.initWorktree(testRepo, dir, branch, base, m.cfg.Author); err != nil {
 				b.Fatal(err)
 			}
 			repo, st, err := m.openRepo(testRepo, dir)

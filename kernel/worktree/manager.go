@@ -93,6 +93,36 @@ type Identity struct {
 	Email string
 }
 
+// Validate reports an identity git cannot record as given: empty, or with
+// characters that would break the commit header (angle brackets, control
+// characters).
+func (i Identity) Validate() error {
+	for _, v := range []struct{ what, s string }{{"name", i.Name}, {"email", i.Email}} {
+		if strings.TrimSpace(v.s) == "" {
+			return fmt.Errorf("%w: commit author %s is empty", ErrInvalid, v.what)
+		}
+		if strings.ContainsAny(v.s, "<>") || strings.IndexFunc(v.s, func(r rune) bool { return r < 0x20 || r == 0x7f }) >= 0 {
+			return fmt.Errorf("%w: commit author %s %q has < > or control characters", ErrInvalid, v.what, v.s)
+		}
+	}
+	return nil
+}
+
+// author is who signs a commit on repo: AuthorFor's answer, else Author.
+func (m *Manager) author(ctx context.Context, repo Repo) (Identity, error) {
+	if m.cfg.AuthorFor == nil {
+		return m.cfg.Author, nil
+	}
+	id, err := m.cfg.AuthorFor(ctx, repo)
+	if err != nil {
+		return Identity{}, fmt.Errorf("worktree: commit author for %s: %w", repo, err)
+	}
+	if err := id.Validate(); err != nil {
+		return Identity{}, err
+	}
+	return id, nil
+}
+
 // TokenFunc returns the credential for repo, typically a GitHub App
 // installation token. An empty token means anonymous access.
 type TokenFunc func(ctx context.Context, repo Repo) (string, error)
@@ -108,6 +138,11 @@ type Config struct {
 	Token TokenFunc
 	// Author signs the session's commits and artifact commits.
 	Author Identity
+	// AuthorFor, when set, decides the author of each commit on a
+	// repository instead of Author (the bot's GitHub account is learned
+	// from GitHub, per installation in App mode). It is called once per
+	// commit; cache in it. Its answer is checked like Author.
+	AuthorFor func(ctx context.Context, repo Repo) (Identity, error)
 	// ArtifactBranch receives the session artifacts.
 	ArtifactBranch string
 	// PushRetries bounds the artifact push retries after a lost race.
@@ -163,6 +198,9 @@ func New(cfg Config) (*Manager, error) {
 	}
 	if cfg.Author.Email == "" {
 		cfg.Author.Email = DefaultAuthorEmail
+	}
+	if err := cfg.Author.Validate(); err != nil {
+		return nil, err
 	}
 	if cfg.ArtifactBranch == "" {
 		cfg.ArtifactBranch = DefaultArtifactBranch

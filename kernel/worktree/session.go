@@ -111,7 +111,12 @@ func (m *Manager) Prepare(ctx context.Context, opts PrepareOptions) (*Session, e
 		return nil, err
 	}
 	s := &Session{m: m, repo: opts.Repo, id: opts.SessionID, Dir: dir, Branch: branch, BaseSHA: base.String(), Resumed: resumed, known: []plumbing.Hash{base}, release: release}
-	if err := m.initWorktree(opts.Repo, dir, branch, base); err != nil {
+	author, err := m.author(ctx, opts.Repo)
+	if err != nil {
+		release()
+		return nil, err
+	}
+	if err := m.initWorktree(opts.Repo, dir, branch, base, author); err != nil {
 		os.RemoveAll(dir)
 		release()
 		return nil, err
@@ -169,7 +174,7 @@ func (m *Manager) resolveBase(ctx context.Context, r Repo, c cred, b Base, branc
 
 // initWorktree creates an empty repository at dir that borrows the mirror's
 // objects, with HEAD on branch at base. Nothing is checked out yet.
-func (m *Manager) initWorktree(r Repo, dir, branch string, base plumbing.Hash) error {
+func (m *Manager) initWorktree(r Repo, dir, branch string, base plumbing.Hash, author Identity) error {
 	repo, err := git.PlainInit(dir, false)
 	if err != nil {
 		return fmt.Errorf("worktree: init %s: %w", dir, err)
@@ -187,8 +192,8 @@ func (m *Manager) initWorktree(r Repo, dir, branch string, base plumbing.Hash) e
 		return fmt.Errorf("worktree: init %s: %w", dir, err)
 	}
 	cfg.Remotes["origin"] = &config.RemoteConfig{Name: "origin", URLs: []string{m.remoteURL(r)}, Fetch: []config.RefSpec{"+refs/heads/*:refs/remotes/origin/*"}}
-	cfg.User.Name = m.cfg.Author.Name
-	cfg.User.Email = m.cfg.Author.Email
+	cfg.User.Name = author.Name
+	cfg.User.Email = author.Email
 	if err := repo.SetConfig(cfg); err != nil {
 		return fmt.Errorf("worktree: init %s: %w", dir, err)
 	}
@@ -263,13 +268,17 @@ func (s *Session) Commit(ctx context.Context, opts CommitOptions) (string, error
 		when = time.Now()
 	}
 	msg := commitMessage(opts.Message, s.id, opts.RunID)
-	if s.m.UsesCLI() {
-		return s.commitCLI(ctx, msg, when, opts.AllowEmpty)
+	author, err := s.m.author(ctx, s.repo)
+	if err != nil {
+		return "", err
 	}
-	return s.commitGoGit(msg, when, opts.AllowEmpty)
+	if s.m.UsesCLI() {
+		return s.commitCLI(ctx, msg, when, opts.AllowEmpty, author)
+	}
+	return s.commitGoGit(msg, when, opts.AllowEmpty, author)
 }
 
-func (s *Session) commitGoGit(msg string, when time.Time, allowEmpty bool) (string, error) {
+func (s *Session) commitGoGit(msg string, when time.Time, allowEmpty bool, author Identity) (string, error) {
 	repo, st, err := s.m.openRepo(s.repo, s.Dir)
 	if err != nil {
 		return "", fmt.Errorf("worktree: commit: %w", err)
@@ -305,7 +314,7 @@ func (s *Session) commitGoGit(msg string, when time.Time, allowEmpty bool) (stri
 	if parent.TreeHash == tree && !allowEmpty {
 		return "", ErrNoChanges
 	}
-	sig := object.Signature{Name: s.m.cfg.Author.Name, Email: s.m.cfg.Author.Email, When: when}
+	sig := object.Signature{Name: author.Name, Email: author.Email, When: when}
 	commit := &object.Commit{Author: sig, Committer: sig, Message: msg, TreeHash: tree, ParentHashes: []plumbing.Hash{parent.Hash}}
 	obj := st.NewEncodedObject()
 	if err := commit.Encode(obj); err != nil {
@@ -321,14 +330,14 @@ func (s *Session) commitGoGit(msg string, when time.Time, allowEmpty bool) (stri
 	return h.String(), nil
 }
 
-func (s *Session) commitCLI(ctx context.Context, msg string, when time.Time, allowEmpty bool) (string, error) {
+func (s *Session) commitCLI(ctx context.Context, msg string, when time.Time, allowEmpty bool, author Identity) (string, error) {
 	if err := s.m.git(ctx, s.Dir, nil, nil, nil, "add", "-A"); err != nil {
 		return "", fmt.Errorf("worktree: commit: stage: %w", err)
 	}
 	date := when.Format(time.RFC3339)
 	env := []string{
-		"GIT_AUTHOR_NAME=" + s.m.cfg.Author.Name, "GIT_AUTHOR_EMAIL=" + s.m.cfg.Author.Email, "GIT_AUTHOR_DATE=" + date,
-		"GIT_COMMITTER_NAME=" + s.m.cfg.Author.Name, "GIT_COMMITTER_EMAIL=" + s.m.cfg.Author.Email, "GIT_COMMITTER_DATE=" + date,
+		"GIT_AUTHOR_NAME=" + author.Name, "GIT_AUTHOR_EMAIL=" + author.Email, "GIT_AUTHOR_DATE=" + date,
+		"GIT_COMMITTER_NAME=" + author.Name, "GIT_COMMITTER_EMAIL=" + author.Email, "GIT_COMMITTER_DATE=" + date,
 	}
 	// --cleanup=verbatim keeps the message exactly as built; no hooks run.
 	args := []string{"commit", "-q", "--no-verify", "--cleanup=verbatim", "-F", "-"}

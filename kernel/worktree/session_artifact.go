@@ -56,7 +56,11 @@ func (s *Session) CommitArtifact(ctx context.Context, a Artifact) (string, error
 	}
 	files := []file{{EventsFile, a.Events}, {SnapshotFile, a.Snapshot}}
 	msg := commitMessage("agentos: session "+s.id+" artifact", s.id, a.RunID)
-	sig := object.Signature{Name: s.m.cfg.Author.Name, Email: s.m.cfg.Author.Email, When: when}
+	author, err := s.m.author(ctx, s.repo)
+	if err != nil {
+		return "", err
+	}
+	sig := object.Signature{Name: author.Name, Email: author.Email, When: when}
 	sha, changed, err := buildCommit(repo.Storer, head.Hash(), []string{".agent", "sessions", s.id}, files, msg, sig)
 	if err != nil {
 		return "", fmt.Errorf("worktree: artifact: %w", err)

@@ -1,33 +1,39 @@
 // Package fakegithub is a stateful, in-memory fake of the GitHub REST API
-// (plus the one GraphQL mutation the bot uses) for tests. Clients talk to it
-// over real HTTP (httptest.NewServer(fake)); tests seed and inspect its state
+// (plus the one GraphQL mutation the bot uses), git over HTTP and GitHub's
+// webhooks, for tests and the demo. Clients talk to it over real HTTP
+// (Serve, or Start for a loopback server); tests seed and inspect its state
 // through Go methods.
 //
 // The fake cannot drift from GitHub: every route it serves is keyed by an
 // operation of GitHub's published OpenAPI description (@octokit/openapi),
 // every request is matched to a spec operation and its JSON body validated
-// against that operation's request schema. A request to a route the spec
-// does not have, or that the fake does not implement, is answered 404; a
-// body the spec rejects is answered 422; both are recorded and reported by
-// Violations and CheckNoViolations.
+// against that operation's request schema, and every answer of the fake is
+// validated against the operation's responses (see responses.go). A request
+// to a route the spec does not have, or that the fake does not implement,
+// is answered 404; a body the spec rejects is answered 422; these and any
+// answer outside the description are recorded and reported by Violations
+// and CheckNoViolations.
 //
 // GraphQL (POST /graphql, /api/graphql on Enterprise Server) is not part of
 // the REST OpenAPI description, so it is exempt from the spec check; the
 // fake supports only the markPullRequestReadyForReview mutation.
 //
-// Behaviour copied from real GitHub (see /work/shared/GITHUB.md): requests
-// need an Authorization header and a known token (401 otherwise); an
-// installation token cannot call GET /user (403); nobody approves or
-// requests changes on their own pull request (422); a pull request needs a
-// commit between base and head (422 "No commits between ..."); comment,
-// review and PR bodies over 65,536 characters are rejected (422); REST
-// PATCH /pulls/{n} does not accept "draft"; responses carry rate-limit
-// headers. FailNext injects failures (403 + Retry-After, 429, 5xx) for
-// client tests. Not modelled: commit graphs (ref updates are not checked for
-// fast-forward; "commits between" is head SHA != base SHA) and PR diffs
-// (review comment lines are checked only against PullRequest.DiffLines when
-// a test seeds them). Lists are paginated like GitHub's (per_page, page,
-// Link header).
+// Behaviour copied from real GitHub (see /work/shared/GITHUB.md and
+// docs/github.md): authentication per endpoint, for every route (auth.go:
+// an app's JWT only on the /app endpoints, user or installation tokens
+// elsewhere, 401 otherwise); installation tokens scoped to their
+// installation's repositories and expiring after an hour; an installation
+// token cannot call GET /user (403); nobody approves or requests changes
+// on their own pull request (422); a pull request needs a commit between
+// base and head (422 "No commits between ..."); comment, review and PR
+// bodies over 65,536 characters are rejected (422); REST PATCH /pulls/{n}
+// does not accept "draft"; responses carry rate-limit headers. Calls are
+// counted per endpoint (calls.go). FailNext injects failures (403 +
+// Retry-After, 429, 5xx) for client tests. Not modelled: commit graphs (ref
+// updates are not checked for fast-forward; "commits between" is head SHA
+// != base SHA) and PR diffs (review comment lines are checked only against
+// PullRequest.DiffLines when a test seeds them). Lists are paginated like
+// GitHub's (per_page, page, Link header).
 package fakegithub
 
 import (
@@ -45,7 +51,6 @@ import (
 	"time"
 
 	"github.com/agentos/agentos/bot/internal/corpus"
-	"github.com/golang-jwt/jwt/v4"
 )
 
 // MaxBodyChars is GitHub's limit on issue, PR, comment and review bodies.
@@ -73,7 +78,8 @@ type Repo struct {
 type User struct {
 	ID    int64
 	Login string
-	Type  string // "User" or "Bot"
+	Type  string // "User", "Bot" or "Organization"
+	Name  string // display name ("" for none)
 }
 
 // Issue is an issue or pull request's issue half.
@@ -84,6 +90,8 @@ type Issue struct {
 	User   string
 	State  string // open, closed
 	IsPR   bool
+	// Created and Updated default to the fake's clock at creation.
+	Created, Updated time.Time
 }
 
 // PullRequest is a pull request's state. HeadSHA and BaseSHA are the SHAs
@@ -108,6 +116,8 @@ type PullRequest struct {
 	// PR's diff; a review comment elsewhere is refused (422), as on GitHub.
 	// When nil, comment positions are not checked.
 	DiffLines map[string][]int
+	// Created and Updated default to the fake's clock at creation.
+	Created, Updated time.Time
 }
 
 // Comment is an issue (or PR conversation) comment.
@@ -130,6 +140,8 @@ type Review struct {
 	State    string // APPROVED, CHANGES_REQUESTED, COMMENTED, PENDING, DISMISSED
 	CommitID string
 	Comments []int64 // review comment ids
+	// Submitted is when it was submitted (not for PENDING).
+	Submitted time.Time
 }
 
 // ReviewComment is a line comment on a pull request's diff.
@@ -143,6 +155,7 @@ type ReviewComment struct {
 	Line     int
 	Side     string
 	CommitID string
+	Created  time.Time
 }
 
 // App is a GitHub App the fake accepts JWTs for.
@@ -150,7 +163,20 @@ type App struct {
 	ID        int64
 	Slug      string
 	PublicKey *rsa.PublicKey
+	// OwnerLogin owns the app ("" makes it owned by its own bot account).
+	OwnerLogin string
 }
+
+// Owner is the login of the app's owner.
+func (a *App) Owner() string {
+	if a.OwnerLogin != "" {
+		return a.OwnerLogin
+	}
+	return a.Slug + "[bot]"
+}
+
+// BotLogin is the account the app acts as: "<slug>[bot]".
+func (a *App) BotLogin() string { return a.Slug + "[bot]" }
 
 // Violation is a request the spec does not allow (or the fake does not
 // implement); a test fails on it.
@@ -194,17 +220,13 @@ type repoState struct {
 	installationID int64
 }
 
-type identity struct {
-	user         *User
-	installation int64 // installation tokens only
-	app          *App  // app JWT only
-}
-
 // Fake is the fake GitHub server. It is an http.Handler; it is safe for
 // concurrent use.
 type Fake struct {
 	spec *Spec
 	now  func() time.Time
+	// api and web are the roots the fake's bodies link to.
+	api, web string
 
 	mu             sync.Mutex
 	repos          map[string]*repoState // lower("owner/name")
@@ -220,6 +242,8 @@ type Fake struct {
 	failures       []Failure
 	violations     []Violation
 	requests       []Request
+	calls          map[string]int // callKey → count, since the last ResetCalls
+	hooks          hooks
 	rateRemaining  map[string]int
 	gitDirs        map[string]string // lower("owner/name") → bare repository backing its refs
 }
@@ -231,6 +255,7 @@ type TB interface {
 	corpus.TB
 	Fatalf(format string, args ...any)
 	Errorf(format string, args ...any)
+	Logf(format string, args ...any)
 	Cleanup(func())
 }
 
@@ -251,6 +276,8 @@ func NewWithSpec(spec *Spec) *Fake {
 	return &Fake{
 		spec:           spec,
 		now:            time.Now,
+		api:            "https://api.github.com",
+		web:            "https://github.com",
 		repos:          map[string]*repoState{},
 		users:          map[string]*User{},
 		tokens:         map[string]*identity{},
@@ -262,6 +289,7 @@ func NewWithSpec(spec *Spec) *Fake {
 		reviewComments: map[string][]*ReviewComment{},
 		nextID:         1000,
 		rateRemaining:  map[string]int{},
+		calls:          map[string]int{},
 	}
 }
 
@@ -271,7 +299,18 @@ func (f *Fake) Serve(tb TB) string {
 	tb.Helper()
 	srv := httptest.NewServer(f)
 	tb.Cleanup(srv.Close)
+	tb.Cleanup(f.Close)
+	f.SetURL(srv.URL)
 	return srv.URL
+}
+
+// SetURL says where the fake is served (scheme://host:port): the URLs in
+// its bodies (url, html_url, clone_url…) point there. Serve and Start set
+// it.
+func (f *Fake) SetURL(base string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.api, f.web = strings.TrimRight(base, "/"), strings.TrimRight(base, "/")
 }
 
 // SetClock replaces the fake's clock (rate-limit reset times, token
@@ -336,13 +375,25 @@ func (f *Fake) AddToken(token, login string) {
 	f.tokens[token] = &identity{user: f.ensureUser(login, typ)}
 }
 
+// AddInstallationToken makes token an installation access token of
+// installationID (see AddInstallation) that expires an hour from the
+// fake's clock, as GitHub's do; the Actions GITHUB_TOKEN is one (of the
+// github-actions app). Tokens minted through POST
+// /app/installations/{id}/access_tokens are the same kind.
+func (f *Fake) AddInstallationToken(token string, installationID int64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.tokens[token] = &identity{installation: installationID, expires: f.now().Add(InstallationTokenLifetime)}
+}
+
 // AddApp registers a GitHub App whose JWTs (RS256, iss = app id) the fake
 // accepts. Its bot account is "<slug>[bot]".
 func (f *Fake) AddApp(a App) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.apps[a.ID] = &a
-	f.ensureUser(a.Slug+"[bot]", "Bot")
+	f.ensureUser(a.BotLogin(), "Bot")
+	f.ensureUser(a.Owner(), "")
 }
 
 // AddInstallation installs app appID on the given repositories.
@@ -401,6 +452,12 @@ func (f *Fake) AddIssue(repo string, is Issue) int {
 	if is.State == "" {
 		is.State = "open"
 	}
+	if is.Created.IsZero() {
+		is.Created = f.now()
+	}
+	if is.Updated.IsZero() {
+		is.Updated = is.Created
+	}
 	f.ensureUser(is.User, "")
 	rs.issues[is.Number] = &is
 	return is.Number
@@ -425,10 +482,16 @@ func (f *Fake) addPR(rs *repoState, pr PullRequest) *PullRequest {
 		pr.State = "open"
 	}
 	pr.NodeID = fmt.Sprintf("PR_fake%d_%d", rs.id, pr.Number)
+	if pr.Created.IsZero() {
+		pr.Created = f.now()
+	}
+	if pr.Updated.IsZero() {
+		pr.Updated = pr.Created
+	}
 	f.ensureUser(pr.User, "")
 	p := pr
 	rs.prs[pr.Number] = &p
-	rs.issues[pr.Number] = &Issue{Number: pr.Number, Title: pr.Title, Body: pr.Body, User: pr.User, State: pr.State, IsPR: true}
+	rs.issues[pr.Number] = &Issue{Number: pr.Number, Title: pr.Title, Body: pr.Body, User: pr.User, State: pr.State, IsPR: true, Created: pr.Created, Updated: pr.Updated}
 	return &p
 }
 
@@ -576,13 +639,16 @@ func (f *Fake) CheckNoViolations(tb TB) {
 
 // ServeHTTP implements http.Handler.
 func (f *Fake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	path := r.URL.EscapedPath()
+	if f.serveGit(w, r) {
+		return
+	}
 	f.syncGitRefs()
 	body, err := io.ReadAll(io.LimitReader(r.Body, 32<<20))
 	if err != nil {
 		http.Error(w, "read body", http.StatusBadRequest)
 		return
 	}
-	path := r.URL.EscapedPath()
 	graphql := false
 	switch {
 	case path == "/api/graphql":
@@ -597,35 +663,45 @@ func (f *Fake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer f.mu.Unlock()
 	rec := Request{Method: r.Method, Path: path}
 	rw := &recorder{ResponseWriter: w}
+	var op *Operation
 	defer func() {
 		rec.Status = rw.status
 		f.requests = append(f.requests, rec)
+		f.calls[callKey(rec)]++
+		if op != nil {
+			if err := f.spec.ValidateResponse(op, rw.status, rw.Header().Get("Content-Type"), rw.body.Bytes()); err != nil {
+				f.violations = append(f.violations, Violation{Method: r.Method, Path: path, Status: rw.status, Reason: err.Error()})
+			}
+		}
 	}()
 
-	var op *Operation
 	var params map[string]string
+	var rt route
 	if graphql {
 		rec.Op = "graphql"
 		if r.Method != http.MethodPost {
 			f.violation(rw, r.Method, path, http.StatusNotFound, "GraphQL takes POST only")
 			return
 		}
+		rt = route{h: func(c *call) { f.graphql(c) }}
 	} else {
 		var ok bool
-		op, params, ok = f.spec.Match(r.Method, path)
+		matched, p, ok := f.spec.Match(r.Method, path)
 		if !ok {
 			f.violation(rw, r.Method, path, http.StatusNotFound, "no operation in GitHub's OpenAPI description matches")
 			return
 		}
-		rec.Op = op.Path
-		if _, ok := routes[r.Method+" "+op.Path]; !ok {
-			f.violation(rw, r.Method, path, http.StatusNotFound, "operation "+op.OperationID+" ("+op.Path+") exists but the fake does not implement it")
+		params = p
+		rec.Op = matched.Path
+		if rt, ok = routes[r.Method+" "+matched.Path]; !ok {
+			f.violation(rw, r.Method, path, http.StatusNotFound, "operation "+matched.OperationID+" ("+matched.Path+") exists but the fake does not implement it")
 			return
 		}
-		if err := f.spec.ValidateBody(op, body); err != nil {
+		if err := f.spec.ValidateBody(matched, body); err != nil {
 			f.violation(rw, r.Method, path, http.StatusUnprocessableEntity, err.Error())
 			return
 		}
+		op = matched // from here on, the fake's answer is checked too
 	}
 
 	if len(f.failures) > 0 {
@@ -641,17 +717,29 @@ func (f *Fake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	f.rateHeaders(rw, r.Header.Get("Authorization"))
-	ctx := &call{f: f, w: rw, r: r, id: id, params: params, body: body}
-	if graphql {
-		f.graphql(ctx)
+	if status, msg := rt.auth.admits(id); status != 0 {
+		writeError(rw, status, msg)
 		return
 	}
-	routes[r.Method+" "+op.Path](ctx)
+	rt.h(&call{f: f, w: rw, r: r, id: id, params: params, body: body})
+}
+
+// callKey names an endpoint for Calls: "METHOD /template", GraphQL as
+// "POST /graphql", a path outside the description as itself.
+func callKey(r Request) string {
+	switch r.Op {
+	case "graphql":
+		return r.Method + " /graphql"
+	case "":
+		return r.Method + " " + r.Path
+	}
+	return r.Method + " " + r.Op
 }
 
 type recorder struct {
 	http.ResponseWriter
 	status int
+	body   bytes.Buffer
 }
 
 func (r *recorder) WriteHeader(code int) {
@@ -665,6 +753,7 @@ func (r *recorder) Write(b []byte) (int, error) {
 	if r.status == 0 {
 		r.status = http.StatusOK
 	}
+	r.body.Write(b)
 	return r.ResponseWriter.Write(b)
 }
 
@@ -723,58 +812,6 @@ func (f *Fake) rateHeaders(w http.ResponseWriter, auth string) {
 	h.Set("X-RateLimit-Resource", "core")
 }
 
-// authenticate resolves the Authorization header: "token X" / "Bearer X"
-// for tokens, "Bearer <JWT>" for an app.
-func (f *Fake) authenticate(r *http.Request) (*identity, int, string) {
-	h := r.Header.Get("Authorization")
-	if h == "" {
-		return nil, http.StatusUnauthorized, "Requires authentication"
-	}
-	scheme, cred, ok := strings.Cut(h, " ")
-	if !ok || (!strings.EqualFold(scheme, "token") && !strings.EqualFold(scheme, "bearer")) {
-		return nil, http.StatusUnauthorized, "Bad credentials"
-	}
-	if id, ok := f.tokens[cred]; ok {
-		return id, 0, ""
-	}
-	if strings.Count(cred, ".") == 2 && strings.EqualFold(scheme, "bearer") {
-		app, err := f.verifyJWT(cred)
-		if err != nil {
-			return nil, http.StatusUnauthorized, "A JSON web token could not be decoded: " + err.Error()
-		}
-		return &identity{app: app}, 0, ""
-	}
-	return nil, http.StatusUnauthorized, "Bad credentials"
-}
-
-func (f *Fake) verifyJWT(s string) (*App, error) {
-	var claims jwt.RegisteredClaims
-	var app *App
-	_, err := jwt.ParseWithClaims(s, &claims, func(t *jwt.Token) (any, error) {
-		if t.Method.Alg() != "RS256" {
-			return nil, fmt.Errorf("alg %s, want RS256", t.Method.Alg())
-		}
-		c, _ := t.Claims.(*jwt.RegisteredClaims)
-		id, err := strconv.ParseInt(c.Issuer, 10, 64)
-		if err != nil {
-			return nil, fmt.Errorf("iss %q is not an app id", c.Issuer)
-		}
-		a, ok := f.apps[id]
-		if !ok {
-			return nil, fmt.Errorf("unknown app %d", id)
-		}
-		app = a
-		return a.PublicKey, nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	if claims.ExpiresAt == nil || claims.IssuedAt == nil || claims.ExpiresAt.Sub(claims.IssuedAt.Time) > 10*time.Minute+time.Minute {
-		return nil, fmt.Errorf("exp must be set and at most 10 minutes after iat")
-	}
-	return app, nil
-}
-
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	w.WriteHeader(status)
@@ -786,6 +823,16 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	enc.SetEscapeHTML(false)
 	_ = enc.Encode(v)
 	_, _ = w.Write(buf.Bytes())
+}
+
+// writeSimpleError answers like the operations whose 422 is a
+// validation-error-simple: "errors" is a list of strings.
+func writeSimpleError(w http.ResponseWriter, status int, msg string, errs ...string) {
+	body := map[string]any{"message": msg, "documentation_url": "https://docs.github.com/rest", "status": strconv.Itoa(status)}
+	if len(errs) > 0 {
+		body["errors"] = errs
+	}
+	writeJSON(w, status, body)
 }
 
 func writeError(w http.ResponseWriter, status int, msg string, errs ...map[string]any) {

@@ -16,9 +16,6 @@ var markReady = regexp.MustCompile(`(?s)^\s*mutation\b.*\bmarkPullRequestReadyFo
 // mutation, with the pull request's node id in variables.input.pullRequestId
 // (or inline, as the bot does not need it).
 func (f *Fake) graphql(c *call) {
-	if !c.requireToken() {
-		return
-	}
 	var in struct {
 		Query     string `json:"query"`
 		Variables struct {
@@ -57,7 +54,12 @@ func (f *Fake) graphql(c *call) {
 					return
 				}
 			}
+			wasDraft := p.Draft
 			p.Draft = false
+			if wasDraft {
+				p.Updated = f.now()
+				f.deliverPR(rs, "ready_for_review", c.login(), p, nil)
+			}
 			writeJSON(c.w, http.StatusOK, map[string]any{"data": map[string]any{
 				"markPullRequestReadyForReview": map[string]any{
 					"clientMutationId": nilIfEmpty(in.Variables.Input.ClientMutationID),

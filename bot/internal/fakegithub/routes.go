@@ -27,37 +27,38 @@ type handler func(c *call)
 // routes is the fake's route table, keyed "METHOD <spec path template>".
 // TestRoutesExistInSpec checks that every key is an operation of GitHub's
 // OpenAPI description.
-var routes = map[string]handler{
-	"GET /user": getUser,
-	"GET /app":  getApp,
-	"POST /app/installations/{installation_id}/access_tokens":       createInstallationToken,
-	"GET /repos/{owner}/{repo}/installation":                        getRepoInstallation,
-	"GET /repos/{owner}/{repo}":                                     getRepo,
-	"GET /repos/{owner}/{repo}/collaborators/{username}/permission": getPermission,
+var routes = map[string]route{
+	"GET /user":             {h: getUser},
+	"GET /users/{username}": {h: getUserByLogin},
+	"GET /app":              {h: getApp, auth: authJWT},
+	"POST /app/installations/{installation_id}/access_tokens":       {h: createInstallationToken, auth: authJWT},
+	"GET /repos/{owner}/{repo}/installation":                        {h: getRepoInstallation, auth: authJWT},
+	"GET /repos/{owner}/{repo}":                                     {h: getRepo},
+	"GET /repos/{owner}/{repo}/collaborators/{username}/permission": {h: getPermission},
 
-	"GET /repos/{owner}/{repo}/issues/{issue_number}":                   getIssue,
-	"GET /repos/{owner}/{repo}/issues/{issue_number}/comments":          listComments,
-	"POST /repos/{owner}/{repo}/issues/{issue_number}/comments":         createComment,
-	"GET /repos/{owner}/{repo}/issues/comments/{comment_id}":            getComment,
-	"PATCH /repos/{owner}/{repo}/issues/comments/{comment_id}":          editComment,
-	"DELETE /repos/{owner}/{repo}/issues/comments/{comment_id}":         deleteComment,
-	"POST /repos/{owner}/{repo}/issues/comments/{comment_id}/reactions": createReaction,
-	"GET /repos/{owner}/{repo}/issues/comments/{comment_id}/reactions":  listReactions,
+	"GET /repos/{owner}/{repo}/issues/{issue_number}":                   {h: getIssue},
+	"GET /repos/{owner}/{repo}/issues/{issue_number}/comments":          {h: listComments},
+	"POST /repos/{owner}/{repo}/issues/{issue_number}/comments":         {h: createComment},
+	"GET /repos/{owner}/{repo}/issues/comments/{comment_id}":            {h: getComment},
+	"PATCH /repos/{owner}/{repo}/issues/comments/{comment_id}":          {h: editComment},
+	"DELETE /repos/{owner}/{repo}/issues/comments/{comment_id}":         {h: deleteComment},
+	"POST /repos/{owner}/{repo}/issues/comments/{comment_id}/reactions": {h: createReaction},
+	"GET /repos/{owner}/{repo}/issues/comments/{comment_id}/reactions":  {h: listReactions},
 
-	"GET /repos/{owner}/{repo}/pulls":                                              listPRs,
-	"POST /repos/{owner}/{repo}/pulls":                                             createPR,
-	"GET /repos/{owner}/{repo}/pulls/{pull_number}":                                getPR,
-	"PATCH /repos/{owner}/{repo}/pulls/{pull_number}":                              updatePR,
-	"GET /repos/{owner}/{repo}/pulls/{pull_number}/reviews":                        listReviews,
-	"POST /repos/{owner}/{repo}/pulls/{pull_number}/reviews":                       createReview,
-	"GET /repos/{owner}/{repo}/pulls/{pull_number}/reviews/{review_id}":            getReview,
-	"PUT /repos/{owner}/{repo}/pulls/{pull_number}/reviews/{review_id}/dismissals": dismissReview,
-	"GET /repos/{owner}/{repo}/pulls/{pull_number}/comments":                       listReviewComments,
-	"POST /repos/{owner}/{repo}/pulls/{pull_number}/comments":                      createReviewComment,
-	"GET /repos/{owner}/{repo}/git/ref/{ref}":                                      getRef,
-	"POST /repos/{owner}/{repo}/git/refs":                                          createRef,
-	"PATCH /repos/{owner}/{repo}/git/refs/{ref}":                                   updateRef,
-	"DELETE /repos/{owner}/{repo}/git/refs/{ref}":                                  deleteRef,
+	"GET /repos/{owner}/{repo}/pulls":                                              {h: listPRs},
+	"POST /repos/{owner}/{repo}/pulls":                                             {h: createPR},
+	"GET /repos/{owner}/{repo}/pulls/{pull_number}":                                {h: getPR},
+	"PATCH /repos/{owner}/{repo}/pulls/{pull_number}":                              {h: updatePR},
+	"GET /repos/{owner}/{repo}/pulls/{pull_number}/reviews":                        {h: listReviews},
+	"POST /repos/{owner}/{repo}/pulls/{pull_number}/reviews":                       {h: createReview},
+	"GET /repos/{owner}/{repo}/pulls/{pull_number}/reviews/{review_id}":            {h: getReview},
+	"PUT /repos/{owner}/{repo}/pulls/{pull_number}/reviews/{review_id}/dismissals": {h: dismissReview},
+	"GET /repos/{owner}/{repo}/pulls/{pull_number}/comments":                       {h: listReviewComments},
+	"POST /repos/{owner}/{repo}/pulls/{pull_number}/comments":                      {h: createReviewComment},
+	"GET /repos/{owner}/{repo}/git/ref/{ref}":                                      {h: getRef},
+	"POST /repos/{owner}/{repo}/git/refs":                                          {h: createRef},
+	"PATCH /repos/{owner}/{repo}/git/refs/{ref}":                                   {h: updateRef},
+	"DELETE /repos/{owner}/{repo}/git/refs/{ref}":                                  {h: deleteRef},
 }
 
 // RouteKeys returns the fake's routes as "METHOD template", sorted.
@@ -75,8 +76,6 @@ func sha(s string) string {
 	return hex.EncodeToString(h[:])
 }
 
-const web = "https://github.com/"
-
 // --- identity helpers ---
 
 func (c *call) login() string {
@@ -87,28 +86,9 @@ func (c *call) login() string {
 		return c.id.user.Login
 	}
 	if c.id.installation != 0 {
-		if a := c.f.apps[c.f.installs[c.id.installation]]; a != nil {
-			return a.Slug + "[bot]"
-		}
+		return c.f.installationLogin(c.id.installation)
 	}
 	return ""
-}
-
-// requireToken rejects app JWTs on non-app endpoints.
-func (c *call) requireToken() bool {
-	if c.id.app != nil {
-		writeError(c.w, http.StatusUnauthorized, "A JSON web token can only be used on GitHub App endpoints; use an installation token")
-		return false
-	}
-	return true
-}
-
-func (c *call) requireJWT() bool {
-	if c.id.app == nil {
-		writeError(c.w, http.StatusUnauthorized, "A JSON web token could not be decoded")
-		return false
-	}
-	return true
 }
 
 func (c *call) perm(rs *repoState, login string) string {
@@ -121,19 +101,31 @@ func (c *call) perm(rs *repoState, login string) string {
 	return PermNone
 }
 
-// repo resolves {owner}/{repo} and checks the caller may read it.
+// installed reports whether the caller is an installation token of the
+// installation that holds rs.
+func (c *call) installed(rs *repoState) bool {
+	return c.id.installation != 0 && rs.installationID == c.id.installation
+}
+
+// repo resolves {owner}/{repo} and checks the caller may see it, as
+// GitHub does: an installation token sees its installation's repositories
+// and, read-only, public ones (writes to those are 403 "Resource not
+// accessible by integration"); anything private it cannot see is 404.
 func (c *call) repo() *repoState {
-	if !c.requireToken() {
-		return nil
-	}
 	rs, ok := c.f.repos[key(c.params["owner"], c.params["repo"])]
 	if !ok {
 		writeError(c.w, http.StatusNotFound, "Not Found")
 		return nil
 	}
 	if c.id.installation != 0 {
-		if rs.installationID != c.id.installation {
+		switch {
+		case c.installed(rs):
+			return rs
+		case rs.Private:
 			writeError(c.w, http.StatusNotFound, "Not Found")
+			return nil
+		case c.r.Method != http.MethodGet:
+			writeError(c.w, http.StatusForbidden, "Resource not accessible by integration")
 			return nil
 		}
 		return rs
@@ -147,7 +139,7 @@ func (c *call) repo() *repoState {
 
 // canWrite reports whether the caller may push or manage pull requests.
 func (c *call) canWrite(rs *repoState) bool {
-	if c.id.installation != 0 {
+	if c.installed(rs) {
 		return true
 	}
 	switch c.perm(rs, c.login()) {
@@ -224,180 +216,53 @@ func tooLong(w http.ResponseWriter, resource, field, body string) bool {
 	return false
 }
 
-// --- JSON views ---
-
-func (f *Fake) userJSON(login string) map[string]any {
-	u := f.users[strings.ToLower(login)]
-	if u == nil {
-		u = &User{Login: login, Type: "User"}
-	}
-	return map[string]any{
-		"login": u.Login, "id": u.ID, "node_id": fmt.Sprintf("U_fake%d", u.ID), "type": u.Type,
-		"site_admin": false, "html_url": web + u.Login, "url": "https://api.github.com/users/" + u.Login,
-	}
-}
-
-func (f *Fake) repoJSON(rs *repoState) map[string]any {
-	m := map[string]any{
-		"id": rs.id, "node_id": fmt.Sprintf("R_fake%d", rs.id), "name": rs.Name, "full_name": rs.Owner + "/" + rs.Name,
-		"owner": f.userJSON(rs.Owner), "private": rs.Private, "default_branch": rs.DefaultBranch,
-		"fork": rs.Parent != "", "html_url": web + rs.Owner + "/" + rs.Name,
-		"visibility": map[bool]string{true: "private", false: "public"}[rs.Private],
-	}
-	if p, ok := f.repos[strings.ToLower(rs.Parent)]; ok && rs.Parent != "" {
-		m["parent"] = map[string]any{"id": p.id, "name": p.Name, "full_name": p.Owner + "/" + p.Name, "owner": f.userJSON(p.Owner), "default_branch": p.DefaultBranch}
-	}
-	return m
-}
-
-func (f *Fake) association(rs *repoState, login string) string {
-	if strings.EqualFold(login, rs.Owner) {
-		return "OWNER"
-	}
-	switch rs.perms[strings.ToLower(login)] {
-	case PermAdmin, PermMaintain, PermWrite, PermTriage, PermRead:
-		return "COLLABORATOR"
-	}
-	return "NONE"
-}
-
-func (f *Fake) issueJSON(rs *repoState, is *Issue) map[string]any {
-	base := rs.Owner + "/" + rs.Name
-	n := 0
-	for _, c := range f.comments {
-		if c.Issue == is.Number && f.commentRepo[c.ID] == key(rs.Owner, rs.Name) {
-			n++
-		}
-	}
-	m := map[string]any{
-		"id": rs.id*100000 + int64(is.Number), "node_id": fmt.Sprintf("I_fake%d_%d", rs.id, is.Number),
-		"number": is.Number, "title": is.Title, "body": is.Body, "state": is.State,
-		"user": f.userJSON(is.User), "labels": []any{}, "comments": n, "locked": false,
-		"author_association": f.association(rs, is.User),
-		"html_url":           fmt.Sprintf("%s%s/issues/%d", web, base, is.Number),
-		"url":                fmt.Sprintf("https://api.github.com/repos/%s/issues/%d", base, is.Number),
-	}
-	if is.IsPR {
-		m["pull_request"] = map[string]any{
-			"url":      fmt.Sprintf("https://api.github.com/repos/%s/pulls/%d", base, is.Number),
-			"html_url": fmt.Sprintf("%s%s/pull/%d", web, base, is.Number),
-		}
-	}
-	return m
-}
-
-func (f *Fake) commentJSON(rs *repoState, cm *Comment) map[string]any {
-	base := rs.Owner + "/" + rs.Name
-	return map[string]any{
-		"id": cm.ID, "node_id": fmt.Sprintf("IC_fake%d", cm.ID), "body": cm.Body, "user": f.userJSON(cm.User),
-		"created_at": cm.Created.Format(time.RFC3339), "updated_at": cm.Updated.Format(time.RFC3339),
-		"author_association": f.association(rs, cm.User),
-		"html_url":           fmt.Sprintf("%s%s/issues/%d#issuecomment-%d", web, base, cm.Issue, cm.ID),
-		"issue_url":          fmt.Sprintf("https://api.github.com/repos/%s/issues/%d", base, cm.Issue),
-		"url":                fmt.Sprintf("https://api.github.com/repos/%s/issues/comments/%d", base, cm.ID),
-	}
-}
-
-func (f *Fake) prJSON(rs *repoState, p *PullRequest) map[string]any {
-	v := f.prView(rs, p)
-	base := rs.Owner + "/" + rs.Name
-	ref := func(branch, s string) map[string]any {
-		return map[string]any{"ref": branch, "sha": s, "label": rs.Owner + ":" + branch, "repo": f.repoJSON(rs), "user": f.userJSON(rs.Owner)}
-	}
-	return map[string]any{
-		"id": rs.id*100000 + int64(p.Number), "node_id": p.NodeID, "number": p.Number,
-		"title": p.Title, "body": p.Body, "state": p.State, "draft": p.Draft, "merged": p.Merged,
-		"user": f.userJSON(p.User), "head": f.headJSON(rs, p, v.HeadSHA, ref), "base": ref(p.Base, v.BaseSHA),
-		"html_url": fmt.Sprintf("%s%s/pull/%d", web, base, p.Number),
-		"url":      fmt.Sprintf("https://api.github.com/repos/%s/pulls/%d", base, p.Number),
-	}
-}
-
-func (f *Fake) reviewJSON(rs *repoState, rv *Review) map[string]any {
-	base := rs.Owner + "/" + rs.Name
-	return map[string]any{
-		"id": rv.ID, "node_id": fmt.Sprintf("PRR_fake%d", rv.ID), "user": f.userJSON(rv.User), "body": rv.Body,
-		"state": rv.State, "commit_id": rv.CommitID, "author_association": f.association(rs, rv.User),
-		"html_url":         fmt.Sprintf("%s%s/pull/%d#pullrequestreview-%d", web, base, rv.PR, rv.ID),
-		"pull_request_url": fmt.Sprintf("https://api.github.com/repos/%s/pulls/%d", base, rv.PR),
-		"submitted_at":     f.now().UTC().Format(time.RFC3339),
-	}
-}
-
-func (f *Fake) reviewCommentJSON(rs *repoState, rc *ReviewComment) map[string]any {
-	base := rs.Owner + "/" + rs.Name
-	return map[string]any{
-		"id": rc.ID, "node_id": fmt.Sprintf("PRRC_fake%d", rc.ID), "user": f.userJSON(rc.User), "body": rc.Body,
-		"path": rc.Path, "line": rc.Line, "side": rc.Side, "commit_id": rc.CommitID, "pull_request_review_id": rc.ReviewID,
-		"html_url": fmt.Sprintf("%s%s/pull/%d#discussion_r%d", web, base, rc.PR, rc.ID),
-	}
-}
-
-func refJSON(rs *repoState, name, s string) map[string]any {
-	return map[string]any{
-		"ref": name, "node_id": "REF_fake" + sha(name)[:8],
-		"url":    fmt.Sprintf("https://api.github.com/repos/%s/%s/git/%s", rs.Owner, rs.Name, name),
-		"object": map[string]any{"sha": s, "type": "commit", "url": fmt.Sprintf("https://api.github.com/repos/%s/%s/git/commits/%s", rs.Owner, rs.Name, s)},
-	}
-}
-
 // --- users and apps ---
 
 func getUser(c *call) {
-	if !c.requireToken() {
-		return
-	}
 	if c.id.installation != 0 {
 		writeError(c.w, http.StatusForbidden, "Resource not accessible by integration")
 		return
 	}
-	writeJSON(c.w, http.StatusOK, c.f.userJSON(c.id.user.Login))
+	writeJSON(c.w, http.StatusOK, c.f.publicUserJSON(c.id.user.Login))
+}
+
+// getUserByLogin is GET /users/{username}: public account data, for any
+// token (an app's JWT is refused, like everywhere outside /app).
+func getUserByLogin(c *call) {
+	u, ok := c.f.users[strings.ToLower(c.params["username"])]
+	if !ok {
+		writeError(c.w, http.StatusNotFound, "Not Found")
+		return
+	}
+	writeJSON(c.w, http.StatusOK, c.f.publicUserJSON(u.Login))
 }
 
 func getApp(c *call) {
-	if !c.requireJWT() {
-		return
-	}
-	a := c.id.app
-	writeJSON(c.w, http.StatusOK, map[string]any{
-		"id": a.ID, "slug": a.Slug, "name": a.Slug, "node_id": fmt.Sprintf("A_fake%d", a.ID),
-		"owner": c.f.userJSON(a.Slug + "[bot]"), "html_url": web + "apps/" + a.Slug,
-		"description": "", "external_url": web + "apps/" + a.Slug,
-		"created_at": "2024-01-01T00:00:00Z", "updated_at": "2024-01-01T00:00:00Z",
-		"permissions": map[string]string{}, "events": []string{},
-	})
+	writeJSON(c.w, http.StatusOK, c.f.appJSON(c.id.app))
 }
 
 func createInstallationToken(c *call) {
-	if !c.requireJWT() {
-		return
-	}
 	inst := c.intParam("installation_id")
 	if c.f.installs[inst] != c.id.app.ID {
 		writeError(c.w, http.StatusNotFound, "Not Found")
 		return
 	}
 	tok := fmt.Sprintf("ghs_fake%d_%d", inst, c.f.id())
-	c.f.tokens[tok] = &identity{installation: inst}
+	exp := c.f.now().Add(InstallationTokenLifetime)
+	c.f.tokens[tok] = &identity{installation: inst, expires: exp}
 	writeJSON(c.w, http.StatusCreated, map[string]any{
-		"token": tok, "expires_at": c.f.now().Add(time.Hour).UTC().Format(time.RFC3339),
-		"permissions": map[string]string{"issues": "write", "pull_requests": "write", "contents": "write"}, "repository_selection": "selected",
+		"token": tok, "expires_at": exp.UTC().Format(time.RFC3339),
+		"permissions": appPermissions, "repository_selection": "selected",
 	})
 }
 
 func getRepoInstallation(c *call) {
-	if !c.requireJWT() {
-		return
-	}
 	rs, ok := c.f.repos[key(c.params["owner"], c.params["repo"])]
 	if !ok || rs.installationID == 0 || c.f.installs[rs.installationID] != c.id.app.ID {
 		writeError(c.w, http.StatusNotFound, "Not Found")
 		return
 	}
-	writeJSON(c.w, http.StatusOK, map[string]any{
-		"id": rs.installationID, "app_id": c.id.app.ID, "app_slug": c.id.app.Slug,
-		"account": c.f.userJSON(rs.Owner), "target_type": "Organization", "permissions": map[string]string{}, "events": []string{},
-	})
+	writeJSON(c.w, http.StatusOK, c.f.installationJSON(rs.installationID, c.id.app, rs.Owner))
 }
 
 func getRepo(c *call) {
@@ -418,7 +283,14 @@ func getPermission(c *call) {
 		return
 	}
 	p := c.perm(rs, u.Login)
-	writeJSON(c.w, http.StatusOK, map[string]any{"permission": legacyPermission(p), "role_name": p, "user": c.f.userJSON(u.Login)})
+	user := c.f.userJSON(u.Login)
+	user["role_name"] = p
+	user["permissions"] = map[string]bool{
+		"admin": p == PermAdmin, "maintain": p == PermAdmin || p == PermMaintain,
+		"push": p == PermAdmin || p == PermMaintain || p == PermWrite, "triage": p != PermRead && p != PermNone,
+		"pull": p != PermNone,
+	}
+	writeJSON(c.w, http.StatusOK, map[string]any{"permission": legacyPermission(p), "role_name": p, "user": user})
 }
 
 // legacyPermission maps role names onto the "permission" field, which real
@@ -489,6 +361,7 @@ func createComment(c *call) {
 	c.f.commentRepo[cm.ID] = key(rs.Owner, rs.Name)
 	c.w.Header().Set("Location", c.f.commentJSON(rs, cm)["url"].(string))
 	writeJSON(c.w, http.StatusCreated, c.f.commentJSON(rs, cm))
+	c.f.deliverComment(rs, "created", c.login(), cm)
 }
 
 func (c *call) comment(rs *repoState) *Comment {
@@ -532,6 +405,7 @@ func editComment(c *call) {
 	cm.Body = in.Body
 	cm.Updated = c.f.now().UTC()
 	writeJSON(c.w, http.StatusOK, c.f.commentJSON(rs, cm))
+	c.f.deliverComment(rs, "edited", c.login(), cm)
 }
 
 func deleteComment(c *call) {
@@ -696,6 +570,7 @@ func createPR(c *call) {
 	}
 	p := c.f.addPR(rs, PullRequest{Title: in.Title, Body: in.Body, User: c.login(), Draft: in.Draft, Head: head, Base: in.Base})
 	writeJSON(c.w, http.StatusCreated, c.f.prJSON(rs, p))
+	c.f.deliverPR(rs, "opened", c.login(), p, nil)
 }
 
 func getPR(c *call) {
@@ -734,13 +609,17 @@ func updatePR(c *call) {
 	if in.Body != nil {
 		p.Body = *in.Body
 	}
-	if in.State != nil && !p.Merged {
+	action := "edited"
+	if in.State != nil && !p.Merged && *in.State != p.State {
 		p.State = *in.State
+		action = map[string]string{"closed": "closed", "open": "reopened"}[p.State]
 	}
+	p.Updated = c.f.now()
 	if is := rs.issues[p.Number]; is != nil {
-		is.Title, is.Body, is.State = p.Title, p.Body, p.State
+		is.Title, is.Body, is.State, is.Updated = p.Title, p.Body, p.State, p.Updated
 	}
 	writeJSON(c.w, http.StatusOK, c.f.prJSON(rs, p))
+	c.f.deliverPR(rs, action, c.login(), p, nil)
 }
 
 func listReviews(c *call) {
@@ -794,13 +673,13 @@ func createReview(c *call) {
 	switch in.Event {
 	case "APPROVE":
 		if self {
-			writeError(c.w, http.StatusUnprocessableEntity, "Unprocessable Entity", map[string]any{"resource": "PullRequestReview", "code": "custom", "message": "Can not approve your own pull request"})
+			writeSimpleError(c.w, http.StatusUnprocessableEntity, "Unprocessable Entity", "Can not approve your own pull request")
 			return
 		}
 		state = "APPROVED"
 	case "REQUEST_CHANGES":
 		if self {
-			writeError(c.w, http.StatusUnprocessableEntity, "Unprocessable Entity", map[string]any{"resource": "PullRequestReview", "code": "custom", "message": "Can not request changes on your own pull request"})
+			writeSimpleError(c.w, http.StatusUnprocessableEntity, "Unprocessable Entity", "Can not request changes on your own pull request")
 			return
 		}
 		state = "CHANGES_REQUESTED"
@@ -810,7 +689,7 @@ func createReview(c *call) {
 		state = "PENDING"
 	}
 	if (in.Event == "COMMENT" || in.Event == "REQUEST_CHANGES") && in.Body == "" && len(in.Comments) == 0 {
-		writeError(c.w, http.StatusUnprocessableEntity, "Unprocessable Entity", map[string]any{"resource": "PullRequestReview", "field": "body", "code": "missing_field", "message": "Review body is required"})
+		writeSimpleError(c.w, http.StatusUnprocessableEntity, "Unprocessable Entity", "Review body is required")
 		return
 	}
 	v := c.f.prView(rs, p)
@@ -818,10 +697,10 @@ func createReview(c *call) {
 	if commit == "" {
 		commit = v.HeadSHA
 	}
-	rv := &Review{ID: c.f.id(), PR: p.Number, User: me, Body: in.Body, State: state, CommitID: commit}
+	rv := &Review{ID: c.f.id(), PR: p.Number, User: me, Body: in.Body, State: state, CommitID: commit, Submitted: c.f.now()}
 	for _, cm := range in.Comments {
 		if cm.Path == "" || (cm.Line == 0 && cm.Position == 0) {
-			writeError(c.w, http.StatusUnprocessableEntity, "Unprocessable Entity", map[string]any{"resource": "PullRequestReviewComment", "code": "custom", "message": "review comments need a path and a line (or position) in the diff"})
+			writeSimpleError(c.w, http.StatusUnprocessableEntity, "Unprocessable Entity", "review comments need a path and a line (or position) in the diff")
 			return
 		}
 		if tooLong(c.w, "PullRequestReviewComment", "body", cm.Body) {
@@ -832,7 +711,7 @@ func createReview(c *call) {
 			line = cm.Position
 		}
 		if !inDiff(p, cm.Path, line) {
-			notInDiff(c.w)
+			notInDiff(c.w, true)
 			return
 		}
 	}
@@ -842,12 +721,15 @@ func createReview(c *call) {
 		if line == 0 {
 			line = cm.Position
 		}
-		rc := &ReviewComment{ID: c.f.id(), PR: p.Number, ReviewID: rv.ID, User: me, Body: cm.Body, Path: cm.Path, Line: line, Side: cm.Side, CommitID: commit}
+		rc := &ReviewComment{ID: c.f.id(), PR: p.Number, ReviewID: rv.ID, User: me, Body: cm.Body, Path: cm.Path, Line: line, Side: cm.Side, CommitID: commit, Created: c.f.now()}
 		c.f.reviewComments[rk] = append(c.f.reviewComments[rk], rc)
 		rv.Comments = append(rv.Comments, rc.ID)
 	}
 	c.f.reviews[rk] = append(c.f.reviews[rk], rv)
 	writeJSON(c.w, http.StatusOK, c.f.reviewJSON(rs, rv))
+	if rv.State != "PENDING" {
+		c.f.deliverReview(rs, "submitted", me, p, rv)
+	}
 }
 
 func getReview(c *call) {
@@ -875,6 +757,7 @@ func dismissReview(c *call) {
 	}
 	rv.State = "DISMISSED"
 	writeJSON(c.w, http.StatusOK, c.f.reviewJSON(rs, rv))
+	c.f.deliverReview(rs, "dismissed", c.login(), p, rv)
 }
 
 func listReviewComments(c *call) {
@@ -916,10 +799,10 @@ func createReviewComment(c *call) {
 		line = in.Position
 	}
 	if !inDiff(p, in.Path, line) {
-		notInDiff(c.w)
+		notInDiff(c.w, false)
 		return
 	}
-	rc := &ReviewComment{ID: c.f.id(), PR: p.Number, User: c.login(), Body: in.Body, Path: in.Path, Line: line, Side: in.Side, CommitID: in.CommitID}
+	rc := &ReviewComment{ID: c.f.id(), PR: p.Number, User: c.login(), Body: in.Body, Path: in.Path, Line: line, Side: in.Side, CommitID: in.CommitID, Created: c.f.now()}
 	rk := key(rs.Owner, rs.Name)
 	c.f.reviewComments[rk] = append(c.f.reviewComments[rk], rc)
 	writeJSON(c.w, http.StatusCreated, c.f.reviewCommentJSON(rs, rc))
@@ -937,10 +820,17 @@ func inDiff(p *PullRequest, path string, line int) bool {
 	return false
 }
 
-func notInDiff(w http.ResponseWriter) {
-	writeError(w, http.StatusUnprocessableEntity, "Unprocessable Entity", map[string]any{
-		"resource": "PullRequestReviewComment", "code": "custom", "field": "pull_request_review_thread.line",
-		"message": "Pull request review thread line must be part of the diff",
+// notInDiff refuses a line comment outside the diff: a review answers
+// with a validation-error-simple (errors are strings), a single review
+// comment with a validation-error.
+func notInDiff(w http.ResponseWriter, inReview bool) {
+	const msg = "Pull request review thread line must be part of the diff"
+	if inReview {
+		writeSimpleError(w, http.StatusUnprocessableEntity, "Unprocessable Entity", msg)
+		return
+	}
+	writeError(w, http.StatusUnprocessableEntity, "Validation Failed", map[string]any{
+		"resource": "PullRequestReviewComment", "code": "custom", "field": "pull_request_review_thread.line", "message": msg,
 	})
 }
 
@@ -957,7 +847,7 @@ func getRef(c *call) {
 		writeError(c.w, http.StatusNotFound, "Not Found")
 		return
 	}
-	writeJSON(c.w, http.StatusOK, refJSON(rs, name, s))
+	writeJSON(c.w, http.StatusOK, c.f.refJSON(rs, name, s))
 }
 
 func hexSHA(s string) bool {
@@ -993,7 +883,7 @@ func createRef(c *call) {
 		return
 	}
 	rs.refs[in.Ref] = in.SHA
-	writeJSON(c.w, http.StatusCreated, refJSON(rs, in.Ref, in.SHA))
+	writeJSON(c.w, http.StatusCreated, c.f.refJSON(rs, in.Ref, in.SHA))
 }
 
 func updateRef(c *call) {
@@ -1017,7 +907,7 @@ func updateRef(c *call) {
 		return
 	}
 	rs.refs[name] = in.SHA
-	writeJSON(c.w, http.StatusOK, refJSON(rs, name, in.SHA))
+	writeJSON(c.w, http.StatusOK, c.f.refJSON(rs, name, in.SHA))
 }
 
 func deleteRef(c *call) {
@@ -1032,18 +922,4 @@ func deleteRef(c *call) {
 	}
 	delete(rs.refs, name)
 	c.w.WriteHeader(http.StatusNoContent)
-}
-
-// headJSON is a pull request's head: in the base repository, or in a fork
-// (the fork must be a seeded repository).
-func (f *Fake) headJSON(rs *repoState, p *PullRequest, sha string, same func(string, string) map[string]any) map[string]any {
-	if p.HeadRepo == "" {
-		return same(p.Head, sha)
-	}
-	fork, ok := f.repos[strings.ToLower(p.HeadRepo)]
-	if !ok {
-		// A deleted fork: GitHub sends "repo": null.
-		return map[string]any{"ref": p.Head, "sha": sha, "label": p.HeadRepo + ":" + p.Head, "repo": nil}
-	}
-	return map[string]any{"ref": p.Head, "sha": sha, "label": fork.Owner + ":" + p.Head, "repo": f.repoJSON(fork), "user": f.userJSON(fork.Owner)}
 }

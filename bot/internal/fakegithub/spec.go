@@ -42,6 +42,10 @@ type Operation struct {
 	bodyPointer string            // JSON pointer of the application/json request schema, "" if none
 	bodyProps   map[string]bool   // declared top-level properties; nil if the schema does not list them
 	bodyReq     bool
+	// responses maps each declared status code to the JSON pointer of its
+	// application/json schema ("" for a response without a JSON body). Nil
+	// when the spec carries no responses (NewUnchecked's route table).
+	responses map[int]string
 }
 
 var (
@@ -131,12 +135,14 @@ func loadSpec(path string) (*Spec, error) {
 					}
 				}
 			}
+			op.responses = responsePointers(root, "/paths/"+escapePointer(tmpl)+"/"+method+"/responses", opObj["responses"])
 			s.ops[m] = append(s.ops[m], op)
 		}
 	}
 	for _, ops := range s.ops {
 		sort.Slice(ops, func(i, j int) bool { return ops[i].Path < ops[j].Path })
 	}
+	fixKnownDeviations(root)
 
 	c := jsonschema.NewCompiler()
 	// OpenAPI 3.0 schemas are a draft-4/5 dialect: boolean exclusiveMinimum
@@ -264,23 +270,30 @@ func (s *Spec) ValidateBody(op *Operation, body []byte) error {
 }
 
 func (s *Spec) schema(op *Operation) (*jsonschema.Schema, error) {
+	return s.compile(op.bodyPointer, op)
+}
+
+// compile compiles (once) the schema at a JSON pointer into the spec.
+func (s *Spec) compile(ptr string, op *Operation) (*jsonschema.Schema, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if sch, ok := s.compiled[op.bodyPointer]; ok {
+	if sch, ok := s.compiled[ptr]; ok {
 		return sch, nil
 	}
-	if err, ok := s.compErr[op.bodyPointer]; ok {
+	if err, ok := s.compErr[ptr]; ok {
 		return nil, err
 	}
-	sch, err := s.compiler.Compile(specURL + "#" + pointerFragment(op.bodyPointer))
+	sch, err := s.compiler.Compile(specURL + "#" + pointerFragment(ptr))
 	if err != nil {
-		err = fmt.Errorf("fakegithub: compile request schema of %s %s: %w", op.Method, op.Path, err)
-		s.compErr[op.bodyPointer] = err
+		err = fmt.Errorf("fakegithub: compile schema %s of %s %s: %w", ptr, op.Method, op.Path, err)
+		s.compErr[ptr] = err
 		return nil, err
 	}
-	s.compiled[op.bodyPointer] = sch
+	s.compiled[ptr] = sch
 	return sch, nil
 }
+
+func sortStrings(s []string) { sort.Strings(s) }
 
 // rewriteNullable turns OpenAPI 3.0 "nullable: true" into JSON Schema.
 func rewriteNullable(v any) {

@@ -1,0 +1,169 @@
+package dispatch_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"testing"
+
+	"github.com/agentos/agentos/bot/dispatch"
+	"github.com/agentos/agentos/bot/internal/gittest"
+	"github.com/agentos/agentos/bot/webhook"
+	"github.com/agentos/agentos/runtime/demo"
+	"github.com/agentos/agentos/runtime/provider/scripted"
+)
+
+// logTo makes the world's dispatcher log at the default level (INFO) into
+// a buffer.
+func (w *world) logTo() *bytes.Buffer {
+	var b bytes.Buffer
+	w.d.Log = slog.New(slog.NewTextHandler(&b, nil))
+	return &b
+}
+
+// lineWith returns the log line with msg, or fails.
+func lineWith(t *testing.T, logs, msg string) string {
+	t.Helper()
+	for _, l := range strings.Split(logs, "\n") {
+		if strings.Contains(l, "msg=\""+msg+"\"") || strings.Contains(l, "msg="+msg+" ") {
+			return l
+		}
+	}
+	t.Fatalf("no %q line in the log:\n%s", msg, logs)
+	return ""
+}
+
+// Every run's outcome is logged at INFO — paused for approval, completed,
+// failed with its error class and error, cancelled — with the session,
+// repository, issue and pull request.
+func TestRunOutcomesLoggedAtInfo(t *testing.T) {
+	t.Run("paused then completed", func(t *testing.T) {
+		w := newWorld(t)
+		logs := w.logTo()
+		res := w.comment(w.issue, false, "alice", "/agent "+demo.Prompt)
+		l := lineWith(t, logs.String(), "run paused for approval")
+		for _, want := range []string{"level=INFO", "session=" + res.SessionID, "repo=octo/app", fmt.Sprintf("issue=%d", w.issue), fmt.Sprintf("pr=%d", res.PR), "pending=1"} {
+			if !strings.Contains(l, want) {
+				t.Errorf("%q lacks %q", l, want)
+			}
+		}
+		w.review(res.PR, "alice", "approved", "")
+		l = lineWith(t, logs.String(), "run completed")
+		for _, want := range []string{"level=INFO", "session=" + res.SessionID, "repo=octo/app", fmt.Sprintf("issue=%d", w.issue), fmt.Sprintf("pr=%d", res.PR), "status=completed"} {
+			if !strings.Contains(l, want) {
+				t.Errorf("%q lacks %q", l, want)
+			}
+		}
+	})
+	t.Run("failed", func(t *testing.T) {
+		w := newWorld(t)
+		s, err := demo.Script()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for role := range s.Roles {
+			s.Roles[role] = []scripted.Entry{{Error: &scripted.Failure{Message: "401 invalid api key", Status: 401}}}
+		}
+		w.script = s
+		w.start(t.TempDir())
+		logs := w.logTo()
+		res := w.comment(w.issue, false, "alice", "/agent "+demo.Prompt)
+		if res.Status != "failed" {
+			t.Fatalf("result = %+v, want a failed run", res)
+		}
+		l := lineWith(t, logs.String(), "run failed")
+		for _, want := range []string{"level=INFO", "session=" + res.SessionID, "repo=octo/app", fmt.Sprintf("issue=%d", w.issue), "status=failed", "error_class=", "error="} {
+			if !strings.Contains(l, want) {
+				t.Errorf("%q lacks %q", l, want)
+			}
+		}
+		if strings.Contains(l, "error_class= ") || strings.Contains(l, `error=""`) {
+			t.Errorf("the failure's class or error is empty: %q", l)
+		}
+	})
+	t.Run("cancelled", func(t *testing.T) {
+		w := newWorld(t)
+		logs := w.logTo()
+		res := w.comment(w.issue, false, "alice", "/agent "+demo.Prompt)
+		w.dispatch(webhook.Trigger{Kind: webhook.KindPRClosed, Number: res.PR, IsPR: true, Author: "alice"})
+		l := lineWith(t, logs.String(), "run cancelled")
+		for _, want := range []string{"level=INFO", "session=" + res.SessionID, "repo=octo/app", fmt.Sprintf("pr=%d", res.PR), "error="} {
+			if !strings.Contains(l, want) {
+				t.Errorf("%q lacks %q", l, want)
+			}
+		}
+	})
+}
+
+// A failing Preflight stops a new run before anything is written to
+// GitHub: no tracking comment, branch, pull request or session. The
+// error is logged at ERROR; it is retried by the queue unless it wraps
+// webhook.ErrPermanent.
+func TestPreflight(t *testing.T) {
+	unreachable := errors.New("model endpoint http://127.0.0.1:9/v1 unreachable: connection refused")
+	rejected := fmt.Errorf("model endpoint rejected the key (401): %w", webhook.ErrPermanent)
+	tests := []struct {
+		name      string
+		err       error
+		permanent bool
+	}{
+		{"unreachable endpoint: retried", unreachable, false},
+		{"rejected key: permanent", rejected, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := newWorld(t)
+			logs := w.logTo()
+			calls := 0
+			w.d.Preflight = func(context.Context) error { calls++; return tt.err }
+			w.fake.AddComment(repoName, w.issue, "alice", "/agent "+demo.Prompt)
+			w.fake.ResetCalls()
+			err := w.d.Dispatch(context.Background(), webhook.Trigger{Kind: webhook.KindComment, Repo: repoName, Owner: "octo", Name: "app", Number: w.issue,
+				Author: "alice", AuthorType: "User", Body: "/agent " + demo.Prompt, IssueState: "open", DeliveryID: "d-pre"})
+			if !errors.Is(err, dispatch.ErrPreflight) || !errors.Is(err, tt.err) {
+				t.Fatalf("Dispatch = %v, want ErrPreflight wrapping %v", err, tt.err)
+			}
+			if got := errors.Is(err, webhook.ErrPermanent); got != tt.permanent {
+				t.Errorf("permanent = %v, want %v", got, tt.permanent)
+			}
+			if calls != 1 {
+				t.Errorf("Preflight called %d times", calls)
+			}
+			// Only the permission check reached GitHub; nothing was written.
+			for k := range w.fake.Calls() {
+				if k != "GET /repos/{owner}/{repo}/collaborators/{username}/permission" {
+					t.Errorf("GitHub was called: %s", k)
+				}
+			}
+			if c := lastComment(w.fake.Comments(repoName, w.issue), botLogin); c.ID != 0 {
+				t.Errorf("the bot commented: %q", c.Body)
+			}
+			if prs := w.fake.PRs(repoName); len(prs) != 0 {
+				t.Errorf("pull requests: %+v", prs)
+			}
+			if refs := gittest.Git(t, w.bare, "for-each-ref", "--format=%(refname)", "refs/heads/agent/"); refs != "" {
+				t.Errorf("branches: %s", refs)
+			}
+			if s := w.fakeSessions(); len(s) != 0 {
+				t.Errorf("sessions: %v", s)
+			}
+			l := lineWith(t, logs.String(), "run not started: preflight failed")
+			if !strings.Contains(l, "level=ERROR") || !strings.Contains(l, "connection refused") && !strings.Contains(l, "rejected the key") {
+				t.Errorf("log line %q", l)
+			}
+			if n := strings.Count(logs.String(), "level=ERROR"); n != 1 {
+				t.Errorf("%d ERROR lines, want 1:\n%s", n, logs)
+			}
+		})
+	}
+	// Answers to a paused run do not call it: only new runs do.
+	w := newWorld(t)
+	res := w.comment(w.issue, false, "alice", "/agent "+demo.Prompt)
+	w.d.Preflight = func(context.Context) error { return unreachable }
+	if got := w.review(res.PR, "alice", "approved", ""); got.Status != "completed" {
+		t.Errorf("approval with a failing preflight: %+v", got)
+	}
+}
