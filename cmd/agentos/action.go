@@ -67,11 +67,13 @@ func runAction(ctx context.Context, getenv func(string) string, deps action.Deps
 		action.Errorf(stdout, "%v", err)
 		return &exitError{code: exitUsage, err: err}
 	}
-	// Before anything reaches GitHub: no comment or pull request for a run
-	// whose model cannot be reached.
-	if err := checkProvider(ctx, prof, stdout); err != nil {
-		action.Errorf(stdout, "%v", err)
-		return err
+	// The provider is checked before a new run, before anything reaches
+	// GitHub (no comment or pull request for a run whose model cannot be
+	// reached); events that start no run (other comments, reviews of other
+	// pull requests) do not fail on it.
+	fmt.Fprintf(stdout, "agentos: %s\n", prof.Describe())
+	if deps.Preflight == nil {
+		deps.Preflight = botPreflight(prof)
 	}
 	// An operator policy from the workflow's checkout, if there is one; the
 	// repository's own .agent/policy.yaml always applies (it only tightens).

@@ -3,10 +3,13 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"math"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +17,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentos/agentos/bot/webhook"
 	"github.com/agentos/agentos/kernel/testenv"
 	"github.com/agentos/agentos/runtime/demo"
 	"github.com/agentos/agentos/runtime/event"
@@ -328,5 +332,60 @@ func TestCheckProviderLine(t *testing.T) {
 	out.Reset()
 	if err := checkProvider(context.Background(), scripted, &out); err != nil || !strings.Contains(out.String(), "provider scripted") {
 		t.Errorf("scripted: %v %q", err, out.String())
+	}
+}
+
+// TestBotPreflight: the bot's check before a new run makes configuration
+// errors permanent (the delivery is not redelivered), keeps an unreachable
+// endpoint retryable, and lets a momentarily unavailable one through.
+func TestBotPreflight(t *testing.T) {
+	srv := fakemodel.Start(t, fakemodel.Options{Key: fakeKey, Model: "m"})
+	// A server in trouble: every request gets 503.
+	busy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		io.WriteString(w, `{"error":{"message":"The server is overloaded","type":"server_error"}}`)
+	}))
+	defer busy.Close()
+	profile := func(base, key, model string) provider.Profile {
+		t.Helper()
+		p, err := provider.LoadProfile("", func(k string) string {
+			return map[string]string{"AGENTOS_PROVIDER": "openai", "OPENAI_BASE_URL": base, "OPENAI_API_KEY": key, "AGENTOS_MODEL": model}[k]
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := "http://" + ln.Addr().String() + "/v1"
+	ln.Close()
+	cases := []struct {
+		name            string
+		prof            provider.Profile
+		wantErr, wantPm bool
+	}{
+		{"works", profile(srv.URL(), fakeKey, "m"), false, false},
+		{"key rejected", profile(srv.URL(), "sk-wrong-key-0000", "m"), true, true},
+		{"unknown model", profile(srv.URL(), fakeKey, "no-such-model"), true, true},
+		{"unreachable", profile(closed, fakeKey, "m"), true, false},
+		{"unavailable", profile(busy.URL+"/v1", fakeKey, "m"), false, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.name == "unavailable" {
+				// The check itself sees the outage; the bot lets the run start.
+				if err := providerPreflight(tc.prof)(context.Background()); err == nil || provider.Fatal(err) {
+					t.Fatalf("the check saw %v, want an unavailable endpoint", err)
+				}
+			}
+			err := botPreflight(tc.prof)(context.Background())
+			if (err != nil) != tc.wantErr || errors.Is(err, webhook.ErrPermanent) != tc.wantPm {
+				t.Errorf("err = %v; want error %v, permanent %v", err, tc.wantErr, tc.wantPm)
+			}
+		})
 	}
 }

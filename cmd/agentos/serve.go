@@ -171,6 +171,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, d serveDeps) er
 			if err != nil {
 				return usageErrorf("serve: %v", err)
 			}
+			bot.Dispatcher.Preflight = botPreflight(prof)
 			opts.Actors = append(opts.Actors, func(ctx context.Context) error {
 				login, err := bot.Login(ctx)
 				if err != nil {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/agentos/agentos/bot/webhook"
 	"github.com/agentos/agentos/kernel"
 	"github.com/agentos/agentos/kernel/policy"
 	"github.com/agentos/agentos/kernel/redact"
@@ -86,6 +87,26 @@ func preflight(ctx context.Context, prof provider.Profile) error {
 // run.
 func providerPreflight(prof provider.Profile) func(context.Context) error {
 	return func(ctx context.Context) error { return preflight(ctx, prof) }
+}
+
+// botPreflight is the check the bot's dispatcher runs before a new run,
+// before anything is posted to GitHub. A rejected key or an unknown model
+// is permanent: no redelivery fixes configuration, so the delivery fails at
+// once (and shows in the dead letters). An unreachable endpoint is retried
+// with the queue's backoff: a model server may be restarting. A momentary
+// unavailability (429, 5xx) lets the run start: its calls retry.
+func botPreflight(prof provider.Profile) func(context.Context) error {
+	check := providerPreflight(prof)
+	return func(ctx context.Context) error {
+		err := check(ctx)
+		switch {
+		case errors.Is(err, provider.ErrKeyRejected) || errors.Is(err, provider.ErrUnknownModel):
+			return fmt.Errorf("%w: %w", webhook.ErrPermanent, err)
+		case provider.Fatal(err):
+			return err
+		}
+		return nil
+	}
 }
 
 // checkProvider prints the resolved provider, model and endpoint (never
