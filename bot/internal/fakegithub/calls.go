@@ -20,11 +20,41 @@ func (f *Fake) Calls() map[string]int {
 	return out
 }
 
+// CallsBy is Calls restricted to the requests that authenticated as actor
+// (see Request.Actor), since the fake started or the last ResetCalls.
+func (f *Fake) CallsBy(actor string) map[string]int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := map[string]int{}
+	for _, r := range f.requests[f.callsFrom:] {
+		if r.Actor == actor {
+			out[callKey(r)]++
+		}
+	}
+	return out
+}
+
+// actor names an authenticated identity for Request.Actor; f.mu is held.
+func (f *Fake) actor(id *identity) string {
+	switch {
+	case id == nil:
+		return ""
+	case id.user != nil:
+		return id.user.Login
+	case id.installation != 0:
+		return f.installationLogin(id.installation)
+	case id.app != nil:
+		return fmt.Sprintf("app:%d", id.app.ID)
+	}
+	return ""
+}
+
 // ResetCalls starts counting from zero.
 func (f *Fake) ResetCalls() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.calls = map[string]int{}
+	f.callsFrom = len(f.requests)
 }
 
 // Budget bounds the API calls of a scenario.

@@ -196,6 +196,10 @@ type Request struct {
 	Path   string // concrete path, without the /api/v3 prefix
 	Op     string // spec path template, "" if none matched; "graphql" for GraphQL
 	Status int
+	// Actor is who the request authenticated as: a user's login, an
+	// installation's "<slug>[bot]", "app:<id>" for an app's JWT; "" when
+	// it did not authenticate.
+	Actor string
 }
 
 // Failure is an injected response: see FailNext.
@@ -243,6 +247,7 @@ type Fake struct {
 	violations     []Violation
 	requests       []Request
 	calls          map[string]int // callKey → count, since the last ResetCalls
+	callsFrom      int            // index in requests of the first request counted
 	hooks          hooks
 	rateRemaining  map[string]int
 	gitDirs        map[string]string // lower("owner/name") → bare repository backing its refs
@@ -716,6 +721,7 @@ func (f *Fake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(rw, status, msg)
 		return
 	}
+	rec.Actor = f.actor(id)
 	f.rateHeaders(rw, r.Header.Get("Authorization"))
 	if status, msg := rt.auth.admits(id); status != 0 {
 		writeError(rw, status, msg)

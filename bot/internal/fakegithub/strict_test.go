@@ -246,8 +246,11 @@ func TestCallsAndBudget(t *testing.T) {
 	if len(rec.errors) != 0 {
 		t.Errorf("CheckBudget within budget reported %v", rec.errors)
 	}
+	if by, other := f.CallsBy("dev"), f.CallsBy("someone-else"); fmt.Sprint(by) != fmt.Sprint(want) || len(other) != 0 {
+		t.Errorf("CallsBy(dev) = %v, CallsBy(someone-else) = %v", by, other)
+	}
 	f.ResetCalls()
-	if len(f.Calls()) != 0 {
+	if len(f.Calls()) != 0 || len(f.CallsBy("dev")) != 0 {
 		t.Error("ResetCalls kept counts")
 	}
 }
