@@ -432,7 +432,7 @@ func (p *serveProc) stop(t *testing.T) {
 		p.cmd.Process.Kill()
 		t.Errorf("agentos serve did not stop within 30 s of SIGTERM")
 	}
-	if t.Failed() {
+	if t.Failed() || os.Getenv("E2E_SHOW_LOG") != "" {
 		t.Logf("agentos serve's log:\n%s", tail(p.logs(), 20000))
 	}
 }
