@@ -17,6 +17,7 @@ import (
 	"github.com/agentos/agentos/kernel"
 	"github.com/agentos/agentos/kernel/policy"
 	"github.com/agentos/agentos/kernel/redact"
+	"github.com/agentos/agentos/kernel/sandbox"
 	"github.com/agentos/agentos/kernel/tools"
 	"github.com/agentos/agentos/kernel/workspace"
 	"github.com/agentos/agentos/runtime/hooks"
@@ -45,11 +46,16 @@ type Options struct {
 	// working tree holds code from outside the repository (a fork's pull
 	// request), whose hooks must not run with the bot's authority.
 	UntrustedRepo bool
+	// Sandbox confines every command the kernel starts (exec tools and
+	// hook commands). Nil detects one as AGENTOS_SANDBOX says (auto by
+	// default); processes detect once (Sandbox) and pass it here.
+	Sandbox *sandbox.Sandbox
 }
 
 // Env is one session's assembled runtime. Close releases it.
 type Env struct {
 	Workspace *workspace.Root
+	Sandbox   *sandbox.Sandbox
 	Policy    *policy.Policy
 	Kernel    *kernel.Kernel
 	Hooks     *hooks.Registry
@@ -102,8 +108,9 @@ func LoadPolicy(operatorFile string, ws *workspace.Root) (*policy.Policy, error)
 }
 
 // HookRunner runs hook commands through the workspace's process runner:
-// scrubbed environment, process-group kill, capped output. Hook commands
-// are shell command lines by definition (Claude Code's settings.json).
+// in the sandbox, with a scrubbed environment, the process tree killed at
+// the end, capped output. Hook commands are shell command lines by
+// definition (Claude Code's settings.json).
 type HookRunner struct{ WS *workspace.Root }
 
 // RunHook implements hooks.Runner.
@@ -124,10 +131,17 @@ func Build(ctx context.Context, o Options) (*Env, error) {
 	if err != nil {
 		return nil, err
 	}
+	sb := o.Sandbox
+	if sb == nil {
+		if sb, err = Sandbox(ctx, os.Getenv); err != nil {
+			return nil, &UsageError{err}
+		}
+	}
 	red := redact.New(base.Redaction.Keys)
 	red.AddLiteral(o.Profile.APIKey)
 	// Open once with the operator's policy to read the repository's, then
-	// again with the merged deny patterns and environment allow-list.
+	// again with the merged deny patterns, environment allow-list, network
+	// allow-list and process limits.
 	ws, err := workspace.Open(o.Dir, workspace.Options{DenyPatterns: base.Workspace.DenyPatterns, EnvAllow: base.Execution.EnvAllow, SecretName: red.IsSecretName})
 	if err != nil {
 		return nil, &UsageError{err}
@@ -137,10 +151,11 @@ func Build(ctx context.Context, o Options) (*Env, error) {
 	if err != nil {
 		return nil, err
 	}
-	if ws, err = workspace.Open(o.Dir, workspace.Options{DenyPatterns: pol.Workspace.DenyPatterns, EnvAllow: pol.Execution.EnvAllow, SecretName: red.IsSecretName}); err != nil {
+	if ws, err = workspace.Open(o.Dir, workspace.Options{DenyPatterns: pol.Workspace.DenyPatterns, EnvAllow: pol.Execution.EnvAllow, SecretName: red.IsSecretName, Sandbox: sb, Network: pol.Network.Allow, Limits: pol.SandboxLimits()}); err != nil {
 		return nil, err
 	}
-	e := &Env{Workspace: ws, Policy: pol, Redactor: red}
+	e := &Env{Workspace: ws, Sandbox: sb, Policy: pol, Redactor: red}
+	e.Notes = append(e.Notes, SandboxNotes(sb)...)
 	e.Hooks = hooks.NewRegistry()
 	e.Hooks.Builtins()
 	if o.UntrustedRepo {
@@ -183,4 +198,30 @@ func Build(ctx context.Context, o Options) (*Env, error) {
 	prov = provider.Checked{P: provider.Priced{P: prov, Pricing: o.Profile.Pricing}, Reg: schemas.MustDefault()}
 	e.Engine = &run.Engine{Provider: prov, Tools: run.KernelTools{K: e.Kernel}, Hooks: e.Hooks, Skills: sk, Schemas: schemas.MustDefault(), Profile: o.Profile, Repo: ws.FS()}
 	return e, nil
+}
+
+// Sandbox detects the sandbox for a CLI process: the mode comes from
+// AGENTOS_SANDBOX (auto, bwrap, landlock or none; empty is auto). An
+// unknown mode is an error; a sandbox that cannot be set up is not (its
+// Err refuses every command and names the fix).
+func Sandbox(ctx context.Context, getenv func(string) string) (*sandbox.Sandbox, error) {
+	mode, err := sandbox.ParseMode(getenv(sandbox.EnvMode))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", sandbox.EnvMode, err)
+	}
+	return sandbox.Detect(ctx, sandbox.Config{Mode: mode, Getenv: getenv}), nil
+}
+
+// SandboxNotes say what the operator must know about the sandbox: that
+// commands run unconfined, or are refused and why.
+func SandboxNotes(sb *sandbox.Sandbox) []string {
+	switch r := sb.Report(); {
+	case r.Mechanism == sandbox.None:
+		return []string{"WARNING: " + r.Warning}
+	case !r.Ready:
+		return []string{"commands and hook commands are refused: " + r.Error}
+	case r.Warning != "":
+		return []string{"sandbox " + string(r.Mechanism) + ": " + r.Warning}
+	}
+	return nil
 }
