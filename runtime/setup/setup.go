@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/agentos/agentos/kernel"
@@ -200,16 +201,39 @@ func Build(ctx context.Context, o Options) (*Env, error) {
 	return e, nil
 }
 
-// Sandbox detects the sandbox for a CLI process: the mode comes from
-// AGENTOS_SANDBOX (auto, bwrap, landlock or none; empty is auto). An
-// unknown mode is an error; a sandbox that cannot be set up is not (its
-// Err refuses every command and names the fix).
+// EnvGoCache names a Go build cache shared by every sandboxed command
+// instead of one per worktree. A command can plant build outputs that
+// later builds in other worktrees trust, so set it only where every
+// repository is trusted alike (a developer's own checkouts, CI of this
+// project).
+const EnvGoCache = "AGENTOS_SANDBOX_GO_CACHE"
+
+var (
+	sandboxMu sync.Mutex
+	sandboxes = map[string]*sandbox.Sandbox{}
+)
+
+// Sandbox returns the sandbox for a process that did not set one up
+// itself (the CLI, the demo, tests): the mode comes from AGENTOS_SANDBOX
+// (auto, bwrap, landlock or none; empty is auto), and a shared Go build
+// cache from AGENTOS_SANDBOX_GO_CACHE. It is detected once per process
+// and setting. An unknown mode is an error; a sandbox that cannot be set
+// up is not (its Err refuses every command and names the fix).
 func Sandbox(ctx context.Context, getenv func(string) string) (*sandbox.Sandbox, error) {
 	mode, err := sandbox.ParseMode(getenv(sandbox.EnvMode))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", sandbox.EnvMode, err)
 	}
-	return sandbox.Detect(ctx, sandbox.Config{Mode: mode, Getenv: getenv}), nil
+	gocache := getenv(EnvGoCache)
+	key := string(mode) + "\x00" + gocache
+	sandboxMu.Lock()
+	defer sandboxMu.Unlock()
+	if s, ok := sandboxes[key]; ok {
+		return s, nil
+	}
+	s := sandbox.Detect(ctx, sandbox.Config{Mode: mode, GoCache: gocache, Getenv: getenv})
+	sandboxes[key] = s
+	return s, nil
 }
 
 // SandboxNotes say what the operator must know about the sandbox: that
