@@ -82,7 +82,7 @@ func runAction(ctx context.Context, getenv func(string) string, deps action.Deps
 		}
 	}
 	if deps.Engines == nil {
-		deps.Engines = func(st store.Store) dispatch.Engines { return engines(st, policyFile, prof) }
+		deps.Engines = func(st store.Store) dispatch.Engines { return engines(st, policyFile, prof, nil) }
 	}
 	out, err := action.Run(ctx, env, deps, stdout)
 	if err != nil {

@@ -215,12 +215,12 @@ func within(p, dir string) bool {
 // defaults when the network is off.
 func (s *Sandbox) env(req Request, home, tmp string, proxy string) []string {
 	set := map[string]string{
-		"HOME":                       home,
-		"TMPDIR":                     tmp,
-		"GOCACHE":                    s.goCacheDir(req.Work),
-		"GOPATH":                     home + "/go",
-		"GOTOOLCHAIN":                "local",
-		"PATH":                       s.host.path,
+		"HOME":        home,
+		"TMPDIR":      tmp,
+		"GOCACHE":     s.goCacheDir(req.Work),
+		"GOPATH":      home + "/go",
+		"GOTOOLCHAIN": "local",
+
 		"AGENTOS_SANDBOX_MECHANISM":  string(s.mech),
 		"npm_config_update_notifier": "false",
 		"npm_config_fund":            "false",
@@ -228,6 +228,9 @@ func (s *Sandbox) env(req Request, home, tmp string, proxy string) []string {
 		// The proxy variables are set below or removed.
 		"HTTP_PROXY": "", "HTTPS_PROXY": "", "http_proxy": "", "https_proxy": "", "ALL_PROXY": "", "all_proxy": "", "NO_PROXY": "", "no_proxy": "",
 		"npm_config_proxy": "", "npm_config_https_proxy": "",
+	}
+	if !hasVar(req.Env, "PATH") {
+		set["PATH"] = s.host.path
 	}
 	if s.host.modCache != "" {
 		set["GOMODCACHE"] = s.host.modCache
@@ -249,4 +252,13 @@ func (s *Sandbox) env(req Request, home, tmp string, proxy string) []string {
 		}
 	}
 	return envWith(req.Env, set)
+}
+
+func hasVar(env []string, name string) bool {
+	for _, kv := range env {
+		if strings.HasPrefix(kv, name+"=") {
+			return true
+		}
+	}
+	return false
 }

@@ -1,0 +1,81 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/agentos/agentos/kernel/sandbox"
+	"github.com/agentos/agentos/kernel/testenv"
+)
+
+// TestDoctor: agentos doctor reports the sandbox, checks from inside that
+// the server's data, key and config are hidden, and exits non-zero when
+// commands would be refused.
+func TestDoctor(t *testing.T) {
+	dir := t.TempDir()
+	data := filepath.Join(dir, "data")
+	key := filepath.Join(dir, "app.pem")
+	cfgFile := filepath.Join(dir, "agentos.yaml")
+	for p, c := range map[string]string{filepath.Join(data, "agentos.db"): "db", key: "not a key", cfgFile: "data_dir: " + data + "\n"} {
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(c), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	t.Run("auto", func(t *testing.T) {
+		t.Setenv("AGENTOS_SANDBOX", "")
+		out, errs, code := runCLI(t, "doctor", "--config", cfgFile, "--json")
+		var rep doctorReport
+		if err := json.Unmarshal([]byte(out), &rep); err != nil {
+			t.Fatalf("doctor --json: %v\n%s%s", err, out, errs)
+		}
+		if !rep.Sandbox.Ready {
+			testenv.Require(t, "an OS sandbox", &sandbox.UnavailableError{Mode: sandbox.ModeAuto, Tried: rep.Sandbox.Tried})
+		}
+		if code != 0 || rep.Probe == nil || rep.Problem != "" {
+			t.Fatalf("exit %d, problem %q\n%s%s", code, rep.Problem, out, errs)
+		}
+		realData, _ := filepath.EvalSymlinks(data)
+		realCfg, _ := filepath.EvalSymlinks(cfgFile)
+		checked := map[string]bool{}
+		for _, c := range rep.Checked {
+			checked[c.Path] = true
+			if c.Visible {
+				t.Errorf("%s is visible from inside the sandbox", c.Path)
+			}
+		}
+		if !checked[realData] || !checked[realCfg] {
+			t.Errorf("doctor did not check the data dir and the config file: %+v", rep.Checked)
+		}
+		if !strings.HasPrefix(rep.Probe.Network, "blocked") {
+			t.Errorf("network from inside: %s", rep.Probe.Network)
+		}
+	})
+	t.Run("none", func(t *testing.T) {
+		t.Setenv("AGENTOS_SANDBOX", "none")
+		out, _, code := runCLI(t, "doctor", "--config", cfgFile)
+		if code != 0 || !strings.Contains(out, "UNCONFINED") {
+			t.Errorf("exit %d\n%s", code, out)
+		}
+	})
+	t.Run("refused", func(t *testing.T) {
+		t.Setenv("AGENTOS_SANDBOX", "bwrap")
+		t.Setenv("PATH", dir) // no bwrap here
+		out, errs, code := runCLI(t, "doctor", "--config", cfgFile)
+		if code != exitFailure || !strings.Contains(out, "apt-get install bubblewrap") || !strings.Contains(errs, "commands would be refused") {
+			t.Errorf("exit %d, want %d naming the fix\n%s%s", code, exitFailure, out, errs)
+		}
+	})
+	t.Run("bad mode", func(t *testing.T) {
+		t.Setenv("AGENTOS_SANDBOX", "chroot")
+		if _, errs, code := runCLI(t, "doctor"); code != exitUsage || !strings.Contains(errs, "sandbox") {
+			t.Errorf("exit %d: %s", code, errs)
+		}
+	})
+}
