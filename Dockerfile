@@ -13,7 +13,7 @@ RUN bash .ci/build-static.sh /out/agentos "${VERSION}"
 
 FROM debian:bookworm-slim
 RUN apt-get update \
- && apt-get install -y --no-install-recommends git ca-certificates \
+ && apt-get install -y --no-install-recommends git ca-certificates bubblewrap \
  && rm -rf /var/lib/apt/lists/* \
  && useradd --create-home --uid 10001 agentos
 COPY --from=build /out/agentos /usr/local/bin/agentos
