@@ -18,16 +18,16 @@ import (
 )
 
 // serverSandbox detects the sandbox of agentos serve: the mode from the
-// server config (sandbox:, AGENTOS_SANDBOX), a shared Go build cache only
-// when AGENTOS_SANDBOX_GO_CACHE asks for one. The toolchains commands
-// need are found from this process's own environment (PATH, GOROOT,
-// GOMODCACHE), which is what commands inherit.
-func serverSandbox(ctx context.Context, cfg config.Config, getenv func(string) string) (*sandbox.Sandbox, error) {
+// server config (sandbox:, AGENTOS_SANDBOX). The toolchains commands need
+// are found from this process's own environment (PATH, GOROOT,
+// GOMODCACHE), which is what commands inherit, as is a shared Go build
+// cache (AGENTOS_SANDBOX_GO_CACHE, a property of the machine's trust).
+func serverSandbox(ctx context.Context, cfg config.Config) (*sandbox.Sandbox, error) {
 	mode, err := sandbox.ParseMode(cfg.Sandbox)
 	if err != nil {
 		return nil, err
 	}
-	return sandbox.Detect(ctx, sandbox.Config{Mode: mode, GoCache: getenv(setup.EnvGoCache)}), nil
+	return sandbox.Detect(ctx, sandbox.Config{Mode: mode, GoCache: os.Getenv(setup.EnvGoCache)}), nil
 }
 
 // logSandbox says at start which sandbox commands run in: loudly when
@@ -78,7 +78,7 @@ func cmdDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return usageErrorf("doctor: %v", err)
 	}
-	sb, err := serverSandbox(ctx, cfg, os.Getenv)
+	sb, err := serverSandbox(ctx, cfg)
 	if err != nil {
 		return usageErrorf("doctor: %v", err)
 	}

@@ -75,7 +75,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, d serveDeps) er
 		log = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	}
 	log.Info("agentos serve", "version", version, "config", cfg)
-	sb, err := serverSandbox(ctx, cfg, d.getenv)
+	sb, err := serverSandbox(ctx, cfg)
 	if err != nil {
 		return usageErrorf("serve: %v", err)
 	}

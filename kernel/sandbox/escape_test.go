@@ -230,6 +230,14 @@ func corpus() []escape {
 				}
 				return true, firstLine(o.output())
 			}},
+		{name: "list the host's TLS private keys (/etc/ssl/private)", control: os.Geteuid() == 0 && dirExists("/etc/ssl/private"),
+			script: func(f *fixture) string { return "ls -a /etc/ssl/private >/dev/null && echo LISTED" },
+			blocked: func(f *fixture, o outcome) (bool, string) {
+				if strings.Contains(o.res.Stdout, "LISTED") {
+					return false, "/etc/ssl/private was listed"
+				}
+				return true, firstLine(o.output())
+			}},
 		{name: "write outside the worktree", control: true,
 			script:  func(f *fixture) string { return "echo pwned > " + f.outside + "/pwned; echo pwned > ../pwned" },
 			blocked: notCreated(func(f *fixture) string { return filepath.Join(f.outside, "pwned") })},
@@ -431,4 +439,9 @@ func TestEscapeCorpus(t *testing.T) {
 			t.Logf("escape corpus, %s: %d/%d cases blocked\n%s", mode, blocked, len(cases), report.String())
 		})
 	}
+}
+
+func dirExists(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.IsDir()
 }

@@ -454,6 +454,9 @@ func (s *Sandbox) Command(ctx context.Context, req Request) (*Cmd, error) {
 	if req.Work == "" || req.Work[0] != '/' || req.Dir == "" || req.Dir[0] != '/' {
 		return nil, errors.New("sandbox: work and dir must be absolute")
 	}
+	if !within(req.Dir, req.Work) {
+		return nil, fmt.Errorf("sandbox: the working directory %s is outside the worktree %s", req.Dir, req.Work)
+	}
 	for _, a := range req.Allow {
 		if _, err := ParseRule(a); err != nil {
 			return nil, fmt.Errorf("sandbox: network allow-list: %w", err)
