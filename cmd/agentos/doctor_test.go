@@ -2,7 +2,9 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -78,4 +80,37 @@ func TestDoctor(t *testing.T) {
 			t.Errorf("exit %d: %s", code, errs)
 		}
 	})
+}
+
+// TestLauncherStartsBeforeHeavyInits: the sandbox's launcher (an init
+// function in kernel/sandbox/internal/launch) takes over before the
+// agentos binary initialises its heavy packages, so a command does not
+// pay for them once or twice per run. Checked on this test binary, which
+// links what agentos links, with the runtime's own init trace.
+func TestLauncherStartsBeforeHeavyInits(t *testing.T) {
+	cmd := exec.Command(os.Args[0], sandbox.LauncherArg, `{"stage":"no-such-stage"}`)
+	cmd.Env = append(os.Environ(), "GODEBUG=inittrace=1")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || !sandbox.SetupFailed(ee.ExitCode(), stderr.String()) {
+		t.Fatalf("the launcher did not answer: %v\n%s", err, stderr.String())
+	}
+	inited := map[string]bool{}
+	for _, line := range strings.Split(stderr.String(), "\n") {
+		if f := strings.Fields(line); len(f) > 1 && f[0] == "init" {
+			inited[f[1]] = true
+		}
+	}
+	if !inited["runtime"] {
+		t.Fatalf("no init trace:\n%s", stderr.String())
+	}
+	// (The launcher's own package never appears: the trace line is written
+	// after an init function returns, and this one exits.)
+	for _, heavy := range []string{"github.com/prometheus/client_golang/prometheus", "github.com/santhosh-tekuri/jsonschema/v6", "github.com/gin-gonic/gin"} {
+		if inited[heavy] {
+			t.Errorf("%s was initialised before the launcher ran", heavy)
+		}
+	}
 }
