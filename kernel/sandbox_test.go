@@ -76,7 +76,7 @@ func TestExecToolsFailClosed(t *testing.T) {
 // TestToolInvokeRecordsSandbox: every exec tool call records under what
 // confinement it ran: mechanism, writable and read-only paths, network.
 func TestToolInvokeRecordsSandbox(t *testing.T) {
-	e := setup(t, openPolicy, nil)
+	e := setup(t, strings.Replace(openPolicy, "process.run: 300ms", "process.run: 120s", 1), nil)
 	if _, err := e.call("process.run", `{"command":"true"}`); err != nil {
 		t.Fatal(err)
 	}

@@ -30,14 +30,14 @@ func init() {
 	os.Exit(run(os.Args[2:]))
 }
 
-// launch runs one stage: args are the stage's JSON Spec and the command.
+// run runs one stage: args are the stage's JSON spec and the command.
 func run(args []string) int {
 	if len(args) < 1 {
-		return setupFailed(errors.New("launcher: missing Spec"))
+		return setupFailed(errors.New("launcher: missing spec"))
 	}
 	var sp Spec
 	if err := json.Unmarshal([]byte(args[0]), &sp); err != nil {
-		return setupFailed(fmt.Errorf("launcher: bad Spec: %w", err))
+		return setupFailed(fmt.Errorf("launcher: bad spec: %w", err))
 	}
 	argv := args[1:]
 	if sp.Stage != StageProbe && len(argv) == 0 {
