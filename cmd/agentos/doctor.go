@@ -20,14 +20,19 @@ import (
 // serverSandbox detects the sandbox of agentos serve: the mode from the
 // server config (sandbox:, AGENTOS_SANDBOX). The toolchains commands need
 // are found from this process's own environment (PATH, GOROOT,
-// GOMODCACHE), which is what commands inherit, as is a shared Go build
-// cache (AGENTOS_SANDBOX_GO_CACHE, a property of the machine's trust).
+// GOMODCACHE), which is what commands inherit. The Go build cache is one
+// per worktree — sessions of different repositories must not share build
+// outputs — unless AGENTOS_SANDBOX_GO_CACHE names a shared directory.
 func serverSandbox(ctx context.Context, cfg config.Config) (*sandbox.Sandbox, error) {
 	mode, err := sandbox.ParseMode(cfg.Sandbox)
 	if err != nil {
 		return nil, err
 	}
-	return sandbox.Detect(ctx, sandbox.Config{Mode: mode, GoCache: os.Getenv(setup.EnvGoCache)}), nil
+	gocache := os.Getenv(setup.EnvGoCache)
+	if gocache == setup.GoCachePerWorktree {
+		gocache = ""
+	}
+	return sandbox.Detect(ctx, sandbox.Config{Mode: mode, GoCache: gocache}), nil
 }
 
 // logSandbox says at start which sandbox commands run in: loudly when

@@ -11,6 +11,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -201,12 +202,16 @@ func Build(ctx context.Context, o Options) (*Env, error) {
 	return e, nil
 }
 
-// EnvGoCache names a Go build cache shared by every sandboxed command
-// instead of one per worktree. A command can plant build outputs that
-// later builds in other worktrees trust, so set it only where every
-// repository is trusted alike (a developer's own checkouts, CI of this
-// project).
+// EnvGoCache chooses the Go build cache of sandboxed commands: a
+// directory shared by every command, or "worktree" for one cache per
+// worktree. A command can plant build outputs that later builds sharing
+// its cache trust, so a shared cache belongs where every repository is
+// trusted alike. The CLI (Sandbox below) shares one per user by default,
+// the user being its trust domain; agentos serve keeps one per worktree.
 const EnvGoCache = "AGENTOS_SANDBOX_GO_CACHE"
+
+// GoCachePerWorktree is the EnvGoCache value for one cache per worktree.
+const GoCachePerWorktree = "worktree"
 
 var (
 	sandboxMu sync.Mutex
@@ -214,17 +219,26 @@ var (
 )
 
 // Sandbox returns the sandbox for a process that did not set one up
-// itself (the CLI, the demo, tests): the mode comes from AGENTOS_SANDBOX
-// (auto, bwrap, landlock or none; empty is auto), and a shared Go build
-// cache from AGENTOS_SANDBOX_GO_CACHE. It is detected once per process
-// and setting. An unknown mode is an error; a sandbox that cannot be set
-// up is not (its Err refuses every command and names the fix).
+// itself (the CLI, the demo, the Action, tests): the mode comes from
+// AGENTOS_SANDBOX (auto, bwrap, landlock or none; empty is auto), and the
+// Go build cache from AGENTOS_SANDBOX_GO_CACHE (default: one per user,
+// under the user cache directory). It is detected once per process and
+// setting. An unknown mode is an error; a sandbox that cannot be set up is
+// not (its Err refuses every command and names the fix).
 func Sandbox(ctx context.Context, getenv func(string) string) (*sandbox.Sandbox, error) {
 	mode, err := sandbox.ParseMode(getenv(sandbox.EnvMode))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", sandbox.EnvMode, err)
 	}
 	gocache := getenv(EnvGoCache)
+	switch gocache {
+	case GoCachePerWorktree:
+		gocache = ""
+	case "":
+		if d, err := os.UserCacheDir(); err == nil {
+			gocache = filepath.Join(d, "agentos", "sandbox", "go-build")
+		}
+	}
 	key := string(mode) + "\x00" + gocache
 	sandboxMu.Lock()
 	defer sandboxMu.Unlock()
