@@ -81,11 +81,25 @@ func (c TrustCounts) Add(o TrustCounts) TrustCounts {
 	return TrustCounts{c.Approved + o.Approved, c.Denied + o.Denied, c.Failed + o.Failed, c.Reverted + o.Reverted}
 }
 
+// Confinement is the OS sandbox exec tools run in (kernel/sandbox through
+// the workspace): the kernel refuses exec tools while SandboxErr is set,
+// and records SandboxProfile in every exec tool's tool.invoke, so that
+// the log shows under what confinement each command ran.
+type Confinement interface {
+	// SandboxProfile is JSON-encodable: mechanism, visible paths, network.
+	SandboxProfile() any
+	// SandboxErr is non-nil when no sandbox can confine a command.
+	SandboxErr() error
+}
+
 // Kernel dispatches tool calls through the governed pipeline.
 type Kernel struct {
 	Policy    *policy.Policy
 	Hooks     Hooks
 	Workspace Workspace
+	// Confinement confines exec tools (New takes it from a workspace that
+	// implements it). Nil leaves confinement to the tools themselves.
+	Confinement Confinement
 	// Redact masks secrets in text handed back by tools.
 	Redact func(string) string
 	// Trust returns a command's counters for adaptive trust; nil disables it.
@@ -107,7 +121,11 @@ func New(p *policy.Policy, ws Workspace, hooks Hooks) *Kernel {
 	if p == nil {
 		p = policy.Default()
 	}
-	return &Kernel{Policy: p, Workspace: ws, Hooks: hooks, Now: time.Now, tools: map[string]*registered{}}
+	k := &Kernel{Policy: p, Workspace: ws, Hooks: hooks, Now: time.Now, tools: map[string]*registered{}}
+	if c, ok := ws.(Confinement); ok {
+		k.Confinement = c
+	}
+	return k
 }
 
 var (
@@ -272,6 +290,12 @@ func (k *Kernel) Dispatch(ctx context.Context, rec Recorder, c Call) (Outcome, e
 			return Outcome{}, k.reject(ctx, rec, c, "PreToolUse", &Error{Kind: "gate", Code: CodeGateDenied, Message: "PreToolUse hook denied: " + d.Reason})
 		}
 	}
+	if r.def.Category == CategoryExec && k.Confinement != nil {
+		// No approval is asked for a command that could not run.
+		if err := k.Confinement.SandboxErr(); err != nil {
+			return Outcome{}, k.reject(ctx, rec, c, "sandbox", &Error{Kind: "sandbox", Code: CodeSandboxUnavailable, Message: err.Error()})
+		}
+	}
 	env := k.env()
 	risk, preview, perr := k.assess(ctx, env, r, args)
 	if perr != nil {
@@ -387,6 +411,12 @@ func (k *Kernel) execute(ctx context.Context, rec Recorder, c Call, r *registere
 	}
 	if c.Caller != "" {
 		inv["caller"] = c.Caller
+	}
+	if r.def.Category == CategoryExec && k.Confinement != nil {
+		if err := k.Confinement.SandboxErr(); err != nil {
+			return Outcome{}, k.reject(ctx, rec, c, "sandbox", &Error{Kind: "sandbox", Code: CodeSandboxUnavailable, Message: err.Error()})
+		}
+		inv["sandbox"] = k.Confinement.SandboxProfile()
 	}
 	actor := c.Caller
 	if actor == "" {

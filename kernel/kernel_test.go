@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/agentos/agentos/kernel/sandbox/sandboxtest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -42,7 +43,7 @@ func setup(t testing.TB, pol string, hooks kernel.Hooks) *env {
 			t.Fatal(err)
 		}
 	}
-	ws, err := workspace.Open(dir, workspace.Options{DenyPatterns: p.Workspace.DenyPatterns})
+	ws, err := workspace.Open(dir, workspace.Options{DenyPatterns: p.Workspace.DenyPatterns, Sandbox: sandboxtest.Sandbox(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -112,12 +112,15 @@ const (
 	CodeOutputLimit      Code = "OUTPUT_LIMIT"
 	CodeToolRuntimeError Code = "TOOL_RUNTIME_ERROR"
 	CodeSchemaViolation  Code = "SCHEMA_VIOLATION"
+	// CodeSandboxUnavailable: no OS sandbox can confine a command, so it is
+	// refused (the message names the fix).
+	CodeSandboxUnavailable Code = "SANDBOX_UNAVAILABLE"
 )
 
 // Error is a kernel domain error: something a caller (the agent loop, the
 // CLI) branches on, returned as a value and recorded as an event.
 type Error struct {
-	Kind      string `json:"kind"` // gate|guard|policy|approval|jail|lock|runtime|schema
+	Kind      string `json:"kind"` // gate|guard|policy|approval|jail|lock|runtime|schema|sandbox
 	Code      Code   `json:"code"`
 	Message   string `json:"message"`
 	Retryable bool   `json:"retryable,omitempty"`

@@ -32,6 +32,9 @@ type Deps struct {
 	// Preflight, when set, checks before a new run that it can work (the
 	// model endpoint answers); see dispatch.Dispatcher.Preflight.
 	Preflight func(ctx context.Context) error
+	// Sandbox is the mechanism commands run under (sandbox.Mechanism), for
+	// the tracking comment's warning.
+	Sandbox string
 }
 
 // Run handles the event that started the workflow run: it answers
@@ -87,6 +90,7 @@ func Run(ctx context.Context, env Env, deps Deps, log io.Writer) (Outputs, error
 	d := bot.Dispatcher
 	d.ServerURL = env.ServerURL
 	d.Preflight = deps.Preflight
+	d.Sandbox = deps.Sandbox
 	d.Result = func(r dispatch.Result) { res = r }
 	end := Group(log, fmt.Sprintf("agentos: %s on %s#%d by %s", env.EventName, t.Repo, t.Number, t.Author))
 	derr := d.Dispatch(ctx, t)

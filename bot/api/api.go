@@ -87,6 +87,10 @@ type Options struct {
 	// Ready reports whether the server can serve (readyz). Default: Ping
 	// when the store is a Pinger.
 	Ready func(ctx context.Context) error
+	// Sandbox describes how commands are confined (a sandbox.Report);
+	// /readyz shows it. A server whose commands are refused is still
+	// ready: it takes webhooks and runs agents, only their commands fail.
+	Sandbox any
 	// KeepAlive is the interval of SSE keep-alive comments (default 15s).
 	KeepAlive time.Duration
 	// Poll re-reads a followed session this often even without a
@@ -230,7 +234,11 @@ func (a *API) readyz(c *gin.Context) {
 		Abort(c, http.StatusServiceUnavailable, "not_ready", "the event store is not reachable: "+err.Error())
 		return
 	}
-	c.JSON(http.StatusOK, gin.H{"status": "ready"})
+	body := gin.H{"status": "ready"}
+	if a.o.Sandbox != nil {
+		body["sandbox"] = a.o.Sandbox
+	}
+	c.JSON(http.StatusOK, body)
 }
 
 // auth admits a request to a write endpoint: Authorization: Bearer TOKEN,

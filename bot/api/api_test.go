@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/agentos/agentos/kernel/sandbox"
 	"net/http"
 	"strings"
 	"sync"
@@ -546,6 +547,28 @@ func TestReadyz(t *testing.T) {
 	}
 	if r := env.do(t, http.MethodGet, "/healthz", "", ""); r.status != http.StatusOK {
 		t.Errorf("healthz must not depend on the store: %d", r.status)
+	}
+}
+
+// TestReadyzShowsSandbox: /readyz carries how commands are confined.
+func TestReadyzShowsSandbox(t *testing.T) {
+	st, err := sqlite.Open(t.TempDir(), newSealer(t), sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	rep := sandbox.Disabled().Report()
+	env := newTestEnv(t, Options{Store: st, Sandbox: rep})
+	r := env.do(t, http.MethodGet, "/readyz", "", "")
+	var body struct {
+		Status  string         `json:"status"`
+		Sandbox sandbox.Report `json:"sandbox"`
+	}
+	if err := json.Unmarshal(r.body, &body); err != nil || r.status != http.StatusOK {
+		t.Fatalf("readyz: %d %s %v", r.status, r.body, err)
+	}
+	if body.Status != "ready" || body.Sandbox.Mechanism != sandbox.None || !body.Sandbox.Ready || body.Sandbox.Warning == "" {
+		t.Errorf("readyz sandbox = %+v, want mechanism none with its warning", body.Sandbox)
 	}
 }
 

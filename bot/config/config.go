@@ -78,6 +78,11 @@ type Config struct {
 	// GitHubPrivateKeyFile is the path of the app's PEM private key
 	// (github_private_key_file / AGENTOS_GITHUB_PRIVATE_KEY_FILE).
 	GitHubPrivateKeyFile string
+	// Sandbox is how commands the agent runs are confined (sandbox /
+	// AGENTOS_SANDBOX): auto (bubblewrap, else Landlock, else commands
+	// are refused), bwrap, landlock, or none — repository code then runs
+	// with the server's own reach, and every tracking comment says so.
+	Sandbox string
 
 	// Secrets: from the environment (or *_FILE) only, never from the file.
 
@@ -124,6 +129,7 @@ func Default() Config {
 		Workers:        2,
 		MaxRuns:        2,
 		SSEKeepAlive:   15 * time.Second,
+		Sandbox:        "auto",
 	}
 }
 
@@ -183,6 +189,7 @@ func (c Config) LogValue() slog.Value {
 		slog.Int64("github_app_id", c.GitHubAppID),
 		slog.Int("webhook_secrets", len(c.WebhookSecrets)),
 		slog.String("api_token", set(c.APIToken != "")),
+		slog.String("sandbox", c.Sandbox),
 	)
 }
 

@@ -464,3 +464,28 @@ func TestParseAuthor(t *testing.T) {
 		t.Errorf("ApplyEnv: %q, %v", c.CommitAuthor, err)
 	}
 }
+
+// TestSandboxSetting: the file key, the environment (which wins) and the
+// validation of the mode.
+func TestSandboxSetting(t *testing.T) {
+	if Default().Sandbox != "auto" {
+		t.Fatalf("default sandbox %q, want auto", Default().Sandbox)
+	}
+	c, err := Parse("c.yaml", strings.NewReader("sandbox: landlock\n"))
+	if err != nil || c.Sandbox != "landlock" {
+		t.Fatalf("file: %q %v", c.Sandbox, err)
+	}
+	if err := c.ApplyEnv(func(k string) string {
+		if k == EnvSandbox {
+			return "none"
+		}
+		return ""
+	}); err != nil || c.Sandbox != "none" || c.source("sandbox") != "env "+EnvSandbox {
+		t.Fatalf("env: %q from %s, %v", c.Sandbox, c.source("sandbox"), err)
+	}
+	c.Sandbox = "docker"
+	var ve *ValidationError
+	if err := c.Validate(); !errors.As(err, &ve) || ve.Field("sandbox") == nil {
+		t.Fatalf("Validate accepted sandbox %q: %v", c.Sandbox, err)
+	}
+}

@@ -21,6 +21,7 @@ const (
 	EnvAPIURL         = "AGENTOS_GITHUB_API_URL"
 	EnvAPIToken       = "AGENTOS_API_TOKEN"
 	EnvCommitAuthor   = "AGENTOS_COMMIT_AUTHOR"
+	EnvSandbox        = "AGENTOS_SANDBOX"
 )
 
 // secret reads NAME or NAME_FILE (the file's content, surrounding space
@@ -41,8 +42,8 @@ func secret(getenv func(string) string, name string) (string, string, error) {
 }
 
 // ApplyEnv overlays the environment: AGENTOS_DATA, AGENTOS_GITHUB_API_URL,
-// AGENTOS_COMMIT_AUTHOR,
-// AGENTOS_GITHUB_APP_ID, AGENTOS_GITHUB_PRIVATE_KEY_FILE and the secrets
+// AGENTOS_COMMIT_AUTHOR, AGENTOS_GITHUB_APP_ID,
+// AGENTOS_GITHUB_PRIVATE_KEY_FILE, AGENTOS_SANDBOX and the secrets
 // AGENTOS_WEBHOOK_SECRET, AGENTOS_GITHUB_TOKEN (GITHUB_TOKEN when neither it
 // nor an app is configured), AGENTOS_GITHUB_PRIVATE_KEY and
 // AGENTOS_API_TOKEN, each also as NAME_FILE naming a file that holds it.
@@ -62,6 +63,7 @@ func (c *Config) ApplyEnv(getenv func(string) string) error {
 	plain(EnvAPIURL, "github_api_url", &c.GitHubAPIURL)
 	plain(EnvPrivateKeyFile, "github_private_key_file", &c.GitHubPrivateKeyFile)
 	plain(EnvCommitAuthor, "commit_author", &c.CommitAuthor)
+	plain(EnvSandbox, "sandbox", &c.Sandbox)
 	if v := strings.TrimSpace(getenv(EnvAppID)); v != "" {
 		id, err := strconv.ParseInt(v, 10, 64)
 		if err != nil {

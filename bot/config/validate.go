@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/agentos/agentos/kernel/sandbox"
 )
 
 // Limits Validate enforces.
@@ -48,6 +50,9 @@ func (c Config) Validate() error {
 	}
 	if strings.TrimSpace(c.DataDir) == "" {
 		bad("data_dir", "is empty: the embedded store needs a directory")
+	}
+	if _, err := sandbox.ParseMode(c.Sandbox); err != nil {
+		bad("sandbox", "%q is not auto, bwrap, landlock or none", c.Sandbox)
 	}
 
 	switch p := c.WebhookPath; {

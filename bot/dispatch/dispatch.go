@@ -70,6 +70,10 @@ type Dispatcher struct {
 	// says so (installation.id), or the session's link when a trigger
 	// lacks it, so that no call looks it up. *github.Client satisfies it.
 	Installations Installations
+	// Sandbox is the mechanism the runs' commands are confined by
+	// (sandbox.Mechanism: bwrap, landlock, none, unavailable); the tracking
+	// comment warns when it is none or unavailable.
+	Sandbox string
 	// Preflight, when set, is called for every new run (`/agent <prompt>`)
 	// after the author is authorized and before anything is written to
 	// GitHub (no tracking comment, branch or pull request when it fails):

@@ -238,7 +238,7 @@ func (d *Dispatcher) publish(ctx context.Context, repo Repo, sid string, wt Work
 		}
 	}
 	if l.TrackingComment != 0 {
-		if err := d.GitHub.EditComment(ctx, repo, l.TrackingComment, renderTracking(d.trigger(), head, snap, logURL)); err != nil {
+		if err := d.GitHub.EditComment(ctx, repo, l.TrackingComment, d.renderTracking(head, snap, logURL)); err != nil {
 			return res, err
 		}
 	}
@@ -464,7 +464,7 @@ func (d *Dispatcher) answer(ctx context.Context, repo Repo, t webhook.Trigger, a
 			if err != nil {
 				return Result{SessionID: sid}, err
 			}
-			err = d.GitHub.EditComment(ctx, repo, l.TrackingComment, renderTracking(d.trigger(), "", snap, d.logURL(repo, artSHA, sid)))
+			err = d.GitHub.EditComment(ctx, repo, l.TrackingComment, d.renderTracking("", snap, d.logURL(repo, artSHA, sid)))
 			return Result{Outcome: "answered", SessionID: sid, Status: "paused", PR: l.PR}, err
 		}
 	}
@@ -665,7 +665,7 @@ func (d *Dispatcher) cancel(ctx context.Context, repo Repo, t webhook.Trigger, r
 		return Result{SessionID: sid}, err
 	}
 	if l.TrackingComment != 0 {
-		if err := d.GitHub.EditComment(ctx, repo, l.TrackingComment, renderTracking(d.trigger(), "", snap, d.logURL(repo, artSHA, sid))); err != nil {
+		if err := d.GitHub.EditComment(ctx, repo, l.TrackingComment, d.renderTracking("", snap, d.logURL(repo, artSHA, sid))); err != nil {
 			return Result{SessionID: sid}, err
 		}
 	}
@@ -692,7 +692,7 @@ func (d *Dispatcher) status(ctx context.Context, repo Repo, t webhook.Trigger) (
 	if err != nil {
 		return Result{SessionID: sid}, err
 	}
-	_, err = d.GitHub.CreateComment(ctx, repo, t.Number, renderTracking(d.trigger(), "", snap, ""))
+	_, err = d.GitHub.CreateComment(ctx, repo, t.Number, d.renderTracking("", snap, ""))
 	return Result{Outcome: "status", SessionID: sid, Status: snap.RunStatus, PR: l.PR}, err
 }
 

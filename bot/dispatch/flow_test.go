@@ -489,3 +489,31 @@ func TestWebhooksEndToEnd(t *testing.T) {
 		t.Errorf("no INFO line for the completion:\n%s", w.logs)
 	}
 }
+
+// TestTrackingCommentWarnsWithoutSandbox: an operator's `sandbox: none`
+// shows in the session's tracking comment, and a working sandbox does not
+// add the warning.
+func TestTrackingCommentWarnsWithoutSandbox(t *testing.T) {
+	for _, mech := range []string{"none", "bwrap"} {
+		t.Run(mech, func(t *testing.T) {
+			w := newLiveWorld(t, "token", "")
+			w.login()
+			w.bot.Dispatcher.Sandbox = mech
+			first := w.request("sandbox " + mech)
+			var tracking string // on the issue the request came from
+			for n := 1; n < first.PR; n++ {
+				for _, c := range w.fake.Comments(repoName, n) {
+					if c.User == w.botLogin && strings.Contains(c.Body, first.SessionID) {
+						tracking = c.Body
+					}
+				}
+			}
+			if tracking == "" {
+				t.Fatal("no tracking comment")
+			}
+			if warned := strings.Contains(tracking, "without a sandbox"); warned != (mech == "none") {
+				t.Errorf("sandbox %s: warning shown %v:\n%s", mech, warned, tracking)
+			}
+		})
+	}
+}

@@ -9,8 +9,8 @@ import (
 )
 
 // renderTracking is the session's tracking comment.
-func renderTracking(trigger, head string, s replay.Snapshot, logURL string) string {
-	return tracking.Render(tracking.ViewFromSnapshot(s, tracking.Options{EventsURL: logURL, Trigger: trigger, HeadSHA: head}))
+func (d *Dispatcher) renderTracking(head string, s replay.Snapshot, logURL string) string {
+	return tracking.Render(tracking.ViewFromSnapshot(s, tracking.Options{EventsURL: logURL, Trigger: d.trigger(), HeadSHA: head, Sandbox: d.Sandbox}))
 }
 
 // renderApprovalReview is the body of the review that asks for approvals.

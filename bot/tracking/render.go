@@ -69,6 +69,9 @@ func Render(v View) string {
 		meta = append(meta, "phase "+code(v.Phase))
 	}
 	head.WriteString(strings.Join(meta, " · ") + "\n")
+	if w := sandboxWarning(v.Sandbox); w != "" {
+		head.WriteString("\n" + w + "\n")
+	}
 
 	var tail strings.Builder
 	if v.Review != nil {
@@ -154,6 +157,19 @@ func Render(v View) string {
 		out = head.String() + "\n_Details are too long for a comment: " + more + "._\n" + tail.String()
 	}
 	return out
+}
+
+// sandboxWarning is the line every tracking comment carries when commands
+// are not confined: the operator opted out (sandbox: none), or no sandbox
+// works and commands are refused.
+func sandboxWarning(mechanism string) string {
+	switch mechanism {
+	case "none":
+		return "> ⚠️ **Commands run without a sandbox** (server config `sandbox: none`): the repository's code runs with the bot's own access to files, network and processes."
+	case "unavailable":
+		return "> ⚠️ **Commands are refused**: no sandbox could be set up on the server (see `agentos doctor`)."
+	}
+	return ""
 }
 
 // section writes title, as many items as fit in left characters, a note

@@ -357,3 +357,25 @@ func TestFitKeepsBodiesUnderTheLimitWithoutOpenFences(t *testing.T) {
 		t.Error("no truncation note")
 	}
 }
+
+// TestSandboxWarning: every tracking comment says when commands run
+// without a sandbox, or cannot run at all; a working sandbox adds nothing.
+func TestSandboxWarning(t *testing.T) {
+	for _, c := range []struct {
+		mechanism, want string
+	}{
+		{"none", "Commands run without a sandbox"},
+		{"unavailable", "Commands are refused"},
+		{"bwrap", ""},
+		{"landlock", ""},
+		{"", ""},
+	} {
+		for _, status := range []string{"", "running", "paused", "completed", "failed"} {
+			got := Render(ViewFromSnapshot(replay.Snapshot{SessionID: "s1", RunStatus: status}, Options{Sandbox: c.mechanism}))
+			has := strings.Contains(got, "⚠️")
+			if c.want == "" && has || c.want != "" && !strings.Contains(got, c.want) {
+				t.Errorf("%s, status %q: warning present %v, want %q\n%s", c.mechanism, status, has, c.want, got)
+			}
+		}
+	}
+}

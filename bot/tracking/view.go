@@ -44,6 +44,9 @@ type View struct {
 	Trigger string
 	// HeadSHA is the pull request head the approvals were computed against.
 	HeadSHA string
+	// Sandbox is the mechanism commands run under (sandbox.Mechanism):
+	// "none" and "unavailable" put a warning line in the comment.
+	Sandbox string
 }
 
 // Step is one plan step.
@@ -100,6 +103,8 @@ type Options struct {
 	EventsURL string
 	Trigger   string // default "/agent"
 	HeadSHA   string
+	// Sandbox is the server's sandbox mechanism (sandbox.Mechanism).
+	Sandbox string
 }
 
 // commandTools are the tools whose calls are listed as tests and commands.
@@ -110,7 +115,7 @@ var commandTools = map[string]bool{"process.run": true, "test.run": true, "lint.
 func ViewFromSnapshot(s replay.Snapshot, o Options) View {
 	v := View{
 		SessionID: s.SessionID, RunID: s.RunID, Status: s.RunStatus, Prompt: s.Prompt,
-		Output: s.Output, EventsURL: o.EventsURL, Trigger: o.Trigger, HeadSHA: o.HeadSHA,
+		Output: s.Output, EventsURL: o.EventsURL, Trigger: o.Trigger, HeadSHA: o.HeadSHA, Sandbox: o.Sandbox,
 		Usage: Usage{InputTokens: s.Usage.InputTokens, OutputTokens: s.Usage.OutputTokens, CostUSD: s.Usage.CostUSD, LLMCalls: s.LLMCalls},
 	}
 	if s.Workflow != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/agentos/agentos/bot/action"
 	"github.com/agentos/agentos/bot/dispatch"
 	"github.com/agentos/agentos/runtime/provider"
+	"github.com/agentos/agentos/runtime/setup"
 	"github.com/agentos/agentos/runtime/store"
 )
 
@@ -89,8 +90,20 @@ func runAction(ctx context.Context, getenv func(string) string, deps action.Deps
 			return err
 		}
 	}
+	// The sandbox the runs' commands get, detected once: said in the
+	// workflow log, and in the tracking comment when there is none.
+	sb, err := setup.Sandbox(ctx, getenv)
+	if err != nil {
+		action.Errorf(stdout, "%v", err)
+		return &exitError{code: exitUsage, err: err}
+	}
+	for _, n := range setup.SandboxNotes(sb) {
+		action.Warningf(stdout, "%s", n)
+	}
+	fmt.Fprintf(stdout, "agentos: sandbox %s\n", sb.Mechanism())
+	deps.Sandbox = string(sb.Mechanism())
 	if deps.Engines == nil {
-		deps.Engines = func(st store.Store) dispatch.Engines { return engines(st, policyFile, prof) }
+		deps.Engines = func(st store.Store) dispatch.Engines { return engines(st, policyFile, prof, sb) }
 	}
 	out, err := action.Run(ctx, env, deps, stdout)
 	if err != nil {

@@ -19,6 +19,7 @@ import (
 	"github.com/agentos/agentos/bot/dispatch"
 	"github.com/agentos/agentos/bot/server"
 	"github.com/agentos/agentos/bot/webhook"
+	"github.com/agentos/agentos/kernel/sandbox"
 	"github.com/agentos/agentos/runtime/event"
 	"github.com/agentos/agentos/runtime/provider"
 	agentrun "github.com/agentos/agentos/runtime/run"
@@ -75,6 +76,11 @@ func serve(ctx context.Context, args []string, stderr io.Writer, d serveDeps) er
 		log = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	}
 	log.Info("agentos serve", "version", version, "config", cfg)
+	sb, err := serverSandbox(ctx, cfg)
+	if err != nil {
+		return usageErrorf("serve: %v", err)
+	}
+	logSandbox(log, sb)
 
 	runs, prof, err := serveProfile(cfg, d, log)
 	if err != nil {
@@ -105,9 +111,9 @@ func serve(ctx context.Context, args []string, stderr io.Writer, d serveDeps) er
 	metrics := api.NewMetrics()
 	var apiRuns api.Runs
 	if runs {
-		apiRuns = &serveRuns{store: st, mgr: agentrun.NewManager(st), dataDir: cfg.DataDir, policyFile: cfg.PolicyFile, profile: prof, roots: cfg.RepoRoots, log: log}
+		apiRuns = &serveRuns{store: st, mgr: agentrun.NewManager(st), dataDir: cfg.DataDir, policyFile: cfg.PolicyFile, profile: prof, roots: cfg.RepoRoots, log: log, sandbox: sb}
 	}
-	a, err := api.New(api.Options{Store: st, Runs: apiRuns, Token: cfg.APIToken, Metrics: metrics, KeepAlive: cfg.SSEKeepAlive, MaxRuns: cfg.MaxRuns, Logger: log})
+	a, err := api.New(api.Options{Store: st, Runs: apiRuns, Token: cfg.APIToken, Metrics: metrics, KeepAlive: cfg.SSEKeepAlive, MaxRuns: cfg.MaxRuns, Logger: log, Sandbox: sb.Report()})
 	if err != nil {
 		return err
 	}
@@ -167,11 +173,12 @@ func serve(ctx context.Context, args []string, stderr io.Writer, d serveDeps) er
 			p := &webhook.Processor{Queue: q, Dispatch: d.dispatch, BotLogin: cfg.BotLogin, Observer: metrics, Workers: cfg.Workers, Logger: log}
 			opts.Actors = append(opts.Actors, p.Run)
 		case runs && cfg.GitHubAuth() != config.AuthNone:
-			bot, err := dispatch.NewGitHubBot(cfg, st, engines(st, cfg.PolicyFile, prof), log)
+			bot, err := dispatch.NewGitHubBot(cfg, st, engines(st, cfg.PolicyFile, prof, sb), log)
 			if err != nil {
 				return usageErrorf("serve: %v", err)
 			}
 			bot.Dispatcher.Preflight = botPreflight(prof)
+			bot.Dispatcher.Sandbox = string(sb.Mechanism())
 			opts.Actors = append(opts.Actors, func(ctx context.Context) error {
 				login, err := bot.Login(ctx)
 				if err != nil {
@@ -251,6 +258,7 @@ type serveRuns struct {
 	profile    provider.Profile
 	roots      []string // allowed repository parents; empty: any
 	log        *slog.Logger
+	sandbox    *sandbox.Sandbox
 }
 
 // Prepare implements api.Runs.
@@ -303,7 +311,7 @@ func (r *serveRuns) Resolve(ctx context.Context, sessionID, approvalID, decision
 func (r *serveRuns) build(ctx context.Context, repo, sessionID string) (*setup.Env, error) {
 	// The runtime keeps the context for its whole life (trust lookups),
 	// and Prepare's is the HTTP request's, which ends with the response.
-	env, err := setup.Build(context.WithoutCancel(ctx), setup.Options{Dir: repo, DataDir: r.dataDir, PolicyFile: r.policyFile, Profile: r.profile, Providers: providers(nil), SessionID: sessionID, Store: r.store})
+	env, err := setup.Build(context.WithoutCancel(ctx), setup.Options{Dir: repo, DataDir: r.dataDir, PolicyFile: r.policyFile, Profile: r.profile, Providers: providers(nil), SessionID: sessionID, Store: r.store, Sandbox: r.sandbox})
 	if err != nil {
 		return nil, err
 	}

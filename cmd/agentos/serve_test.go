@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/agentos/agentos/kernel/testenv"
 	"io"
 	"log/slog"
 	"net"
@@ -501,5 +502,40 @@ func TestLogLevel(t *testing.T) {
 	}
 	if _, err := logLevel("loud"); err == nil || !strings.Contains(err.Error(), "AGENTOS_LOG_LEVEL") {
 		t.Errorf("logLevel(loud): %v", err)
+	}
+}
+
+// TestServeSandbox: the server says at start which sandbox commands run
+// in, loudly when none, and /readyz shows it.
+func TestServeSandbox(t *testing.T) {
+	for _, tc := range []struct {
+		mode, log, mechanism string
+	}{
+		{"none", "SANDBOX DISABLED", "none"},
+		{"bwrap", "commands run in a sandbox", "bwrap"},
+	} {
+		t.Run(tc.mode, func(t *testing.T) {
+			if tc.mode == "bwrap" {
+				testenv.LookPath(t, "bwrap")
+			}
+			s := startServe(t, map[string]string{"AGENTOS_SANDBOX": tc.mode})
+			code, body := httpDo(t, http.MethodGet, s.url+"/readyz", "", "", nil)
+			var ready struct {
+				Sandbox struct {
+					Mechanism string `json:"mechanism"`
+					Ready     bool   `json:"ready"`
+				} `json:"sandbox"`
+			}
+			if err := json.Unmarshal(body, &ready); err != nil || code != http.StatusOK {
+				t.Fatalf("readyz: %d %s %v", code, body, err)
+			}
+			if ready.Sandbox.Mechanism != tc.mechanism || !ready.Sandbox.Ready {
+				t.Errorf("readyz sandbox %+v, want %s", ready.Sandbox, tc.mechanism)
+			}
+			s.stop()
+			if !strings.Contains(s.logs.String(), tc.log) {
+				t.Errorf("start log lacks %q:\n%s", tc.log, s.logs)
+			}
+		})
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentos/agentos/kernel/workspace"
 	"github.com/agentos/agentos/runtime/hooks"
+	"github.com/agentos/agentos/runtime/setup"
 	"github.com/agentos/agentos/runtime/skills"
 	"github.com/agentos/agentos/schemas"
 	builtinskills "github.com/agentos/agentos/skills"
@@ -92,7 +93,11 @@ func cmdHooks(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return usageErrorf("usage: agentos hooks test EVENT [--repo DIR] < input.json")
 	}
 	ev := hooks.Event(pos[0])
-	ws, err := workspace.Open(*repo, workspace.Options{})
+	sb, err := setup.Sandbox(ctx, os.Getenv)
+	if err != nil {
+		return usageErrorf("%v", err)
+	}
+	ws, err := workspace.Open(*repo, workspace.Options{Sandbox: sb})
 	if err != nil {
 		return usageErrorf("%v", err)
 	}

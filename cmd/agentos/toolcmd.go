@@ -21,6 +21,7 @@ import (
 	"github.com/agentos/agentos/runtime/event"
 	"github.com/agentos/agentos/runtime/hooks"
 	"github.com/agentos/agentos/runtime/replay"
+	"github.com/agentos/agentos/runtime/setup"
 	"github.com/agentos/agentos/schemas"
 )
 
@@ -140,14 +141,24 @@ func toolKernel(workspaceDir, policyFile, events string) (*kernel.Kernel, *works
 		}
 		exclude = append(exclude, abs)
 	}
+	sb, err := setup.Sandbox(context.Background(), os.Getenv)
+	if err != nil {
+		return nil, nil, nil, usageErrorf("%v", err)
+	}
 	ws, err := workspace.Open(workspaceDir, workspace.Options{DenyPatterns: base.Workspace.DenyPatterns, EnvAllow: base.Execution.EnvAllow, SecretName: red.IsSecretName, Exclude: exclude})
 	if err != nil {
 		return nil, nil, nil, usageErrorf("%v", err)
 	}
 	pol, err := loadPolicy(policyFile, ws)
+	ws.Close()
 	if err != nil {
-		ws.Close()
 		return nil, nil, nil, err
+	}
+	// Again with the merged policy: deny patterns, environment, and the
+	// sandbox's network allow-list and limits.
+	ws, err = workspace.Open(workspaceDir, workspace.Options{DenyPatterns: pol.Workspace.DenyPatterns, EnvAllow: pol.Execution.EnvAllow, SecretName: red.IsSecretName, Exclude: exclude, Sandbox: sb, Network: pol.Network.Allow, Limits: pol.SandboxLimits()})
+	if err != nil {
+		return nil, nil, nil, usageErrorf("%v", err)
 	}
 	// The full kernel: the repository's PreToolUse/PostToolUse hooks
 	// (.agent/settings.json, .claude/settings.json) and the built-in ones,

@@ -1,8 +1,10 @@
 // Package policy reads policy.yaml, the kernel's policy contract (seed 003
 // §41): workspace deny patterns, per-capability approval (never | always |
-// risk), timeouts, high-risk commands, redaction keys and output limits.
-// Files are validated with the kernel_policy_v1 schema; unknown keys and bad
-// values are errors that name the file position.
+// risk), timeouts, high-risk commands, redaction keys, output limits, and
+// the sandbox's network allow-list and process limits. Files are validated
+// with the kernel_policy_v2 schema (v1 plus network and the process
+// limits; every v1 file is a valid v2 file); unknown keys and bad values
+// are errors that name the file position.
 package policy
 
 import (
@@ -15,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentos/agentos/kernel/sandbox"
 	"github.com/agentos/agentos/schemas"
 	"gopkg.in/yaml.v3"
 )
@@ -50,7 +53,18 @@ type Policy struct {
 	Limits struct {
 		MaxStdout   int `json:"maxStdout,omitempty"`
 		MaxDiffSize int `json:"maxDiffSize,omitempty"`
+		// Sandboxed commands (zero: the sandbox's defaults).
+		CPUTime    string `json:"cpuTime,omitempty"`
+		MemoryMB   int    `json:"memoryMB,omitempty"`
+		Processes  int    `json:"processes,omitempty"`
+		FileSizeMB int    `json:"fileSizeMB,omitempty"`
+		OpenFiles  int    `json:"openFiles,omitempty"`
 	} `json:"limits"`
+	// Network of sandboxed commands: nil Allow (not given) inherits, an
+	// empty list is no network.
+	Network struct {
+		Allow []string `json:"allow"`
+	} `json:"network"`
 	Trust struct {
 		Enabled        bool `json:"enabled,omitempty"`
 		CleanApprovals int  `json:"cleanApprovals,omitempty"`
@@ -146,7 +160,7 @@ func Parse(name string, r io.Reader) (*Policy, error) {
 	if err != nil {
 		return nil, &Error{File: name, Msg: "not representable as JSON: " + err.Error()}
 	}
-	if err := schemas.MustDefault().ValidateJSON("kernel_policy_v1", js); err != nil {
+	if err := schemas.MustDefault().ValidateJSON("kernel_policy_v2", js); err != nil {
 		var ve *schemas.ValidationError
 		if errors.As(err, &ve) {
 			n := locate(&root, ve.Pointer)
@@ -172,6 +186,20 @@ func Parse(name string, r io.Reader) (*Policy, error) {
 	for capName, d := range p.Execution.Timeouts {
 		if _, err := time.ParseDuration(d); err != nil {
 			return nil, &Error{File: name, Path: "/execution/timeouts/" + capName, Msg: err.Error()}
+		}
+	}
+	if d := p.Limits.CPUTime; d != "" {
+		if _, err := time.ParseDuration(d); err != nil {
+			return nil, &Error{File: name, Path: "/limits/cpuTime", Msg: err.Error()}
+		}
+	}
+	for i, a := range p.Network.Allow {
+		if _, err := sandbox.ParseRule(a); err != nil {
+			e := &Error{File: name, Path: fmt.Sprintf("/network/allow/%d", i), Msg: err.Error()}
+			if n := locate(&root, e.Path); n != nil {
+				e.Line, e.Column = n.Line, n.Column
+			}
+			return nil, e
 		}
 	}
 	return p, nil
@@ -232,7 +260,7 @@ func unknownKey(n *yaml.Node, msg string) *yaml.Node {
 	return nil
 }
 
-var known = map[string]bool{"workspace": true, "execution": true, "capabilities": true, "risk": true, "redaction": true, "limits": true, "trust": true}
+var known = map[string]bool{"workspace": true, "execution": true, "capabilities": true, "risk": true, "redaction": true, "limits": true, "trust": true, "network": true}
 
 func knownKey(k string) bool { return known[k] }
 
@@ -272,8 +300,9 @@ var rank = map[string]int{Never: 0, Risk: 1, Always: 2}
 // policy. A repository may only tighten: approvals take the stricter
 // level, deny patterns, high-risk commands and redaction keys are unions,
 // limits and timeouts the smaller values, shell and env pass-through need
-// both to allow, a "deny" high-risk action wins, and adaptive trust is on
-// only if both enable it.
+// both to allow, a "deny" high-risk action wins, adaptive trust is on
+// only if both enable it, and its network allow-list keeps only entries
+// the operator's list covers (not giving one inherits the operator's).
 func Merge(base, repo *Policy) *Policy {
 	if repo == nil {
 		return base
@@ -298,6 +327,18 @@ func Merge(base, repo *Policy) *Policy {
 	out.Redaction.Keys = union(base.Redaction.Keys, repo.Redaction.Keys)
 	out.Limits.MaxStdout = minPos(base.Limits.MaxStdout, repo.Limits.MaxStdout)
 	out.Limits.MaxDiffSize = minPos(base.Limits.MaxDiffSize, repo.Limits.MaxDiffSize)
+	out.Limits.MemoryMB = minPos(base.Limits.MemoryMB, repo.Limits.MemoryMB)
+	out.Limits.Processes = minPos(base.Limits.Processes, repo.Limits.Processes)
+	out.Limits.FileSizeMB = minPos(base.Limits.FileSizeMB, repo.Limits.FileSizeMB)
+	out.Limits.OpenFiles = minPos(base.Limits.OpenFiles, repo.Limits.OpenFiles)
+	if r := repo.Limits.CPUTime; r != "" && (base.Limits.CPUTime == "" || durLess(r, base.Limits.CPUTime)) {
+		out.Limits.CPUTime = r
+	}
+	// The repository asks for part of what the operator allows, never more.
+	if repo.Network.Allow != nil {
+		kept, _ := sandbox.Narrow(base.Network.Allow, repo.Network.Allow)
+		out.Network.Allow = append([]string{}, kept...)
+	}
 	out.Execution.Timeouts = map[string]string{}
 	for k, v := range base.Execution.Timeouts {
 		out.Execution.Timeouts[k] = v
@@ -356,4 +397,18 @@ func durLess(a, b string) bool {
 	x, err1 := time.ParseDuration(a)
 	y, err2 := time.ParseDuration(b)
 	return err1 == nil && err2 == nil && x < y
+}
+
+// SandboxLimits are the process limits of sandboxed commands (zero
+// fields: the sandbox's defaults).
+func (p *Policy) SandboxLimits() sandbox.Limits {
+	var l sandbox.Limits
+	if d, err := time.ParseDuration(p.Limits.CPUTime); err == nil && d > 0 {
+		l.CPU = d
+	}
+	l.Memory = uint64(max(p.Limits.MemoryMB, 0)) << 20
+	l.Processes = uint64(max(p.Limits.Processes, 0))
+	l.FileSize = uint64(max(p.Limits.FileSizeMB, 0)) << 20
+	l.OpenFiles = uint64(max(p.Limits.OpenFiles, 0))
+	return l
 }

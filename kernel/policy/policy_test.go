@@ -129,3 +129,73 @@ execution:
 		t.Error("repository deny pattern lost")
 	}
 }
+
+// TestSandboxSettings: v2's network allow-list and process limits parse,
+// bad entries are errors with their position, and a repository can only
+// narrow the operator's allow-list and lower the limits.
+func TestSandboxSettings(t *testing.T) {
+	op, err := Parse("operator", strings.NewReader(`network:
+  allow: ["*.npmjs.org", "proxy.golang.org:443", "sum.golang.org:443"]
+limits:
+  cpuTime: 10m
+  memoryMB: 4096
+  processes: 512
+  fileSizeMB: 1024
+  openFiles: 4096
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := op.SandboxLimits()
+	if l.CPU != 10*time.Minute || l.Memory != 4096<<20 || l.Processes != 512 || l.FileSize != 1024<<20 || l.OpenFiles != 4096 {
+		t.Errorf("SandboxLimits = %+v", l)
+	}
+	repo, err := Parse("repo", strings.NewReader(`network:
+  allow: ["registry.npmjs.org", "proxy.golang.org", "evil.example"]
+limits:
+  cpuTime: 1h
+  processes: 64
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := Merge(op, repo)
+	if got := strings.Join(m.Network.Allow, ","); got != "registry.npmjs.org" {
+		t.Errorf("merged allow-list %q, want only what the operator covers", got)
+	}
+	if m.Limits.CPUTime != "10m" || m.Limits.Processes != 64 || m.Limits.MemoryMB != 4096 {
+		t.Errorf("merged limits %+v", m.Limits)
+	}
+	// No network section in the repository: the operator's list holds.
+	if m := Merge(op, Default()); len(m.Network.Allow) != 3 {
+		t.Errorf("inherited allow-list %v", m.Network.Allow)
+	}
+	// An empty list turns the network off.
+	off, err := Parse("repo", strings.NewReader("network:\n  allow: []\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := Merge(op, off); m.Network.Allow == nil || len(m.Network.Allow) != 0 {
+		t.Errorf("allow: [] gave %v, want no network", m.Network.Allow)
+	}
+	// The built-in default allows no network.
+	if len(Default().Network.Allow) != 0 {
+		t.Errorf("default allow-list %v", Default().Network.Allow)
+	}
+	for _, c := range []struct {
+		doc, path string
+		line      int
+	}{
+		{"network:\n  allow:\n    - registry.npmjs.org\n    - \"*.com\"\n", "/network/allow/1", 4},
+		{"network:\n  allow: [\"http://x.example\"]\n", "/network/allow/0", 2},
+		{"network:\n  deny: [x]\n", "/network", 2},
+		{"limits:\n  processes: 2\n", "/limits/processes", 2},
+		{"limits:\n  cpuTime: forever\n", "/limits/cpuTime", 2},
+	} {
+		_, err := Parse("p.yaml", strings.NewReader(c.doc))
+		var pe *Error
+		if !errors.As(err, &pe) || pe.Path != c.path || pe.Line != c.line {
+			t.Errorf("%q: got %v, want an error at %s line %d", c.doc, err, c.path, c.line)
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/agentos/agentos/kernel/sandbox/sandboxtest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -29,7 +30,7 @@ func tree(t testing.TB, files map[string]string) (*tools, string) {
 			t.Fatal(err)
 		}
 	}
-	ws, err := workspace.Open(dir, workspace.Options{})
+	ws, err := workspace.Open(dir, workspace.Options{Sandbox: sandboxtest.Sandbox(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

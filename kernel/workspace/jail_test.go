@@ -3,6 +3,7 @@ package workspace
 import (
 	"context"
 	"errors"
+	"github.com/agentos/agentos/kernel/sandbox/sandboxtest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -49,7 +50,7 @@ func jail(t *testing.T) (*Root, string, string) {
 			t.Fatal(err)
 		}
 	}
-	w, err := Open(dir, Options{DenyPatterns: []string{"**/.git/**", "keys/**", "**/*.pem"}})
+	w, err := Open(dir, Options{DenyPatterns: []string{"**/.git/**", "keys/**", "**/*.pem"}, Sandbox: sandboxtest.Sandbox(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

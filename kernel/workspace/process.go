@@ -8,10 +8,10 @@ import (
 	"os"
 	"os/exec"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/agentos/agentos/kernel"
+	"github.com/agentos/agentos/kernel/sandbox"
 )
 
 // RunSpec is one process to run.
@@ -102,12 +102,17 @@ func (c *capWriter) String() string {
 	return c.buf.String()
 }
 
-// Run starts argv (no shell) in the jail and waits for it. A timeout kills
-// the whole process group and returns a TIMEOUT error carrying the partial
-// result; a non-zero exit is a result, not an error.
+// Run starts argv (no shell) in the jail, confined by the workspace's
+// sandbox, and waits for it. A timeout kills the whole process tree and
+// returns a TIMEOUT error carrying the partial result; a non-zero exit is
+// a result, not an error. Without a usable sandbox nothing starts and the
+// error (SANDBOX_UNAVAILABLE) names the fix.
 func (w *Root) Run(ctx context.Context, spec RunSpec) (RunResult, error) {
 	if len(spec.Argv) == 0 || spec.Argv[0] == "" {
 		return RunResult{}, errors.New("empty command")
+	}
+	if err := w.SandboxErr(); err != nil {
+		return RunResult{}, sandboxUnavailable(err)
 	}
 	cwd := "."
 	if spec.Cwd != "" {
@@ -130,10 +135,18 @@ func (w *Root) Run(ctx context.Context, spec RunSpec) (RunResult, error) {
 		rctx, cancel = context.WithTimeout(ctx, spec.Timeout)
 		defer cancel()
 	}
-	cmd := exec.Command(spec.Argv[0], spec.Argv[1:]...)
-	cmd.Dir = w.dir + "/" + cwd
-	cmd.Env, _ = w.Env()
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	env, _ := w.Env()
+	dir := w.dir
+	if cwd != "." {
+		dir = w.dir + "/" + cwd
+	}
+	cmd, err := w.opts.Sandbox.Command(ctx, sandbox.Request{Argv: spec.Argv, Work: w.dir, Dir: dir, Env: env, Allow: w.opts.Network, Limits: w.opts.Limits})
+	if err != nil {
+		if errors.Is(err, sandbox.ErrUnavailable) {
+			return RunResult{}, sandboxUnavailable(err)
+		}
+		return RunResult{}, &kernel.Error{Kind: "sandbox", Code: kernel.CodeToolRuntimeError, Message: "cannot prepare the sandbox: " + err.Error(), Err: err}
+	}
 	stdout, stderr := &capWriter{n: spec.MaxOutput}, &capWriter{n: spec.MaxOutput}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	if spec.Stdin != nil {
@@ -141,34 +154,62 @@ func (w *Root) Run(ctx context.Context, spec RunSpec) (RunResult, error) {
 	}
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
-		return RunResult{}, &kernel.Error{Kind: "runtime", Code: kernel.CodeToolRuntimeError, Message: fmt.Sprintf("cannot start %s", spec.Argv[0]), Err: err}
+		ferr := cmd.Finish()
+		return RunResult{}, &kernel.Error{Kind: "runtime", Code: kernel.CodeToolRuntimeError, Message: fmt.Sprintf("cannot start %s", spec.Argv[0]), Err: errors.Join(err, ferr)}
 	}
 	waitErr := make(chan error, 1)
 	go func() { waitErr <- cmd.Wait() }()
-	var err error
 	timedOut := false
 	select {
 	case err = <-waitErr:
 	case <-rctx.Done():
 		timedOut = true
-		// Kill the group: children that outlive the shell die too.
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		// The sandbox kills the whole tree: children that ignore SIGTERM,
+		// double-fork or start a new session die too.
+		cmd.Kill()
 		err = <-waitErr
 	}
+	// Release the sandbox (and, where .git could not be read-only, check
+	// that the command left its control files alone).
+	finishErr := cmd.Finish()
 	res := RunResult{Stdout: stdout.String(), Stderr: stderr.String(), DurationMS: time.Since(start).Milliseconds(), Truncated: stdout.dropped > 0 || stderr.dropped > 0, TimedOut: timedOut}
-	// Leave no stragglers behind even on a normal exit.
-	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 	var ee *exec.ExitError
 	switch {
 	case timedOut:
 		res.ExitCode = -1
-		return res, &kernel.Error{Kind: "runtime", Code: kernel.CodeTimeout, Message: fmt.Sprintf("%s did not finish within %s; the process group was killed", spec.Argv[0], spec.Timeout), Details: res}
 	case errors.As(err, &ee):
 		res.ExitCode = ee.ExitCode()
 	case err != nil:
 		return res, &kernel.Error{Kind: "runtime", Code: kernel.CodeToolRuntimeError, Message: "wait failed", Err: err}
 	}
+	var tamper *sandbox.GitTamperError
+	switch {
+	case errors.As(finishErr, &tamper):
+		return res, &kernel.Error{Kind: "jail", Code: kernel.CodeJailViolation, Message: tamper.Error(), Details: res}
+	case finishErr != nil:
+		return res, &kernel.Error{Kind: "sandbox", Code: kernel.CodeToolRuntimeError, Message: "sandbox cleanup failed: " + finishErr.Error(), Details: res, Err: finishErr}
+	case timedOut:
+		return res, &kernel.Error{Kind: "runtime", Code: kernel.CodeTimeout, Message: fmt.Sprintf("%s did not finish within %s; the process tree was killed", spec.Argv[0], spec.Timeout), Details: res}
+	case sandbox.SetupFailed(res.ExitCode, res.Stderr):
+		return res, &kernel.Error{Kind: "sandbox", Code: kernel.CodeSandboxUnavailable, Message: "the sandbox could not start the command: " + strings.TrimSpace(res.Stderr), Details: res}
+	}
 	return res, nil
+}
+
+// sandboxUnavailable is the error of a command the sandbox refuses.
+func sandboxUnavailable(err error) error {
+	return &kernel.Error{Kind: "sandbox", Code: kernel.CodeSandboxUnavailable, Message: err.Error()}
+}
+
+// SandboxErr is non-nil when processes are refused (kernel.Confinement).
+func (w *Root) SandboxErr() error {
+	return w.opts.Sandbox.Err()
+}
+
+// SandboxProfile describes what a process started by Run can see and do
+// (kernel.Confinement; recorded in tool.invoke).
+func (w *Root) SandboxProfile() any {
+	return w.opts.Sandbox.Profile(w.dir, w.opts.Network, w.opts.Limits)
 }
 
 // SplitCommand splits a command line into argv with shell-like quoting

@@ -1,8 +1,9 @@
 // Package workspace is the jail every capability tool works through: paths
 // resolve inside the workspace root with os.Root, symlinks are followed only
 // while they stay inside, .git internals and policy deny patterns are out
-// of bounds, and processes run with a scrubbed environment, a cwd inside
-// the root, a timeout that kills the whole process group, and capped output.
+// of bounds, and processes run in the OS sandbox (kernel/sandbox) with a
+// scrubbed environment, a cwd inside the root, a timeout that kills the
+// whole process tree, and capped output.
 package workspace
 
 import (
@@ -19,6 +20,7 @@ import (
 	"strings"
 
 	"github.com/agentos/agentos/kernel"
+	"github.com/agentos/agentos/kernel/sandbox"
 	"github.com/bmatcuk/doublestar/v4"
 	"github.com/go-git/go-git/v5"
 )
@@ -41,6 +43,15 @@ type Options struct {
 	// by walks (search, the revision digest). Paths outside the workspace
 	// are ignored; excluding the workspace root itself is an error.
 	Exclude []string
+	// Sandbox confines every process Run starts. Nil refuses them: the
+	// jail fails closed. sandbox.Disabled() runs them unconfined (the
+	// operator's explicit `sandbox: none`).
+	Sandbox *sandbox.Sandbox
+	// Network is the processes' network allow-list (policy.yaml
+	// network.allow); empty: no network.
+	Network []string
+	// Limits bound each process (zero fields: the sandbox's defaults).
+	Limits sandbox.Limits
 }
 
 // Root is an opened workspace.

@@ -13,11 +13,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/agentos/agentos/kernel"
 	"github.com/agentos/agentos/kernel/policy"
 	"github.com/agentos/agentos/kernel/redact"
+	"github.com/agentos/agentos/kernel/sandbox"
 	"github.com/agentos/agentos/kernel/tools"
 	"github.com/agentos/agentos/kernel/workspace"
 	"github.com/agentos/agentos/runtime/hooks"
@@ -50,11 +52,16 @@ type Options struct {
 	// working tree holds code from outside the repository (a fork's pull
 	// request), whose hooks must not run with the bot's authority.
 	UntrustedRepo bool
+	// Sandbox confines every command the kernel starts (exec tools and
+	// hook commands). Nil detects one as AGENTOS_SANDBOX says (auto by
+	// default); processes detect once (Sandbox) and pass it here.
+	Sandbox *sandbox.Sandbox
 }
 
 // Env is one session's assembled runtime. Close releases it.
 type Env struct {
 	Workspace *workspace.Root
+	Sandbox   *sandbox.Sandbox
 	Policy    *policy.Policy
 	Kernel    *kernel.Kernel
 	Hooks     *hooks.Registry
@@ -107,8 +114,9 @@ func LoadPolicy(operatorFile string, ws *workspace.Root) (*policy.Policy, error)
 }
 
 // HookRunner runs hook commands through the workspace's process runner:
-// scrubbed environment, process-group kill, capped output. Hook commands
-// are shell command lines by definition (Claude Code's settings.json).
+// in the sandbox, with a scrubbed environment, the process tree killed at
+// the end, capped output. Hook commands are shell command lines by
+// definition (Claude Code's settings.json).
 type HookRunner struct{ WS *workspace.Root }
 
 // RunHook implements hooks.Runner.
@@ -129,6 +137,12 @@ func Build(ctx context.Context, o Options) (*Env, error) {
 	if err != nil {
 		return nil, err
 	}
+	sb := o.Sandbox
+	if sb == nil {
+		if sb, err = Sandbox(ctx, os.Getenv); err != nil {
+			return nil, &UsageError{err}
+		}
+	}
 	red := redact.New(base.Redaction.Keys)
 	red.AddLiteral(o.Profile.APIKey)
 	var exclude []string
@@ -140,7 +154,8 @@ func Build(ctx context.Context, o Options) (*Env, error) {
 		exclude = append(exclude, abs)
 	}
 	// Open once with the operator's policy to read the repository's, then
-	// again with the merged deny patterns and environment allow-list.
+	// again with the merged deny patterns, environment allow-list, network
+	// allow-list and process limits.
 	ws, err := workspace.Open(o.Dir, workspace.Options{DenyPatterns: base.Workspace.DenyPatterns, EnvAllow: base.Execution.EnvAllow, SecretName: red.IsSecretName, Exclude: exclude})
 	if err != nil {
 		return nil, &UsageError{err}
@@ -150,10 +165,11 @@ func Build(ctx context.Context, o Options) (*Env, error) {
 	if err != nil {
 		return nil, err
 	}
-	if ws, err = workspace.Open(o.Dir, workspace.Options{DenyPatterns: pol.Workspace.DenyPatterns, EnvAllow: pol.Execution.EnvAllow, SecretName: red.IsSecretName, Exclude: exclude}); err != nil {
+	if ws, err = workspace.Open(o.Dir, workspace.Options{DenyPatterns: pol.Workspace.DenyPatterns, EnvAllow: pol.Execution.EnvAllow, SecretName: red.IsSecretName, Exclude: exclude, Sandbox: sb, Network: pol.Network.Allow, Limits: pol.SandboxLimits()}); err != nil {
 		return nil, err
 	}
-	e := &Env{Workspace: ws, Policy: pol, Redactor: red}
+	e := &Env{Workspace: ws, Sandbox: sb, Policy: pol, Redactor: red}
+	e.Notes = append(e.Notes, SandboxNotes(sb)...)
 	e.Hooks = hooks.NewRegistry()
 	e.Hooks.Builtins()
 	if o.UntrustedRepo {
@@ -196,4 +212,66 @@ func Build(ctx context.Context, o Options) (*Env, error) {
 	prov = provider.Checked{P: provider.Priced{P: prov, Pricing: provider.PricingFor(o.Profile)}, Reg: schemas.MustDefault()}
 	e.Engine = &run.Engine{Provider: prov, Tools: run.KernelTools{K: e.Kernel}, Hooks: e.Hooks, Skills: sk, Schemas: schemas.MustDefault(), Profile: o.Profile, Repo: ws.FS()}
 	return e, nil
+}
+
+// EnvGoCache chooses the Go build cache of sandboxed commands: a
+// directory shared by every command, or "worktree" for one cache per
+// worktree. A command can plant build outputs that later builds sharing
+// its cache trust, so a shared cache belongs where every repository is
+// trusted alike. The CLI (Sandbox below) shares one per user by default,
+// the user being its trust domain; agentos serve keeps one per worktree.
+const EnvGoCache = "AGENTOS_SANDBOX_GO_CACHE"
+
+// GoCachePerWorktree is the EnvGoCache value for one cache per worktree.
+const GoCachePerWorktree = "worktree"
+
+var (
+	sandboxMu sync.Mutex
+	sandboxes = map[string]*sandbox.Sandbox{}
+)
+
+// Sandbox returns the sandbox for a process that did not set one up
+// itself (the CLI, the demo, the Action, tests): the mode comes from
+// AGENTOS_SANDBOX (auto, bwrap, landlock or none; empty is auto), and the
+// Go build cache from AGENTOS_SANDBOX_GO_CACHE (default: one per user,
+// under the user cache directory). It is detected once per process and
+// setting. An unknown mode is an error; a sandbox that cannot be set up is
+// not (its Err refuses every command and names the fix).
+func Sandbox(ctx context.Context, getenv func(string) string) (*sandbox.Sandbox, error) {
+	mode, err := sandbox.ParseMode(getenv(sandbox.EnvMode))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", sandbox.EnvMode, err)
+	}
+	gocache := getenv(EnvGoCache)
+	switch gocache {
+	case GoCachePerWorktree:
+		gocache = ""
+	case "":
+		if d, err := os.UserCacheDir(); err == nil {
+			gocache = filepath.Join(d, "agentos", "sandbox", "go-build")
+		}
+	}
+	key := string(mode) + "\x00" + gocache
+	sandboxMu.Lock()
+	defer sandboxMu.Unlock()
+	if s, ok := sandboxes[key]; ok {
+		return s, nil
+	}
+	s := sandbox.Detect(ctx, sandbox.Config{Mode: mode, GoCache: gocache, Getenv: getenv})
+	sandboxes[key] = s
+	return s, nil
+}
+
+// SandboxNotes say what the operator must know about the sandbox: that
+// commands run unconfined, or are refused and why.
+func SandboxNotes(sb *sandbox.Sandbox) []string {
+	switch r := sb.Report(); {
+	case r.Mechanism == sandbox.None:
+		return []string{"WARNING: " + r.Warning}
+	case !r.Ready:
+		return []string{"commands and hook commands are refused: " + r.Error}
+	case r.Warning != "":
+		return []string{"sandbox " + string(r.Mechanism) + ": " + r.Warning}
+	}
+	return nil
 }

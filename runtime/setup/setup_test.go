@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentos/agentos/kernel/sandbox"
 	"github.com/agentos/agentos/runtime/demo"
 	"github.com/agentos/agentos/runtime/hooks"
 	"github.com/agentos/agentos/runtime/provider"
@@ -137,5 +138,26 @@ func TestBuildHidesTheDataDirectory(t *testing.T) {
 			t.Error("walked nothing")
 		}
 		env.Close()
+	}
+}
+
+// TestSandboxFromEnvironment: AGENTOS_SANDBOX picks the mode (a typo is an
+// error, not a silent default), detection happens once per setting, and
+// Build wires the sandbox into the workspace so hooks and exec tools use it.
+func TestSandboxFromEnvironment(t *testing.T) {
+	env := func(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+	if _, err := setup.Sandbox(context.Background(), env(map[string]string{"AGENTOS_SANDBOX": "chroot"})); err == nil {
+		t.Fatal("AGENTOS_SANDBOX=chroot accepted")
+	}
+	a, err := setup.Sandbox(context.Background(), env(map[string]string{"AGENTOS_SANDBOX": "none"}))
+	if err != nil || a.Mechanism() != sandbox.None {
+		t.Fatalf("none: %v %v", a.Mechanism(), err)
+	}
+	b, _ := setup.Sandbox(context.Background(), env(map[string]string{"AGENTOS_SANDBOX": "none"}))
+	if a != b {
+		t.Error("the sandbox was detected twice for the same setting")
+	}
+	if n := setup.SandboxNotes(a); len(n) != 1 || !strings.Contains(n[0], "WARNING") {
+		t.Errorf("notes for sandbox none: %v", n)
 	}
 }

@@ -1,0 +1,229 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/agentos/agentos/bot/config"
+	"github.com/agentos/agentos/kernel/sandbox"
+	"github.com/agentos/agentos/runtime/setup"
+)
+
+// serverSandbox detects the sandbox of agentos serve: the mode from the
+// server config (sandbox:, AGENTOS_SANDBOX). The toolchains commands need
+// are found from this process's own environment (PATH, GOROOT,
+// GOMODCACHE), which is what commands inherit. The Go build cache is one
+// per worktree — sessions of different repositories must not share build
+// outputs — unless AGENTOS_SANDBOX_GO_CACHE names a shared directory.
+func serverSandbox(ctx context.Context, cfg config.Config) (*sandbox.Sandbox, error) {
+	mode, err := sandbox.ParseMode(cfg.Sandbox)
+	if err != nil {
+		return nil, err
+	}
+	gocache := os.Getenv(setup.EnvGoCache)
+	if gocache == setup.GoCachePerWorktree {
+		gocache = ""
+	}
+	return sandbox.Detect(ctx, sandbox.Config{Mode: mode, GoCache: gocache}), nil
+}
+
+// logSandbox says at start which sandbox commands run in: loudly when
+// they run unconfined or are refused.
+func logSandbox(log *slog.Logger, sb *sandbox.Sandbox) {
+	r := sb.Report()
+	switch {
+	case r.Mechanism == sandbox.None:
+		log.Warn("SANDBOX DISABLED (sandbox: none): commands the agent runs — tests, linters, hooks, the repository's own code — run UNCONFINED with this server's files, keys, network and processes; every tracking comment says so", "mode", r.Mode)
+	case !r.Ready:
+		log.Warn("no sandbox could be set up: exec tools and hook commands are refused until one works (run agentos doctor)", "mode", r.Mode, "error", r.Error)
+	default:
+		log.Info("commands run in a sandbox", "mechanism", r.Mechanism, "mode", r.Mode, "process_limit", r.ProcessLimit, "landlock_abi", r.LandlockABI)
+		if r.Warning != "" {
+			log.Warn("sandbox: "+r.Warning, "mechanism", r.Mechanism)
+		}
+	}
+}
+
+// doctorReport is agentos doctor --json.
+type doctorReport struct {
+	Sandbox sandbox.Report       `json:"sandbox"`
+	Probe   *sandbox.ProbeResult `json:"probe,omitempty"`
+	Checked []doctorPath         `json:"checked,omitempty"`
+	Problem string               `json:"problem,omitempty"`
+}
+
+type doctorPath struct {
+	Path    string `json:"path"`
+	Visible bool   `json:"visible"`
+}
+
+// cmdDoctor shows the sandbox commands run in and what a command can see
+// from inside; it exits non-zero when commands would be refused, or when
+// a path that must stay hidden is visible.
+func cmdDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("doctor", flag.ContinueOnError)
+	flags := config.BindFlags(fs)
+	asJSON := fs.Bool("json", false, "print JSON")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usageErrorf("usage: agentos doctor [--config FILE] [--data DIR] [--json]")
+	}
+	cfg, err := flags.Load(os.Getenv)
+	if err != nil {
+		return usageErrorf("doctor: %v", err)
+	}
+	sb, err := serverSandbox(ctx, cfg)
+	if err != nil {
+		return usageErrorf("doctor: %v", err)
+	}
+	rep := doctorReport{Sandbox: sb.Report()}
+	if rep.Sandbox.Ready && rep.Sandbox.Mechanism != sandbox.None {
+		hidden := hiddenPaths(cfg, configPath(args))
+		res, err := sb.Probe(ctx, sandbox.ProbeOptions{Hidden: hidden})
+		if err != nil {
+			rep.Problem = "the probe failed: " + err.Error()
+		} else {
+			rep.Probe = &res
+			seen := map[string]bool{}
+			for _, p := range res.Readable {
+				seen[p] = true
+			}
+			for _, p := range hidden {
+				rep.Checked = append(rep.Checked, doctorPath{Path: p, Visible: seen[p]})
+				if seen[p] && rep.Problem == "" {
+					rep.Problem = p + " is visible to commands: keep secrets out of the directories the sandbox shows (PATH, toolchains, caches)"
+				}
+			}
+		}
+	}
+	if !rep.Sandbox.Ready {
+		rep.Problem = "commands would be refused: " + rep.Sandbox.Error
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(rep); err != nil {
+			return err
+		}
+	} else {
+		printDoctor(stdout, rep)
+	}
+	if rep.Problem != "" {
+		return &exitError{code: exitFailure, err: errors.New(rep.Problem)}
+	}
+	return nil
+}
+
+// configPath is the --config value as given, for the hidden-path checks.
+func configPath(args []string) string {
+	for i, a := range args {
+		switch {
+		case (a == "--config" || a == "-config") && i+1 < len(args):
+			return args[i+1]
+		case strings.HasPrefix(a, "--config="), strings.HasPrefix(a, "-config="):
+			return a[strings.IndexByte(a, '=')+1:]
+		}
+	}
+	return ""
+}
+
+// hiddenPaths are the existing paths a command must not be able to read:
+// the server's data, key, config, profile and policy, the user's
+// credentials, and the host's shadow file.
+func hiddenPaths(cfg config.Config, configFile string) []string {
+	cands := []string{cfg.DataDir, cfg.GitHubPrivateKeyFile, configFile, cfg.ProfileFile, cfg.PolicyFile, "/etc/shadow"}
+	if home, err := os.UserHomeDir(); err == nil {
+		for _, d := range []string{".ssh", ".aws", ".config/gh", ".netrc", ".npmrc", ".docker/config.json", ".git-credentials"} {
+			cands = append(cands, filepath.Join(home, d))
+		}
+	}
+	var out []string
+	seen := map[string]bool{}
+	for _, p := range cands {
+		if p == "" {
+			continue
+		}
+		abs, err := filepath.Abs(p)
+		if err != nil {
+			continue
+		}
+		if real, err := filepath.EvalSymlinks(abs); err == nil {
+			abs = real
+		} else {
+			continue // does not exist: nothing to hide
+		}
+		if !seen[abs] {
+			seen[abs] = true
+			out = append(out, abs)
+		}
+	}
+	return out
+}
+
+func printDoctor(w io.Writer, rep doctorReport) {
+	r := rep.Sandbox
+	state := "yes: exec tools and hook commands run in the sandbox"
+	switch {
+	case r.Mechanism == sandbox.None:
+		state = "yes, UNCONFINED: " + r.Warning
+	case !r.Ready:
+		state = "NO: exec tools and hook commands are refused"
+	}
+	fmt.Fprintf(w, "sandbox    %s (mode %s)\nready      %s\n", r.Mechanism, r.Mode, state)
+	if r.Launcher != "" {
+		fmt.Fprintf(w, "launcher   %s\n", r.Launcher)
+	}
+	if r.Bwrap != "" {
+		fmt.Fprintf(w, "bwrap      %s\n", r.Bwrap)
+	}
+	if r.LandlockABI > 0 {
+		fmt.Fprintf(w, "landlock   ABI %d\n", r.LandlockABI)
+	}
+	if r.ProcessLimit != "" {
+		fmt.Fprintf(w, "processes  limited by %s\n", r.ProcessLimit)
+	}
+	if len(r.ReadOnly) > 0 {
+		fmt.Fprintf(w, "read-only  %s\n", strings.Join(r.ReadOnly, "\n           "))
+	}
+	for _, a := range r.Tried {
+		res := "works"
+		if a.Error != "" {
+			res = "fails: " + a.Error
+			if a.Fix != "" {
+				res += "\n           fix: " + a.Fix
+			}
+		}
+		fmt.Fprintf(w, "tried      %s: %s\n", a.Mechanism, res)
+	}
+	if r.Warning != "" && r.Mechanism != sandbox.None {
+		fmt.Fprintf(w, "warning    %s\n", r.Warning)
+	}
+	if p := rep.Probe; p != nil {
+		procs := fmt.Sprintf("%d processes visible", p.Processes)
+		if p.Processes < 0 {
+			procs = "no /proc"
+		}
+		fmt.Fprintf(w, "a command sees:\n  pid %d, uid %d, %s\n  network: %s\n", p.PID, p.UID, procs, p.Network)
+		for _, c := range rep.Checked {
+			mark := "hidden "
+			if c.Visible {
+				mark = "VISIBLE"
+			}
+			fmt.Fprintf(w, "  %s %s\n", mark, c.Path)
+		}
+	}
+	if rep.Problem != "" {
+		fmt.Fprintf(w, "problem    %s\n", rep.Problem)
+	}
+}

@@ -1,0 +1,147 @@
+// Package launch is the sandbox's launcher: the code that runs in the
+// child, before the command, to apply what Go cannot apply between fork
+// and exec (resource limits, capability drop, seccomp, Landlock, joining
+// a cgroup, being pid 1 or the subreaper of the command's tree).
+//
+// The sandbox re-executes the program's own binary with LauncherArg as
+// its first argument. This package's init function recognises that and
+// runs the launcher instead of the program, then exits. It is an init
+// function, not a call at the top of main, for two reasons measured on
+// the agentos binary: the package inits of everything main links (the
+// JSON Schema compiler, prometheus's collectors, the SDKs) cost about
+// 170 ms per start, and this package, which imports only the standard
+// library, x/sys and go-landlock, is initialised before them (Go
+// initialises packages in import-path order as soon as their imports are
+// ready), so a launcher start costs about 30 ms; and every binary that
+// links the sandbox, test binaries included, can launch without wiring.
+// Nothing here runs unless argv[1] is exactly LauncherArg.
+package launch
+
+import (
+	"encoding/json"
+	"strings"
+)
+
+// LauncherArg is the first argument that makes a binary act as the
+// sandbox's launcher. It looks like a flag so that a binary without this
+// package fails at once ("flag provided but not defined", "unknown
+// command") instead of running its normal work inside the probe.
+const LauncherArg = "-agentos-sandbox-exec"
+
+// Stages of the launcher.
+const (
+	// StageInit is pid 1 of a bwrap sandbox: limits, the proxy bridge,
+	// then it starts argv, reaps every orphan and exits with argv's status
+	// (which tears the pid namespace down).
+	StageInit = "init"
+	// StageSupervise (landlock) stays outside the Landlock domain: it
+	// joins the cgroup, becomes the subreaper of the command's tree,
+	// starts the confine stage and kills the whole tree at the end.
+	StageSupervise = "supervise"
+	// StageConfine (landlock) applies limits, drops capabilities,
+	// installs the seccomp filter and the Landlock ruleset, then execs
+	// argv.
+	StageConfine = "confine"
+	// StageProbe reports what the sandbox lets it see (Detect, doctor).
+	StageProbe = "probe"
+)
+
+// Spec is one launcher stage's instructions, passed as JSON in argv (it
+// holds paths and numbers, never a secret).
+type Spec struct {
+	Stage   string   `json:"stage"`
+	Rlimits []Rlimit `json:"rlimits,omitempty"`
+	// NprocShared: RLIMIT_NPROC counts every task of the uid (landlock,
+	// not root), so the limit is added to the uid's tasks at start.
+	NprocShared bool `json:"nproc_shared,omitempty"`
+	// Cgroup is the command's cgroup directory (supervise joins it);
+	// CgroupFD an inherited descriptor of its cgroup.procs (init, inside
+	// bwrap, where the cgroup file system is not mounted).
+	Cgroup   string    `json:"cgroup,omitempty"`
+	CgroupFD int       `json:"cgroup_fd,omitempty"`
+	Bridge   *Bridge   `json:"bridge,omitempty"`
+	Landlock *Landlock `json:"landlock,omitempty"`
+	// Seccomp is "" (none), "no-inet" or "tcp-only".
+	Seccomp  string `json:"seccomp,omitempty"`
+	DropCaps bool   `json:"drop_caps,omitempty"`
+	Dir      string `json:"dir,omitempty"`
+	Next     *Spec  `json:"next,omitempty"`
+	// Check lists paths the probe tries to read and Write paths it tries
+	// to create a file in.
+	Check []string `json:"check,omitempty"`
+	Write []string `json:"write,omitempty"`
+}
+
+type Rlimit struct {
+	Resource int    `json:"resource"`
+	Value    uint64 `json:"value"`
+}
+
+// Bridge connects a TCP port on the sandbox's loopback to the egress
+// proxy's unix socket.
+type Bridge struct {
+	Listen string `json:"listen"`
+	Socket string `json:"socket"`
+}
+
+// Landlock is a Landlock ruleset.
+type Landlock struct {
+	RO         []string `json:"ro,omitempty"`
+	RW         []string `json:"rw,omitempty"`
+	ROFiles    []string `json:"ro_files,omitempty"`
+	RWFiles    []string `json:"rw_files,omitempty"`
+	ConnectTCP []uint16 `json:"connect_tcp,omitempty"`
+}
+
+// ProbeResult is what the probe stage saw from inside.
+type ProbeResult struct {
+	PID int `json:"pid"`
+	UID int `json:"uid"`
+	// Processes is how many processes /proc shows (-1: /proc unreadable).
+	Processes int `json:"processes"`
+	// Readable are the Check paths the probe could read.
+	Readable []string `json:"readable"`
+	// Writable are the Write paths it could create a file in (as seen
+	// from the host after the probe, by Probe).
+	Writable []string `json:"writable"`
+	// WorkWritable and GitWritable: the worktree, and its .git.
+	WorkWritable bool `json:"work_writable"`
+	GitWritable  bool `json:"git_writable"`
+	// Network is "blocked: <error>" or "open".
+	Network string `json:"network"`
+	// Shell is whether /bin/sh could be run.
+	Shell bool   `json:"shell"`
+	Error string `json:"error,omitempty"`
+}
+
+// ProbeMark is the file the probe creates in each Write directory.
+const ProbeMark = ".agentos-probe-mark"
+
+// ExitSetup is the launcher's exit status when the sandbox could not be
+// set up (the command never ran); it prints SetupPrefix and the reason on
+// stderr.
+const ExitSetup = 125
+
+const SetupPrefix = "agentos-sandbox: "
+
+// SetupFailed reports whether a command's exit code and stderr say that
+// the launcher could not set the sandbox up (so the command never ran).
+func SetupFailed(exitCode int, stderr string) bool {
+	return exitCode == ExitSetup && strings.Contains(stderr, SetupPrefix)
+}
+
+// Encode is the JSON of a spec, for the launcher's argv.
+func (s Spec) Encode() string {
+	b, err := json.Marshal(s)
+	if err != nil {
+		// A Spec is strings, numbers and booleans: it always encodes.
+		panic("launch: spec does not encode: " + err.Error())
+	}
+	return string(b)
+}
+
+// Seccomp modes of Spec.Seccomp.
+const (
+	SeccompNoInet  = "no-inet"  // no IP sockets at all
+	SeccompTCPOnly = "tcp-only" // IP sockets only for plain TCP (Landlock limits the ports)
+)

@@ -1,0 +1,36 @@
+// Package sandboxtest gives tests a real sandbox for the processes they
+// start (exec tools, hooks): detected once per test binary, with one Go
+// build cache shared by every test worktree, so that a `go test` inside
+// does not rebuild the standard library for each new temporary directory.
+// Where no mechanism works, the test is skipped loudly on a developer's
+// machine and fails under CI=true.
+package sandboxtest
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/agentos/agentos/kernel/sandbox"
+	"github.com/agentos/agentos/kernel/testenv"
+)
+
+var (
+	once sync.Once
+	sbx  *sandbox.Sandbox
+)
+
+// Sandbox returns the test binary's sandbox (mode auto: bwrap, else
+// landlock), or ends the test as testenv.Require does.
+func Sandbox(tb testing.TB) *sandbox.Sandbox {
+	tb.Helper()
+	once.Do(func() {
+		cache := filepath.Join(os.TempDir(), fmt.Sprintf("agentos-sandboxtest-%d", os.Getuid()))
+		sbx = sandbox.Detect(context.Background(), sandbox.Config{Mode: sandbox.ModeAuto, CacheDir: cache, GoCache: filepath.Join(cache, "go-build")})
+	})
+	testenv.Require(tb, "an OS sandbox for commands (bubblewrap, or Landlock)", sbx.Err())
+	return sbx
+}
