@@ -284,6 +284,11 @@ type Request struct {
 	Allow []string
 	// Limits override the sandbox's defaults where not zero.
 	Limits Limits
+	// Mask are paths inside Work the command must not see (agentos's own
+	// data directory when it lies in the worktree): absolute. bwrap mounts
+	// an empty directory (or /dev/null) over each; Landlock cannot take a
+	// subtree out of a granted one, so there a mask refuses the command.
+	Mask []string
 }
 
 // Profile is what a command can see and do: recorded with every exec tool
@@ -294,7 +299,10 @@ type Profile struct {
 	Writable []string `json:"writable,omitempty"`
 	ReadOnly []string `json:"read_only,omitempty"`
 	// Hidden are paths inside Writable that are read-only (the worktree's .git).
-	Hidden  []string      `json:"read_only_inside,omitempty"`
+	Hidden []string `json:"read_only_inside,omitempty"`
+	// Masked are paths inside Writable that are not visible at all
+	// (Request.Mask).
+	Masked  []string      `json:"masked,omitempty"`
 	Network string        `json:"network"` // off | allow-list | host (unconfined)
 	Allow   []string      `json:"allow,omitempty"`
 	Limits  ProfileLimits `json:"limits"`
@@ -315,7 +323,7 @@ type ProfileLimits struct {
 
 // Profile describes the confinement of a command in work with the given
 // allow-list and limits (zero fields: the defaults).
-func (s *Sandbox) Profile(work string, allow []string, lim Limits) Profile {
+func (s *Sandbox) Profile(work string, allow []string, lim Limits, mask ...string) Profile {
 	if s == nil {
 		return Profile{Mechanism: Unavailable, Network: "off", Notes: []string{"commands are refused: " + s.Err().Error()}}
 	}
@@ -337,6 +345,7 @@ func (s *Sandbox) Profile(work string, allow []string, lim Limits) Profile {
 	}
 	p.Writable = []string{work, "(private tmp)", "(private HOME)", s.goCacheDir(work)}
 	p.Hidden = []string{work + "/.git"}
+	p.Masked = append([]string(nil), mask...)
 	p.ReadOnly = s.host.readOnly()
 	p.Limits.ProcessLimit = string(s.pids.kind)
 	if s.pids.kind == pidsNone {
@@ -456,6 +465,14 @@ func (s *Sandbox) Command(ctx context.Context, req Request) (*Cmd, error) {
 	}
 	if !within(req.Dir, req.Work) {
 		return nil, fmt.Errorf("sandbox: the working directory %s is outside the worktree %s", req.Dir, req.Work)
+	}
+	for _, m := range req.Mask {
+		if m == "" || m[0] != '/' || m == req.Work || !within(m, req.Work) {
+			return nil, fmt.Errorf("sandbox: a masked path must lie inside the worktree: %q", m)
+		}
+		if within(req.Dir, m) {
+			return nil, fmt.Errorf("sandbox: the working directory %s is masked", req.Dir)
+		}
 	}
 	for _, a := range req.Allow {
 		if _, err := ParseRule(a); err != nil {

@@ -364,6 +364,18 @@ func (s *Sandbox) bwrapArgs(req Request, gocache, hostSock string) []string {
 		git := filepath.Join(req.Work, ".git")
 		a = append(a, "--ro-bind", git, git)
 	}
+	for _, m := range req.Mask {
+		// What does not exist needs no mask (and bwrap would create a
+		// mount point for it in the worktree); a directory is covered by
+		// an empty tmpfs, anything else by /dev/null.
+		switch fi, err := os.Lstat(m); {
+		case err != nil:
+		case fi.IsDir():
+			a = append(a, "--tmpfs", m)
+		default:
+			a = append(a, "--ro-bind", "/dev/null", m)
+		}
+	}
 	a = append(a, "--ro-bind", s.launcher, insideLauncher)
 	if hostSock != "" {
 		a = append(a, "--bind", hostSock, insideSocket)
@@ -373,6 +385,11 @@ func (s *Sandbox) bwrapArgs(req Request, gocache, hostSock string) []string {
 }
 
 func (s *Sandbox) landlockCommand(ctx context.Context, req Request) (*Cmd, error) {
+	for _, m := range req.Mask {
+		if _, err := os.Lstat(m); err == nil {
+			return nil, fmt.Errorf("sandbox: %s lies inside the worktree, and Landlock cannot hide part of a tree it grants: keep agentos's data directory outside the repository (--data, AGENTOS_DATA), or use bwrap", m)
+		}
+	}
 	var cl cleanup
 	fail := func(err error) (*Cmd, error) { _ = cl.run(); return nil, err }
 	gocache := s.goCacheDir(req.Work)
