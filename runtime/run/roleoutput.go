@@ -47,10 +47,7 @@ func parseReply(text, schemaID string, reg *schemas.Registry) (doc json.RawMessa
 			return nil, "", "", ferr
 		}
 	}
-	for i, c := range objects(t) {
-		if i >= maxCandidates {
-			break
-		}
+	for _, c := range objects(t, maxCandidates) {
 		doc, obj, oerr := candidate(c, schemaID, reg)
 		if oerr == nil {
 			return doc, stepExtractObject, "the JSON object had text around it: " + asSent.Error(), nil
@@ -108,11 +105,13 @@ func fenced(text string) (string, bool) {
 	}
 }
 
-// objects returns the balanced {...} spans of text, in order of their
-// opening brace; braces inside JSON strings do not count.
-func objects(text string) []string {
+// objects returns the balanced {...} spans that start at the first max
+// opening braces of text, in order; braces inside JSON strings do not count. The bound
+// keeps a huge reply full of braces from costing quadratic time.
+func objects(text string, max int) []string {
 	var out []string
-	for start := strings.IndexByte(text, '{'); start >= 0; {
+	tried := 0
+	for start := strings.IndexByte(text, '{'); start >= 0 && tried < max; tried++ {
 		if end := balanced(text, start); end > 0 {
 			out = append(out, text[start:end])
 		}
