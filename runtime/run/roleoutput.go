@@ -106,8 +106,9 @@ func fenced(text string) (string, bool) {
 }
 
 // objects returns the balanced {...} spans that start at the first max
-// opening braces of text, in order; braces inside JSON strings do not count. The bound
-// keeps a huge reply full of braces from costing quadratic time.
+// opening braces of text, in order; braces inside JSON strings do not
+// count. The bound keeps a huge reply full of braces from costing
+// quadratic time.
 func objects(text string, max int) []string {
 	var out []string
 	tried := 0
