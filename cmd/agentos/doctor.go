@@ -65,13 +65,18 @@ type doctorPath struct {
 	Visible bool   `json:"visible"`
 }
 
+// doctorFlags registers doctor's flags: serve's (it checks the server's
+// configuration) and --json.
+func doctorFlags(fs *flag.FlagSet) (*config.Flags, *bool) {
+	return config.BindFlags(fs), fs.Bool("json", false, "print JSON")
+}
+
 // cmdDoctor shows the sandbox commands run in and what a command can see
 // from inside; it exits non-zero when commands would be refused, or when
 // a path that must stay hidden is visible.
 func cmdDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("doctor", flag.ContinueOnError)
-	flags := config.BindFlags(fs)
-	asJSON := fs.Bool("json", false, "print JSON")
+	flags, asJSON := doctorFlags(fs)
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err

@@ -139,6 +139,12 @@ func helps() map[string]help {
 			description: "The GitHub Action's entrypoint (the image's ENTRYPOINT): handle the event that started the workflow run, configured by the Actions environment (GITHUB_EVENT_PATH, GITHUB_TOKEN, RUNNER_TEMP, ...) and the action's inputs (INPUT_*; see action.yml). A pause for approval, a denial or a cancellation exits 0 (the maintainer's review starts the next run); a failed run exits 5, so the workflow run shows it.",
 			examples:    []string{"uses: owner/agentos@v1   # in a workflow step; see docs/examples/agentos-workflow.yml"},
 		},
+		"doctor": {
+			usage:       []string{"doctor [--config FILE] [--data DIR] [--json]"},
+			description: "Show the OS sandbox commands run in (bwrap, Landlock, none or unavailable, and why), its limits and network, then probe from inside whether the server's data directory, its GitHub App key, its config file and the user's credentials (~/.ssh, ~/.aws, ~/.config/gh, ...) stay hidden. Reads the same configuration as serve (--config, the environment, the flags). Exit 0 when commands would run confined, 1 when they would be refused or a secret path is visible, 2 usage.",
+			flags:       func(fs *flag.FlagSet) { doctorFlags(fs) },
+			examples:    []string{"agentos doctor", "AGENTOS_SANDBOX=landlock agentos doctor --json", "agentos doctor --config /etc/agentos.yaml"},
+		},
 		"serve": {
 			usage:       []string{"serve [--addr HOST:PORT] [--data DIR] [--config FILE]"},
 			description: "Serve the GitHub webhook bot and the HTTP/SSE API until SIGINT or SIGTERM. Secrets come only from the environment (AGENTOS_WEBHOOK_SECRET, AGENTOS_GITHUB_APP_ID and AGENTOS_GITHUB_PRIVATE_KEY_FILE or AGENTOS_GITHUB_TOKEN, the provider's key); the rest from --config, the environment and the flags, in that order.",
