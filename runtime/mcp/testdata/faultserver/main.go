@@ -1,0 +1,79 @@
+// Command faultserver is a tiny MCP server (official Go SDK, stdio) whose
+// tools misbehave on purpose, for the client's fault tests: crash, hang,
+// malformed output and huge output, plus a well-behaved echo with
+// structured content. With -fail-start it exits before the handshake.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+type echoIn struct {
+	Text string `json:"text" jsonschema:"the text to echo"`
+}
+
+type echoOut struct {
+	Echo   string `json:"echo"`
+	Length int    `json:"length"`
+}
+
+type sizeIn struct {
+	Bytes int `json:"bytes" jsonschema:"how many bytes of text to return"`
+}
+
+type empty struct{}
+
+func main() {
+	failStart := flag.Bool("fail-start", false, "exit before the MCP handshake")
+	flag.Parse()
+	if *failStart {
+		fmt.Fprintf(os.Stderr, "faultserver: refusing to start, FAULT_TOKEN=%s\n", os.Getenv("FAULT_TOKEN"))
+		os.Exit(2)
+	}
+	fmt.Fprintln(os.Stderr, "faultserver: ready")
+	s := mcp.NewServer(&mcp.Implementation{Name: "faultserver", Version: "1"}, nil)
+	mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: "Echo text back, as text and structured content."},
+		func(_ context.Context, _ *mcp.CallToolRequest, in echoIn) (*mcp.CallToolResult, echoOut, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: in.Text}}}, echoOut{Echo: in.Text, Length: len(in.Text)}, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "env", Description: "Return the value of FAULT_TOKEN as the server sees it."},
+		func(_ context.Context, _ *mcp.CallToolRequest, _ empty) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "FAULT_TOKEN=" + os.Getenv("FAULT_TOKEN")}}}, nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "fail", Description: "Report a tool error (isError)."},
+		func(_ context.Context, _ *mcp.CallToolRequest, _ empty) (*mcp.CallToolResult, any, error) {
+			return nil, nil, fmt.Errorf("the widget is broken")
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "crash", Description: "Exit mid-call."},
+		func(_ context.Context, _ *mcp.CallToolRequest, _ empty) (*mcp.CallToolResult, any, error) {
+			fmt.Fprintf(os.Stderr, "faultserver: crashing now, FAULT_TOKEN=%s\n", os.Getenv("FAULT_TOKEN"))
+			os.Exit(3)
+			return nil, nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "hang", Description: "Never answer."},
+		func(ctx context.Context, _ *mcp.CallToolRequest, _ empty) (*mcp.CallToolResult, any, error) {
+			time.Sleep(time.Hour) // ignores cancellation too
+			return nil, nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "malformed", Description: "Write a line that is not JSON-RPC to stdout."},
+		func(_ context.Context, _ *mcp.CallToolRequest, _ empty) (*mcp.CallToolResult, any, error) {
+			os.Stdout.WriteString("this is not JSON-RPC {\n")
+			time.Sleep(time.Hour)
+			return nil, nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "huge", Description: "Return a text of the given size."},
+		func(_ context.Context, _ *mcp.CallToolRequest, in sizeIn) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.Repeat("x", in.Bytes)}}}, nil, nil
+		})
+	if err := s.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
+		fmt.Fprintln(os.Stderr, "faultserver:", err)
+		os.Exit(1)
+	}
+}

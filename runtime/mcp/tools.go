@@ -1,0 +1,289 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/agentos/agentos/kernel"
+	"github.com/agentos/agentos/runtime/event"
+	"github.com/agentos/agentos/runtime/provider"
+	"github.com/agentos/agentos/runtime/run"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Prefix starts every MCP tool's kernel name: mcp.<server>.<tool>.
+const Prefix = "mcp."
+
+// ToolName is the kernel name of a server's tool.
+func ToolName(server, tool string) string { return Prefix + server + "." + tool }
+
+// SplitName splits a kernel name mcp.<server>.<tool>.
+func SplitName(name string) (server, tool string, ok bool) {
+	rest, found := strings.CutPrefix(name, Prefix)
+	if !found {
+		return "", "", false
+	}
+	server, tool, ok = strings.Cut(rest, ".")
+	return server, tool, ok && server != "" && tool != ""
+}
+
+// OutputSchema is the kernel output schema of every MCP tool: the MCP
+// result with its text/image/resource content and its structured content
+// both kept.
+const OutputSchema = `{"type":"object","required":["content"],"properties":{"content":{"type":"array","items":{"type":"object","required":["type"],"properties":{"type":{"type":"string"}}}},"structuredContent":{},"isError":{"type":"boolean"}}}`
+
+// Result is what an MCP tool returns through the kernel.
+type Result struct {
+	Content           []json.RawMessage `json:"content"`
+	StructuredContent json.RawMessage   `json:"structuredContent,omitempty"`
+	IsError           bool              `json:"isError,omitempty"`
+}
+
+// Def returns the kernel tool for one tool of a server. The input schema
+// is the server's (compiled by the kernel with jsonschema/v6 at Register).
+func (m *Mount) Def(server, tool, description string, input json.RawMessage) kernel.ToolDef {
+	cat := kernel.CategoryExec // a stdio server is a process in the sandbox
+	if s := m.servers[server]; s != nil && s.cfg.Type == TypeHTTP {
+		cat = kernel.CategoryNetwork
+	}
+	if len(input) == 0 || string(input) == "null" {
+		input = json.RawMessage(`{"type":"object"}`)
+	}
+	return kernel.ToolDef{
+		Name:        ToolName(server, tool),
+		Description: description,
+		Input:       input,
+		Output:      json.RawMessage(OutputSchema),
+		Category:    cat,
+		Handler: func(ctx context.Context, env kernel.Env, args json.RawMessage) (any, error) {
+			res, err := m.Call(ctx, server, tool, args)
+			if err != nil {
+				return nil, err
+			}
+			return convert(res, env.Redact)
+		},
+		Assess: func(ctx context.Context, env kernel.Env, args json.RawMessage) (kernel.Assessment, error) {
+			// What a maintainer approves: which server, which tool, the
+			// arguments (recorded with the pending action).
+			s := m.servers[server]
+			a := kernel.Assessment{}
+			if s != nil {
+				switch s.cfg.Type {
+				case TypeStdio:
+					a.Command = "mcp " + server + " (" + strings.Join(append([]string{s.cfg.Command}, s.cfg.Args...), " ") + "): " + tool
+				case TypeHTTP:
+					a.Command = "mcp " + server + " (" + s.cfg.URL + "): " + tool
+				}
+			}
+			return a, nil
+		},
+	}
+}
+
+// convert turns an SDK result into the kernel result, redacting text.
+func convert(res *sdk.CallToolResult, red func(string) string) (any, error) {
+	b, err := json.Marshal(res)
+	if err != nil {
+		return nil, &kernel.Error{Kind: "runtime", Code: CodeProtocolError, Message: "MCP result does not encode: " + err.Error()}
+	}
+	var out Result
+	if err := json.Unmarshal(b, &out); err != nil {
+		return nil, &kernel.Error{Kind: "runtime", Code: CodeProtocolError, Message: "MCP result: " + err.Error()}
+	}
+	if out.Content == nil {
+		out.Content = []json.RawMessage{}
+	}
+	var texts []string
+	for i, c := range out.Content {
+		var t struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		}
+		if json.Unmarshal(c, &t) == nil && t.Type == "text" && red != nil {
+			if r := red(t.Text); r != t.Text {
+				var m map[string]any
+				if json.Unmarshal(c, &m) == nil {
+					m["text"] = r
+					out.Content[i], _ = json.Marshal(m)
+				}
+				t.Text = r
+			}
+		}
+		if t.Type == "text" {
+			texts = append(texts, t.Text)
+		}
+	}
+	if out.IsError {
+		msg := strings.Join(texts, "\n")
+		if len(msg) > 2000 {
+			msg = msg[:2000] + "…"
+		}
+		if msg == "" {
+			msg = "the tool reported an error"
+		}
+		return nil, &kernel.Error{Kind: "runtime", Code: CodeToolError, Message: msg, Details: out}
+	}
+	return out, nil
+}
+
+// Register starts (lazily: now, since the kernel needs their schemas)
+// every server not in known, lists its tools and registers them in k. It
+// returns notes about servers or tools that could not be mounted; a
+// server that fails is left out, the others are mounted.
+func (m *Mount) Register(ctx context.Context, k *kernel.Kernel, known map[string]bool) []string {
+	var notes []string
+	for _, name := range m.order {
+		if known[name] {
+			continue
+		}
+		tools, err := m.ListTools(ctx, name)
+		if err != nil {
+			notes = append(notes, fmt.Sprintf("MCP server %s not mounted: %v", name, err))
+			continue
+		}
+		for _, t := range tools {
+			if !toolName.MatchString(t.Name) {
+				notes = append(notes, fmt.Sprintf("MCP tool %s.%q skipped: not a valid tool name", name, t.Name))
+				continue
+			}
+			in, err := json.Marshal(t.InputSchema)
+			if err != nil {
+				notes = append(notes, fmt.Sprintf("MCP tool %s.%s skipped: input schema: %v", name, t.Name, err))
+				continue
+			}
+			if err := k.Register(m.Def(name, t.Name, t.Description, in)); err != nil {
+				notes = append(notes, fmt.Sprintf("MCP tool %s.%s skipped: %v", name, t.Name, err))
+			}
+		}
+	}
+	return notes
+}
+
+// RegisterRecorded registers the MCP tools a session's log already
+// offered to the model (the tools of its latest llm.request), without
+// starting any server: a resumed or re-executed run sees the same tools
+// as the recorded one, and a server starts only when one of its tools is
+// called live. It returns the servers it registered tools for.
+func (m *Mount) RegisterRecorded(k *kernel.Kernel, events []event.Event) (map[string]bool, error) {
+	specs := RecordedSpecs(events)
+	done := map[string]bool{}
+	for _, s := range specs {
+		server, tool, ok := SplitName(s.Name)
+		if !ok || m.servers[server] == nil {
+			continue
+		}
+		if err := k.Register(m.Def(server, tool, s.Description, s.InputSchema)); err != nil && !errors.Is(err, kernel.ErrRegister) {
+			return nil, err
+		} else if err != nil && !strings.Contains(err.Error(), "already registered") {
+			return nil, err
+		}
+		done[server] = true
+	}
+	return done, nil
+}
+
+// RecordedSpecs returns the mcp.* tool specs of the latest llm.request in
+// events that offered tools.
+func RecordedSpecs(events []event.Event) []provider.ToolSpec {
+	for i := len(events) - 1; i >= 0; i-- {
+		e := events[i]
+		if e.Type != event.LLMRequest {
+			continue
+		}
+		var p struct {
+			Request struct {
+				Tools []provider.ToolSpec `json:"tools"`
+			} `json:"request"`
+		}
+		if json.Unmarshal(e.Payload, &p) != nil || len(p.Request.Tools) == 0 {
+			continue
+		}
+		var out []provider.ToolSpec
+		for _, t := range p.Request.Tools {
+			if strings.HasPrefix(t.Name, Prefix) {
+				out = append(out, t)
+			}
+		}
+		return out
+	}
+	return nil
+}
+
+// Tools is the engine's tool set with a session's MCP servers mounted
+// lazily: the servers are started and their tools registered in the
+// kernel the first time the model's tool list is built, not before.
+// Servers whose tools the session's log already recorded are registered
+// from the log (Seed) and not started until called.
+type Tools struct {
+	run.KernelTools
+	M *Mount
+	// Notes receives what could not be mounted (nil: dropped).
+	Notes func(string)
+
+	mu   sync.Mutex
+	seen map[string]bool
+}
+
+// Seed registers the tools recorded in a session's events (see
+// RegisterRecorded); call it before the engine runs on that history.
+func (t *Tools) Seed(events []event.Event) error {
+	done, err := t.M.RegisterRecorded(t.K, events)
+	if err != nil {
+		return err
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.seen == nil {
+		t.seen = map[string]bool{}
+	}
+	for s := range done {
+		t.seen[s] = true
+	}
+	return nil
+}
+
+// Specs implements run.Tools: the first call whose scope includes a
+// server's tools (a nil scope includes every server) mounts it.
+func (t *Tools) Specs(scope []string) []provider.ToolSpec {
+	t.mu.Lock()
+	if t.seen == nil {
+		t.seen = map[string]bool{}
+	}
+	skip := map[string]bool{}
+	for _, n := range t.M.order {
+		skip[n] = t.seen[n]
+		if scope != nil && !scopeNames(scope, n) {
+			skip[n] = true
+		}
+	}
+	ctx, cancel := context.WithTimeout(t.M.ctx, t.M.opts.StartTimeout*2)
+	notes := t.M.Register(ctx, t.K, skip)
+	cancel()
+	for _, n := range t.M.order {
+		if !skip[n] {
+			t.seen[n] = true // tried once: a server that failed is not retried per turn
+		}
+	}
+	t.mu.Unlock()
+	for _, n := range notes {
+		if t.Notes != nil {
+			t.Notes(n)
+		}
+	}
+	return t.KernelTools.Specs(scope)
+}
+
+func scopeNames(scope []string, server string) bool {
+	for _, s := range scope {
+		if strings.HasPrefix(s, Prefix+server+".") {
+			return true
+		}
+	}
+	return false
+}
+
+var _ run.Tools = (*Tools)(nil)
