@@ -152,9 +152,14 @@ type runtimeEnv struct {
 	mgr      *agentrun.Manager
 	redactor *redact.Redactor
 	notes    []string
+	// mcp stops the session's MCP servers (nil: none mounted).
+	mcp io.Closer
 }
 
 func (r *runtimeEnv) Close() {
+	if r.mcp != nil {
+		r.mcp.Close()
+	}
 	if r.ws != nil {
 		r.ws.Close()
 	}
@@ -203,7 +208,11 @@ func buildRuntime(ctx context.Context, o envOptions) (*runtimeEnv, error) {
 		}
 		return nil, err
 	}
-	return &runtimeEnv{store: st, ws: env.Workspace, kernel: env.Kernel, hooks: env.Hooks, engine: env.Engine, mgr: agentrun.NewManager(st), redactor: env.Redactor, notes: env.Notes}, nil
+	r := &runtimeEnv{store: st, ws: env.Workspace, kernel: env.Kernel, hooks: env.Hooks, engine: env.Engine, mgr: agentrun.NewManager(st), redactor: env.Redactor, notes: env.Notes}
+	if env.MCP != nil {
+		r.mcp = env.MCP
+	}
+	return r, nil
 }
 
 // exportSession writes the session's events.jsonl artifact under the data

@@ -23,6 +23,7 @@ import (
 	"github.com/agentos/agentos/kernel/tools"
 	"github.com/agentos/agentos/kernel/workspace"
 	"github.com/agentos/agentos/runtime/hooks"
+	"github.com/agentos/agentos/runtime/mcp"
 	"github.com/agentos/agentos/runtime/provider"
 	"github.com/agentos/agentos/runtime/run"
 	"github.com/agentos/agentos/runtime/skills"
@@ -67,13 +68,19 @@ type Env struct {
 	Hooks     *hooks.Registry
 	Engine    *run.Engine
 	Redactor  *redact.Redactor
+	// MCP is the session's mounted MCP servers (.mcp.json): started
+	// lazily, stopped by Close.
+	MCP *mcp.Mount
 	// Notes are things the operator should know (skipped skills, ignored
 	// hook settings).
 	Notes []string
 }
 
-// Close releases the workspace.
+// Close stops the session's MCP servers and releases the workspace.
 func (e *Env) Close() {
+	if e.MCP != nil {
+		e.MCP.Close()
+	}
 	if e.Workspace != nil {
 		e.Workspace.Close()
 	}
@@ -210,8 +217,54 @@ func Build(ctx context.Context, o Options) (*Env, error) {
 		return nil, &UsageError{err}
 	}
 	prov = provider.Checked{P: provider.Priced{P: prov, Pricing: provider.PricingFor(o.Profile)}, Reg: schemas.MustDefault()}
-	e.Engine = &run.Engine{Provider: prov, Tools: run.KernelTools{K: e.Kernel}, Hooks: e.Hooks, Skills: sk, Schemas: schemas.MustDefault(), Profile: o.Profile, Repo: ws.FS()}
+	var tools run.Tools = run.KernelTools{K: e.Kernel}
+	if mt, notes, err := mountMCP(ctx, o, e); err != nil {
+		e.Close()
+		return nil, err
+	} else if mt != nil {
+		tools = mt
+		e.Notes = append(e.Notes, notes...)
+	} else {
+		e.Notes = append(e.Notes, notes...)
+	}
+	e.Engine = &run.Engine{Provider: prov, Tools: tools, Hooks: e.Hooks, Skills: sk, Schemas: schemas.MustDefault(), Profile: o.Profile, Repo: ws.FS()}
 	return e, nil
+}
+
+// mountMCP mounts the repository's .mcp.json servers: nothing starts
+// here. Tools the session's log already offered the model are registered
+// from the log (a resumed run starts a server only when it calls one of
+// its tools live); the others are listed when the Worker first needs its
+// tools. A configuration that cannot be used mounts nothing and says why.
+func mountMCP(ctx context.Context, o Options, e *Env) (*mcp.Tools, []string, error) {
+	cfg, err := mcp.ReadConfigFile(e.Workspace.ReadFile)
+	if err != nil {
+		return nil, []string{"MCP servers not mounted: " + err.Error()}, nil
+	}
+	if cfg == nil || len(cfg.Servers) == 0 {
+		return nil, nil, nil
+	}
+	if o.UntrustedRepo {
+		return nil, []string{"MCP servers of " + mcp.ConfigFile + " not mounted: the working tree holds untrusted code"}, nil
+	}
+	red := e.Redactor
+	e.MCP = mcp.NewMount(cfg, mcp.Options{
+		Starter:  e.Workspace,
+		Expander: mcp.Expander{Allow: e.Policy.Execution.EnvAllow, Getenv: os.Getenv, Secret: func(v string) bool { return red.String(v) != v }},
+		Network:  e.Policy.Network.Allow,
+		Redact:   red.String,
+	})
+	t := &mcp.Tools{KernelTools: run.KernelTools{K: e.Kernel}, M: e.MCP, Notes: func(n string) { fmt.Fprintln(os.Stderr, "agentos: "+n) }}
+	if o.Store != nil && o.SessionID != "" {
+		evs, err := o.Store.Read(ctx, o.SessionID, 0)
+		if err != nil {
+			return nil, nil, err
+		}
+		if err := t.Seed(evs); err != nil {
+			return nil, nil, err
+		}
+	}
+	return t, []string{fmt.Sprintf("MCP servers in %s: %s (started on first use)", mcp.ConfigFile, strings.Join(cfg.Names(), ", "))}, nil
 }
 
 // EnvGoCache chooses the Go build cache of sandboxed commands: a
@@ -221,6 +274,11 @@ func Build(ctx context.Context, o Options) (*Env, error) {
 // trusted alike. The CLI (Sandbox below) shares one per user by default,
 // the user being its trust domain; agentos serve keeps one per worktree.
 const EnvGoCache = "AGENTOS_SANDBOX_GO_CACHE"
+
+// EnvSandboxReadOnly lists extra host paths (separated by ':') that
+// sandboxed commands and MCP servers may read: a directory of MCP servers
+// installed with npm outside Node's prefix, a toolchain in an odd place.
+const EnvSandboxReadOnly = "AGENTOS_SANDBOX_READONLY"
 
 // GoCachePerWorktree is the EnvGoCache value for one cache per worktree.
 const GoCachePerWorktree = "worktree"
@@ -251,13 +309,19 @@ func Sandbox(ctx context.Context, getenv func(string) string) (*sandbox.Sandbox,
 			gocache = filepath.Join(d, "agentos", "sandbox", "go-build")
 		}
 	}
-	key := string(mode) + "\x00" + gocache
+	var ro []string
+	for _, p := range filepath.SplitList(getenv(EnvSandboxReadOnly)) {
+		if p != "" {
+			ro = append(ro, p)
+		}
+	}
+	key := string(mode) + "\x00" + gocache + "\x00" + strings.Join(ro, "\x00")
 	sandboxMu.Lock()
 	defer sandboxMu.Unlock()
 	if s, ok := sandboxes[key]; ok {
 		return s, nil
 	}
-	s := sandbox.Detect(ctx, sandbox.Config{Mode: mode, GoCache: gocache, Getenv: getenv})
+	s := sandbox.Detect(ctx, sandbox.Config{Mode: mode, GoCache: gocache, Getenv: getenv, ReadOnly: ro})
 	sandboxes[key] = s
 	return s, nil
 }
