@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentos/agentos/kernel/testenv"
 	"github.com/agentos/agentos/runtime/event"
+	"github.com/agentos/agentos/runtime/mcp"
 	"github.com/agentos/agentos/runtime/provider/scripted"
 	"github.com/agentos/agentos/runtime/replay"
 	agentrun "github.com/agentos/agentos/runtime/run"
@@ -129,6 +130,22 @@ func TestMCPEchoSeedOrder(t *testing.T) {
 	}
 	if rep := replay.VerifyEvents(schemas.MustDefault(), evs); !rep.Valid {
 		t.Fatal(rep.Problem)
+	}
+	// Re-execution in a fresh runtime (another process's view): the
+	// current code reaches the same decisions from the log alone, and no
+	// MCP server is started.
+	env2, _ := newEnv(t, script, repo)
+	var history []event.Event
+	for _, e := range evs {
+		if e.Type == event.RunStarted || len(history) > 0 {
+			history = append(history, e)
+		}
+	}
+	if _, err := agentrun.Reexecute(ctx, env2.engine, "greet the world", history); err != nil {
+		t.Fatalf("re-execution: %v", err)
+	}
+	if env2.mcp.(*mcp.Mount).Started("everything") {
+		t.Fatal("re-execution started the MCP server")
 	}
 }
 

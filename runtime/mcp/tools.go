@@ -287,3 +287,5 @@ func scopeNames(scope []string, server string) bool {
 }
 
 var _ run.Tools = (*Tools)(nil)
+
+var _ run.HistorySeeder = (*Tools)(nil)

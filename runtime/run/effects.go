@@ -99,6 +99,15 @@ type Tools interface {
 	ExecuteApproved(ctx context.Context, rec kernel.Recorder, c Call, p Pending, approvedBy string) error
 }
 
+// HistorySeeder is implemented by Tools whose tool list is discovered at
+// run time (a repository's MCP servers): before the engine runs over a
+// recorded history, Seed gets it, so that the tools the log offered the
+// model are known without starting anything (replay and re-execution
+// never start a server).
+type HistorySeeder interface {
+	Seed(history []event.Event) error
+}
+
 // effects performs the engine's side effects, or, while the run's recorded
 // history lasts, replays them from it.
 type effects struct {

@@ -75,6 +75,11 @@ type state struct {
 
 // Execute runs (or re-runs over its recorded history) one run.
 func (e *Engine) Execute(ctx context.Context, j *journal.Journal, in Input, history []event.Event) (Result, error) {
+	if sd, ok := e.Tools.(HistorySeeder); ok && len(history) > 0 {
+		if err := sd.Seed(history); err != nil {
+			return Result{}, err
+		}
+	}
 	s := newState(e, j, in, history)
 	res, err := s.run(ctx)
 	res.Usage = s.usage

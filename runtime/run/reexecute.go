@@ -50,6 +50,11 @@ func Reexecute(ctx context.Context, eng *Engine, prompt string, history []event.
 	if err != nil {
 		return Result{}, err
 	}
+	if sd, ok := eng.Tools.(HistorySeeder); ok {
+		if err := sd.Seed(history); err != nil {
+			return Result{}, err
+		}
+	}
 	shadow := *eng
 	shadow.Tools = replayOnlyTools{eng.Tools}
 	shadow.Provider = replayOnlyProvider{}

@@ -218,7 +218,7 @@ func Build(ctx context.Context, o Options) (*Env, error) {
 	}
 	prov = provider.Checked{P: provider.Priced{P: prov, Pricing: provider.PricingFor(o.Profile)}, Reg: schemas.MustDefault()}
 	var tools run.Tools = run.KernelTools{K: e.Kernel}
-	if mt, notes, err := mountMCP(ctx, o, e); err != nil {
+	if mt, notes, err := mountMCP(o, e); err != nil {
 		e.Close()
 		return nil, err
 	} else if mt != nil {
@@ -232,11 +232,12 @@ func Build(ctx context.Context, o Options) (*Env, error) {
 }
 
 // mountMCP mounts the repository's .mcp.json servers: nothing starts
-// here. Tools the session's log already offered the model are registered
-// from the log (a resumed run starts a server only when it calls one of
-// its tools live); the others are listed when the Worker first needs its
-// tools. A configuration that cannot be used mounts nothing and says why.
-func mountMCP(ctx context.Context, o Options, e *Env) (*mcp.Tools, []string, error) {
+// here. The engine seeds the tools a run's recorded history offered the
+// model (a resumed or re-executed run starts a server only when it calls
+// one of its tools live); the others are listed when the Worker first
+// needs its tools. A configuration that cannot be used mounts nothing and
+// says why.
+func mountMCP(o Options, e *Env) (*mcp.Tools, []string, error) {
 	cfg, err := mcp.ReadConfigFile(e.Workspace.ReadFile)
 	if err != nil {
 		return nil, []string{"MCP servers not mounted: " + err.Error()}, nil
@@ -255,15 +256,6 @@ func mountMCP(ctx context.Context, o Options, e *Env) (*mcp.Tools, []string, err
 		Redact:   red.String,
 	})
 	t := &mcp.Tools{KernelTools: run.KernelTools{K: e.Kernel}, M: e.MCP, Notes: func(n string) { fmt.Fprintln(os.Stderr, "agentos: "+n) }}
-	if o.Store != nil && o.SessionID != "" {
-		evs, err := o.Store.Read(ctx, o.SessionID, 0)
-		if err != nil {
-			return nil, nil, err
-		}
-		if err := t.Seed(evs); err != nil {
-			return nil, nil, err
-		}
-	}
 	return t, []string{fmt.Sprintf("MCP servers in %s: %s (started on first use)", mcp.ConfigFile, strings.Join(cfg.Names(), ", "))}, nil
 }
 
