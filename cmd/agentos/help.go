@@ -104,6 +104,22 @@ func helps() map[string]help {
 				`agentos tool call repo.write --args '{"path":"NOTES.md","content":"hi\n","expected_hash":""}' --workspace . --events calls.jsonl`,
 			},
 		},
+		"mcp": {
+			usage: []string{"mcp serve --workspace DIR [--policy FILE] [--events FILE] [--http ADDR [--token-file FILE]]"},
+			description: "Serve the kernel's governed tools (repo.read, repo.search, repo.patch, test.run, ...) as an MCP server, on stdio or, with --http, " +
+				"over Streamable HTTP at http://ADDR/mcp behind a bearer token. Every call goes through the full kernel (guard, hooks, policy, approval, jail) " +
+				"and is recorded in --events. A call that needs approval is not executed: the client gets an \"approval required\" tool result with the " +
+				"pending id, which a maintainer answers with agentos tool approve ID --events FILE.",
+			subcommands: []subHelp{
+				{"serve", "mcp serve --workspace DIR [flags]", "serve the tools on stdio, or on --http ADDR", func(fs *flag.FlagSet) { mcpServeFlags(fs) }},
+			},
+			examples: []string{
+				"agentos mcp serve --workspace .",
+				`claude mcp add agentos -- agentos mcp serve --workspace "$PWD"`,
+				"AGENTOS_MCP_TOKEN=$(openssl rand -hex 24) agentos mcp serve --workspace . --http 127.0.0.1:8765",
+				"agentos tool approve ap-424fe763039e --workspace . --events .agentos/mcp/events.jsonl",
+			},
+		},
 		"skills": {
 			usage:       []string{"skills list [--repo DIR] [--json]"},
 			description: "List the skills the runtime would offer: the built-in ones and, with --repo, the repository's .agent/skills and .claude/skills (SKILL.md). Skills that fail validation are listed as skipped, with the reason.",

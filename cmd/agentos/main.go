@@ -61,6 +61,7 @@ func commands() map[string]command {
 		"action":  {"run as the GitHub Action: handle the workflow's triggering event (see action.yml)", cmdAction},
 		"serve":   {"serve the webhook bot and the HTTP API: agentos serve [--addr HOST:PORT] [--data DIR] [--config FILE]", cmdServe},
 		"doctor":  {"check the sandbox commands run in and what they can see: agentos doctor [--config FILE] [--json]", cmdDoctor},
+		"mcp":     {"serve the kernel's governed tools to MCP clients: agentos mcp serve --workspace DIR [--http ADDR]", cmdMCP},
 	}
 }
 
