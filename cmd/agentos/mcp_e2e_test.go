@@ -212,3 +212,23 @@ func TestMCPToolUnderApprovalAcrossProcesses(t *testing.T) {
 		t.Fatalf("tool results %v: want one approved get-sum = 42", results)
 	}
 }
+
+// TestReadmeMCPExamples: the README's .mcp.json examples parse, and the
+// client snippet names a real command.
+func TestReadmeMCPExamples(t *testing.T) {
+	block := readmeBlock(t, "## MCP servers, both ways", "json")
+	c, err := mcp.ParseConfig("README.md", strings.NewReader(block))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(c.Names(), ","); got != "everything,fs,tickets" || c.Servers["tickets"].Type != mcp.TypeHTTP {
+		t.Fatalf("servers %s %+v", got, c.Servers)
+	}
+	readme := string(readRepoFile(t, "README.md"))
+	if !strings.Contains(readme, `"args": ["mcp", "serve", "--workspace", "."]`) {
+		t.Fatal("the README's client snippet changed: check it against agentos mcp serve -h")
+	}
+	if _, ok := commands()["mcp"]; !ok {
+		t.Fatal("no mcp command")
+	}
+}
