@@ -12,6 +12,7 @@ import (
 	"github.com/agentos/agentos/kernel"
 	"github.com/agentos/agentos/kernel/redact"
 	"github.com/agentos/agentos/runtime/mcp"
+	"github.com/agentos/agentos/runtime/provider"
 )
 
 func TestParseConfig(t *testing.T) {
@@ -294,5 +295,26 @@ func TestDefaultPolicyAsksApproval(t *testing.T) {
 	}
 	if !strings.Contains(out.Pending.Preview.Command, "mcp faulty (./bin/faultserver): crash") {
 		t.Fatalf("preview = %+v", out.Pending.Preview)
+	}
+}
+
+func TestProfileServersMergeOverRepository(t *testing.T) {
+	repo, err := mcp.ParseConfig(".mcp.json", strings.NewReader(`{"mcpServers":{"a":{"command":"repo-a"},"b":{"command":"repo-b"}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	prof, err := mcp.FromProfile(map[string]provider.MCPServer{"b": {Command: "operator-b"}, "c": {Type: "http", URL: "https://c.example/mcp"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, shadowed := mcp.Merge(repo, prof)
+	if strings.Join(got.Names(), ",") != "a,b,c" || got.Servers["b"].Command != "operator-b" || got.Servers["c"].Type != mcp.TypeHTTP || strings.Join(shadowed, ",") != "b" {
+		t.Fatalf("merged %+v shadowed %v", got.Servers, shadowed)
+	}
+	if _, err := mcp.FromProfile(map[string]provider.MCPServer{"x.y": {Command: "c"}}); err == nil {
+		t.Fatal("a dotted profile server name was accepted")
+	}
+	if _, err := mcp.FromProfile(map[string]provider.MCPServer{"x": {}}); err == nil {
+		t.Fatal("a profile server with nothing to run was accepted")
 	}
 }

@@ -30,6 +30,8 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+
+	"github.com/agentos/agentos/runtime/provider"
 )
 
 // ConfigFile is where a repository lists its MCP servers.
@@ -272,4 +274,42 @@ func (x Expander) expandMap(what string, m map[string]string) (map[string]string
 		out[k] = e
 	}
 	return out, nil
+}
+
+// Merge returns the servers of base with those of over added; a name in
+// both takes over's server, and is reported.
+func Merge(base, over *Config) (*Config, []string) {
+	out := &Config{Servers: map[string]Server{}}
+	var shadowed []string
+	if base != nil {
+		for n, s := range base.Servers {
+			out.Servers[n] = s
+		}
+	}
+	if over != nil {
+		for n, s := range over.Servers {
+			if _, dup := out.Servers[n]; dup {
+				shadowed = append(shadowed, n)
+			}
+			out.Servers[n] = s
+		}
+	}
+	sort.Strings(shadowed)
+	return out, shadowed
+}
+
+// FromProfile validates an agent profile's servers (mcp_servers).
+func FromProfile(servers map[string]provider.MCPServer) (*Config, error) {
+	c := &Config{Servers: map[string]Server{}}
+	for n, p := range servers {
+		if !serverName.MatchString(n) {
+			return nil, &ConfigError{File: "profile mcp_servers", Server: n, Msg: "a server name may hold only letters, digits, '_' and '-'"}
+		}
+		s := Server{Name: n, Type: p.Type, Command: p.Command, Args: p.Args, Env: p.Env, URL: p.URL, Headers: p.Headers}
+		if err := s.validate(); err != nil {
+			return nil, &ConfigError{File: "profile mcp_servers", Server: n, Msg: err.Error()}
+		}
+		c.Servers[n] = s
+	}
+	return c, nil
 }

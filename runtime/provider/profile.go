@@ -42,10 +42,25 @@ type Profile struct {
 	Timeout          Duration `yaml:"timeout,omitempty"` // per model call
 	Pricing          Pricing  `yaml:"pricing,omitempty"`
 	Limits           Limits   `yaml:"limits,omitempty"`
+	// MCPServers are MCP servers mounted in every run, in .mcp.json's
+	// mcpServers shape (the repository's .mcp.json adds its own; on a
+	// name both use, the profile's wins).
+	MCPServers map[string]MCPServer `yaml:"mcp_servers,omitempty"`
 	// Origin says where the model, endpoint and key came from (variable
 	// names, "profile" or "default"), for messages that tell the user what
 	// to change. ApplyEnv fills it.
 	Origin Origin `yaml:"-"`
+}
+
+// MCPServer is one MCP server of a profile (see runtime/mcp): a command
+// for stdio, or an http url.
+type MCPServer struct {
+	Type    string            `yaml:"type,omitempty"`
+	Command string            `yaml:"command,omitempty"`
+	Args    []string          `yaml:"args,omitempty"`
+	Env     map[string]string `yaml:"env,omitempty"`
+	URL     string            `yaml:"url,omitempty"`
+	Headers map[string]string `yaml:"headers,omitempty"`
 }
 
 // Origin names the source of a profile's resolved settings.

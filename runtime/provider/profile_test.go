@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -94,7 +95,7 @@ func TestStandardVariables(t *testing.T) {
 				t.Fatal(err)
 			}
 			got := provider.Profile{Provider: p.Provider, Model: p.Model, BaseURL: p.BaseURL, APIKey: p.APIKey, BearerToken: p.BearerToken, Organization: p.Organization, Project: p.Project, Origin: p.Origin}
-			if got != tt.want {
+			if !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("got  %+v\nwant %+v", got, tt.want)
 			}
 		})

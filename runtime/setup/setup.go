@@ -238,15 +238,26 @@ func Build(ctx context.Context, o Options) (*Env, error) {
 // needs its tools. A configuration that cannot be used mounts nothing and
 // says why.
 func mountMCP(o Options, e *Env) (*mcp.Tools, []string, error) {
-	cfg, err := mcp.ReadConfigFile(e.Workspace.ReadFile)
+	var notes []string
+	prof, err := mcp.FromProfile(o.Profile.MCPServers)
 	if err != nil {
-		return nil, []string{"MCP servers not mounted: " + err.Error()}, nil
+		return nil, nil, &UsageError{err}
 	}
-	if cfg == nil || len(cfg.Servers) == 0 {
-		return nil, nil, nil
+	repo, err := mcp.ReadConfigFile(e.Workspace.ReadFile)
+	switch {
+	case err != nil:
+		notes = append(notes, "MCP servers of the repository not mounted: "+err.Error())
+		repo = nil
+	case repo != nil && len(repo.Servers) > 0 && o.UntrustedRepo:
+		notes = append(notes, "MCP servers of "+mcp.ConfigFile+" not mounted: the working tree holds untrusted code")
+		repo = nil
 	}
-	if o.UntrustedRepo {
-		return nil, []string{"MCP servers of " + mcp.ConfigFile + " not mounted: the working tree holds untrusted code"}, nil
+	cfg, shadowed := mcp.Merge(repo, prof)
+	for _, n := range shadowed {
+		notes = append(notes, fmt.Sprintf("MCP server %s: the profile's definition replaces %s's", n, mcp.ConfigFile))
+	}
+	if len(cfg.Servers) == 0 {
+		return nil, notes, nil
 	}
 	red := e.Redactor
 	e.MCP = mcp.NewMount(cfg, mcp.Options{
@@ -256,7 +267,7 @@ func mountMCP(o Options, e *Env) (*mcp.Tools, []string, error) {
 		Redact:   red.String,
 	})
 	t := &mcp.Tools{KernelTools: run.KernelTools{K: e.Kernel}, M: e.MCP, Notes: func(n string) { fmt.Fprintln(os.Stderr, "agentos: "+n) }}
-	return t, []string{fmt.Sprintf("MCP servers in %s: %s (started on first use)", mcp.ConfigFile, strings.Join(cfg.Names(), ", "))}, nil
+	return t, append(notes, fmt.Sprintf("MCP servers: %s (started on first use)", strings.Join(cfg.Names(), ", "))), nil
 }
 
 // EnvGoCache chooses the Go build cache of sandboxed commands: a
