@@ -58,7 +58,8 @@ type Options struct {
 	// MaxMessage bounds one message from a server in bytes (default
 	// 4 MiB); a larger one ends the connection (OUTPUT_LIMIT).
 	MaxMessage int
-	// HTTPClient for http servers (nil: a client with a 60 s timeout).
+	// HTTPClient for http servers (nil: a client without a timeout of its
+	// own; calls carry their deadlines).
 	HTTPClient *http.Client
 }
 
@@ -325,7 +326,9 @@ func (s *server) httpTransport(cfg Server) (sdk.Transport, error) {
 	}
 	base := s.m.opts.HTTPClient
 	if base == nil {
-		base = &http.Client{Timeout: 60 * time.Second}
+		// No client timeout: every request carries the call's deadline
+		// (the tool's timeout, or StartTimeout for the handshake).
+		base = &http.Client{}
 	}
 	hc := *base
 	rt := hc.Transport
@@ -340,7 +343,10 @@ func (s *server) httpTransport(cfg Server) (sdk.Transport, error) {
 		}
 		return nil
 	}
-	return &sdk.StreamableClientTransport{Endpoint: cfg.URL, HTTPClient: &hc, MaxRetries: -1}, nil
+	// No standalone SSE stream: agentos asks, the server answers; nothing
+	// server-initiated is used, and a long-lived GET is one more thing to
+	// break.
+	return &sdk.StreamableClientTransport{Endpoint: cfg.URL, HTTPClient: &hc, MaxRetries: -1, DisableStandaloneSSE: true}, nil
 }
 
 func (s *server) allowed(u *url.URL) error {
