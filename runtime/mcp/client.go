@@ -156,7 +156,7 @@ func (m *Mount) ListTools(ctx context.Context, name string) ([]*sdk.Tool, error)
 // Call calls a tool of a server (starting the server if needed) and
 // returns its result. A call that fails returns a *kernel.Error whose
 // code says why.
-func (m *Mount) Call(ctx context.Context, serverName, tool string, args json.RawMessage) (*sdk.CallToolResult, error) {
+func (m *Mount) Call(ctx context.Context, serverName, tool string, args json.RawMessage) (*CallResult, error) {
 	s := m.servers[serverName]
 	if s == nil {
 		return nil, &kernel.Error{Kind: "gate", Code: kernel.CodeToolNotFound, Message: fmt.Sprintf("no MCP server named %q", serverName)}
@@ -171,11 +171,33 @@ func (m *Mount) Call(ctx context.Context, serverName, tool string, args json.Raw
 			return nil, &kernel.Error{Kind: "guard", Code: kernel.CodeInvalidArguments, Message: "arguments are not a JSON object: " + err.Error()}
 		}
 	}
+	st := s.stderrTail()
+	var mark int64
+	if st != nil {
+		mark = st.Mark()
+	}
 	res, err := sess.CallTool(ctx, &sdk.CallToolParams{Name: tool, Arguments: a})
 	if err != nil {
 		return nil, s.fault(ctx, "calling "+tool, err)
 	}
-	return res, nil
+	out := &CallResult{CallToolResult: res}
+	if st != nil {
+		out.Stderr = m.opts.Redact(st.Since(mark, 4<<10))
+	}
+	return out, nil
+}
+
+// CallResult is a tool's result and what the server wrote to stderr
+// during the call (redacted, at most 4 KiB: the last bytes).
+type CallResult struct {
+	*sdk.CallToolResult
+	Stderr string
+}
+
+func (s *server) stderrTail() *tail {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stderr
 }
 
 // server is one configured server and, once started, its connection.
@@ -487,6 +509,7 @@ type tail struct {
 	buf     []byte
 	n       int
 	dropped int
+	total   int64 // bytes ever written
 }
 
 func newTail(n int) *tail { return &tail{n: n} }
@@ -495,11 +518,38 @@ func (t *tail) Write(p []byte) (int, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.buf = append(t.buf, p...)
+	t.total += int64(len(p))
 	if over := len(t.buf) - t.n; over > 0 {
 		t.dropped += over
 		t.buf = append(t.buf[:0], t.buf[over:]...)
 	}
 	return len(p), nil
+}
+
+// Mark is the position of the next byte written.
+func (t *tail) Mark() int64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.total
+}
+
+// Since returns what was written after mark, at most max bytes (the
+// last ones).
+func (t *tail) Since(mark int64, max int) string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n := t.total - mark
+	if n <= 0 {
+		return ""
+	}
+	if n > int64(len(t.buf)) {
+		n = int64(len(t.buf))
+	}
+	out := t.buf[len(t.buf)-int(n):]
+	if len(out) > max {
+		return fmt.Sprintf("[%d bytes dropped]\n%s", len(out)-max, out[len(out)-max:])
+	}
+	return string(out)
 }
 
 func (t *tail) String() string {

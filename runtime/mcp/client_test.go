@@ -153,6 +153,9 @@ func TestFaultServer(t *testing.T) {
 		if string(res.StructuredContent) != `{"echo":"hello","length":5}` {
 			t.Fatalf("structuredContent = %s", res.StructuredContent)
 		}
+		if res.ServerStderr != "faultserver: echo \"hello\"\n" {
+			t.Fatalf("serverStderr = %q, want what the server wrote during the call", res.ServerStderr)
+		}
 		if got := strings.Join(r.types(), ","); got != "tool.invoke,tool.result" {
 			t.Fatalf("events = %s", got)
 		}
@@ -172,7 +175,7 @@ func TestFaultServer(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if strings.Contains(string(out.Result), "s3cr3t") || !strings.Contains(string(out.Result), "FAULT_TOKEN=") {
+		if strings.Contains(string(out.Result), "s3cr3t") || !strings.Contains(string(out.Result), "FAULT_TOKEN=") || !strings.Contains(string(out.Result), `"serverStderr":"faultserver: FAULT_TOKEN=`) {
 			t.Fatalf("result = %s, want the value passed and redacted", out.Result)
 		}
 	})

@@ -41,6 +41,9 @@ type Result struct {
 	Content           []json.RawMessage `json:"content"`
 	StructuredContent json.RawMessage   `json:"structuredContent,omitempty"`
 	IsError           bool              `json:"isError,omitempty"`
+	// ServerStderr is what a stdio server wrote to stderr during the call
+	// (redacted, the last 4 KiB), so that its diagnostics reach the log.
+	ServerStderr string `json:"serverStderr,omitempty"`
 }
 
 // Def returns the kernel tool for one tool of a server. The input schema
@@ -64,7 +67,7 @@ func (m *Mount) Def(server, tool, description string, input json.RawMessage) ker
 			if err != nil {
 				return nil, err
 			}
-			return convert(res, env.Redact)
+			return convert(res.CallToolResult, res.Stderr, env.Redact)
 		},
 		Assess: func(ctx context.Context, env kernel.Env, args json.RawMessage) (kernel.Assessment, error) {
 			// What a maintainer approves: which server, which tool, the
@@ -85,7 +88,7 @@ func (m *Mount) Def(server, tool, description string, input json.RawMessage) ker
 }
 
 // convert turns an SDK result into the kernel result, redacting text.
-func convert(res *sdk.CallToolResult, red func(string) string) (any, error) {
+func convert(res *sdk.CallToolResult, stderr string, red func(string) string) (any, error) {
 	b, err := json.Marshal(res)
 	if err != nil {
 		return nil, &kernel.Error{Kind: "runtime", Code: CodeProtocolError, Message: "MCP result does not encode: " + err.Error()}
@@ -97,6 +100,7 @@ func convert(res *sdk.CallToolResult, red func(string) string) (any, error) {
 	if out.Content == nil {
 		out.Content = []json.RawMessage{}
 	}
+	out.ServerStderr = stderr
 	var texts []string
 	for i, c := range out.Content {
 		var t struct {

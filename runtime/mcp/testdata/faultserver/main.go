@@ -41,10 +41,12 @@ func main() {
 	s := mcp.NewServer(&mcp.Implementation{Name: "faultserver", Version: "1"}, nil)
 	mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: "Echo text back, as text and structured content."},
 		func(_ context.Context, _ *mcp.CallToolRequest, in echoIn) (*mcp.CallToolResult, echoOut, error) {
+			fmt.Fprintf(os.Stderr, "faultserver: echo %q\n", in.Text)
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: in.Text}}}, echoOut{Echo: in.Text, Length: len(in.Text)}, nil
 		})
 	mcp.AddTool(s, &mcp.Tool{Name: "env", Description: "Return the value of FAULT_TOKEN as the server sees it."},
 		func(_ context.Context, _ *mcp.CallToolRequest, _ empty) (*mcp.CallToolResult, any, error) {
+			fmt.Fprintf(os.Stderr, "faultserver: FAULT_TOKEN=%s\n", os.Getenv("FAULT_TOKEN"))
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "FAULT_TOKEN=" + os.Getenv("FAULT_TOKEN")}}}, nil, nil
 		})
 	mcp.AddTool(s, &mcp.Tool{Name: "fail", Description: "Report a tool error (isError)."},
