@@ -319,13 +319,20 @@ func (s *server) stdioTransport(ctx context.Context, cfg Server) (sdk.Transport,
 	if err != nil {
 		return nil, s.unavailable("stdin", err)
 	}
-	stdout, err := cmd.StdoutPipe()
+	// An os.Pipe rather than StdoutPipe: Wait (in the goroutine below)
+	// closes a StdoutPipe as soon as the process exits, which could drop
+	// the last messages it wrote; our end stays open until read to EOF.
+	stdout, stdoutW, err := os.Pipe()
 	if err != nil {
 		return nil, s.unavailable("stdout", err)
 	}
+	cmd.Stdout = stdoutW
 	s.stderr = newTail(16 << 10)
 	cmd.Stderr = s.stderr
-	if err := cmd.Start(); err != nil {
+	err = cmd.Start()
+	stdoutW.Close() // the child holds its own copy
+	if err != nil {
+		stdout.Close()
 		_ = cmd.Finish()
 		return nil, s.unavailable("cannot start "+cfg.Command, err)
 	}
@@ -338,7 +345,7 @@ func (s *server) stdioTransport(ctx context.Context, cfg Server) (sdk.Transport,
 		close(exited)
 	}()
 	s.tooLarge = &limitReader{r: stdout, max: s.m.opts.MaxMessage}
-	return &sdk.IOTransport{Reader: io.NopCloser(s.tooLarge), Writer: stdin, MaxLineLength: s.m.opts.MaxMessage + 1}, nil
+	return &sdk.IOTransport{Reader: readCloser{s.tooLarge, stdout}, Writer: stdin, MaxLineLength: s.m.opts.MaxMessage + 1}, nil
 }
 
 func (s *server) httpTransport(cfg Server) (sdk.Transport, error) {
@@ -501,6 +508,11 @@ func (s *server) stopLocked() error {
 		s.cmd = nil
 	}
 	return err
+}
+
+type readCloser struct {
+	io.Reader
+	io.Closer
 }
 
 // tail keeps the last n bytes written.

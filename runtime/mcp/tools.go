@@ -41,8 +41,10 @@ type Result struct {
 	Content           []json.RawMessage `json:"content"`
 	StructuredContent json.RawMessage   `json:"structuredContent,omitempty"`
 	IsError           bool              `json:"isError,omitempty"`
-	// ServerStderr is what a stdio server wrote to stderr during the call
-	// (redacted, the last 4 KiB), so that its diagnostics reach the log.
+	// ServerStderr is what a stdio server wrote to stderr since the
+	// previous call's answer (redacted, the last 4 KiB), so that its
+	// diagnostics reach the log. stderr is a separate stream: a line the
+	// server wrote just before answering may come with the next call.
 	ServerStderr string `json:"serverStderr,omitempty"`
 }
 
