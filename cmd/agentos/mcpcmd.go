@@ -97,6 +97,11 @@ func mcpServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	mux.Handle("/mcp", mcpserve.HTTPHandler(srv, token.value))
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	fmt.Fprintf(stderr, "agentos mcp: serving %d tools of %s on http://%s/mcp; session %s, events %s\n", len(k.Tools()), ws.Root(), ln.Addr(), ef.sid, o.events)
+	if host, _, err := net.SplitHostPort(ln.Addr().String()); err == nil {
+		if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
+			fmt.Fprintf(stderr, "agentos mcp: warning: %s is reachable from other hosts over plain HTTP: the bearer token travels in clear; put a TLS proxy in front\n", ln.Addr())
+		}
+	}
 	if token.generated {
 		fmt.Fprintf(stderr, "agentos mcp: bearer token (send as Authorization: Bearer ...): %s\n", token.value)
 	}
