@@ -331,3 +331,17 @@ func TestProfileServersMergeOverRepository(t *testing.T) {
 		t.Fatal("a profile server with nothing to run was accepted")
 	}
 }
+
+func TestSchemaWithOutsideRefIsRefused(t *testing.T) {
+	for doc, ok := range map[string]bool{
+		`{"type":"object","properties":{"a":{"$ref":"#/$defs/x"}},"$defs":{"x":{"type":"string"}}}`: true,
+		`{"type":"object","properties":{"a":{"$ref":"file:///etc/passwd"}}}`:                        false,
+		`{"type":"object","properties":{"a":{"$ref":"https://example.com/s.json"}}}`:                false,
+		`{"$id":"file:///tmp/","type":"object","properties":{"a":{"$ref":"x.json"}}}`:               false,
+	} {
+		err := mcp.LocalRefsOnly(json.RawMessage(doc))
+		if (err == nil) != ok {
+			t.Errorf("%s: err = %v, want ok=%v", doc, err, ok)
+		}
+	}
+}

@@ -157,6 +157,9 @@ func (m *Mount) Register(ctx context.Context, k *kernel.Kernel, known map[string
 				continue
 			}
 			in, err := json.Marshal(t.InputSchema)
+			if err == nil {
+				err = localRefsOnly(in)
+			}
 			if err != nil {
 				notes = append(notes, fmt.Sprintf("MCP tool %s.%s skipped: input schema: %v", name, t.Name, err))
 				continue
@@ -179,7 +182,7 @@ func (m *Mount) RegisterRecorded(k *kernel.Kernel, events []event.Event) (map[st
 	done := map[string]bool{}
 	for _, s := range specs {
 		server, tool, ok := SplitName(s.Name)
-		if !ok || m.servers[server] == nil {
+		if !ok || m.servers[server] == nil || localRefsOnly(s.InputSchema) != nil {
 			continue
 		}
 		if err := k.Register(m.Def(server, tool, s.Description, s.InputSchema)); err != nil && !errors.Is(err, kernel.ErrRegister) {
@@ -295,3 +298,40 @@ func scopeNames(scope []string, server string) bool {
 var _ run.Tools = (*Tools)(nil)
 
 var _ run.HistorySeeder = (*Tools)(nil)
+
+// localRefsOnly refuses a schema that refers outside itself: the kernel
+// compiles schemas in the bot's process, and a server must not make it
+// load files (or anything else) by naming them in a $ref.
+func localRefsOnly(doc json.RawMessage) error {
+	var v any
+	if err := json.Unmarshal(doc, &v); err != nil {
+		return err
+	}
+	var walk func(any) error
+	walk = func(v any) error {
+		switch x := v.(type) {
+		case map[string]any:
+			for k, c := range x {
+				if k == "$ref" || k == "$dynamicRef" || k == "$recursiveRef" {
+					if r, ok := c.(string); !ok || !strings.HasPrefix(r, "#") {
+						return fmt.Errorf("%s %v refers outside the schema", k, c)
+					}
+				}
+				if k == "$id" {
+					return fmt.Errorf("$id %v: a tool schema may not declare its own base URI", c)
+				}
+				if err := walk(c); err != nil {
+					return err
+				}
+			}
+		case []any:
+			for _, c := range x {
+				if err := walk(c); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	return walk(v)
+}

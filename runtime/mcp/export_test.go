@@ -1,0 +1,4 @@
+package mcp
+
+// LocalRefsOnly exposes localRefsOnly to the tests.
+var LocalRefsOnly = localRefsOnly
