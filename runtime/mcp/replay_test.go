@@ -53,3 +53,19 @@ func TestSeedFromLogStartsNoServer(t *testing.T) {
 		t.Fatalf("start duration %s", d)
 	}
 }
+
+// TestSpecsStartOnlyServersInScope: a skill whose allowed-tools name no
+// tool of a server does not start it; one that names a tool does.
+func TestSpecsStartOnlyServersInScope(t *testing.T) {
+	dir := t.TempDir()
+	bin := faultServer(t, dir)
+	e := newEnv(t, dir, `{"mcpServers":{"faulty":{"command":"`+bin+`"}}}`, policyWith(t, ""), mcp.Options{})
+	tools := &mcp.Tools{KernelTools: run.KernelTools{K: e.k}, M: e.m}
+	if specs := tools.Specs([]string{"repo.read"}); len(specs) != 0 || e.m.Started("faulty") {
+		t.Fatalf("specs %v, started %v: want nothing started", specs, e.m.Started("faulty"))
+	}
+	specs := tools.Specs([]string{"mcp.faulty.echo"})
+	if len(specs) != 1 || specs[0].Name != "mcp.faulty.echo" || !e.m.Started("faulty") {
+		t.Fatalf("specs %v, started %v: want the server started and its echo offered", specs, e.m.Started("faulty"))
+	}
+}
