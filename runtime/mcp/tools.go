@@ -18,6 +18,10 @@ import (
 // Prefix starts every MCP tool's kernel name: mcp.<server>.<tool>.
 const Prefix = "mcp."
 
+// MaxToolName is the longest tool name the model APIs accept (OpenAI's
+// and Anthropic's function names: 64 characters).
+const MaxToolName = 64
+
 // ToolName is the kernel name of a server's tool.
 func ToolName(server, tool string) string { return Prefix + server + "." + tool }
 
@@ -154,6 +158,10 @@ func (m *Mount) Register(ctx context.Context, k *kernel.Kernel, known map[string
 		for _, t := range tools {
 			if !toolName.MatchString(t.Name) {
 				notes = append(notes, fmt.Sprintf("MCP tool %s.%q skipped: not a valid tool name", name, t.Name))
+				continue
+			}
+			if n := ToolName(name, t.Name); len(n) > MaxToolName {
+				notes = append(notes, fmt.Sprintf("MCP tool %s skipped: longer than the %d characters model APIs accept for a tool name (shorten the server's name in %s)", n, MaxToolName, ConfigFile))
 				continue
 			}
 			in, err := json.Marshal(t.InputSchema)
