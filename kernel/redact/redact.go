@@ -91,6 +91,19 @@ func (r *Redactor) AddLiteral(secret string) {
 	r.literals.Store(&lits)
 }
 
+// HasLiteral reports whether s contains one of the exact secret values
+// registered with AddLiteral (not merely something shaped like a key).
+func (r *Redactor) HasLiteral(s string) bool {
+	if p := r.literals.Load(); p != nil {
+		for _, l := range *p {
+			if strings.Contains(s, l) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // IsSecretName reports whether an env-style name (upper-case letters, digits,
 // underscores) contains one of the configured keys. Lower-case field names
 // such as "input_tokens" are not env names and never match.

@@ -107,3 +107,11 @@ func hasAny(s string, subs []string) bool {
 	}
 	return false
 }
+
+func TestHasLiteral(t *testing.T) {
+	r := New(nil)
+	r.AddLiteral("ghs_literal_secret_1")
+	if !r.HasLiteral("Bearer ghs_literal_secret_1") || r.HasLiteral("sk-proj-abcdefghijklmnopqrstuvwxyz0123456789") {
+		t.Fatal("HasLiteral must match registered values only, not key shapes")
+	}
+}

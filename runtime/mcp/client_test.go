@@ -67,12 +67,16 @@ func TestExpandOnlyAllowListedAndNeverBotSecrets(t *testing.T) {
 	env := map[string]string{"MY_API_URL": "https://x", "GITHUB_TOKEN": "ghs_botsecret123", "LEAK": "ghs_botsecret123"}
 	red := redact.New(nil)
 	red.AddLiteral("ghs_botsecret123")
-	x := mcp.Expander{Allow: []string{"MY_API_URL", "LEAK", "EMPTY"}, Getenv: func(k string) string { return env[k] }, Secret: func(v string) bool { return red.String(v) != v }}
+	env["SERVICE_KEY"] = "sk-proj-abcdefghijklmnopqrstuvwxyz0123456789"
+	x := mcp.Expander{Allow: []string{"MY_API_URL", "LEAK", "EMPTY", "GITHUB_TOKEN", "SERVICE_KEY"}, Getenv: func(k string) string { return env[k] }, Secret: red.HasLiteral}
 	tests := []struct{ in, want, err string }{
 		{in: "${MY_API_URL}/mcp", want: "https://x/mcp"},
 		{in: "plain", want: "plain"},
 		{in: "${EMPTY:-fallback}", want: "fallback"},
-		{in: "${GITHUB_TOKEN}", err: "not in the operator's allow-list"},
+		{in: "${GITHUB_TOKEN}", err: "one of agentos's own secrets"},
+		{in: "${NOT_LISTED}", err: "not in the operator's allow-list"},
+		// A key of the server's own is passed, though it looks like a key.
+		{in: "Bearer ${SERVICE_KEY}", want: "Bearer sk-proj-abcdefghijklmnopqrstuvwxyz0123456789"},
 		{in: "${LEAK}", err: "agentos's own secrets"},
 		{in: "${1BAD}", err: "not a variable reference"},
 	}

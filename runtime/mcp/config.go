@@ -176,8 +176,19 @@ type Expander struct {
 	Getenv func(string) string
 	// Secret reports a value that holds one of the bot's own secrets (the
 	// provider key, the GitHub token): such a value is never handed to a
-	// server, allow-listed or not.
+	// server, allow-listed or not. The variables agentos reads its own
+	// credentials from (GITHUB_TOKEN, OPENAI_API_KEY, ...) are refused by
+	// name as well.
 	Secret func(value string) bool
+}
+
+// botSecretNames are the variables agentos itself reads its credentials
+// from: never expanded for a server, whatever the allow-list says.
+var botSecretNames = map[string]bool{
+	"GITHUB_TOKEN": true, "GH_TOKEN": true, "AGENTOS_GITHUB_TOKEN": true, "AGENTOS_GITHUB_PRIVATE_KEY": true,
+	"AGENTOS_GITHUB_PRIVATE_KEY_FILE": true, "AGENTOS_WEBHOOK_SECRET": true, "AGENTOS_API_TOKEN": true, "AGENTOS_API_KEY": true,
+	"AGENTOS_MCP_TOKEN": true, "OPENAI_API_KEY": true, "ANTHROPIC_API_KEY": true, "ANTHROPIC_AUTH_TOKEN": true,
+	"GEMINI_API_KEY": true, "GOOGLE_API_KEY": true, "ACTIONS_RUNTIME_TOKEN": true, "ACTIONS_ID_TOKEN_REQUEST_TOKEN": true,
 }
 
 var ref = regexp.MustCompile(`\$\{([^}]*)\}`)
@@ -195,6 +206,10 @@ func (x Expander) Expand(s string) (string, error) {
 		name, def, hasDef := strings.Cut(inner, ":-")
 		if !varName.MatchString(name) {
 			firstErr = fmt.Errorf("%s is not a variable reference", m)
+			return ""
+		}
+		if botSecretNames[name] {
+			firstErr = fmt.Errorf("${%s} is one of agentos's own secrets; it is never passed to an MCP server", name)
 			return ""
 		}
 		allowed := false

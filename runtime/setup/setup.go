@@ -262,7 +262,7 @@ func mountMCP(o Options, e *Env) (*mcp.Tools, []string, error) {
 	red := e.Redactor
 	e.MCP = mcp.NewMount(cfg, mcp.Options{
 		Starter:  e.Workspace,
-		Expander: mcp.Expander{Allow: e.Policy.Execution.EnvAllow, Getenv: os.Getenv, Secret: func(v string) bool { return red.String(v) != v }},
+		Expander: mcp.Expander{Allow: e.Policy.Execution.EnvAllow, Getenv: os.Getenv, Secret: red.HasLiteral},
 		Network:  e.Policy.Network.Allow,
 		Redact:   red.String,
 	})
