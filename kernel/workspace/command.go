@@ -12,18 +12,26 @@ import (
 // workspace's sandbox exactly as Run confines a command (the worktree as
 // working directory, the scrubbed environment, the network allow-list and
 // limits, agentos's data directory masked), for callers that talk to it
-// over its pipes (an MCP server on stdio). extraEnv adds NAME=value
+// over its pipes (an MCP server on stdio). drop removes names from the
+// scrubbed environment (nil keeps it); extraEnv then adds NAME=value
 // entries the caller vetted (an MCP server's configured environment). The
 // caller sets Stdin/Stdout/Stderr (or takes pipes), starts it, and must
 // call Kill and Finish.
-func (w *Root) Command(ctx context.Context, argv []string, extraEnv []string) (*sandbox.Cmd, error) {
+func (w *Root) Command(ctx context.Context, argv []string, drop func(name string) bool, extraEnv []string) (*sandbox.Cmd, error) {
 	if len(argv) == 0 || argv[0] == "" {
 		return nil, errors.New("empty command")
 	}
 	if err := w.SandboxErr(); err != nil {
 		return nil, sandboxUnavailable(err)
 	}
-	env, _ := w.Env()
+	all, _ := w.Env()
+	env := all[:0:0]
+	for _, kv := range all {
+		name, _, _ := strings.Cut(kv, "=")
+		if drop == nil || !drop(name) {
+			env = append(env, kv)
+		}
+	}
 	for _, kv := range extraEnv {
 		name, _, ok := strings.Cut(kv, "=")
 		if !ok || name == "" {

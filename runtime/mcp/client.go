@@ -36,9 +36,10 @@ const (
 )
 
 // Starter starts a long-running process in the jail (kernel/workspace's
-// Root.Command): the OS sandbox, the scrubbed environment plus env.
+// Root.Command): the OS sandbox, the scrubbed environment less the names
+// drop reports, plus env.
 type Starter interface {
-	Command(ctx context.Context, argv []string, env []string) (*sandbox.Cmd, error)
+	Command(ctx context.Context, argv []string, drop func(name string) bool, env []string) (*sandbox.Cmd, error)
 }
 
 // Options configure a Mount.
@@ -307,7 +308,10 @@ func (s *server) stdioTransport(ctx context.Context, cfg Server) (sdk.Transport,
 	for k, v := range cfg.Env {
 		env = append(env, k+"="+v)
 	}
-	cmd, err := s.m.opts.Starter.Command(s.m.ctx, append([]string{cfg.Command}, cfg.Args...), env)
+	// agentos's own credential variables never reach a server, even where
+	// the policy passes them to commands.
+	drop := func(name string) bool { return botSecretNames[name] }
+	cmd, err := s.m.opts.Starter.Command(s.m.ctx, append([]string{cfg.Command}, cfg.Args...), drop, env)
 	if err != nil {
 		var ke *kernel.Error
 		if errors.As(err, &ke) && ke.Code == kernel.CodeSandboxUnavailable {

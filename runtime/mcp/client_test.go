@@ -349,3 +349,26 @@ func TestSchemaWithOutsideRefIsRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestBotCredentialsNeverReachAServer: even when the policy passes
+// GITHUB_TOKEN to commands, a server's process does not get it.
+func TestBotCredentialsNeverReachAServer(t *testing.T) {
+	dir := t.TempDir()
+	bin := faultServer(t, dir)
+	t.Setenv("GITHUB_TOKEN", "ghs_should_not_pass_1234")
+	t.Setenv("FAULT_TOKEN", "")
+	pol := policyWith(t, "")
+	allow(pol, "mcp.faulty.env")
+	pol.Execution.EnvAllow = []string{"GITHUB_TOKEN"}
+	e := newEnv(t, dir, `{"mcpServers":{"faulty":{"command":"`+bin+`","args":["-env-name","GITHUB_TOKEN"]}}}`, pol, mcp.Options{})
+	if notes := e.m.Register(context.Background(), e.k, nil); len(notes) > 0 {
+		t.Fatal(notes)
+	}
+	out, err := e.k.Dispatch(context.Background(), &recorder{}, kernel.Call{ID: "c", Name: "mcp.faulty.env", Args: json.RawMessage(`{}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(out.Result), "GITHUB_TOKEN=(unset)") {
+		t.Fatalf("result %s: the server saw the bot's token", out.Result)
+	}
+}

@@ -32,6 +32,7 @@ type empty struct{}
 
 func main() {
 	failStart := flag.Bool("fail-start", false, "exit before the MCP handshake")
+	envName := flag.String("env-name", "FAULT_TOKEN", "the variable the env tool reports")
 	flag.Parse()
 	if *failStart {
 		fmt.Fprintf(os.Stderr, "faultserver: refusing to start, FAULT_TOKEN=%s\n", os.Getenv("FAULT_TOKEN"))
@@ -44,10 +45,14 @@ func main() {
 			fmt.Fprintf(os.Stderr, "faultserver: echo %q\n", in.Text)
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: in.Text}}}, echoOut{Echo: in.Text, Length: len(in.Text)}, nil
 		})
-	mcp.AddTool(s, &mcp.Tool{Name: "env", Description: "Return the value of FAULT_TOKEN as the server sees it."},
+	mcp.AddTool(s, &mcp.Tool{Name: "env", Description: "Return the value of a variable (-env-name) as the server sees it."},
 		func(_ context.Context, _ *mcp.CallToolRequest, _ empty) (*mcp.CallToolResult, any, error) {
-			fmt.Fprintf(os.Stderr, "faultserver: FAULT_TOKEN=%s\n", os.Getenv("FAULT_TOKEN"))
-			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "FAULT_TOKEN=" + os.Getenv("FAULT_TOKEN")}}}, nil, nil
+			fmt.Fprintf(os.Stderr, "faultserver: %s=%s\n", *envName, os.Getenv(*envName))
+			v, ok := os.LookupEnv(*envName)
+			if !ok {
+				v = "(unset)"
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: *envName + "=" + v}}}, nil, nil
 		})
 	mcp.AddTool(s, &mcp.Tool{Name: "fail", Description: "Report a tool error (isError)."},
 		func(_ context.Context, _ *mcp.CallToolRequest, _ empty) (*mcp.CallToolResult, any, error) {
