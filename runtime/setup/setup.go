@@ -120,8 +120,8 @@ func LoadPolicy(operatorFile string, ws *workspace.Root) (*policy.Policy, error)
 type HookRunner struct{ WS *workspace.Root }
 
 // RunHook implements hooks.Runner.
-func (h HookRunner) RunHook(ctx context.Context, dir, command string, stdin []byte) ([]byte, []byte, int, error) {
-	res, err := h.WS.Run(ctx, workspace.RunSpec{Argv: []string{"sh", "-c", command}, Stdin: stdin, MaxOutput: 1 << 20})
+func (h HookRunner) RunHook(ctx context.Context, dir, command string, env []string, stdin []byte) ([]byte, []byte, int, error) {
+	res, err := h.WS.Run(ctx, workspace.RunSpec{Argv: []string{"sh", "-c", command}, Stdin: stdin, Env: env, MaxOutput: 1 << 20})
 	if err != nil {
 		return nil, nil, -1, err
 	}
@@ -197,6 +197,13 @@ func Build(ctx context.Context, o Options) (*Env, error) {
 			return nil, err
 		}
 	}
+	var toolNames []string
+	for _, d := range e.Kernel.Tools() {
+		toolNames = append(toolNames, d.Name)
+	}
+	// A hook whose matcher selects no tool never fires: a security hook
+	// that silently does not apply is fail-open, so say so at load time.
+	e.Notes = append(e.Notes, e.Hooks.MatcherNotes(toolNames)...)
 	sk, problems := skills.Discover(schemas.MustDefault(),
 		skills.Root{Name: "builtin", FS: builtinskills.FS},
 		skills.Root{Name: ".agent/skills", FS: ws.FS(), Dir: ".agent/skills"},
@@ -204,6 +211,7 @@ func Build(ctx context.Context, o Options) (*Env, error) {
 	for _, p := range problems {
 		e.Notes = append(e.Notes, "skill skipped: "+p.String())
 	}
+	e.Notes = append(e.Notes, sk.ToolNotes(toolNames)...)
 	prov, err := o.Providers.New(ctx, o.Profile)
 	if err != nil {
 		e.Close()
