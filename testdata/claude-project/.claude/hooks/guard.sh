@@ -1,0 +1,12 @@
+#!/bin/sh
+# Blocks destructive shell commands before Claude Code (or agentos) runs
+# them. Exit 2 blocks the call and shows stderr to the model.
+input=$(cat)
+command=$(printf '%s' "$input" | sed -n 's/.*"command":"\([^"]*\)".*/\1/p')
+case "$command" in
+  *"rm -rf"*|*"rm -fr"*|*"git push --force"*)
+    echo "guard.sh: refusing destructive command: $command" >&2
+    exit 2
+    ;;
+esac
+exit 0
