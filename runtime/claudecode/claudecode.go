@@ -42,6 +42,9 @@ const mcpPrefix = "mcp__"
 // the table's entry, mcp__server__tool → mcp.server.tool, and a
 // permission-rule form such as Bash(git add:*) → the tool's entry (the
 // argument pattern is not enforced here; policy.yaml governs commands).
+// mcp__server and mcp__server__* (Claude Code's permission forms for
+// every tool of a server) become mcp.server.*, which a kernel scope
+// reads as a prefix (kernel.InScope).
 // ok is false for a name Claude Code has and agentos does not (WebFetch,
 // Task, …) and for a name that is not Claude Code's.
 func Ours(name string) (ours []string, ok bool) {
@@ -55,7 +58,14 @@ func Ours(name string) (ours []string, ok bool) {
 		}
 	}
 	if server, tool, ok := splitMCP(name); ok {
+		if tool == "*" {
+			return []string{"mcp." + server + ".*"}, true
+		}
 		return []string{"mcp." + server + "." + tool}, true
+	}
+	// A permission rule's "mcp__server" stands for every tool of the server.
+	if server, ok := strings.CutPrefix(name, mcpPrefix); ok && server != "" && !strings.Contains(server, "__") {
+		return []string{"mcp." + server + ".*"}, true
 	}
 	return nil, false
 }

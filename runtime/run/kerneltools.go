@@ -21,7 +21,7 @@ type KernelTools struct {
 func (t KernelTools) Specs(scope []string) []provider.ToolSpec {
 	var out []provider.ToolSpec
 	for _, d := range t.K.Tools() {
-		if scope != nil && !contains(scope, d.Name) {
+		if scope != nil && !kernel.InScope(scope, d.Name) {
 			continue
 		}
 		out = append(out, provider.ToolSpec{Name: d.Name, Description: d.Description, InputSchema: d.Input})

@@ -17,6 +17,7 @@ import (
 	"sync"
 
 	"github.com/adrg/frontmatter"
+	"github.com/agentos/agentos/kernel"
 	"github.com/agentos/agentos/runtime/claudecode"
 	"github.com/agentos/agentos/schemas"
 	"gopkg.in/yaml.v3"
@@ -224,7 +225,7 @@ func (r *Registry) ToolNotes(registered []string) []string {
 			}
 			found := false
 			for _, o := range ours {
-				found = found || have[o]
+				found = found || have[o] || (strings.HasSuffix(o, ".*") && anyInScope(o, registered))
 			}
 			if found {
 				continue
@@ -237,6 +238,15 @@ func (r *Registry) ToolNotes(registered []string) []string {
 		}
 	}
 	return notes
+}
+
+func anyInScope(entry string, registered []string) bool {
+	for _, n := range registered {
+		if kernel.InScope([]string{entry}, n) {
+			return true
+		}
+	}
+	return false
 }
 
 // Get returns a skill by name.

@@ -129,3 +129,21 @@ func TestClaudeCodeAllowedTools(t *testing.T) {
 		t.Errorf("notes %v", notes)
 	}
 }
+
+func TestClaudeCodeServerWideMCPTools(t *testing.T) {
+	repo := fstest.MapFS{".claude/skills/notes/SKILL.md": {Data: []byte("---\nname: notes\ndescription: Keeps notes in the memory server.\nallowed-tools: mcp__memory Read\n---\nbody\n")}}
+	r, problems := Discover(schemas.MustDefault(), Root{Name: ".claude/skills", FS: repo, Dir: ".claude/skills"})
+	if len(problems) > 0 {
+		t.Fatal(problems)
+	}
+	s, _ := r.Get("notes")
+	if got := strings.Join(s.AllowedTools, ","); got != "mcp.memory.*,repo.read" {
+		t.Errorf("allowed tools %s", got)
+	}
+	if notes := r.ToolNotes([]string{"repo.read", "mcp.memory.create_entities"}); len(notes) != 0 {
+		t.Errorf("notes %v", notes)
+	}
+	if notes := r.ToolNotes([]string{"repo.read"}); len(notes) != 1 || !strings.Contains(notes[0], "mcp.memory.*") {
+		t.Errorf("notes without the server %v", notes)
+	}
+}
