@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"regexp"
+	"sort"
 	"strings"
 	"time"
 
@@ -348,7 +349,13 @@ func (r *Registry) LoadSettings(fsys fs.FS, runner Runner, paths ...string) (not
 		if err := dec.Decode(&sf); err != nil {
 			return notes, &SettingsError{File: p, Msg: "invalid JSON: " + err.Error()}
 		}
-		for evName, groups := range sf.Hooks {
+		evNames := make([]string, 0, len(sf.Hooks))
+		for evName := range sf.Hooks {
+			evNames = append(evNames, evName)
+		}
+		sort.Strings(evNames) // notes in a stable order
+		for _, evName := range evNames {
+			groups := sf.Hooks[evName]
 			ev := Event(evName)
 			if !knownEvent(ev) {
 				notes = append(notes, fmt.Sprintf("%s: hooks.%s: event not supported by agentos, skipped", p, evName))
