@@ -1,13 +1,16 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/agentos/agentos/bot/dispatch"
 	"github.com/agentos/agentos/runtime/event"
+	"github.com/agentos/agentos/runtime/provider"
 )
 
 // claudeProjectScript drives a run in testdata/claude-project, a
@@ -117,5 +120,29 @@ func TestClaudeCodeProject(t *testing.T) {
 	}
 	if !readRan || !lsRan {
 		t.Errorf("the run did not go on after the block (repo.read %v, ls %v)", readRan, lsRan)
+	}
+}
+
+// TestBotEnginesReportConfigurationNotes: in bot mode (webhook server,
+// Action) the notes of a worktree's .claude/ folder reach the operator.
+func TestBotEnginesReportConfigurationNotes(t *testing.T) {
+	repo := t.TempDir()
+	if err := os.CopyFS(repo, os.DirFS(filepath.Join("..", "..", "testdata", "claude-project"))); err != nil {
+		t.Fatal(err)
+	}
+	prof := provider.DefaultProfile()
+	prof.Provider, prof.Script = "scripted", filepath.Join("..", "..", "runtime", "demo", "testdata", "fix-auth.script.yaml")
+	var got []string
+	build := engines(nil, "", prof, nil, func(sid, n string) { got = append(got, sid+": "+n) })
+	eng, closeFn, err := build(context.Background(), dispatch.EngineRequest{Dir: repo, SessionID: "gh-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeFn()
+	if eng == nil {
+		t.Fatal("no engine")
+	}
+	if joined := strings.Join(got, "\n"); !strings.Contains(joined, `gh-1: .claude/settings.json: hooks.PreToolUse[1].hooks[0]: hook type "prompt" is not run by agentos`) {
+		t.Errorf("notes %v", got)
 	}
 }
