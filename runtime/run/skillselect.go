@@ -94,12 +94,21 @@ func (s *state) skillCatalog() string {
 		return ""
 	}
 	list := s.e.Skills.List()
-	if len(list) == 0 {
+	n := 0
+	for _, sk := range list {
+		if sk.ModelInvocable {
+			n++
+		}
+	}
+	if n == 0 {
 		return ""
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "\n\n## Skills\nSkills are instructions for kinds of work. To have the Worker follow one, put its name in the plan's \"skills\" array (at most %d); its full text is then loaded for the Worker and the Reviewer. Choose by the descriptions; omit \"skills\" or leave it empty when none fits.\n", maxPlannerSkills)
 	for _, sk := range list {
+		if !sk.ModelInvocable {
+			continue
+		}
 		line := fmt.Sprintf("- %s: %s", sk.Name, oneLine(sk.Description))
 		if s.loaded(sk.Name) {
 			line += " [already loaded]"
@@ -129,7 +138,9 @@ func (s *state) selectSkills(ctx context.Context, plan json.RawMessage) error {
 	}
 	offered := []string{}
 	for _, sk := range s.e.Skills.List() {
-		offered = append(offered, sk.Name)
+		if sk.ModelInvocable {
+			offered = append(offered, sk.Name)
+		}
 	}
 	var names []string
 	if err := json.Unmarshal(p.Skills, &names); err != nil && string(p.Skills) != "null" {
@@ -148,7 +159,9 @@ func (s *state) selectSkills(ctx context.Context, plan json.RawMessage) error {
 		seen[name] = true
 		sk, ok := s.e.Skills.Get(name)
 		switch {
-		case !ok:
+		case !ok || !sk.ModelInvocable:
+			// Not offered: a name that is no skill, or a skill its author
+			// reserved for people (disable-model-invocation).
 			unknown = append(unknown, name)
 		case s.loaded(name):
 			chosen = append(chosen, name)
@@ -193,7 +206,7 @@ var skillsProperty = map[string]any{
 
 // planSchema is plan_v1 with the skills member, when there is a catalog.
 func (s *state) planSchema(src json.RawMessage) json.RawMessage {
-	if s.e.Skills == nil || len(s.e.Skills.List()) == 0 {
+	if s.skillCatalog() == "" {
 		return src
 	}
 	var doc map[string]any

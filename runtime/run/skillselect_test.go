@@ -56,7 +56,11 @@ roles:
   reviewer: [{text: '` + reviewPass + `'}]
 `
 	f := newFixture(t, sc, nil)
-	repo := fstest.MapFS{".claude/skills/release-notes/SKILL.md": {Data: []byte(agentSkill)}}
+	repo := fstest.MapFS{
+		".claude/skills/release-notes/SKILL.md": {Data: []byte(agentSkill)},
+		// Claude Code's field for a skill only a person starts.
+		".claude/skills/deploy/SKILL.md": {Data: []byte("---\nname: deploy\ndescription: Deploys the release to production.\ndisable-model-invocation: true\n---\nDeploy.\n")},
+	}
 	sk, problems := skills.Discover(schemas.MustDefault(), skills.Root{Name: "builtin", FS: builtin.FS}, skills.Root{Name: ".claude/skills", FS: repo, Dir: ".claude/skills"})
 	if len(problems) > 0 {
 		t.Fatal(problems)
@@ -68,7 +72,7 @@ roles:
 }
 
 func TestPlannerSelectsSkillByDescription(t *testing.T) {
-	plan := `{"steps":[{"id":"s1","description":"echo the notes"}],"risks":[],"needs_advisor":false,"skills":["release-notes","no-such-skill","release-notes"],"schema_version":"v1"}`
+	plan := `{"steps":[{"id":"s1","description":"echo the notes"}],"risks":[],"needs_advisor":false,"skills":["release-notes","no-such-skill","release-notes","deploy"],"schema_version":"v1"}`
 	f, cp := selectionFixture(t, plan)
 	ctx := context.Background()
 	out, err := f.mgr.Start(ctx, f.eng, StartRequest{SessionID: "sel", Prompt: "write the release notes for v2.3"})
@@ -92,6 +96,9 @@ func TestPlannerSelectsSkillByDescription(t *testing.T) {
 	if rs := pl[0].ResponseSchema; rs == nil || !strings.Contains(string(rs.Schema), `"skills"`) {
 		t.Errorf("the plan schema sent does not name skills: %s", rs.Schema)
 	}
+	if strings.Contains(in, "- deploy:") {
+		t.Error("a skill with disable-model-invocation was offered to the planner")
+	}
 	// No skill before the plan: the request matches no trigger.
 	if strings.Contains(pl[0].Messages[0].Content, "# Release notes") {
 		t.Error("the skill body reached the planner before it was chosen")
@@ -110,7 +117,7 @@ func TestPlannerSelectsSkillByDescription(t *testing.T) {
 	if sel == nil || inv == nil {
 		t.Fatalf("no skill.selected / skill.invoke: %s", types(evs))
 	}
-	if got := string(sel.Payload); !strings.Contains(got, `"chosen":["release-notes"]`) || !strings.Contains(got, `"unknown":["no-such-skill"]`) || !strings.Contains(got, `"offered":["fix","greet","release-notes"]`) {
+	if got := string(sel.Payload); !strings.Contains(got, `"chosen":["release-notes"]`) || !strings.Contains(got, `"unknown":["no-such-skill","deploy"]`) || !strings.Contains(got, `"offered":["fix","greet","release-notes"]`) {
 		t.Errorf("skill.selected %s", got)
 	}
 	if event.FieldString(inv.Payload, "skill") != "release-notes" || event.FieldString(inv.Payload, "selected_by") != "planner" || inv.Seq < sel.Seq {

@@ -42,6 +42,10 @@ type Skill struct {
 	// name that maps to nothing is kept as it is, so it allows nothing.
 	AllowedTools  []string
 	DeclaredTools []string // allowed-tools as the SKILL.md writes them
+	// ModelInvocable is false for a skill whose frontmatter says
+	// disable-model-invocation: true (Claude Code's field for a skill
+	// only a person starts): the Planner is not offered it.
+	ModelInvocable bool
 	License       string
 	Compatibility string
 	Version       int
@@ -149,6 +153,7 @@ func load(reg *schemas.Registry, root Root, p, dirName string) (*Skill, error) {
 		Metadata      struct {
 			Triggers []string `json:"triggers"`
 		} `json:"metadata"`
+		DisableModelInvocation json.RawMessage `json:"disable-model-invocation"`
 	}
 	if err := json.Unmarshal(doc, &f); err != nil {
 		return nil, err
@@ -158,6 +163,13 @@ func load(reg *schemas.Registry, root Root, p, dirName string) (*Skill, error) {
 	}
 	s := &Skill{Name: f.Name, Description: f.Description, License: f.License, Compatibility: f.Compatibility, Version: f.Version, Root: root.Name, Path: p, fsys: root.FS}
 	s.Triggers = append(append([]string{}, f.Triggers...), f.Metadata.Triggers...)
+	switch strings.ToLower(strings.Trim(string(f.DisableModelInvocation), `"`)) {
+	case "", "null", "false":
+		s.ModelInvocable = true
+	case "true":
+	default:
+		return nil, fmt.Errorf("disable-model-invocation must be true or false, not %s", f.DisableModelInvocation)
+	}
 	s.DeclaredTools = parseAllowedTools(f.AllowedTools)
 	if s.DeclaredTools != nil {
 		s.AllowedTools, _ = claudecode.AllowedTools(s.DeclaredTools)

@@ -147,3 +147,21 @@ func TestClaudeCodeServerWideMCPTools(t *testing.T) {
 		t.Errorf("notes without the server %v", notes)
 	}
 }
+
+func TestDisableModelInvocation(t *testing.T) {
+	repo := fstest.MapFS{
+		".claude/skills/deploy/SKILL.md": {Data: []byte("---\nname: deploy\ndescription: d\ndisable-model-invocation: true\n---\n")},
+		".claude/skills/lint/SKILL.md":   {Data: []byte("---\nname: lint\ndescription: d\n---\n")},
+		".claude/skills/odd/SKILL.md":    {Data: []byte("---\nname: odd\ndescription: d\ndisable-model-invocation: sometimes\n---\n")},
+	}
+	r, problems := Discover(schemas.MustDefault(), Root{Name: ".claude/skills", FS: repo, Dir: ".claude/skills"})
+	if len(problems) != 1 || !strings.Contains(problems[0].Reason, "disable-model-invocation must be true or false") {
+		t.Errorf("problems %v", problems)
+	}
+	if d, _ := r.Get("deploy"); d == nil || d.ModelInvocable {
+		t.Errorf("deploy %+v", d)
+	}
+	if l, _ := r.Get("lint"); l == nil || !l.ModelInvocable {
+		t.Errorf("lint %+v", l)
+	}
+}
