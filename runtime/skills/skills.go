@@ -46,11 +46,11 @@ type Skill struct {
 	// disable-model-invocation: true (Claude Code's field for a skill
 	// only a person starts): the Planner is not offered it.
 	ModelInvocable bool
-	License       string
-	Compatibility string
-	Version       int
-	Root          string
-	Path          string // SKILL.md path inside the root's FS
+	License        string
+	Compatibility  string
+	Version        int
+	Root           string
+	Path           string // SKILL.md path inside the root's FS
 
 	fsys fs.FS
 }
