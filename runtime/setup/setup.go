@@ -121,6 +121,11 @@ type HookRunner struct{ WS *workspace.Root }
 
 // RunHook implements hooks.Runner.
 func (h HookRunner) RunHook(ctx context.Context, dir, command string, env []string, stdin []byte) ([]byte, []byte, int, error) {
+	if dir == "" {
+		// An event fired without a working directory still runs in this
+		// worktree, and Claude Code's hooks find their scripts through it.
+		env = append(env, hooks.Env(h.WS.Root())...)
+	}
 	res, err := h.WS.Run(ctx, workspace.RunSpec{Argv: []string{"sh", "-c", command}, Stdin: stdin, Env: env, MaxOutput: 1 << 20})
 	if err != nil {
 		return nil, nil, -1, err
