@@ -97,10 +97,8 @@ func Aliases(ours string) []string {
 			}
 		}
 	}
-	if rest, ok := strings.CutPrefix(ours, "mcp."); ok {
-		if server, tool, ok := strings.Cut(rest, "."); ok && server != "" && tool != "" {
-			out = append(out, mcpPrefix+server+"__"+tool)
-		}
+	if n := mcpName(ours); n != "" {
+		out = append(out, n)
 	}
 	return out
 }

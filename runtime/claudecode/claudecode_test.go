@@ -112,13 +112,17 @@ func decode(t *testing.T, b json.RawMessage) map[string]any {
 
 func TestToolInputs(t *testing.T) {
 	root := "/work/repo"
+	names := map[string]string{"process.run": "Bash", "repo.read": "Read", "repo.write": "Write", "repo.search": "Grep", "repo.patch": "Edit", "mcp.memory.read_graph": "mcp__memory__read_graph"}
 	one := func(tool, args string) map[string]any {
 		t.Helper()
 		in, _, err := ToolInputs(root, tool, json.RawMessage(args))
 		if err != nil || len(in) != 1 {
 			t.Fatalf("%s: %d inputs, %v", tool, len(in), err)
 		}
-		return decode(t, in[0])
+		if in[0].Name != names[tool] {
+			t.Errorf("%s shown as %q, want %q", tool, in[0].Name, names[tool])
+		}
+		return decode(t, in[0].Input)
 	}
 	if m := one("process.run", `{"command":"rm -rf /","cwd":"sub"}`); m["command"] != "rm -rf /" || m["cwd"] != "sub" {
 		t.Errorf("Bash: %v", m)
@@ -148,8 +152,11 @@ func TestToolInputs(t *testing.T) {
 	if err != nil || len(ins) != 2 {
 		t.Fatalf("multi-file patch: %d inputs, %v", len(ins), err)
 	}
-	if m := decode(t, ins[1]); m["file_path"] != "/work/repo/.claude/hooks/guard.sh" || m["content"] != "exit 0\n" {
-		t.Errorf("new file: %v", m)
+	if m := decode(t, ins[1].Input); m["file_path"] != "/work/repo/.claude/hooks/guard.sh" || m["content"] != "exit 0\n" || ins[1].Name != "Write" {
+		t.Errorf("new file: %s %v", ins[1].Name, m)
+	}
+	if in, _, _ := ToolInputs(root, "test.run", json.RawMessage(`{}`)); len(in) != 1 || in[0].Name != "" {
+		t.Errorf("test.run: %+v", in)
 	}
 	if strings.Join(added, ",") != "content,edits,file_path,new_string,old_string" {
 		t.Errorf("added %v", added)

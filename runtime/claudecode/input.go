@@ -20,17 +20,20 @@ import (
 // added lists the keys that were added (the same for every object), which
 // a hook's updatedInput must not change: agentos cannot map them back.
 // Tools without a Claude Code counterpart get their arguments unchanged.
-func ToolInputs(root, tool string, args json.RawMessage) (inputs []json.RawMessage, added []string, err error) {
+// Each Shown also names the Claude Code tool the object is shaped for
+// ("" for a tool Claude Code has no name for).
+func ToolInputs(root, tool string, args json.RawMessage) (inputs []Shown, added []string, err error) {
 	var ours map[string]any
 	if err := json.Unmarshal(args, &ours); err != nil || ours == nil {
-		return []json.RawMessage{args}, nil, nil
+		return []Shown{{Name: mcpName(tool), Input: args}}, nil, nil
 	}
 	var extras []map[string]any
+	var names []string
 	switch tool {
 	case "process.run":
 		// Bash's tool_input is {command, description, timeout}; command is
 		// the same field in both.
-		extras = []map[string]any{{}}
+		extras, names = []map[string]any{{}}, []string{"Bash"}
 	case "repo.read":
 		p, _ := ours["path"].(string)
 		e := map[string]any{"file_path": abs(root, p)}
@@ -41,12 +44,12 @@ func ToolInputs(root, tool string, args json.RawMessage) (inputs []json.RawMessa
 				e["offset"], e["limit"] = int(start), int(end-start+1)
 			}
 		}
-		extras = []map[string]any{e}
+		extras, names = []map[string]any{e}, []string{"Read"}
 	case "repo.write":
 		p, _ := ours["path"].(string)
-		extras = []map[string]any{{"file_path": abs(root, p)}}
+		extras, names = []map[string]any{{"file_path": abs(root, p)}}, []string{"Write"}
 	case "repo.search":
-		extras = []map[string]any{grepInput(root, ours)}
+		extras, names = []map[string]any{grepInput(root, ours)}, []string{"Grep"}
 	case "repo.patch":
 		diff, _ := ours["unifiedDiff"].(string)
 		files, perr := patch.Parse(diff)
@@ -57,13 +60,15 @@ func ToolInputs(root, tool string, args json.RawMessage) (inputs []json.RawMessa
 			return nil, nil, fmt.Errorf("repo.patch: the diff changes no file")
 		}
 		for _, f := range files {
-			extras = append(extras, editInputs(root, f)...)
+			for _, e := range editInputs(root, f) {
+				extras, names = append(extras, e), append(names, editName(e))
+			}
 		}
 	default:
-		return []json.RawMessage{args}, nil, nil
+		return []Shown{{Name: mcpName(tool), Input: args}}, nil, nil
 	}
 	keys := map[string]bool{}
-	for _, e := range extras {
+	for i, e := range extras {
 		m := make(map[string]any, len(ours)+len(e))
 		for k, v := range ours {
 			m[k] = v
@@ -79,13 +84,42 @@ func ToolInputs(root, tool string, args json.RawMessage) (inputs []json.RawMessa
 		if err != nil {
 			return nil, nil, err
 		}
-		inputs = append(inputs, b)
+		inputs = append(inputs, Shown{Name: names[i], Input: b})
 	}
 	for k := range keys {
 		added = append(added, k)
 	}
 	sort.Strings(added)
 	return inputs, added, nil
+}
+
+// Shown is one tool_input a hook sees, and the Claude Code tool it is
+// shaped for.
+type Shown struct {
+	Name  string
+	Input json.RawMessage
+}
+
+// mcpName is Claude Code's name of an MCP tool, "" for any other tool.
+func mcpName(tool string) string {
+	if rest, ok := strings.CutPrefix(tool, "mcp."); ok {
+		if server, t, ok := strings.Cut(rest, "."); ok && server != "" && t != "" {
+			return mcpPrefix + server + "__" + t
+		}
+	}
+	return ""
+}
+
+// editName is the Claude Code tool one file of a patch looks like: Write
+// for a new file, Edit for one change, MultiEdit otherwise.
+func editName(e map[string]any) string {
+	if _, ok := e["content"]; ok {
+		return "Write"
+	}
+	if _, ok := e["old_string"]; ok {
+		return "Edit"
+	}
+	return "MultiEdit"
 }
 
 func abs(root, p string) string {

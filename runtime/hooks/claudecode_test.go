@@ -176,3 +176,30 @@ func TestLoadSettingsSkipsUnknownTypes(t *testing.T) {
 		t.Errorf("handlers %v", got)
 	}
 }
+
+// TestClaudeCodeToolName: scripts written for Claude Code often check
+// tool_name themselves, as Claude Code's own example validator does (if
+// tool_name != "Bash": allow). Hooks from .claude/settings.json therefore
+// see Claude Code's tool names; those from .agent/settings.json see
+// agentos's.
+func TestClaudeCodeToolName(t *testing.T) {
+	script := `input=$(cat); case "$input" in *'"tool_name":"Bash"'*) ;; *) exit 0;; esac; case "$input" in *'rm -rf'*) echo "no rm -rf ($input)" >&2; exit 2;; esac`
+	settings, _ := json.Marshal(map[string]any{"hooks": map[string]any{"PreToolUse": []any{map[string]any{"matcher": "*", "hooks": []any{map[string]any{"type": "command", "command": script}}}}}})
+	fsys := fstest.MapFS{".claude/settings.json": {Data: settings}, ".agent/settings.json": {Data: settings}}
+	j, _ := newJournal(t)
+	for _, c := range []struct {
+		file, decision, seen string
+	}{
+		{".claude/settings.json", Deny, `"tool_name":"Bash","agentos_tool_name":"process.run"`},
+		{".agent/settings.json", Allow, ""},
+	} {
+		r := NewRegistry()
+		if _, err := r.LoadSettings(fsys, shRunner{}, c.file); err != nil {
+			t.Fatal(err)
+		}
+		d, err := r.Fire(context.Background(), j, Input{Event: PreToolUse, Cwd: t.TempDir(), ToolName: "process.run", ToolInput: json.RawMessage(`{"command":"rm -rf /"}`)})
+		if err != nil || d.Decision != c.decision || !strings.Contains(d.Reason, c.seen) {
+			t.Errorf("%s: %+v %v, want %s seeing %s", c.file, d, err, c.decision, c.seen)
+		}
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	pathpkg "path"
 	"regexp"
 	"sort"
 	"strings"
@@ -44,6 +45,12 @@ func Env(dir string) []string {
 type Command struct {
 	Source  string // the settings file it came from
 	Where   string // its matcher group in the file, e.g. hooks.PreToolUse[0]
+	// ClaudeNames gives the hook Claude Code's tool_name (Bash for
+	// process.run, …; agentos's name in agentos_tool_name), for hooks
+	// from Claude Code's own settings file: its scripts often check
+	// tool_name themselves (if tool_name != "Bash": allow), and with
+	// agentos's name such a guard would allow everything.
+	ClaudeNames bool
 	Event   Event
 	Matcher string
 	Line    string // the command line
@@ -69,6 +76,7 @@ type stdinJSON struct {
 	HookEventName  string          `json:"hook_event_name"`
 	PermissionMode string          `json:"permission_mode"`
 	ToolName       string          `json:"tool_name,omitempty"`
+	AgentosTool    string          `json:"agentos_tool_name,omitempty"`
 	ToolInput      json.RawMessage `json:"tool_input,omitempty"`
 	ToolResponse   json.RawMessage `json:"tool_response,omitempty"`
 	Prompt         string          `json:"prompt,omitempty"`
@@ -109,15 +117,20 @@ func (c *Command) Handle(ctx context.Context, in Input) (Decision, error) {
 		return Decision{}, errors.New("no command runner configured")
 	}
 	if (in.Event != PreToolUse && in.Event != PostToolUse) || len(in.ToolInput) == 0 {
-		return c.handleOne(ctx, in, in.ToolInput)
+		return c.handleOne(ctx, in, in.ToolName, in.ToolInput)
 	}
 	inputs, added, err := claudecode.ToolInputs(in.Cwd, in.ToolName, in.ToolInput)
 	if err != nil {
 		return Decision{}, err
 	}
 	final := Decision{Decision: Allow}
-	for _, shown := range inputs {
-		d, err := c.handleOne(ctx, in, shown)
+	for _, sh := range inputs {
+		shown := sh.Input
+		name := in.ToolName
+		if c.ClaudeNames && sh.Name != "" {
+			name = sh.Name
+		}
+		d, err := c.handleOne(ctx, in, name, shown)
 		if err != nil || d.Decision == Deny {
 			return d, err
 		}
@@ -179,10 +192,14 @@ func jsonEqual(a, b json.RawMessage) bool {
 	return bytes.Equal(xa, ya)
 }
 
-// handleOne runs the command once with toolInput as tool_input.
-func (c *Command) handleOne(ctx context.Context, in Input, toolInput json.RawMessage) (Decision, error) {
+// handleOne runs the command once with toolName and toolInput as
+// tool_name and tool_input.
+func (c *Command) handleOne(ctx context.Context, in Input, toolName string, toolInput json.RawMessage) (Decision, error) {
 	in2 := stdinJSON{SessionID: in.SessionID, TranscriptPath: in.Transcript, Cwd: in.Cwd, HookEventName: string(in.Event), PermissionMode: "default",
-		ToolName: in.ToolName, ToolInput: toolInput, ToolResponse: in.ToolResponse, Prompt: in.Prompt, Skill: in.Skill, Source: in.Source, Trigger: in.Trigger}
+		ToolName: toolName, ToolInput: toolInput, ToolResponse: in.ToolResponse, Prompt: in.Prompt, Skill: in.Skill, Source: in.Source, Trigger: in.Trigger}
+	if toolName != in.ToolName {
+		in2.AgentosTool = in.ToolName
+	}
 	if in.Event == Stop {
 		active := in.StopActive
 		in2.StopHookActive = &active
@@ -390,7 +407,7 @@ func (r *Registry) LoadSettings(fsys fs.FS, runner Runner, paths ...string) (not
 						}
 						timeout = time.Duration(*h.Timeout * float64(time.Second))
 					}
-					cmd := &Command{Source: p, Where: fmt.Sprintf("hooks.%s[%d]", evName, gi), Event: ev, Matcher: g.Matcher, Line: h.Command, Timeout: timeout, Runner: runner}
+					cmd := &Command{Source: p, Where: fmt.Sprintf("hooks.%s[%d]", evName, gi), ClaudeNames: strings.HasPrefix(pathpkg.Clean(p), ".claude/"), Event: ev, Matcher: g.Matcher, Line: h.Command, Timeout: timeout, Runner: runner}
 					if err := r.Register(ev, cmd); err != nil {
 						return notes, err
 					}
