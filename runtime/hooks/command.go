@@ -43,20 +43,20 @@ func Env(dir string) []string {
 
 // Command is an external command hook (Claude Code's "type": "command").
 type Command struct {
-	Source  string // the settings file it came from
-	Where   string // its matcher group in the file, e.g. hooks.PreToolUse[0]
+	Source string // the settings file it came from
+	Where  string // its matcher group in the file, e.g. hooks.PreToolUse[0]
 	// ClaudeNames gives the hook Claude Code's tool_name (Bash for
 	// process.run, …; agentos's name in agentos_tool_name), for hooks
 	// from Claude Code's own settings file: its scripts often check
 	// tool_name themselves (if tool_name != "Bash": allow), and with
 	// agentos's name such a guard would allow everything.
 	ClaudeNames bool
-	Event   Event
-	Matcher string
-	Line    string // the command line
-	Timeout time.Duration
-	Prio    int
-	Runner  Runner
+	Event       Event
+	Matcher     string
+	Line        string // the command line
+	Timeout     time.Duration
+	Prio        int
+	Runner      Runner
 }
 
 // ID implements Handler.
