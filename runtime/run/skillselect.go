@@ -25,6 +25,14 @@ import (
 // goes into every later role's context, and the plan is model output.
 const maxPlannerSkills = 4
 
+// maxNamesRead and maxSkillName bound what of the plan's (model-written)
+// skills member is read and recorded: skill_frontmatter_v1 allows names
+// of up to 64 characters.
+const (
+	maxNamesRead = 20
+	maxSkillName = 64
+)
+
 // catalogCap bounds the catalog's length in the Planner's input.
 const catalogCap = 16 << 10
 
@@ -151,8 +159,17 @@ func (s *state) selectSkills(ctx context.Context, plan json.RawMessage) error {
 	chosen, unknown, already, over := []string{}, []string{}, []string{}, []string{}
 	var load []*skills.Skill
 	seen := map[string]bool{}
-	for _, name := range names {
+	for i, name := range names {
+		if i >= maxNamesRead {
+			over = append(over, fmt.Sprintf("(%d more names not read)", len(names)-i))
+			break
+		}
 		name = strings.TrimSpace(name)
+		if len(name) > maxSkillName {
+			// No skill has such a name; the log keeps a bounded copy.
+			unknown = append(unknown, name[:maxSkillName]+"…")
+			continue
+		}
 		if seen[name] {
 			continue
 		}

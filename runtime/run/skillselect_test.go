@@ -152,6 +152,7 @@ func TestPlannerSkillChoiceEdges(t *testing.T) {
 		{"no skills member: no choice recorded", planOK, "write the release notes", "", 0},
 		{"empty choice is recorded", strings.Replace(planOK, `"risks"`, `"skills":[],"risks"`, 1), "write the release notes", `"chosen":[]`, 0},
 		{"malformed choice loads nothing", strings.Replace(planOK, `"risks"`, `"skills":"release-notes","risks"`, 1), "write the release notes", `"invalid":"skills is not an array of skill names"`, 0},
+		{"over-long and too many names are bounded", strings.Replace(planOK, `"risks"`, `"skills":["`+strings.Repeat("x", 100)+`","a","b","c","d","e","f","g","h","i","j","k","l","m","n","o","p","q","r","s","t","u"],"risks"`, 1), "write the release notes", `"over_limit":["(2 more names not read)"]`, 0},
 		{"trigger-loaded skill is not loaded twice", strings.Replace(planOK, `"risks"`, `"skills":["greet"],"risks"`, 1), "greet the world", `"already_loaded":["greet"]`, 1},
 	}
 	for _, c := range cases {
