@@ -506,12 +506,3 @@ func InScope(scope []string, name string) bool {
 	}
 	return false
 }
-
-func contains(l []string, s string) bool {
-	for _, x := range l {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}

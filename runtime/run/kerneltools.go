@@ -29,15 +29,6 @@ func (t KernelTools) Specs(scope []string) []provider.ToolSpec {
 	return out
 }
 
-func contains(l []string, s string) bool {
-	for _, x := range l {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
 func domainOnly(err error) error {
 	var ke *kernel.Error
 	if err == nil || errors.As(err, &ke) {
