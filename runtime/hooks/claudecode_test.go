@@ -203,3 +203,25 @@ func TestClaudeCodeToolName(t *testing.T) {
 		}
 	}
 }
+
+// TestSessionStartMatcher: Claude Code applies a SessionStart matcher to
+// the source (startup, resume), a PreCompact matcher to the trigger.
+func TestSessionStartMatcher(t *testing.T) {
+	cases := []struct {
+		matcher string
+		in      Input
+		want    bool
+	}{
+		{"startup", Input{Event: SessionStart, Source: "startup"}, true},
+		{"startup", Input{Event: SessionStart, Source: "resume"}, false},
+		{"startup|resume", Input{Event: SessionStart, Source: "resume"}, true},
+		{"", Input{Event: SessionStart, Source: "resume"}, true},
+		{"manual", Input{Event: PreCompact, Trigger: "auto"}, false},
+		{"Bash", Input{Event: Stop}, true},
+	}
+	for _, c := range cases {
+		if got := matchTool(c.matcher, c.in); got != c.want {
+			t.Errorf("matcher %q on %+v = %v, want %v", c.matcher, c.in, got, c.want)
+		}
+	}
+}

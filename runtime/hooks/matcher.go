@@ -33,17 +33,24 @@ func compiled(matcher string) (re *regexp.Regexp, invalid bool) {
 // tool's agentos name or by one of its Claude Code names (Bash for
 // process.run, mcp__s__t for mcp.s.t, …: claudecode.Table), so that a
 // hook written for Claude Code applies here. Non-tool events ignore the
-// matcher. An invalid regexp matches everything, so that the hook still
-// runs and a broken hook denies rather than silently never firing.
+// matcher, except SessionStart and PreCompact, whose matcher Claude Code
+// applies to the source (startup, resume) and the trigger (manual, auto).
+// An invalid regexp matches everything, so that the hook still runs and a
+// broken hook denies rather than silently never firing.
 func matchTool(matcher string, in Input) bool {
-	if in.Event != PreToolUse && in.Event != PostToolUse {
-		return true
-	}
 	re, invalid := compiled(matcher)
 	if invalid {
 		return true
 	}
-	return claudecode.Matches(matcher, re, in.ToolName)
+	switch in.Event {
+	case PreToolUse, PostToolUse:
+		return claudecode.Matches(matcher, re, in.ToolName)
+	case SessionStart:
+		return claudecode.MatchName(matcher, re, in.Source) || in.Source == ""
+	case PreCompact:
+		return claudecode.MatchName(matcher, re, in.Trigger) || in.Trigger == ""
+	}
+	return true
 }
 
 func isNameList(m string) bool { return claudecode.IsNameList(m) }
