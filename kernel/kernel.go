@@ -267,7 +267,7 @@ func (k *Kernel) Dispatch(ctx context.Context, rec Recorder, c Call) (Outcome, e
 		}
 		return Outcome{}, k.reject(ctx, rec, c, "find", &Error{Kind: "gate", Code: CodeToolNotFound, Message: d.Message, Details: []guard.Diagnostic{d}})
 	}
-	if c.Scope != nil && !contains(c.Scope, c.Name) {
+	if c.Scope != nil && !InScope(c.Scope, c.Name) {
 		return Outcome{}, k.reject(ctx, rec, c, "scope", &Error{Kind: "gate", Code: CodeToolNotAllowed, Message: fmt.Sprintf("%s is not in the selected skill's allowed-tools %v", c.Name, c.Scope)})
 	}
 	args, err := k.guardArgs(ctx, rec, c, r)
@@ -491,9 +491,16 @@ func (k *Kernel) execute(ctx context.Context, rec Recorder, c Call, r *registere
 	return Outcome{Result: raw}, nil
 }
 
-func contains(l []string, s string) bool {
-	for _, x := range l {
-		if x == s {
+// InScope reports whether a caller's scope allows the tool: an entry is
+// a tool name, or "prefix.*" for every tool under prefix (a skill's
+// allowed-tools "mcp__server" in Claude Code's form is "mcp.server.*").
+// A nil scope is not checked here; callers treat it as no restriction.
+func InScope(scope []string, name string) bool {
+	for _, e := range scope {
+		if e == name {
+			return true
+		}
+		if prefix, ok := strings.CutSuffix(e, "*"); ok && strings.HasSuffix(prefix, ".") && len(prefix) > 1 && strings.HasPrefix(name, prefix) {
 			return true
 		}
 	}

@@ -382,3 +382,19 @@ func BenchmarkDispatchEcho(b *testing.B) {
 		}
 	}
 }
+
+func TestInScope(t *testing.T) {
+	scope := []string{"repo.read", "mcp.memory.*"}
+	cases := map[string]bool{
+		"repo.read": true, "repo.patch": false,
+		"mcp.memory.create_entities": true, "mcp.memoryx.read": false, "mcp.other.read": false,
+	}
+	for name, want := range cases {
+		if got := kernel.InScope(scope, name); got != want {
+			t.Errorf("InScope(%v, %q) = %v, want %v", scope, name, got, want)
+		}
+	}
+	if kernel.InScope([]string{".*"}, "repo.read") || kernel.InScope([]string{"*"}, "repo.read") {
+		t.Error("a bare wildcard must not allow every tool")
+	}
+}

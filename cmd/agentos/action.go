@@ -103,7 +103,9 @@ func runAction(ctx context.Context, getenv func(string) string, deps action.Deps
 	fmt.Fprintf(stdout, "agentos: sandbox %s\n", sb.Mechanism())
 	deps.Sandbox = string(sb.Mechanism())
 	if deps.Engines == nil {
-		deps.Engines = func(st store.Store) dispatch.Engines { return engines(st, policyFile, prof, sb) }
+		deps.Engines = func(st store.Store) dispatch.Engines {
+			return engines(st, policyFile, prof, sb, func(_, n string) { action.Warningf(stdout, "%s", n) })
+		}
 	}
 	out, err := action.Run(ctx, env, deps, stdout)
 	if err != nil {

@@ -12,7 +12,7 @@ import (
 func followPrint(ctx context.Context, env *runtimeEnv, sessionID string, after int64, w io.Writer) error {
 	return store.Follow(ctx, env.store, sessionID, after, func(e event.Event) (bool, error) {
 		switch e.Type {
-		case event.AgentTransition, event.ToolInvoke, event.ToolResult, event.ToolRejected, event.ApprovalRequested, event.ApprovalResolved, event.RunPaused, event.TurnTerminal, event.SkillInvoke, event.HookFired:
+		case event.AgentTransition, event.ToolInvoke, event.ToolResult, event.ToolRejected, event.ApprovalRequested, event.ApprovalResolved, event.RunPaused, event.TurnTerminal, event.SkillInvoke, event.SkillSelected, event.HookFired:
 			if e.Type == event.HookFired && event.FieldString(e.Payload, "decision") == "allow" {
 				return false, nil
 			}

@@ -163,7 +163,12 @@ func traceDetail(e *event.Event) string {
 	case event.HookFired:
 		return strings.TrimSpace(str("hook") + " " + str("decision") + " " + str("reason"))
 	case event.SkillInvoke, event.SkillComplete:
+		if by := str("selected_by"); by != "" {
+			return str("skill") + " (chosen by the " + by + ")"
+		}
 		return str("skill")
+	case event.SkillSelected:
+		return "chose " + list(p["chosen"]) + " of " + list(p["offered"]) + unknownNames(p["unknown"])
 	case event.AgentTransition:
 		return str("from") + " → " + str("to")
 	case event.ToolInvoke, event.ToolResult, event.ToolRejected:
@@ -224,4 +229,23 @@ func printSnapshot(w io.Writer, s replay.Snapshot) {
 	for _, a := range s.PendingApprovals {
 		fmt.Fprintf(w, "          pending %s: %s (digest %.12s…)\n", a.ID, a.Tool, a.Digest)
 	}
+}
+
+// list renders a JSON array of names: "[a, b]".
+func list(v any) string {
+	items, _ := v.([]any)
+	names := make([]string, 0, len(items))
+	for _, it := range items {
+		if s, ok := it.(string); ok {
+			names = append(names, s)
+		}
+	}
+	return "[" + strings.Join(names, ", ") + "]"
+}
+
+func unknownNames(v any) string {
+	if items, _ := v.([]any); len(items) > 0 {
+		return "; no such skill: " + list(v)
+	}
+	return ""
 }

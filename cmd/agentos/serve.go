@@ -173,7 +173,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, d serveDeps) er
 			p := &webhook.Processor{Queue: q, Dispatch: d.dispatch, BotLogin: cfg.BotLogin, Observer: metrics, Workers: cfg.Workers, Logger: log}
 			opts.Actors = append(opts.Actors, p.Run)
 		case runs && cfg.GitHubAuth() != config.AuthNone:
-			bot, err := dispatch.NewGitHubBot(cfg, st, engines(st, cfg.PolicyFile, prof, sb), log)
+			bot, err := dispatch.NewGitHubBot(cfg, st, engines(st, cfg.PolicyFile, prof, sb, func(sid, n string) { log.Warn("repository configuration note", "session", sid, "note", n) }), log)
 			if err != nil {
 				return usageErrorf("serve: %v", err)
 			}

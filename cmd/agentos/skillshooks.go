@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/agentos/agentos/kernel/workspace"
 	"github.com/agentos/agentos/runtime/hooks"
@@ -50,6 +51,7 @@ func cmdSkills(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			Description  string   `json:"description"`
 			Triggers     []string `json:"triggers"`
 			AllowedTools []string `json:"allowed_tools"`
+			Declared     []string `json:"declared_tools,omitempty"`
 			Root         string   `json:"root"`
 		}
 		out := struct {
@@ -57,14 +59,18 @@ func cmdSkills(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			Skipped []skills.Problem `json:"skipped"`
 		}{Skills: []item{}, Skipped: problems}
 		for _, s := range reg.List() {
-			out.Skills = append(out.Skills, item{s.Name, s.Description, s.Triggers, s.AllowedTools, s.Root})
+			out.Skills = append(out.Skills, item{s.Name, s.Description, s.Triggers, s.AllowedTools, s.DeclaredTools, s.Root})
 		}
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		return enc.Encode(out)
 	}
 	for _, s := range reg.List() {
-		fmt.Fprintf(stdout, "%-10s %-15s %s\n           triggers: %v  allowed-tools: %v\n", s.Name, s.Root, s.Description, s.Triggers, s.AllowedTools)
+		declared := ""
+		if strings.Join(s.DeclaredTools, " ") != strings.Join(s.AllowedTools, " ") {
+			declared = fmt.Sprintf(" (as written: %s)", strings.Join(s.DeclaredTools, ", "))
+		}
+		fmt.Fprintf(stdout, "%-10s %-15s %s\n           triggers: %v  allowed-tools: %v%s\n", s.Name, s.Root, s.Description, s.Triggers, s.AllowedTools, declared)
 	}
 	for _, p := range problems {
 		fmt.Fprintf(stderr, "skipped: %s\n", p)

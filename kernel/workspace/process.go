@@ -21,6 +21,11 @@ type RunSpec struct {
 	Timeout   time.Duration
 	MaxOutput int    // bytes kept of stdout and of stderr, each
 	Stdin     []byte // optional
+	// Env are extra "NAME=value" entries for this process only, added
+	// after the scrubbed environment (hook commands get
+	// CLAUDE_PROJECT_DIR this way). The caller decides them; they are
+	// never read from the server's environment.
+	Env []string
 }
 
 // RunResult is what a process did.
@@ -136,6 +141,12 @@ func (w *Root) Run(ctx context.Context, spec RunSpec) (RunResult, error) {
 		defer cancel()
 	}
 	env, _ := w.Env()
+	for _, e := range spec.Env {
+		if i := strings.IndexByte(e, '='); i <= 0 {
+			return RunResult{}, fmt.Errorf("environment entry %q is not NAME=value", e)
+		}
+	}
+	env = append(env, spec.Env...)
 	dir := w.dir
 	if cwd != "." {
 		dir = w.dir + "/" + cwd

@@ -29,12 +29,13 @@ const TimeFormat = "2006-01-02T15:04:05.000000Z"
 
 // Event types: the union of the seed documents' event names, plus the
 // kernel's tool.rejected and tool.args_repaired and the engine's
-// role.output_repaired.
+// role.output_repaired and skill.selected.
 const (
 	SessionStart          = "session.start"
 	SessionClose          = "session.close"
 	HookFired             = "hook.fired"
 	SkillInvoke           = "skill.invoke"
+	SkillSelected         = "skill.selected"
 	SkillComplete         = "skill.complete"
 	AgentTransition       = "agent.transition"
 	LLMRequest            = "llm.request"
@@ -75,6 +76,7 @@ var Types = []string{
 	RunCompleted, RunFailed, OutputDelta, OutputMessage, ApprovalRequested, ApprovalResolved,
 	ArtifactEmitted, CheckpointCreated, TurnTerminal, WorkflowStarted, WorkflowPhaseAdvanced,
 	WorkflowPolicyGated, WorkflowCompleted, WorkflowAborted, RoleOutputRepaired,
+	SkillSelected,
 }
 
 // Event is one immutable entry of a session's log.

@@ -8,29 +8,55 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	pathpkg "path"
 	"regexp"
+	"sort"
 	"strings"
 	"time"
+
+	"github.com/agentos/agentos/runtime/claudecode"
 )
 
 // Runner executes a hook command: a shell command line, run in dir with
-// stdin, bounded by ctx. It returns stdout, stderr and the exit code; err is
-// for failures to run at all (including a timeout). The kernel's process
-// runner implements it, so hook commands get the same environment scrubbing
-// and process-group kill as tools.
+// stdin and the extra environment entries env ("NAME=value", added to the
+// runner's scrubbed environment), bounded by ctx. It returns stdout,
+// stderr and the exit code; err is for failures to run at all (including
+// a timeout). The kernel's process runner implements it, so hook commands
+// get the same environment scrubbing and process-group kill as tools.
 type Runner interface {
-	RunHook(ctx context.Context, dir, command string, stdin []byte) (stdout, stderr []byte, exitCode int, err error)
+	RunHook(ctx context.Context, dir, command string, env []string, stdin []byte) (stdout, stderr []byte, exitCode int, err error)
+}
+
+// Env is the environment Claude Code documents for hook commands, for a
+// project at dir: CLAUDE_PROJECT_DIR, so that the usual
+// "$CLAUDE_PROJECT_DIR"/.claude/hooks/guard.sh finds its script. The other
+// variables Claude Code documents are deliberately not set:
+// CLAUDE_ENV_FILE (a SessionStart hook's exports would reach every later
+// command, past policy.yaml's environment allow-list), CLAUDE_PLUGIN_ROOT
+// (plugins only) and CLAUDE_CODE_REMOTE (Claude Code on the web only).
+func Env(dir string) []string {
+	if dir == "" {
+		return nil
+	}
+	return []string{"CLAUDE_PROJECT_DIR=" + dir}
 }
 
 // Command is an external command hook (Claude Code's "type": "command").
 type Command struct {
-	Source  string // the settings file it came from
-	Event   Event
-	Matcher string
-	Line    string // the command line
-	Timeout time.Duration
-	Prio    int
-	Runner  Runner
+	Source string // the settings file it came from
+	Where  string // its matcher group in the file, e.g. hooks.PreToolUse[0]
+	// ClaudeNames gives the hook Claude Code's tool_name (Bash for
+	// process.run, …; agentos's name in agentos_tool_name), for hooks
+	// from Claude Code's own settings file: its scripts often check
+	// tool_name themselves (if tool_name != "Bash": allow), and with
+	// agentos's name such a guard would allow everything.
+	ClaudeNames bool
+	Event       Event
+	Matcher     string
+	Line        string // the command line
+	Timeout     time.Duration
+	Prio        int
+	Runner      Runner
 }
 
 // ID implements Handler.
@@ -50,6 +76,7 @@ type stdinJSON struct {
 	HookEventName  string          `json:"hook_event_name"`
 	PermissionMode string          `json:"permission_mode"`
 	ToolName       string          `json:"tool_name,omitempty"`
+	AgentosTool    string          `json:"agentos_tool_name,omitempty"`
 	ToolInput      json.RawMessage `json:"tool_input,omitempty"`
 	ToolResponse   json.RawMessage `json:"tool_response,omitempty"`
 	Prompt         string          `json:"prompt,omitempty"`
@@ -78,12 +105,101 @@ type stdoutJSON struct {
 // with stderr as the reason; any other non-zero exit, a timeout, or stdout
 // that starts like JSON but does not parse denies (fail closed); exit 0 with
 // Claude Code's output JSON is read as below; exit 0 with plain text allows.
+//
+// For a tool that Claude Code has under another name, tool_input carries
+// Claude Code's fields next to agentos's (claudecode.ToolInputs); a
+// repo.patch of several files runs the hook once per file, and any deny
+// denies the call. An updatedInput may change agentos's fields only: one
+// that changes a Claude Code field, or that answers a multi-file patch,
+// cannot be mapped back and denies.
 func (c *Command) Handle(ctx context.Context, in Input) (Decision, error) {
 	if c.Runner == nil {
 		return Decision{}, errors.New("no command runner configured")
 	}
+	if (in.Event != PreToolUse && in.Event != PostToolUse) || len(in.ToolInput) == 0 {
+		return c.handleOne(ctx, in, in.ToolName, in.ToolInput)
+	}
+	inputs, added, err := claudecode.ToolInputs(in.Cwd, in.ToolName, in.ToolInput)
+	if err != nil {
+		return Decision{}, err
+	}
+	final := Decision{Decision: Allow}
+	for _, sh := range inputs {
+		shown := sh.Input
+		name := in.ToolName
+		if c.ClaudeNames && sh.Name != "" {
+			name = sh.Name
+		}
+		d, err := c.handleOne(ctx, in, name, shown)
+		if err != nil || d.Decision == Deny {
+			return d, err
+		}
+		if d.Decision != Transform {
+			continue
+		}
+		if in.Event != PreToolUse {
+			final = d
+			continue
+		}
+		if len(inputs) > 1 {
+			return Decision{}, fmt.Errorf("updatedInput cannot answer %s shown as %d Claude Code calls (one per file); use a hook on the agentos tool's own input", in.ToolName, len(inputs))
+		}
+		out, err := mapBack(d.Output, shown, added)
+		if err != nil {
+			return Decision{}, err
+		}
+		d.Output = out
+		final = d
+	}
+	return final, nil
+}
+
+// mapBack removes from a hook's updatedInput the Claude Code fields that
+// were added to the tool's input for the hook, if the hook left them as
+// they were; a changed one is an error, since agentos cannot know what
+// change of its own arguments it means.
+func mapBack(out, shown json.RawMessage, added []string) (json.RawMessage, error) {
+	if len(added) == 0 {
+		return out, nil
+	}
+	var o, sh map[string]json.RawMessage
+	if err := json.Unmarshal(out, &o); err != nil || o == nil {
+		return out, nil // not an object: the transform check rejects it
+	}
+	if err := json.Unmarshal(shown, &sh); err != nil {
+		return nil, err
+	}
+	for _, k := range added {
+		v, ok := o[k]
+		if !ok {
+			continue
+		}
+		if !jsonEqual(v, sh[k]) {
+			return nil, fmt.Errorf("updatedInput changes %q, a Claude Code field agentos cannot map back to the tool's arguments; change the agentos field instead", k)
+		}
+		delete(o, k)
+	}
+	return json.Marshal(o)
+}
+
+func jsonEqual(a, b json.RawMessage) bool {
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return false
+	}
+	xa, _ := json.Marshal(x)
+	ya, _ := json.Marshal(y)
+	return bytes.Equal(xa, ya)
+}
+
+// handleOne runs the command once with toolName and toolInput as
+// tool_name and tool_input.
+func (c *Command) handleOne(ctx context.Context, in Input, toolName string, toolInput json.RawMessage) (Decision, error) {
 	in2 := stdinJSON{SessionID: in.SessionID, TranscriptPath: in.Transcript, Cwd: in.Cwd, HookEventName: string(in.Event), PermissionMode: "default",
-		ToolName: in.ToolName, ToolInput: in.ToolInput, ToolResponse: in.ToolResponse, Prompt: in.Prompt, Skill: in.Skill, Source: in.Source, Trigger: in.Trigger}
+		ToolName: toolName, ToolInput: toolInput, ToolResponse: in.ToolResponse, Prompt: in.Prompt, Skill: in.Skill, Source: in.Source, Trigger: in.Trigger}
+	if toolName != in.ToolName {
+		in2.AgentosTool = in.ToolName
+	}
 	if in.Event == Stop {
 		active := in.StopActive
 		in2.StopHookActive = &active
@@ -98,7 +214,7 @@ func (c *Command) Handle(ctx context.Context, in Input) (Decision, error) {
 	}
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	stdout, stderr, code, err := c.Runner.RunHook(cctx, in.Cwd, c.Line, stdin)
+	stdout, stderr, code, err := c.Runner.RunHook(cctx, in.Cwd, c.Line, Env(in.Cwd), stdin)
 	if err != nil {
 		if cctx.Err() != nil {
 			return Decision{}, fmt.Errorf("timed out after %s", timeout)
@@ -230,8 +346,12 @@ func (e *SettingsError) Error() string {
 // ".claude/settings.json") and registers them with runner. A file that does
 // not exist is skipped; a file that exists but is invalid is an error — a
 // hook that cannot be loaded cannot be enforced, so the run must not start.
-// Events agentos does not have (e.g. Notification) are skipped and listed
-// in the returned notes.
+// Events agentos does not have (e.g. Notification) and hook types it does
+// not run ("prompt", "agent", "http") are skipped and listed in the
+// returned notes; the file's other hooks are kept. A Claude Code tool name
+// in a matcher selects the agentos tools it maps to (claudecode.Table);
+// call MatcherNotes once the tools are known to report a matcher that
+// selects none.
 func (r *Registry) LoadSettings(fsys fs.FS, runner Runner, paths ...string) (notes []string, err error) {
 	for _, p := range paths {
 		b, err := fs.ReadFile(fsys, p)
@@ -246,7 +366,13 @@ func (r *Registry) LoadSettings(fsys fs.FS, runner Runner, paths ...string) (not
 		if err := dec.Decode(&sf); err != nil {
 			return notes, &SettingsError{File: p, Msg: "invalid JSON: " + err.Error()}
 		}
-		for evName, groups := range sf.Hooks {
+		evNames := make([]string, 0, len(sf.Hooks))
+		for evName := range sf.Hooks {
+			evNames = append(evNames, evName)
+		}
+		sort.Strings(evNames) // notes in a stable order
+		for _, evName := range evNames {
+			groups := sf.Hooks[evName]
 			ev := Event(evName)
 			if !knownEvent(ev) {
 				notes = append(notes, fmt.Sprintf("%s: hooks.%s: event not supported by agentos, skipped", p, evName))
@@ -260,8 +386,16 @@ func (r *Registry) LoadSettings(fsys fs.FS, runner Runner, paths ...string) (not
 				}
 				for hi, h := range g.Hooks {
 					path := fmt.Sprintf("hooks.%s[%d].hooks[%d]", evName, gi, hi)
-					if h.Type != "command" {
-						return notes, &SettingsError{File: p, Path: path, Msg: fmt.Sprintf("hook type %q is not supported (only \"command\")", h.Type)}
+					switch h.Type {
+					case "command":
+					case "":
+						return notes, &SettingsError{File: p, Path: path + ".type", Msg: "type is missing"}
+					default:
+						// Claude Code's "prompt", "agent" and "http" hooks (and any
+						// later kind) are not run by agentos; the file's command
+						// hooks still apply.
+						notes = append(notes, fmt.Sprintf("%s: %s: hook type %q is not run by agentos, skipped (only \"command\" hooks run; the others in this file apply)", p, path, h.Type))
+						continue
 					}
 					if strings.TrimSpace(h.Command) == "" {
 						return notes, &SettingsError{File: p, Path: path, Msg: "command is empty"}
@@ -273,7 +407,7 @@ func (r *Registry) LoadSettings(fsys fs.FS, runner Runner, paths ...string) (not
 						}
 						timeout = time.Duration(*h.Timeout * float64(time.Second))
 					}
-					cmd := &Command{Source: p, Event: ev, Matcher: g.Matcher, Line: h.Command, Timeout: timeout, Runner: runner}
+					cmd := &Command{Source: p, Where: fmt.Sprintf("hooks.%s[%d]", evName, gi), ClaudeNames: strings.HasPrefix(pathpkg.Clean(p), ".claude/"), Event: ev, Matcher: g.Matcher, Line: h.Command, Timeout: timeout, Runner: runner}
 					if err := r.Register(ev, cmd); err != nil {
 						return notes, err
 					}

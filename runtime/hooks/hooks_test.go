@@ -142,9 +142,10 @@ func TestMatcher(t *testing.T) {
 // kernel's process runner; this is the test's own.
 type shRunner struct{}
 
-func (shRunner) RunHook(ctx context.Context, dir, command string, stdin []byte) ([]byte, []byte, int, error) {
+func (shRunner) RunHook(ctx context.Context, dir, command string, env []string, stdin []byte) ([]byte, []byte, int, error) {
 	cmd := exec.CommandContext(ctx, "sh", "-c", command)
 	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdin = bytes.NewReader(stdin)
 	cmd.WaitDelay = 100 * time.Millisecond
 	var out, errb bytes.Buffer
@@ -179,7 +180,7 @@ func TestCommandHooks(t *testing.T) {
 		{"continue false", `echo '{"continue":false,"stopReason":"maintenance window"}'`, PreToolUse, Deny, "maintenance window", ""},
 		{"decision block", `echo '{"decision":"block","reason":"lint failed"}'`, PostToolUse, Deny, "lint failed", ""},
 		{"plain text allows", "echo looks fine", PreToolUse, Allow, "", ""},
-		{"stdin is Claude Code's shape", `read -r line; case "$line" in *'"hook_event_name":"PreToolUse"'*'"tool_name":"repo.patch"'*) exit 0;; *) exit 2;; esac`, PreToolUse, Allow, "", ""},
+		{"stdin is Claude Code's shape", `read -r line; case "$line" in *'"hook_event_name":"PreToolUse"'*'"tool_name":"repo.write"'*) exit 0;; *) exit 2;; esac`, PreToolUse, Allow, "", ""},
 		{"prompt context", `echo '{"hookSpecificOutput":{"hookEventName":"UserPromptSubmit","additionalContext":"repo uses Go 1.26"}}'`, UserPromptSubmit, Transform, "", `{"prompt":"fix it\n\nrepo uses Go 1.26"}`},
 		{"timeout denies", "sleep 5", PreToolUse, Deny, "timed out", ""},
 	}
@@ -188,7 +189,7 @@ func TestCommandHooks(t *testing.T) {
 			r := NewRegistry()
 			must(t, r.Register(c.event, &Command{Event: c.event, Line: c.command, Timeout: 300 * time.Millisecond, Runner: shRunner{}}))
 			j, _ := newJournal(t)
-			in := Input{Event: c.event, Cwd: dir, SessionID: "hooks-test", ToolName: "repo.patch", ToolInput: json.RawMessage(`{"path":"auth.go"}`), Prompt: "fix it"}
+			in := Input{Event: c.event, Cwd: dir, SessionID: "hooks-test", ToolName: "repo.write", ToolInput: json.RawMessage(`{"path":"auth.go"}`), Prompt: "fix it"}
 			if c.event == PostToolUse {
 				in.ToolResponse = json.RawMessage(`{"ok":true}`)
 			}
@@ -239,7 +240,7 @@ func TestLoadSettings(t *testing.T) {
 	bad := []struct{ doc, want string }{
 		{`{"hooks":`, "invalid JSON"},
 		{`{"hooks":{"PreToolUse":[{"matcher":"(","hooks":[{"type":"command","command":"x"}]}]}}`, "matcher: invalid regular expression"},
-		{`{"hooks":{"PreToolUse":[{"hooks":[{"type":"http","command":"x"}]}]}}`, `hook type "http" is not supported`},
+		{`{"hooks":{"PreToolUse":[{"hooks":[{"command":"x"}]}]}}`, `type is missing`},
 		{`{"hooks":{"Stop":[{"hooks":[{"type":"command","command":" "}]}]}}`, "command is empty"},
 		{`{"hooks":{"Stop":[{"hooks":[{"type":"command","command":"x","timeout":-1}]}]}}`, "timeout must be"},
 	}

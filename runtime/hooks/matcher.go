@@ -2,8 +2,9 @@ package hooks
 
 import (
 	"regexp"
-	"strings"
 	"sync"
+
+	"github.com/agentos/agentos/runtime/claudecode"
 )
 
 var (
@@ -11,46 +12,45 @@ var (
 	reCache = map[string]*regexp.Regexp{}
 )
 
-// matchTool applies a Claude Code matcher to a tool event: "", "*" match
-// every tool; a matcher of only letters, digits, '_', '-', '.' and '|' is a
-// list of exact names separated by '|' (agentos tool names contain dots, so
-// '.' counts as a name character here); anything else is an unanchored
-// regular expression. Non-tool events ignore the matcher. An invalid regexp
-// matches everything, so that the hook still runs and a broken hook denies
-// rather than silently never firing.
-func matchTool(matcher string, in Input) bool {
-	if in.Event != PreToolUse && in.Event != PostToolUse {
-		return true
-	}
-	if matcher == "" || matcher == "*" {
-		return true
-	}
-	if isNameList(matcher) {
-		for _, name := range strings.Split(matcher, "|") {
-			if strings.TrimSpace(name) == in.ToolName {
-				return true
-			}
-		}
-		return false
+// compiled returns the matcher's regular expression (nil for a name list,
+// "" or "*", or an invalid expression).
+func compiled(matcher string) (re *regexp.Regexp, invalid bool) {
+	if matcher == "" || matcher == "*" || claudecode.IsNameList(matcher) {
+		return nil, false
 	}
 	reMu.Lock()
+	defer reMu.Unlock()
 	re, ok := reCache[matcher]
 	if !ok {
 		re, _ = regexp.Compile(matcher)
 		reCache[matcher] = re
 	}
-	reMu.Unlock()
-	if re == nil {
-		return true
-	}
-	return re.MatchString(in.ToolName)
+	return re, re == nil
 }
 
-func isNameList(m string) bool {
-	for _, c := range m {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '.' || c == '|' || c == ' ') {
-			return false
-		}
+// matchTool applies a Claude Code matcher to a tool event (see
+// claudecode.MatchName for the forms). A matcher selects a tool by the
+// tool's agentos name or by one of its Claude Code names (Bash for
+// process.run, mcp__s__t for mcp.s.t, …: claudecode.Table), so that a
+// hook written for Claude Code applies here. Non-tool events ignore the
+// matcher, except SessionStart and PreCompact, whose matcher Claude Code
+// applies to the source (startup, resume) and the trigger (manual, auto).
+// An invalid regexp matches everything, so that the hook still runs and a
+// broken hook denies rather than silently never firing.
+func matchTool(matcher string, in Input) bool {
+	re, invalid := compiled(matcher)
+	if invalid {
+		return true
+	}
+	switch in.Event {
+	case PreToolUse, PostToolUse:
+		return claudecode.Matches(matcher, re, in.ToolName)
+	case SessionStart:
+		return claudecode.MatchName(matcher, re, in.Source) || in.Source == ""
+	case PreCompact:
+		return claudecode.MatchName(matcher, re, in.Trigger) || in.Trigger == ""
 	}
 	return true
 }
+
+func isNameList(m string) bool { return claudecode.IsNameList(m) }

@@ -65,7 +65,7 @@ type state struct {
 	f         *effects
 	in        Input
 	prompt    string
-	skill     *skills.Skill
+	skills    []*skills.Skill // loaded skills, in the order they were invoked
 	allowed   []string
 	turns     map[string]int
 	calls     int
@@ -83,13 +83,16 @@ func (e *Engine) Execute(ctx context.Context, j *journal.Journal, in Input, hist
 	s := newState(e, j, in, history)
 	res, err := s.run(ctx)
 	res.Usage = s.usage
-	if err != nil && s.skill != nil && !res.Paused {
+	if err != nil && len(s.skills) > 0 && !res.Paused {
 		var nd *NonDeterminismError
 		if !errors.As(err, &nd) {
-			// Recorded even when a deadline ended the run: the skill's
-			// invocation must be closed in the log either way.
-			if _, cerr := s.f.emit(context.WithoutCancel(ctx), event.SkillComplete, "runtime", map[string]any{"skill": s.skill.Name, "ok": false, "reason": err.Error()}, ""); cerr != nil {
-				err = errors.Join(err, cerr)
+			// Recorded even when a deadline ended the run: the skills'
+			// invocations must be closed in the log either way.
+			for _, sk := range s.skills {
+				if _, cerr := s.f.emit(context.WithoutCancel(ctx), event.SkillComplete, "runtime", map[string]any{"skill": sk.Name, "ok": false, "reason": err.Error()}, ""); cerr != nil {
+					err = errors.Join(err, cerr)
+					break
+				}
 			}
 		}
 	}
@@ -130,22 +133,12 @@ func (s *state) run(ctx context.Context) (Result, error) {
 			s.prompt = p.Prompt
 		}
 	}
+	// A skill whose triggers match the request is loaded at intake (seed
+	// 000 L5); the Planner may load others by description (selectSkills).
 	if s.e.Skills != nil {
 		if sk := s.e.Skills.Select(s.prompt); sk != nil {
-			s.skill, s.allowed = sk, sk.AllowedTools
-			p := map[string]any{"skill": sk.Name, "source": sk.Root}
-			if sk.AllowedTools != nil {
-				p["allowed_tools"] = sk.AllowedTools
-			}
-			if _, err := s.f.emit(ctx, event.SkillInvoke, "runtime", p, ""); err != nil {
+			if err := s.invokeSkill(ctx, sk, ""); err != nil {
 				return Result{}, err
-			}
-			d, err := s.f.hook(ctx, s.e.Hooks, hooks.Input{Event: hooks.SkillStart, SessionID: s.f.j.SessionID(), Cwd: s.in.Cwd, Skill: sk.Name})
-			if err != nil {
-				return Result{}, err
-			}
-			if d.Decision == hooks.Deny {
-				return Result{}, &Failure{Status: StatusDenied, Class: ClassPolicyDenied, Code: "GATE_DENIED", Reason: "SkillStart hook: " + d.Reason, NextAction: "change the hook configuration"}
 			}
 		}
 	}
@@ -185,6 +178,9 @@ func (s *state) run(ctx context.Context) (Result, error) {
 		return Result{}, err
 	}
 	if _, err := s.f.emit(ctx, event.ArtifactEmitted, "planner", artifact("plan", "plan.json", plan), ""); err != nil {
+		return Result{}, err
+	}
+	if err := s.selectSkills(ctx, plan); err != nil {
 		return Result{}, err
 	}
 
@@ -247,8 +243,8 @@ func (s *state) run(ctx context.Context) (Result, error) {
 			from = "REWORK"
 		}
 	}
-	if s.skill != nil {
-		if _, err := s.f.emit(ctx, event.SkillComplete, "runtime", map[string]any{"skill": s.skill.Name, "ok": true}, ""); err != nil {
+	for _, sk := range s.skills {
+		if _, err := s.f.emit(ctx, event.SkillComplete, "runtime", map[string]any{"skill": sk.Name, "ok": true}, ""); err != nil {
 			return Result{}, err
 		}
 	}
@@ -339,9 +335,12 @@ func (s *state) system(role string) string {
 
 func (s *state) sharedContext() string {
 	var b strings.Builder
-	if s.skill != nil {
-		fmt.Fprintf(&b, "# Skill: %s\n\n%s\n", s.skill.Name, s.skill.Description)
-		if body, err := s.skill.Body(); err == nil && strings.TrimSpace(body) != "" {
+	for i, sk := range s.skills {
+		if i > 0 {
+			b.WriteString("\n")
+		}
+		fmt.Fprintf(&b, "# Skill: %s\n\n%s\n", sk.Name, sk.Description)
+		if body, err := sk.Body(); err == nil && strings.TrimSpace(body) != "" {
 			b.WriteString("\n" + strings.TrimSpace(body) + "\n")
 		}
 	}
@@ -364,14 +363,14 @@ func (s *state) previousRun() string {
 
 func (s *state) leadInput() string {
 	in := "User request:\n" + s.prompt
-	if s.skill != nil {
-		in += fmt.Sprintf("\n\nSelected skill: %s", s.skill.Name)
+	if len(s.skills) > 0 {
+		in += fmt.Sprintf("\n\nSelected skill: %s", s.skills[0].Name)
 	}
 	return in + s.previousRun()
 }
 
 func (s *state) plannerInput(directive json.RawMessage) string {
-	return "lead_directive_v1:\n" + string(directive) + s.previousRun()
+	return "lead_directive_v1:\n" + string(directive) + s.skillCatalog() + s.previousRun()
 }
 
 // checkBudget ends the run before a model call that the limits forbid.
@@ -438,6 +437,9 @@ func (s *state) responseSchema(schemaID string) *provider.ResponseSchema {
 	src, ok := s.e.Schemas.Source(schemaID)
 	if !ok {
 		return nil
+	}
+	if schemaID == "plan_v1" {
+		src = s.planSchema(src)
 	}
 	return &provider.ResponseSchema{Name: schemaID, Schema: src}
 }

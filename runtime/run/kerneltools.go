@@ -21,21 +21,12 @@ type KernelTools struct {
 func (t KernelTools) Specs(scope []string) []provider.ToolSpec {
 	var out []provider.ToolSpec
 	for _, d := range t.K.Tools() {
-		if scope != nil && !contains(scope, d.Name) {
+		if scope != nil && !kernel.InScope(scope, d.Name) {
 			continue
 		}
 		out = append(out, provider.ToolSpec{Name: d.Name, Description: d.Description, InputSchema: d.Input})
 	}
 	return out
-}
-
-func contains(l []string, s string) bool {
-	for _, x := range l {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 func domainOnly(err error) error {

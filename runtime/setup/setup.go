@@ -127,8 +127,13 @@ func LoadPolicy(operatorFile string, ws *workspace.Root) (*policy.Policy, error)
 type HookRunner struct{ WS *workspace.Root }
 
 // RunHook implements hooks.Runner.
-func (h HookRunner) RunHook(ctx context.Context, dir, command string, stdin []byte) ([]byte, []byte, int, error) {
-	res, err := h.WS.Run(ctx, workspace.RunSpec{Argv: []string{"sh", "-c", command}, Stdin: stdin, MaxOutput: 1 << 20})
+func (h HookRunner) RunHook(ctx context.Context, dir, command string, env []string, stdin []byte) ([]byte, []byte, int, error) {
+	if dir == "" {
+		// An event fired without a working directory still runs in this
+		// worktree, and Claude Code's hooks find their scripts through it.
+		env = append(env, hooks.Env(h.WS.Root())...)
+	}
+	res, err := h.WS.Run(ctx, workspace.RunSpec{Argv: []string{"sh", "-c", command}, Stdin: stdin, Env: env, MaxOutput: 1 << 20})
 	if err != nil {
 		return nil, nil, -1, err
 	}
@@ -204,6 +209,10 @@ func Build(ctx context.Context, o Options) (*Env, error) {
 			return nil, err
 		}
 	}
+	var toolNames []string
+	for _, d := range e.Kernel.Tools() {
+		toolNames = append(toolNames, d.Name)
+	}
 	sk, problems := skills.Discover(schemas.MustDefault(),
 		skills.Root{Name: "builtin", FS: builtinskills.FS},
 		skills.Root{Name: ".agent/skills", FS: ws.FS(), Dir: ".agent/skills"},
@@ -227,8 +236,34 @@ func Build(ctx context.Context, o Options) (*Env, error) {
 	} else {
 		e.Notes = append(e.Notes, notes...)
 	}
+	// A hook whose matcher selects no tool never fires, and a skill's
+	// allowed tool that names nothing is unusable: a security hook that
+	// silently does not apply is fail-open, so say so at load time. A
+	// mounted MCP server's tools are listed only when it starts (lazily):
+	// what names one of its tools is not reported.
+	var servers []string
+	if e.MCP != nil {
+		servers = e.MCP.Servers()
+	}
+	for _, n := range append(e.Hooks.MatcherNotes(toolNames), sk.ToolNotes(toolNames)...) {
+		if !namesMountedServer(n, servers) {
+			e.Notes = append(e.Notes, n)
+		}
+	}
 	e.Engine = &run.Engine{Provider: prov, Tools: tools, Hooks: e.Hooks, Skills: sk, Schemas: schemas.MustDefault(), Profile: o.Profile, Repo: ws.FS()}
 	return e, nil
+}
+
+// namesMountedServer reports whether a note is about a hook matcher or an
+// allowed tool naming a tool of one of the mounted MCP servers (in Claude
+// Code's mcp__<server>__ form or ours, mcp.<server>.).
+func namesMountedServer(note string, servers []string) bool {
+	for _, s := range servers {
+		if strings.Contains(note, "mcp__"+s+"__") || strings.Contains(note, "mcp."+s+".") || strings.HasSuffix(note, "mcp__"+s+`"`) {
+			return true
+		}
+	}
+	return false
 }
 
 // mountMCP mounts the repository's .mcp.json servers: nothing starts

@@ -17,6 +17,8 @@ import (
 	"sync"
 
 	"github.com/adrg/frontmatter"
+	"github.com/agentos/agentos/kernel"
+	"github.com/agentos/agentos/runtime/claudecode"
 	"github.com/agentos/agentos/schemas"
 	"gopkg.in/yaml.v3"
 )
@@ -31,15 +33,24 @@ type Root struct {
 
 // Skill is a registered skill. Its body is read on demand.
 type Skill struct {
-	Name          string
-	Description   string
-	Triggers      []string
-	AllowedTools  []string // nil: the skill does not restrict tools
-	License       string
-	Compatibility string
-	Version       int
-	Root          string
-	Path          string // SKILL.md path inside the root's FS
+	Name        string
+	Description string
+	Triggers    []string
+	// AllowedTools are the agentos tools the skill may use (nil: the skill
+	// does not restrict tools): DeclaredTools with Claude Code's names
+	// mapped through claudecode.Table (Read → repo.read, …). A declared
+	// name that maps to nothing is kept as it is, so it allows nothing.
+	AllowedTools  []string
+	DeclaredTools []string // allowed-tools as the SKILL.md writes them
+	// ModelInvocable is false for a skill whose frontmatter says
+	// disable-model-invocation: true (Claude Code's field for a skill
+	// only a person starts): the Planner is not offered it.
+	ModelInvocable bool
+	License        string
+	Compatibility  string
+	Version        int
+	Root           string
+	Path           string // SKILL.md path inside the root's FS
 
 	fsys fs.FS
 }
@@ -142,6 +153,7 @@ func load(reg *schemas.Registry, root Root, p, dirName string) (*Skill, error) {
 		Metadata      struct {
 			Triggers []string `json:"triggers"`
 		} `json:"metadata"`
+		DisableModelInvocation json.RawMessage `json:"disable-model-invocation"`
 	}
 	if err := json.Unmarshal(doc, &f); err != nil {
 		return nil, err
@@ -151,7 +163,20 @@ func load(reg *schemas.Registry, root Root, p, dirName string) (*Skill, error) {
 	}
 	s := &Skill{Name: f.Name, Description: f.Description, License: f.License, Compatibility: f.Compatibility, Version: f.Version, Root: root.Name, Path: p, fsys: root.FS}
 	s.Triggers = append(append([]string{}, f.Triggers...), f.Metadata.Triggers...)
-	s.AllowedTools = parseAllowedTools(f.AllowedTools)
+	switch strings.ToLower(strings.Trim(string(f.DisableModelInvocation), `"`)) {
+	case "", "null", "false":
+		s.ModelInvocable = true
+	case "true":
+	default:
+		return nil, fmt.Errorf("disable-model-invocation must be true or false, not %s", f.DisableModelInvocation)
+	}
+	s.DeclaredTools = parseAllowedTools(f.AllowedTools)
+	if s.DeclaredTools != nil {
+		s.AllowedTools, _ = claudecode.AllowedTools(s.DeclaredTools)
+		if s.AllowedTools == nil {
+			s.AllowedTools = []string{} // declared empty: no tool at all
+		}
+	}
 	return s, nil
 }
 
@@ -169,7 +194,71 @@ func parseAllowedTools(raw json.RawMessage) []string {
 	if json.Unmarshal(raw, &s) != nil {
 		return nil
 	}
-	return append([]string{}, strings.FieldsFunc(s, func(r rune) bool { return r == ' ' || r == ',' || r == '\t' || r == '\n' })...)
+	// Separators inside parentheses belong to a Claude Code permission
+	// rule: "Bash(git diff:*)" is one entry.
+	out := []string{}
+	var cur strings.Builder
+	depth := 0
+	for _, r := range s {
+		switch {
+		case r == '(':
+			depth++
+		case r == ')' && depth > 0:
+			depth--
+		case depth == 0 && (r == ' ' || r == ',' || r == '\t' || r == '\n'):
+			if cur.Len() > 0 {
+				out = append(out, cur.String())
+				cur.Reset()
+			}
+			continue
+		}
+		cur.WriteRune(r)
+	}
+	if cur.Len() > 0 {
+		out = append(out, cur.String())
+	}
+	return out
+}
+
+// ToolNotes reports every allowed-tools entry of every skill that names
+// none of registered (the kernel's tool names) once mapped: the skill
+// cannot use it, which its author should know at load time.
+func (r *Registry) ToolNotes(registered []string) []string {
+	have := map[string]bool{}
+	for _, n := range registered {
+		have[n] = true
+	}
+	var notes []string
+	for _, s := range r.List() {
+		for _, d := range s.DeclaredTools {
+			ours, ok := claudecode.Ours(d)
+			if !ok {
+				ours = []string{strings.TrimSpace(d)}
+			}
+			found := false
+			for _, o := range ours {
+				found = found || have[o] || (strings.HasSuffix(o, ".*") && anyInScope(o, registered))
+			}
+			if found {
+				continue
+			}
+			what := "matches no tool agentos has"
+			if ok {
+				what = fmt.Sprintf("maps to %s, which is not registered", strings.Join(ours, ", "))
+			}
+			notes = append(notes, fmt.Sprintf("skill %s (%s): allowed tool %q %s; the skill cannot use it", s.Name, s.Path, d, what))
+		}
+	}
+	return notes
+}
+
+func anyInScope(entry string, registered []string) bool {
+	for _, n := range registered {
+		if kernel.InScope([]string{entry}, n) {
+			return true
+		}
+	}
+	return false
 }
 
 // Get returns a skill by name.

@@ -104,3 +104,64 @@ func TestSelect(t *testing.T) {
 		}
 	}
 }
+
+// TestClaudeCodeAllowedTools: a skill written for Claude Code names
+// Claude Code's tools; they map to agentos's, and a name agentos has no
+// tool for allows nothing and is reported.
+func TestClaudeCodeAllowedTools(t *testing.T) {
+	repo := fstest.MapFS{
+		".claude/skills/review-pr/SKILL.md": {Data: []byte("---\nname: review-pr\ndescription: Reviews a pull request's diff for bugs.\nallowed-tools: Read, Grep, Bash(git diff:*), WebFetch, mcp__github__get_pull_request\n---\nRead the diff.\n")},
+		".claude/skills/plain/SKILL.md":     {Data: []byte("---\nname: plain\ndescription: No tool list.\n---\nbody\n")},
+	}
+	r, problems := Discover(schemas.MustDefault(), Root{Name: ".claude/skills", FS: repo, Dir: ".claude/skills"})
+	if len(problems) > 0 {
+		t.Fatal(problems)
+	}
+	s, _ := r.Get("review-pr")
+	if got, want := strings.Join(s.AllowedTools, ","), "repo.read,repo.search,process.run,WebFetch,mcp.github.get_pull_request"; got != want {
+		t.Errorf("allowed tools %s, want %s", got, want)
+	}
+	if p, _ := r.Get("plain"); p.AllowedTools != nil {
+		t.Errorf("a skill without allowed-tools restricts tools: %v", p.AllowedTools)
+	}
+	notes := r.ToolNotes([]string{"repo.read", "repo.search", "process.run"})
+	if len(notes) != 2 || !strings.Contains(notes[0], `"WebFetch" matches no tool`) || !strings.Contains(notes[1], `"mcp__github__get_pull_request" maps to mcp.github.get_pull_request, which is not registered`) {
+		t.Errorf("notes %v", notes)
+	}
+}
+
+func TestClaudeCodeServerWideMCPTools(t *testing.T) {
+	repo := fstest.MapFS{".claude/skills/notes/SKILL.md": {Data: []byte("---\nname: notes\ndescription: Keeps notes in the memory server.\nallowed-tools: mcp__memory Read\n---\nbody\n")}}
+	r, problems := Discover(schemas.MustDefault(), Root{Name: ".claude/skills", FS: repo, Dir: ".claude/skills"})
+	if len(problems) > 0 {
+		t.Fatal(problems)
+	}
+	s, _ := r.Get("notes")
+	if got := strings.Join(s.AllowedTools, ","); got != "mcp.memory.*,repo.read" {
+		t.Errorf("allowed tools %s", got)
+	}
+	if notes := r.ToolNotes([]string{"repo.read", "mcp.memory.create_entities"}); len(notes) != 0 {
+		t.Errorf("notes %v", notes)
+	}
+	if notes := r.ToolNotes([]string{"repo.read"}); len(notes) != 1 || !strings.Contains(notes[0], "mcp.memory.*") {
+		t.Errorf("notes without the server %v", notes)
+	}
+}
+
+func TestDisableModelInvocation(t *testing.T) {
+	repo := fstest.MapFS{
+		".claude/skills/deploy/SKILL.md": {Data: []byte("---\nname: deploy\ndescription: d\ndisable-model-invocation: true\n---\n")},
+		".claude/skills/lint/SKILL.md":   {Data: []byte("---\nname: lint\ndescription: d\n---\n")},
+		".claude/skills/odd/SKILL.md":    {Data: []byte("---\nname: odd\ndescription: d\ndisable-model-invocation: sometimes\n---\n")},
+	}
+	r, problems := Discover(schemas.MustDefault(), Root{Name: ".claude/skills", FS: repo, Dir: ".claude/skills"})
+	if len(problems) != 1 || !strings.Contains(problems[0].Reason, "disable-model-invocation must be true or false") {
+		t.Errorf("problems %v", problems)
+	}
+	if d, _ := r.Get("deploy"); d == nil || d.ModelInvocable {
+		t.Errorf("deploy %+v", d)
+	}
+	if l, _ := r.Get("lint"); l == nil || !l.ModelInvocable {
+		t.Errorf("lint %+v", l)
+	}
+}
