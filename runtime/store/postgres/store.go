@@ -130,8 +130,7 @@ func (s *Store) Listener() *Listener { return s.opts.Listener }
 func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 
 func (s *Store) onNotify(payload string) {
-	sid, _, ok := strings.Cut(payload, " ")
-	if ok {
+	if sid, _, ok := parseNotify(payload); ok {
 		s.Notify(sid)
 	}
 }
