@@ -174,7 +174,6 @@ func exampleOf(t testing.TB, event, action string, n int) []byte {
 	return nil
 }
 
-
 // openPGQueueAt opens a PGQueue (own pool) on the schema at u, closed
 // when the test ends.
 func openPGQueueAt(t testing.TB, u string, o PGQueueOptions) *PGQueue {
