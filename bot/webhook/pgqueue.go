@@ -21,11 +21,10 @@ const DeliveriesChannel = "agentos_deliveries"
 
 // Defaults of PGQueue.
 const (
-	DefaultClaimTTL    = 60 * time.Second
-	DefaultMaxBackoff  = time.Hour
-	deadLetterMsg      = "claimed %s times and never finished (the replica working it died or lost the database each time)"
-	pgQueueComponent   = "deliveries"
-	maxDeliveryListing = 1000
+	DefaultClaimTTL   = 60 * time.Second
+	DefaultMaxBackoff = time.Hour
+	deadLetterMsg     = "claimed %s times and never finished (the replica working it died or lost the database each time)"
+	pgQueueComponent  = "deliveries"
 )
 
 var deliveryMigrations = []postgres.Migration{
@@ -300,17 +299,17 @@ func (q *PGQueue) Get(ctx context.Context, id string) (Record, bool, error) {
 // List returns up to limit deliveries in state (pending, claimed, done, or
 // dead: done with outcome failed), oldest first, bodies left out.
 func (q *PGQueue) List(ctx context.Context, state string, limit int) ([]Record, error) {
-	where, ok := map[string]string{
+	if err := validListState(state); err != nil {
+		return nil, err
+	}
+	where := map[string]string{
 		"pending": `state = 'pending'`,
 		"claimed": `state = 'claimed'`,
 		"done":    `state = 'done'`,
 		"dead":    `state = 'done' AND outcome = 'failed'`,
 	}[state]
-	if !ok {
-		return nil, fmt.Errorf("webhook: unknown delivery state %q (pending, claimed, done, dead)", state)
-	}
-	if limit <= 0 || limit > maxDeliveryListing {
-		limit = maxDeliveryListing
+	if limit <= 0 || limit > MaxListed {
+		limit = MaxListed
 	}
 	rows, err := q.pool.Query(ctx, `SELECT id, event, action, ''::bytea, received_at, attempts, state, outcome, error
 		FROM agentos_deliveries WHERE `+where+` ORDER BY seq LIMIT $1`, limit)
