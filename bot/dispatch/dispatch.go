@@ -84,6 +84,14 @@ type Dispatcher struct {
 	// webhook.ErrPermanent (a rejected key, an unknown model: no retry
 	// helps), which fails the delivery at once.
 	Preflight func(ctx context.Context) error
+	// Leases, when set (several replicas on one database), make the
+	// dispatcher hold the session's lease whenever it changes a session:
+	// one replica at a time works it. A trigger for a session leased by
+	// another replica (an Approve review arriving while that replica
+	// still works the session) fails with ErrSessionBusy, which the
+	// webhook queue retries with backoff: the delivery is handed back
+	// through the queue, and the session is never worked twice at once.
+	Leases SessionLeases
 
 	mu    sync.Mutex
 	locks map[string]*sync.Mutex
@@ -314,6 +322,31 @@ func authAction(n command.Name) auth.Action {
 		return auth.ActionCancel
 	}
 	return auth.ActionRun // run and status: status shows the log, which only collaborators see in full
+}
+
+// SessionLeases grant one replica at a time the right to work a session
+// (postgres.Leases).
+type SessionLeases interface {
+	Acquire(ctx context.Context, sessionID string) (release func(), err error)
+}
+
+// ErrSessionBusy is returned when another replica holds the session's
+// lease; it does not wrap webhook.ErrPermanent, so the delivery is retried.
+var ErrSessionBusy = errors.New("the session is being worked by another replica; the delivery goes back to the queue")
+
+// lease serialises work on the session in this process (lock) and, with
+// Leases, across replicas.
+func (d *Dispatcher) lease(ctx context.Context, sid string) (func(), error) {
+	unlock := d.lock(sid)
+	if d.Leases == nil {
+		return unlock, nil
+	}
+	release, err := d.Leases.Acquire(ctx, sid)
+	if err != nil {
+		unlock()
+		return nil, fmt.Errorf("%w: %w", ErrSessionBusy, err)
+	}
+	return func() { release(); unlock() }, nil
 }
 
 // lock serialises the dispatcher's work on one session in this process.

@@ -64,7 +64,10 @@ func (d *Dispatcher) startRun(ctx context.Context, repo Repo, t webhook.Trigger,
 	}
 	sid := newSessionID(t.Number, d.now())
 	l.Branch = BranchPrefix + sid
-	unlock := d.lock(sid)
+	unlock, err := d.lease(ctx, sid)
+	if err != nil {
+		return Result{}, err
+	}
 	defer unlock()
 
 	cid, err := d.GitHub.CreateComment(ctx, repo, t.Number, renderStarting(sid, prompt))
@@ -99,7 +102,10 @@ func (d *Dispatcher) startRun(ctx context.Context, repo Repo, t webhook.Trigger,
 // followUp starts another run of an existing session (a new request on the
 // bot's own PR, pr).
 func (d *Dispatcher) followUp(ctx context.Context, repo Repo, t webhook.Trigger, sid, prompt string, pr *PullRequest) (Result, error) {
-	unlock := d.lock(sid)
+	unlock, err := d.lease(ctx, sid)
+	if err != nil {
+		return Result{SessionID: sid}, err
+	}
 	defer unlock()
 	evs, err := d.loadSession(ctx, repo, sid)
 	if err != nil {
@@ -406,7 +412,10 @@ func (d *Dispatcher) answer(ctx context.Context, repo Repo, t webhook.Trigger, a
 		_, err := d.GitHub.CreateComment(ctx, repo, t.Number, fmt.Sprintf("@%s there is no agentos session here waiting for an answer.", t.Author))
 		return Result{Outcome: "replied", Reason: "no session"}, err
 	}
-	unlock := d.lock(sid)
+	unlock, err := d.lease(ctx, sid)
+	if err != nil {
+		return Result{SessionID: sid}, err
+	}
 	defer unlock()
 	evs, err := d.loadSession(ctx, repo, sid)
 	if err != nil {
@@ -571,7 +580,10 @@ func (d *Dispatcher) onReview(ctx context.Context, repo Repo, t webhook.Trigger)
 	if res, refused, err := d.authorize(ctx, repo, t, action, false); refused || err != nil {
 		res.SessionID = sid
 		if err == nil {
-			unlock := d.lock(sid)
+			unlock, lerr := d.lease(ctx, sid)
+			if lerr != nil {
+				return res, lerr
+			}
 			defer unlock()
 			if _, lerr := d.loadSession(ctx, repo, sid); lerr != nil {
 				return res, lerr
@@ -642,7 +654,10 @@ func (d *Dispatcher) cancel(ctx context.Context, repo Repo, t webhook.Trigger, r
 	if sid == "" {
 		return Result{Outcome: "ignored", Reason: "no session"}, nil
 	}
-	unlock := d.lock(sid)
+	unlock, err := d.lease(ctx, sid)
+	if err != nil {
+		return Result{SessionID: sid}, err
+	}
 	defer unlock()
 	evs, err := d.loadSession(ctx, repo, sid)
 	if err != nil {

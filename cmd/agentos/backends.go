@@ -2,9 +2,12 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"log/slog"
 	"net/url"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -88,6 +91,32 @@ func (b *backends) queue(ctx context.Context) (serveQueue, error) {
 		return nil, fmt.Errorf("serve: open the delivery queue in PostgreSQL: %w", err)
 	}
 	return q, nil
+}
+
+// leases returns the session leases of the PostgreSQL backend (nil for
+// SQLite: one process, whose in-process locks suffice).
+func (b *backends) leases(ctx context.Context, log *slog.Logger) (*postgres.Leases, error) {
+	if b.pool == nil {
+		return nil, nil
+	}
+	owner := b.cfg.ReplicaID
+	if owner == "" {
+		owner = defaultOwner()
+	}
+	l, err := postgres.OpenLeases(ctx, b.pool, postgres.LeaseOptions{Owner: owner, Logger: log})
+	if err != nil {
+		return nil, fmt.Errorf("serve: open the session leases in PostgreSQL: %w", err)
+	}
+	return l, nil
+}
+
+// defaultOwner names a replica without AGENTOS_REPLICA_ID: host, pid and
+// a random suffix, unique per process.
+func defaultOwner() string {
+	host, _ := os.Hostname()
+	var r [4]byte
+	_, _ = rand.Read(r[:])
+	return fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(r[:]))
 }
 
 // start begins listening for notifications once every handler is

@@ -194,6 +194,14 @@ func serve(ctx context.Context, args []string, stderr io.Writer, d serveDeps) er
 				return usageErrorf("serve: %v", err)
 			}
 			bot.Dispatcher.Preflight = botPreflight(prof)
+			leases, err := be.leases(ctx, log)
+			if err != nil {
+				return err
+			}
+			if leases != nil {
+				defer leases.Close()
+				bot.Dispatcher.Leases = leases
+			}
 			bot.Dispatcher.Sandbox = string(sb.Mechanism())
 			opts.Actors = append(opts.Actors, func(ctx context.Context) error {
 				login, err := bot.Login(ctx)
