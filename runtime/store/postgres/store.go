@@ -8,10 +8,17 @@
 // forks. agentos_sessions holds each session's head (last seq and hash,
 // first and last time, last type) for Sessions and for sealing.
 //
-// An append is one statement (one round trip, its own transaction): the
-// events go in with a multi-row INSERT from arrays, the head row is
-// upserted and pg_notify announces "session seq" on the channel
-// agentos_events, all in one data-modifying CTE. The events are sealed
+// Appends are group-committed (group.go): the appends waiting when a
+// committer is free share one transaction and one WAL flush, with the
+// batch's head rows locked in session order, and pg_notify announces
+// "session seq" on the channel agentos_events at commit.
+// BenchmarkAppend64, 64 sessions: 18.5k events/s against 1.7k with a
+// transaction per append, and 55k for embedded SQLite in the same run.
+//
+// Without group commit (Options.NoGroupCommit, the baseline) an append is
+// one statement (one round trip, its own transaction): the events go in
+// with a multi-row INSERT from arrays, the head row is upserted and
+// pg_notify called, all in one data-modifying CTE. The events are sealed
 // before the statement on the session's tip: the tip this process last
 // appended or read (a hint), else read from the head row. A stale hint is
 // harmless: event seq E with hash H never changes once committed, so
@@ -23,8 +30,6 @@
 // another replica reach this replica's followers, and a lost notification
 // only delays them.
 //
-// PostgreSQL already groups the WAL flushes of concurrent commits; see
-// BenchmarkAppend64 for the figures against SQLite's group commit.
 package postgres
 
 import (
@@ -81,6 +86,17 @@ type Options struct {
 	// was lost (default 2 s; negative: never).
 	PollInterval time.Duration
 	Logger       *slog.Logger
+	// NoGroupCommit appends each call in its own one-statement
+	// transaction (one WAL flush each): the baseline of BenchmarkAppend64.
+	NoGroupCommit bool
+	// MaxBatch bounds the appends one group commit takes (default 256).
+	MaxBatch int
+	// Committers is how many group commits may be in flight at once, each
+	// on its own connection (default 2): while one waits for its flush the
+	// next batch is being written. BenchmarkAppend64 (64 sessions, shared
+	// 2-core machine): 1 → 16k events/s, 2 → 18.5k, 4 → 9k (smaller
+	// batches contending for the same head rows).
+	Committers int
 }
 
 // Store is the PostgreSQL event store.
@@ -92,6 +108,9 @@ type Store struct {
 	ownsL   bool
 	hintsMu sync.Mutex
 	hints   map[string]event.Tip
+
+	reqs       chan *groupReq
+	committers sync.WaitGroup
 
 	stop   chan struct{}
 	done   chan struct{}
@@ -108,7 +127,20 @@ func Open(ctx context.Context, pool *pgxpool.Pool, sealer *event.Sealer, opts Op
 	if opts.PollInterval == 0 {
 		opts.PollInterval = 2 * time.Second
 	}
+	if opts.MaxBatch <= 0 {
+		opts.MaxBatch = 256
+	}
+	if opts.Committers <= 0 {
+		opts.Committers = 2
+	}
 	s := &Store{pool: pool, sealer: sealer, opts: opts, hints: map[string]event.Tip{}, stop: make(chan struct{}), done: make(chan struct{})}
+	if !opts.NoGroupCommit {
+		s.reqs = make(chan *groupReq, 4096)
+		for range opts.Committers {
+			s.committers.Add(1)
+			go s.committer()
+		}
+	}
 	l := opts.Listener
 	if l == nil {
 		l = NewListener(pool, opts.Logger)
@@ -209,6 +241,17 @@ func (s *Store) Append(ctx context.Context, sessionID string, expectedSeq int64,
 	if ps == nil {
 		return nil, perr
 	}
+	if s.reqs != nil {
+		r := &groupReq{sid: sessionID, expected: expectedSeq, prepared: ps, perr: perr, done: make(chan struct{})}
+		if err := s.submit(ctx, r); err != nil {
+			return nil, err
+		}
+		if r.err != nil {
+			return nil, r.err
+		}
+		s.Notify(sessionID)
+		return store.Finish(r.out, perr)
+	}
 	for attempt := 0; ; attempt++ {
 		tip, ok := s.hint(sessionID)
 		if !ok || (tip.Seq != expectedSeq && perr == nil) || attempt > 0 {
@@ -244,6 +287,26 @@ func (s *Store) Append(ctx context.Context, sessionID string, expectedSeq int64,
 	}
 }
 
+// submit hands r to the committers and waits for it. Once submitted, the
+// append commits or fails as a whole even if ctx ends, so that the
+// caller's view of the session stays right.
+func (s *Store) submit(ctx context.Context, r *groupReq) error {
+	s.mu.RLock()
+	if s.closed {
+		s.mu.RUnlock()
+		return store.ErrClosed
+	}
+	select {
+	case s.reqs <- r:
+	case <-ctx.Done():
+		s.mu.RUnlock()
+		return ctx.Err()
+	}
+	s.mu.RUnlock()
+	<-r.done
+	return nil
+}
+
 // appendSQL inserts a session's events, moves its head and notifies, in
 // one statement.
 const appendSQL = `
@@ -255,7 +318,8 @@ WITH ins AS (
 	INSERT INTO agentos_sessions AS h (session_id, last_seq, last_hash, first_ts, last_ts, last_type)
 	VALUES ($1, $5, $6, $7, $8, $9)
 	ON CONFLICT (session_id) DO UPDATE SET last_seq = excluded.last_seq, last_hash = excluded.last_hash,
-		last_ts = excluded.last_ts, last_type = excluded.last_type
+		last_ts = excluded.last_ts, last_type = excluded.last_type,
+		first_ts = CASE WHEN h.first_ts = '' THEN excluded.first_ts ELSE h.first_ts END
 	WHERE h.last_seq = $10
 	RETURNING 1
 )
@@ -306,6 +370,16 @@ func (s *Store) ImportSealed(ctx context.Context, sessionID string, evs []event.
 	if err := store.CheckContinues(tip, sessionID, evs); err != nil {
 		return err
 	}
+	if s.reqs != nil {
+		r := &groupReq{sid: sessionID, imported: evs, done: make(chan struct{})}
+		if err := s.submit(ctx, r); err != nil {
+			return err
+		}
+		if r.err == nil {
+			s.Notify(sessionID)
+		}
+		return r.err
+	}
 	if err := s.insert(ctx, sessionID, tip.Seq, evs); err != nil {
 		if isUniqueViolation(err) {
 			return fmt.Errorf("import into %s: another writer appended first: %w", sessionID, store.ErrChain)
@@ -352,7 +426,7 @@ func (s *Store) Sessions(ctx context.Context) ([]store.SessionInfo, error) {
 	if err := s.open(); err != nil {
 		return nil, err
 	}
-	rows, err := s.pool.Query(ctx, `SELECT session_id, last_seq, first_ts, last_ts, last_type FROM agentos_sessions ORDER BY session_id COLLATE "C"`)
+	rows, err := s.pool.Query(ctx, `SELECT session_id, last_seq, first_ts, last_ts, last_type FROM agentos_sessions WHERE last_seq > 0 ORDER BY session_id COLLATE "C"`)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: sessions: %w", err)
 	}
@@ -380,7 +454,11 @@ func (s *Store) Close() error {
 		return nil
 	}
 	s.closed = true
+	if s.reqs != nil {
+		close(s.reqs) // no sender left: submit checks closed under mu
+	}
 	s.mu.Unlock()
+	s.committers.Wait()
 	close(s.stop)
 	<-s.done
 	if s.ownsL {

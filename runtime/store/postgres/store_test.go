@@ -34,3 +34,10 @@ func TestConformance(t *testing.T) {
 		return openIn(t, db, sealer, Options{})
 	})
 }
+
+func TestConformanceNoGroupCommit(t *testing.T) {
+	db := pgtest.URL(t)
+	storetest.Run(t, func(t *testing.T, sealer *event.Sealer) store.Store {
+		return openIn(t, db, sealer, Options{NoGroupCommit: true})
+	})
+}
