@@ -29,7 +29,6 @@
 // Listener) plus a poll every Options.PollInterval, so events appended by
 // another replica reach this replica's followers, and a lost notification
 // only delays them.
-//
 package postgres
 
 import (
