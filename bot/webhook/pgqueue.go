@@ -94,6 +94,8 @@ type PGQueue struct {
 	mu     sync.Mutex
 	tokens map[string]string // claimed delivery ID → our claim token
 	closed bool
+	enq    chan *enqueueReq // guarded by mu against sends after Close
+	enqWG  sync.WaitGroup
 	stop   chan struct{}
 	done   chan struct{}
 }
@@ -114,7 +116,7 @@ func OpenPGQueue(ctx context.Context, pool *pgxpool.Pool, o PGQueueOptions) (*PG
 	if o.MaxAttempts <= 0 {
 		o.MaxAttempts = DefaultMaxAttempts
 	}
-	q := &PGQueue{pool: pool, opts: o, now: time.Now, ready: make(chan struct{}, 1), tokens: map[string]string{}, stop: make(chan struct{}), done: make(chan struct{})}
+	q := &PGQueue{pool: pool, opts: o, now: time.Now, ready: make(chan struct{}, 1), tokens: map[string]string{}, stop: make(chan struct{}), done: make(chan struct{}), enq: make(chan *enqueueReq, 4096)}
 	if explicit {
 		if _, err := pool.Exec(ctx, `UPDATE agentos_deliveries SET state = 'pending', due = $2, claim_token = NULL
 			WHERE state = 'claimed' AND claimed_by = $1`, o.Owner, q.now()); err != nil {
@@ -132,6 +134,10 @@ func OpenPGQueue(ctx context.Context, pool *pgxpool.Pool, o PGQueueOptions) (*PG
 	}
 	q.opts.Listener = l
 	go q.renew()
+	for range enqueueCommitters {
+		q.enqWG.Add(1)
+		go q.enqueueLoop()
+	}
 	return q, nil
 }
 
@@ -160,28 +166,111 @@ func (q *PGQueue) isClosed() bool {
 	return q.closed
 }
 
-// Enqueue implements Queue.
+// Enqueue implements Queue. Enqueues that arrive together share one
+// INSERT, one transaction and one WAL flush (group commit); each returns
+// once that transaction committed.
 func (q *PGQueue) Enqueue(ctx context.Context, d Delivery) (bool, error) {
-	if q.isClosed() {
-		return false, ErrQueueClosed
-	}
 	at := d.ReceivedAt
 	if at.IsZero() {
 		at = q.now()
 	}
-	var n int
-	err := q.pool.QueryRow(ctx, `
+	r := &enqueueReq{d: d, at: at, done: make(chan struct{})}
+	q.mu.Lock()
+	if q.closed {
+		q.mu.Unlock()
+		return false, ErrQueueClosed
+	}
+	select {
+	case q.enq <- r:
+	case <-ctx.Done():
+		q.mu.Unlock()
+		return false, ctx.Err()
+	}
+	q.mu.Unlock()
+	// Once handed over, the insert commits or fails as a whole.
+	<-r.done
+	return r.dup, r.err
+}
+
+type enqueueReq struct {
+	d    Delivery
+	at   time.Time
+	dup  bool
+	err  error
+	done chan struct{}
+}
+
+// enqueueCommitters is how many group inserts may be in flight at once.
+const enqueueCommitters = 2
+
+func (q *PGQueue) enqueueLoop() {
+	defer q.enqWG.Done()
+	for r := range q.enq {
+		batch := []*enqueueReq{r}
+	fill:
+		for len(batch) < 512 {
+			select {
+			case r, ok := <-q.enq:
+				if !ok {
+					break fill
+				}
+				batch = append(batch, r)
+			default:
+				break fill
+			}
+		}
+		q.insertBatch(batch)
+		for _, r := range batch {
+			close(r.done)
+		}
+	}
+}
+
+func (q *PGQueue) insertBatch(batch []*enqueueReq) {
+	first := map[string]*enqueueReq{}
+	var ids, events, actions []string
+	var bodies [][]byte
+	var ats []time.Time
+	for _, r := range batch {
+		if _, seen := first[r.d.ID]; seen {
+			r.dup = true // the same ID twice in one batch: the first decides
+			continue
+		}
+		first[r.d.ID] = r
+		ids, events, actions = append(ids, r.d.ID), append(events, r.d.Event), append(actions, r.d.Action)
+		bodies, ats = append(bodies, r.d.Body), append(ats, r.at)
+	}
+	rows, err := q.pool.Query(context.Background(), `
 WITH ins AS (
 	INSERT INTO agentos_deliveries (id, event, action, body, received_at, due)
-	VALUES ($1, $2, $3, $4, $5, $5)
+	SELECT u.id, u.event, u.action, u.body, u.at, u.at
+	FROM unnest($1::text[], $2::text[], $3::text[], $4::bytea[], $5::timestamptz[]) AS u(id, event, action, body, at)
 	ON CONFLICT (id) DO NOTHING
-	RETURNING 1
+	RETURNING id
 )
-SELECT count(*) FROM (SELECT pg_notify('`+DeliveriesChannel+`', '') FROM ins) n`, d.ID, d.Event, d.Action, d.Body, at).Scan(&n)
-	if err != nil {
-		return false, fmt.Errorf("webhook: enqueue %s: %w", d.ID, err)
+SELECT ins.id FROM ins LEFT JOIN (SELECT pg_notify('`+DeliveriesChannel+`', '') FROM ins LIMIT 1) n ON true`, ids, events, actions, bodies, ats)
+	inserted := map[string]bool{}
+	if err == nil {
+		for rows.Next() {
+			var id string
+			if err = rows.Scan(&id); err != nil {
+				break
+			}
+			inserted[id] = true
+		}
+		rows.Close()
+		if err == nil {
+			err = rows.Err()
+		}
 	}
-	return n == 0, nil
+	for _, r := range batch {
+		switch {
+		case err != nil:
+			r.err, r.dup = fmt.Errorf("webhook: enqueue %s: %w", r.d.ID, err), false
+		case !r.dup:
+			r.dup = !inserted[r.d.ID]
+		}
+	}
 }
 
 // Claim implements Queue.
@@ -374,12 +463,14 @@ func (q *PGQueue) Close() error {
 		return nil
 	}
 	q.closed = true
+	close(q.enq)
 	toks := make([]string, 0, len(q.tokens))
 	for _, tok := range q.tokens {
 		toks = append(toks, tok)
 	}
 	q.tokens = map[string]string{}
 	q.mu.Unlock()
+	q.enqWG.Wait()
 	close(q.stop)
 	<-q.done
 	if q.ownsL {

@@ -16,7 +16,9 @@ import (
 func (q *PGQueue) crash() {
 	q.mu.Lock()
 	q.closed = true
+	close(q.enq)
 	q.mu.Unlock()
+	q.enqWG.Wait()
 	close(q.stop)
 	<-q.done
 }
