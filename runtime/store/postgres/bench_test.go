@@ -2,7 +2,11 @@ package postgres
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/agentos/agentos/runtime/store"
 	"github.com/agentos/agentos/runtime/store/postgres/pgtest"
@@ -65,4 +69,83 @@ func openBench(b *testing.B, u string, conns int, opts Options) store.Store {
 		b.Fatal(err)
 	}
 	return s
+}
+
+// BenchmarkTakeover measures how long a session stays unworked after the
+// replica working it dies: replica A holds the session's lease (TTL 1 s,
+// renewed every TTL/3) and appends to it, then dies (renewal stops, no
+// release); replica B tries the lease every 10 ms and, once it has it,
+// resumes from the log (reads it). Reported: the median and the maximum
+// over 20 kills, per b.N; the bound is the TTL (the lease expires at most
+// TTL after A's last renewal) plus B's retry interval and the read.
+//
+//	go test -run '^$' -bench BenchmarkTakeover -benchtime 1x ./runtime/store/postgres/
+func BenchmarkTakeover(b *testing.B) {
+	u := pgtest.Schema(b, pgtest.URL(b))
+	pool, err := pgxpool.New(context.Background(), u)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(pool.Close)
+	ctx := context.Background()
+	s, err := Open(ctx, pool, storetest.NewSealer(b), Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	const ttl = time.Second
+	bLeases, err := OpenLeases(ctx, pool, LeaseOptions{Owner: "b", TTL: ttl})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer bLeases.Close()
+	var times []time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		for k := 0; k < 20; k++ {
+			sid := fmt.Sprintf("t-%d-%d", i, k)
+			a, err := OpenLeases(ctx, pool, LeaseOptions{Owner: fmt.Sprint("a-", i, "-", k), TTL: ttl})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := a.Acquire(ctx, sid); err != nil {
+				b.Fatal(err)
+			}
+			var seq int64
+			// Work for a while (0.3–1.3 s), so the kill lands at any point
+			// of the renewal cycle.
+			until := time.Now().Add(300*time.Millisecond + time.Duration(k)*50*time.Millisecond)
+			for time.Now().Before(until) {
+				evs, err := s.Append(ctx, sid, seq, msg("work"))
+				if err != nil {
+					b.Fatal(err)
+				}
+				seq = evs[0].Seq
+				time.Sleep(20 * time.Millisecond)
+			}
+			a.crash()
+			killed := time.Now()
+			for {
+				release, err := bLeases.Acquire(ctx, sid)
+				if err == nil {
+					evs, err := s.Read(ctx, sid, 1)
+					if err != nil || int64(len(evs)) != seq {
+						b.Fatalf("resume read %d events, %v; want %d", len(evs), err, seq)
+					}
+					times = append(times, time.Since(killed))
+					release()
+					break
+				}
+				if !errors.Is(err, ErrLeased) {
+					b.Fatal(err)
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+		}
+	}
+	b.StopTimer()
+	slices.Sort(times)
+	b.ReportMetric(float64(times[len(times)/2].Milliseconds()), "median-takeover-ms")
+	b.ReportMetric(float64(times[len(times)-1].Milliseconds()), "max-takeover-ms")
+	b.ReportMetric(float64(ttl.Milliseconds()), "lease-ttl-ms")
 }
