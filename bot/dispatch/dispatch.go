@@ -14,6 +14,7 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
+	"encoding/base32"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -379,6 +380,16 @@ func newSessionID(number int, now time.Time) string {
 	ids.Unlock()
 	// The last 8 characters are random (monotonic within a millisecond).
 	return fmt.Sprintf("%d-%s", number, strings.ToLower(id[len(id)-8:]))
+}
+
+// deliverySessionID is the session of a `/agent` delivery when replicas
+// share a store: "<number>-<8 base32 characters of the delivery ID's
+// SHA-256>", so a delivery dispatched again (its replica died, or its
+// outcome was lost) finds the session an earlier attempt began instead of
+// starting a second one.
+func deliverySessionID(number int, deliveryID string) string {
+	sum := sha256.Sum256([]byte("agentos-session\x00" + deliveryID))
+	return fmt.Sprintf("%d-%s", number, strings.ToLower(base32.StdEncoding.EncodeToString(sum[:])[:8]))
 }
 
 // BranchPrefix starts every session branch.

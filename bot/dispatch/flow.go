@@ -12,6 +12,7 @@ import (
 	"github.com/agentos/agentos/bot/auth"
 	"github.com/agentos/agentos/bot/tracking"
 	"github.com/agentos/agentos/bot/webhook"
+	"github.com/agentos/agentos/runtime/event"
 	"github.com/agentos/agentos/runtime/replay"
 	"github.com/agentos/agentos/runtime/run"
 	"github.com/agentos/agentos/runtime/store"
@@ -63,12 +64,24 @@ func (d *Dispatcher) startRun(ctx context.Context, repo Repo, t webhook.Trigger,
 		l.BaseRef = def
 	}
 	sid := newSessionID(t.Number, d.now())
+	if d.Leases != nil && t.DeliveryID != "" {
+		sid = deliverySessionID(t.Number, t.DeliveryID)
+	}
 	l.Branch = BranchPrefix + sid
 	unlock, err := d.lease(ctx, sid)
 	if err != nil {
 		return Result{}, err
 	}
 	defer unlock()
+	if d.Leases != nil {
+		evs, err := d.Runs.Store.Read(ctx, sid, 1)
+		if err != nil {
+			return Result{}, err
+		}
+		if len(evs) > 0 {
+			return d.redelivered(ctx, repo, sid, evs)
+		}
+	}
 
 	cid, err := d.GitHub.CreateComment(ctx, repo, t.Number, renderStarting(sid, prompt))
 	if err != nil {
@@ -97,6 +110,40 @@ func (d *Dispatcher) startRun(ctx context.Context, repo Repo, t webhook.Trigger,
 		return Result{}, d.failEarly(ctx, repo, l, runErr)
 	}
 	return d.publish(ctx, repo, sid, wt, l, out, "started", replay.Usage{}, nil)
+}
+
+// redelivered handles a `/agent` delivery whose session an earlier attempt
+// began (with replicas, a delivery is dispatched again when the replica
+// working it died, or its outcome was not recorded): it never starts a
+// second run. A run left without a terminal report gets its
+// report_missing one (the work cannot continue: the dead replica's
+// uncommitted worktree is gone), and the tracking comment says so.
+func (d *Dispatcher) redelivered(ctx context.Context, repo Repo, sid string, evs []event.Event) (Result, error) {
+	before, err := replay.Replay(evs)
+	if err != nil {
+		return Result{SessionID: sid}, err
+	}
+	out, err := d.Runs.CloseOrphan(ctx, sid)
+	if err != nil {
+		return Result{SessionID: sid}, err
+	}
+	l, _ := loadLink(evs)
+	res := Result{Outcome: "recorded", Reason: "this delivery's session was begun by an earlier attempt", SessionID: sid, Status: out.Status, PR: l.PR}
+	if before.RunStatus != "running" || out.Status == "running" {
+		return res, nil // finished or paused: nothing was lost
+	}
+	snap, artSHA, err := d.commitArtifact(ctx, repo, sid, nil)
+	if err != nil {
+		return res, err
+	}
+	if l.TrackingComment != 0 {
+		if err := d.GitHub.EditComment(ctx, repo, l.TrackingComment, d.renderTracking("", snap, d.logURL(repo, artSHA, sid))); err != nil {
+			return res, err
+		}
+	}
+	res.Usage = snap.Usage
+	d.logOutcome(repo, l, res, snap)
+	return res, nil
 }
 
 // followUp starts another run of an existing session (a new request on the

@@ -8,11 +8,15 @@ import (
 	"time"
 
 	"github.com/agentos/agentos/bot/dispatch"
+	"github.com/agentos/agentos/bot/internal/fakegithub"
 	"github.com/agentos/agentos/bot/webhook"
+	"github.com/agentos/agentos/runtime/demo"
 	"github.com/agentos/agentos/runtime/event"
+	"github.com/agentos/agentos/runtime/replay"
 	"github.com/agentos/agentos/runtime/store"
 	"github.com/agentos/agentos/runtime/store/postgres"
 	"github.com/agentos/agentos/runtime/store/postgres/pgtest"
+	"github.com/agentos/agentos/schemas"
 	gh "github.com/google/go-github/v62/github"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -115,5 +119,129 @@ func TestApprovalAtAnotherReplica(t *testing.T) {
 	}
 	if starts != 1 || terminals != 1 {
 		t.Fatalf("%d run.started and %d turn.terminal events, want one each", starts, terminals)
+	}
+}
+
+// replicaWorld is a liveWorld whose bots share one PostgreSQL store and
+// hold session leases, as `agentos serve --store postgres://…` wires them.
+func replicaWorld(t *testing.T) (*liveWorld, *pgxpool.Pool) {
+	t.Helper()
+	u := pgtest.Schema(t, pgtest.URL(t))
+	pool, err := pgxpool.New(context.Background(), u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	w := newLiveWorld(t, "app", "")
+	w.openStore = func(s *event.Sealer) store.Store {
+		st, err := postgres.Open(context.Background(), pool, s, postgres.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	w.startBot()
+	l, err := postgres.OpenLeases(context.Background(), pool, postgres.LeaseOptions{Owner: "replica-a", TTL: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(l.Close)
+	w.bot.Dispatcher.Leases = l
+	w.login()
+	return w, pool
+}
+
+func countTypes(evs []event.Event) map[string]int {
+	c := map[string]int{}
+	for _, e := range evs {
+		c[e.Type]++
+	}
+	return c
+}
+
+// TestRedeliveredRequestRunsOnce: with replicas, an `/agent` delivery
+// dispatched again (its outcome was lost with its replica) finds the
+// session the first attempt made and starts nothing: one session, one
+// run, one pull request.
+func TestRedeliveredRequestRunsOnce(t *testing.T) {
+	w, _ := replicaWorld(t)
+	first := w.request("token check")
+	var comment webhook.Trigger
+	for _, d := range w.fake.DeliveriesSince(0) {
+		if d.Event == "issue_comment" && !strings.EqualFold(d.Sender(), w.botLogin) {
+			tr, ok, err := webhook.Normalize(d.Event, d.ID, d.Body)
+			if err == nil && ok && strings.HasPrefix(tr.Body, "/agent") {
+				comment = tr
+			}
+		}
+	}
+	if comment.DeliveryID == "" || first.SessionID != dispatch.DeliverySessionID(comment.Number, comment.DeliveryID) {
+		t.Fatalf("session %s is not the delivery's (%s)", first.SessionID, comment.DeliveryID)
+	}
+	n := len(w.results)
+	if err := w.bot.Dispatcher.Dispatch(context.Background(), comment); err != nil {
+		t.Fatal(err)
+	}
+	got := w.results[n:]
+	if len(got) != 1 || got[0].Outcome != "recorded" || got[0].SessionID != first.SessionID || got[0].Status != "paused" {
+		t.Fatalf("redelivery: %+v", got)
+	}
+	evs, _ := w.bot.Dispatcher.Runs.Store.Read(context.Background(), first.SessionID, 1)
+	if c := countTypes(evs); c[event.RunStarted] != 1 || c[event.TurnTerminal] != 0 {
+		t.Fatalf("after the redelivery: %v", c)
+	}
+	// The paused session still completes on approval.
+	w.approve(first)
+}
+
+// TestRedeliveredRequestAfterDeath: the replica that began an `/agent`
+// request died mid-run (its session has run.started and no terminal
+// report). The delivery, dispatched again on another replica, does not
+// start a second run: the orphaned run gets exactly one terminal report
+// (report_missing), and a further redelivery changes nothing.
+func TestRedeliveredRequestAfterDeath(t *testing.T) {
+	w, _ := replicaWorld(t)
+	ctx := context.Background()
+	issue := w.fake.AddIssue(repoName, fakegithub.Issue{Title: "dies", Body: "auth.go is broken", User: "alice"})
+	w.asHuman(func() error {
+		_, err := w.alice.CreateComment(ctx, "octo", "app", issue, "/agent "+demo.Prompt)
+		return err
+	})
+	var comment webhook.Trigger
+	for _, d := range w.fake.DeliveriesSince(w.seen) {
+		w.seen++
+		if d.Event == "issue_comment" {
+			tr, ok, err := webhook.Normalize(d.Event, d.ID, d.Body)
+			if err != nil || !ok {
+				t.Fatalf("normalize: %v", err)
+			}
+			comment = tr
+		}
+	}
+	sid := dispatch.DeliverySessionID(comment.Number, comment.DeliveryID)
+	st := w.bot.Dispatcher.Runs.Store
+	// What the dead replica had written.
+	if _, err := st.Append(ctx, sid, 0,
+		event.Draft{RunID: "run-dead", Type: event.SessionStart, Actor: "user", Payload: map[string]any{"prompt": demo.Prompt}},
+		event.Draft{RunID: "run-dead", Type: event.RunStarted, Actor: "runtime", Payload: map[string]any{"run_id": "run-dead", "prompt": demo.Prompt}},
+	); err != nil {
+		t.Fatal(err)
+	}
+	for attempt := 0; attempt < 2; attempt++ {
+		n := len(w.results)
+		if err := w.bot.Dispatcher.Dispatch(ctx, comment); err != nil {
+			t.Fatalf("attempt %d: %v", attempt, err)
+		}
+		if got := w.results[n:]; len(got) != 1 || got[0].Outcome != "recorded" || got[0].Status != "failed" {
+			t.Fatalf("attempt %d: %+v", attempt, got)
+		}
+	}
+	evs, _ := st.Read(ctx, sid, 1)
+	c := countTypes(evs)
+	if c[event.RunStarted] != 1 || c[event.TurnTerminal] != 1 {
+		t.Fatalf("after the redeliveries: %v", c)
+	}
+	if rep := replay.VerifyEvents(schemas.MustDefault(), evs); !rep.Valid {
+		t.Fatalf("log: %v", rep.Problem)
 	}
 }
