@@ -257,3 +257,44 @@ func TestSecretsNeverStored(t *testing.T) {
 		}
 	}
 }
+
+// TestListenerReconnects: the LISTEN connection is killed
+// (pg_terminate_backend, as a failover or an idle-connection reaper
+// would); the listener reconnects, resyncs its followers, and later
+// notifications arrive again — with polling off, nothing else could wake
+// the follower.
+func TestListenerReconnects(t *testing.T) {
+	u := pgtest.Schema(t, pgtest.URL(t))
+	writer := openURL(t, u, Options{PollInterval: -1})
+	reader := openURL(t, u, Options{PollInterval: -1})
+	<-reader.Listener().Connected()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var n int
+	if err := writer.pool.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+		WHERE datname = current_database() AND pid <> pg_backend_pid() AND query LIKE 'LISTEN %'`).Scan(&n); err != nil || n < 1 {
+		t.Fatalf("terminated %d listeners: %v", n, err)
+	}
+	got := make(chan int64, 10)
+	go func() {
+		_ = store.Follow(ctx, reader, "r", 0, func(e event.Event) (bool, error) {
+			got <- e.Seq
+			return e.Seq == 3, nil
+		})
+	}()
+	time.Sleep(200 * time.Millisecond) // the follower read the (empty) backlog and waits
+	deadline := time.Now().Add(15 * time.Second)
+	for seq := int64(0); seq < 3; seq++ {
+		if _, err := writer.Append(ctx, "r", seq, msg("x")); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case s := <-got:
+			if s != seq+1 {
+				t.Fatalf("got seq %d, want %d", s, seq+1)
+			}
+		case <-time.After(time.Until(deadline)):
+			t.Fatalf("seq %d never reached the follower after the listener was killed", seq+1)
+		}
+	}
+}
