@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/fnv"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -79,11 +78,4 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool, component string, steps []
 		}
 	}
 	return nil
-}
-
-// lockKey maps a name to an advisory lock key (64-bit FNV-1a).
-func lockKey(name string) int64 {
-	h := fnv.New64a()
-	h.Write([]byte(name))
-	return int64(h.Sum64())
 }
