@@ -99,7 +99,7 @@ func TestPGQueueReplicasClaimOnce(t *testing.T) {
 // never taken.
 func TestPGQueueClaimExpiry(t *testing.T) {
 	u := pgtest.Schema(t, pgtest.URL(t))
-	ttl := 600 * time.Millisecond
+	ttl := 1500 * time.Millisecond // renewed every 500 ms: room for a slow (race) build
 	a := openPGQueueAt(t, u, PGQueueOptions{ClaimTTL: ttl})
 	b := openPGQueueAt(t, u, PGQueueOptions{ClaimTTL: ttl})
 	ctx := context.Background()

@@ -31,7 +31,7 @@ func openLeases(t *testing.T, u, owner string, ttl time.Duration) *Leases {
 // free the new holder's lease.
 func TestLeases(t *testing.T) {
 	u := pgtest.Schema(t, pgtest.URL(t))
-	ttl := 600 * time.Millisecond
+	ttl := 1500 * time.Millisecond // renewed every 500 ms: room for a slow (race) build
 	a := openLeases(t, u, "a", ttl)
 	b := openLeases(t, u, "b", ttl)
 	ctx := context.Background()
