@@ -332,8 +332,9 @@ type SessionLeases interface {
 }
 
 // ErrSessionBusy is returned when another replica holds the session's
-// lease; it does not wrap webhook.ErrPermanent, so the delivery is retried.
-var ErrSessionBusy = errors.New("the session is being worked by another replica; the delivery goes back to the queue")
+// lease; it wraps webhook.ErrBusy, so the delivery is retried with backoff
+// for as long as it takes, never dead-lettered for its attempts.
+var ErrSessionBusy = fmt.Errorf("the session is being worked by another replica; the delivery goes back to the queue (%w)", webhook.ErrBusy)
 
 // lease serialises work on the session in this process (lock) and, with
 // Leases, across replicas.
