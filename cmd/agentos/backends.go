@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/agentos/agentos/bot/config"
@@ -18,6 +19,10 @@ import (
 	"github.com/agentos/agentos/runtime/store/postgres"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
+
+// defaultPoolConns bounds a replica's connections unless the URL says
+// pool_max_conns: with 3 replicas, 48 of PostgreSQL's default 100.
+const defaultPoolConns = 16
 
 // serveQueue is what serve needs of a delivery queue: LogQueue (one
 // process) or PGQueue (replicas).
@@ -52,6 +57,12 @@ func openBackends(ctx context.Context, cfg config.Config, sealer *event.Sealer, 
 	if err != nil {
 		// pgx's message may quote the URL: name it redacted instead.
 		return nil, usageErrorf("serve: --store %s is not a valid PostgreSQL URL", config.RedactURL(cfg.StoreURL))
+	}
+	if !strings.Contains(cfg.StoreURL, "pool_max_conns") {
+		// pgxpool's default (4 on a 2-core machine) is less than what one
+		// replica holds at once: two event committers and two enqueue
+		// committers in their flushes, the queue's workers, event streams.
+		pcfg.MaxConns = defaultPoolConns
 	}
 	if _, set := pcfg.ConnConfig.RuntimeParams["application_name"]; !set {
 		pcfg.ConnConfig.RuntimeParams["application_name"] = "agentos"
