@@ -124,7 +124,7 @@ func helps() map[string]help {
 		},
 		"replay": {
 			usage:       []string{"replay <events.jsonl | SESSION> [--json] [--data DIR]"},
-			description: "Fold a session log into its snapshot without calling any model or tool: the event trace, then status, terminal report, usage, tools and approvals. A session id is read from the embedded store in --data.",
+			description: "Fold a session log into its snapshot without calling any model or tool: the event trace, then status, terminal report, usage, tools and approvals. A session id is read from the embedded store in --data, or from PostgreSQL when AGENTOS_DATABASE_URL is set (replicas).",
 			flags:       func(fs *flag.FlagSet) { replayFlags(fs) },
 			examples:    []string{"agentos replay testdata/example-session/events.jsonl", "agentos replay cli-01k9xyz --json"},
 		},

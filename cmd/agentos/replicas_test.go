@@ -14,7 +14,10 @@ import (
 	"time"
 
 	"github.com/agentos/agentos/bot/webhook"
+	"github.com/agentos/agentos/runtime/event"
+	"github.com/agentos/agentos/runtime/store/postgres"
 	"github.com/agentos/agentos/runtime/store/postgres/pgtest"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // countingDispatcher records every Trigger it is handed, across replicas.
@@ -166,5 +169,37 @@ func TestServeReplicasOnPostgres(t *testing.T) {
 		if !strings.Contains(r.logs.String(), "backend=postgres") {
 			t.Errorf("the log does not name the store:\n%s", r.logs.String())
 		}
+	}
+}
+
+// TestReplayFromPostgres: `agentos replay SESSION` reads the session from
+// PostgreSQL when AGENTOS_DATABASE_URL is set.
+func TestReplayFromPostgres(t *testing.T) {
+	u := pgtest.Schema(t, pgtest.URL(t))
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	sealer, _ := newSealer(nil)
+	st, err := postgres.Open(ctx, pool, sealer, postgres.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Append(ctx, "pg-session", 0,
+		event.Draft{RunID: "r1", Type: event.SessionStart, Actor: "user", Payload: map[string]any{"prompt": "hello from a replica"}},
+		event.Draft{RunID: "r1", Type: event.RunStarted, Actor: "runtime", Payload: map[string]any{"run_id": "r1", "prompt": "hello from a replica"}},
+	); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	t.Setenv("AGENTOS_DATABASE_URL", u)
+	out, errOut, code := runCLI(t, "replay", "pg-session", "--json")
+	if code != 0 || !strings.Contains(out, `"run_status": "running"`) {
+		t.Fatalf("exit %d\n%s%s", code, out, errOut)
+	}
+	if _, errOut, code := runCLI(t, "replay", "no-such-session"); code != 1 || !strings.Contains(errOut, "no session no-such-session in PostgreSQL") {
+		t.Fatalf("unknown session: exit %d %s", code, errOut)
 	}
 }
