@@ -105,7 +105,8 @@ func TestLeaseLost(t *testing.T) {
 	if _, err := a.Acquire(ctx, "s"); err != nil {
 		t.Fatal(err)
 	}
-	// Simulate a stall: the lease expires without a's renewal.
+	// Simulate a stall: a's renewals stop and its lease expires.
+	a.crash()
 	if _, err := a.pool.Exec(ctx, `UPDATE agentos_leases SET expires_at = now() - interval '1 second'`); err != nil {
 		t.Fatal(err)
 	}
