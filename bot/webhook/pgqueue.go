@@ -47,7 +47,8 @@ CREATE TABLE agentos_deliveries (
 );
 CREATE INDEX agentos_deliveries_open ON agentos_deliveries (seq) WHERE state IN ('pending', 'claimed');
 CREATE INDEX agentos_deliveries_done ON agentos_deliveries (done_at) WHERE state = 'done';
-CREATE INDEX agentos_deliveries_dead ON agentos_deliveries (done_at) WHERE state = 'done' AND outcome = 'failed';`},
+CREATE INDEX agentos_deliveries_dead ON agentos_deliveries (done_at) WHERE state = 'done' AND outcome = 'failed';
+CREATE INDEX agentos_deliveries_claimed ON agentos_deliveries (due) WHERE state = 'claimed';`},
 }
 
 // PGQueueOptions tune a PGQueue.
@@ -96,6 +97,7 @@ type PGQueue struct {
 	closed bool
 	enq    chan *enqueueReq // guarded by mu against sends after Close
 	enqWG  sync.WaitGroup
+	swept  time.Time // last dead-letter sweep
 	stop   chan struct{}
 	done   chan struct{}
 }
@@ -280,20 +282,28 @@ func (q *PGQueue) Claim(ctx context.Context) (Delivery, bool, error) {
 	}
 	now := q.now()
 	// Deliveries whose claims expired MaxAttempts times go to the dead
-	// letters instead of killing another replica.
-	if _, err := q.pool.Exec(ctx, `UPDATE agentos_deliveries SET state = 'done', outcome = 'failed', done_at = $1, claim_token = NULL,
-		error = format('`+deadLetterMsg+`', attempts)
-		WHERE state = 'claimed' AND due <= $1 AND attempts >= $2`, now, q.opts.MaxAttempts); err != nil {
-		return Delivery{}, false, fmt.Errorf("webhook: claim: %w", err)
+	// letters instead of killing another replica. Swept at most once a
+	// second (an index on the claims' expiry keeps it cheap), not per claim.
+	q.mu.Lock()
+	sweep := now.Sub(q.swept) >= time.Second || now.Before(q.swept)
+	if sweep {
+		q.swept = now
+	}
+	q.mu.Unlock()
+	if sweep {
+		if err := q.sweepDead(ctx, now); err != nil {
+			return Delivery{}, false, err
+		}
 	}
 	tok := randomToken()
 	var d Delivery
 	err := q.pool.QueryRow(ctx, `
 UPDATE agentos_deliveries d SET state = 'claimed', attempts = d.attempts + 1, due = $2, claim_token = $3, claimed_by = $4
 FROM (SELECT id FROM agentos_deliveries WHERE state IN ('pending', 'claimed') AND due <= $1
+      AND NOT (state = 'claimed' AND attempts >= $5)
       ORDER BY seq LIMIT 1 FOR UPDATE SKIP LOCKED) c
 WHERE d.id = c.id
-RETURNING d.id, d.event, d.action, d.body, d.received_at, d.attempts`, now, now.Add(q.opts.ClaimTTL), tok, q.opts.Owner).
+RETURNING d.id, d.event, d.action, d.body, d.received_at, d.attempts`, now, now.Add(q.opts.ClaimTTL), tok, q.opts.Owner, q.opts.MaxAttempts).
 		Scan(&d.ID, &d.Event, &d.Action, &d.Body, &d.ReceivedAt, &d.Attempts)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Delivery{}, false, nil
@@ -305,6 +315,17 @@ RETURNING d.id, d.event, d.action, d.body, d.received_at, d.attempts`, now, now.
 	q.tokens[d.ID] = tok
 	q.mu.Unlock()
 	return d, true, nil
+}
+
+// sweepDead moves deliveries whose claims expired MaxAttempts times to
+// the dead letters.
+func (q *PGQueue) sweepDead(ctx context.Context, now time.Time) error {
+	if _, err := q.pool.Exec(ctx, `UPDATE agentos_deliveries SET state = 'done', outcome = 'failed', done_at = $1, claim_token = NULL,
+		error = format('`+deadLetterMsg+`', attempts)
+		WHERE state = 'claimed' AND due <= $1 AND attempts >= $2`, now, q.opts.MaxAttempts); err != nil {
+		return fmt.Errorf("webhook: sweep dead letters: %w", err)
+	}
+	return nil
 }
 
 // Done implements Queue. It fails with ErrUnknownDelivery unless this
