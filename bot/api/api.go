@@ -491,6 +491,8 @@ func (a *API) answerApproval(c *gin.Context) {
 			Abort(c, http.StatusNotFound, "unknown_approval", fmt.Sprintf("session %s has no approval %s", req.SessionID, id))
 		case errors.Is(err, agentrun.ErrResolved):
 			Abort(c, http.StatusConflict, "already_resolved", err.Error())
+		case errors.Is(err, webhook.ErrBusy):
+			Abort(c, http.StatusConflict, "session_busy", "another replica is working this session; answer again shortly")
 		default:
 			a.internal(c, "resolve approval", err)
 		}

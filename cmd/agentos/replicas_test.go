@@ -14,9 +14,12 @@ import (
 	"time"
 
 	"github.com/agentos/agentos/bot/webhook"
+	"github.com/agentos/agentos/runtime/demo"
 	"github.com/agentos/agentos/runtime/event"
+	"github.com/agentos/agentos/runtime/replay"
 	"github.com/agentos/agentos/runtime/store/postgres"
 	"github.com/agentos/agentos/runtime/store/postgres/pgtest"
+	"github.com/agentos/agentos/schemas"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -201,5 +204,103 @@ func TestReplayFromPostgres(t *testing.T) {
 	}
 	if _, errOut, code := runCLI(t, "replay", "no-such-session"); code != 1 || !strings.Contains(errOut, "no session no-such-session in PostgreSQL") {
 		t.Fatalf("unknown session: exit %d %s", code, errOut)
+	}
+}
+
+// TestServeApprovalAtAnotherReplica: over the HTTP API, a run started on
+// replica A pauses for approval; the answer goes to replica B, which never
+// saw the session. While A (still) holds the session's lease, B answers
+// 409 session_busy and records nothing; once the lease is free, B records
+// the answer and resumes the run from the shared log to completed, and
+// the log holds one run with one terminal report.
+func TestServeApprovalAtAnotherReplica(t *testing.T) {
+	repo, env := demoSetup(t)
+	db := pgtest.URL(t)
+	a := startReplica(t, db, "replica-a", env, nil)
+	b := startReplica(t, db, "replica-b", env, nil)
+	const sid = "across-replicas-1"
+	code, body := httpDo(t, http.MethodPost, a.url+"/v1/runs", serveToken, `{"session_id": "`+sid+`", "repo_dir": "`+repo+`", "prompt": "`+demo.Prompt+`"}`, nil)
+	if code != http.StatusAccepted {
+		t.Fatalf("start at A: %d %s", code, body)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	follow := func(url string, after int64, until string) (int64, string) {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url+"/v1/runs/"+sid+"/events", nil)
+		if after > 0 {
+			req.Header.Set("Last-Event-ID", fmt.Sprint(after))
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		evs := make(chan event.Event, 256)
+		go sseEvents(resp.Body, evs)
+		var approval string
+		for e := range evs {
+			if e.Seq != after+1 {
+				t.Fatalf("event %d after %d", e.Seq, after)
+			}
+			after = e.Seq
+			if e.Type == event.ApprovalRequested {
+				approval = event.FieldString(e.Payload, "approval_id")
+			}
+			if e.Type == until {
+				return after, approval
+			}
+		}
+		t.Fatalf("the stream from %s ended before %s (ctx %v)", url, until, ctx.Err())
+		return 0, ""
+	}
+	seq, approval := follow(a.url, 0, event.RunPaused)
+	if approval == "" {
+		t.Fatal("no approval requested")
+	}
+	pool, err := pgxpool.New(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	busy, err := postgres.OpenLeases(ctx, pool, postgres.LeaseOptions{Owner: "replica-a", TTL: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	release, err := busy.Acquire(ctx, sid) // A works the session (say, a follow-up)
+	if err != nil {
+		t.Fatal(err)
+	}
+	answer := `{"session_id": "` + sid + `", "decision": "approve", "by": "octocat"}`
+	code, body = httpDo(t, http.MethodPost, b.url+"/v1/approvals/"+approval, serveToken, answer, nil)
+	if code != http.StatusConflict || !strings.Contains(string(body), "session_busy") {
+		t.Fatalf("answer at B while A holds the lease: %d %s", code, body)
+	}
+	release()
+	code, body = httpDo(t, http.MethodPost, b.url+"/v1/approvals/"+approval, serveToken, answer, nil)
+	if code != http.StatusAccepted {
+		t.Fatalf("answer at B: %d %s", code, body)
+	}
+	// Follow the rest from B, resuming after what A streamed.
+	follow(b.url, seq, event.SessionClose)
+	sealer, _ := newSealer(nil)
+	st, err := postgres.Open(ctx, pool, sealer, postgres.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	evs, err := st.Read(ctx, sid, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	count := map[string]int{}
+	for _, e := range evs {
+		count[e.Type]++
+	}
+	if count[event.RunStarted] != 1 || count[event.TurnTerminal] != 1 || count[event.RunCompleted] != 1 {
+		t.Fatalf("log: %v", count)
+	}
+	if rep := replay.VerifyEvents(schemas.MustDefault(), evs); !rep.Valid {
+		t.Fatalf("log does not verify: %v", rep.Problem)
 	}
 }

@@ -110,10 +110,23 @@ func serve(ctx context.Context, args []string, stderr io.Writer, d serveDeps) er
 	st := be.store
 	log.Info("event store", "backend", be.kind)
 
+	// Session leases (PostgreSQL replicas): the bot and the API hold one
+	// while they change a session.
+	leases, err := be.leases(ctx, log)
+	if err != nil {
+		return err
+	}
+	if leases != nil {
+		defer leases.Close()
+	}
 	metrics := api.NewMetrics()
 	var apiRuns api.Runs
 	if runs {
-		apiRuns = &serveRuns{store: st, mgr: agentrun.NewManager(st), dataDir: cfg.DataDir, policyFile: cfg.PolicyFile, profile: prof, roots: cfg.RepoRoots, log: log, sandbox: sb}
+		sr := &serveRuns{store: st, mgr: agentrun.NewManager(st), dataDir: cfg.DataDir, policyFile: cfg.PolicyFile, profile: prof, roots: cfg.RepoRoots, log: log, sandbox: sb}
+		if leases != nil {
+			sr.leases = leases
+		}
+		apiRuns = sr
 	}
 	apiOpts := api.Options{Store: st, Runs: apiRuns, Token: cfg.APIToken, Metrics: metrics, KeepAlive: cfg.SSEKeepAlive, MaxRuns: cfg.MaxRuns, Logger: log, Sandbox: sb.Report()}
 	var q serveQueue
@@ -194,12 +207,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, d serveDeps) er
 				return usageErrorf("serve: %v", err)
 			}
 			bot.Dispatcher.Preflight = botPreflight(prof)
-			leases, err := be.leases(ctx, log)
-			if err != nil {
-				return err
-			}
 			if leases != nil {
-				defer leases.Close()
 				bot.Dispatcher.Leases = leases
 			}
 			bot.Dispatcher.Sandbox = string(sb.Mechanism())
@@ -283,6 +291,23 @@ type serveRuns struct {
 	roots      []string // allowed repository parents; empty: any
 	log        *slog.Logger
 	sandbox    *sandbox.Sandbox
+	// leases, with replicas, make one replica at a time answer or run a
+	// session; nil: this process's Manager serialises runs.
+	leases dispatch.SessionLeases
+}
+
+// lease takes the session's lease when replicas share the store; a
+// session leased by another replica is webhook.ErrBusy (the API answers
+// 409).
+func (r *serveRuns) lease(ctx context.Context, sessionID string) (func(), error) {
+	if r.leases == nil {
+		return func() {}, nil
+	}
+	release, err := r.leases.Acquire(ctx, sessionID)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", webhook.ErrBusy, err)
+	}
+	return release, nil
 }
 
 // Prepare implements api.Runs.
@@ -329,6 +354,11 @@ func (r *serveRuns) PrepareResume(ctx context.Context, sessionID string) (api.Ru
 
 // Resolve implements api.Runs.
 func (r *serveRuns) Resolve(ctx context.Context, sessionID, approvalID, decision, by, reason string) error {
+	release, err := r.lease(ctx, sessionID)
+	if err != nil {
+		return err
+	}
+	defer release()
 	return r.mgr.Resolve(ctx, sessionID, approvalID, decision, by, reason)
 }
 
@@ -398,7 +428,11 @@ type serveRun struct {
 // Execute implements api.Run.
 func (s *serveRun) Execute(ctx context.Context) (agentrun.Outcome, error) {
 	var out agentrun.Outcome
-	var err error
+	release, err := s.r.lease(ctx, s.sessionID)
+	if err != nil {
+		return out, err
+	}
+	defer release()
 	if s.start != nil {
 		out, err = s.r.mgr.Start(ctx, s.env.Engine, *s.start)
 	} else {
