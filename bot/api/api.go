@@ -29,6 +29,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/agentos/agentos/bot/webhook"
 	"github.com/agentos/agentos/runtime/event"
 	"github.com/agentos/agentos/runtime/replay"
 	agentrun "github.com/agentos/agentos/runtime/run"
@@ -109,6 +110,9 @@ type Options struct {
 	Logger *slog.Logger
 	// Now defaults to time.Now.
 	Now func() time.Time
+	// Deliveries lists webhook deliveries for GET /v1/deliveries (behind
+	// the API token); nil answers 404 there.
+	Deliveries webhook.Lister
 }
 
 // API is the HTTP API.
@@ -187,6 +191,7 @@ func (a *API) Register(r gin.IRouter) {
 	r.GET("/v1/runs/:id", a.snapshot)
 	r.GET("/v1/runs/:id/events", a.events)
 	r.POST("/v1/approvals/:id", a.auth, a.answerApproval)
+	r.GET("/v1/deliveries", a.auth, a.listDeliveries)
 }
 
 // EndStreams ends every open event stream; call it when the HTTP server
@@ -486,6 +491,8 @@ func (a *API) answerApproval(c *gin.Context) {
 			Abort(c, http.StatusNotFound, "unknown_approval", fmt.Sprintf("session %s has no approval %s", req.SessionID, id))
 		case errors.Is(err, agentrun.ErrResolved):
 			Abort(c, http.StatusConflict, "already_resolved", err.Error())
+		case errors.Is(err, webhook.ErrBusy):
+			Abort(c, http.StatusConflict, "session_busy", "another replica is working this session; answer again shortly")
 		default:
 			a.internal(c, "resolve approval", err)
 		}

@@ -1,7 +1,8 @@
 // Package webhook owns the intake of GitHub webhooks: it verifies the
 // signature on the raw body, reads only the routing fields, stores the
 // delivery durably in a queue (LogQueue, an append-only group-committed
-// log) and answers 202; a
+// log, for one process; PGQueue, a PostgreSQL table shared by replicas)
+// and answers 202; a
 // Processor later claims each delivery, decodes it fully (go-github),
 // drops the bot's own events, normalises the rest into one Trigger and
 // hands it to a Dispatcher. Processing is at-least-once: a delivery

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/agentos/agentos/bot/config"
 	"github.com/agentos/agentos/kernel/redact"
 	"github.com/agentos/agentos/runtime/event"
 	"github.com/agentos/agentos/runtime/store/sqlite"
@@ -40,6 +41,9 @@ func openStore(dataDir string, sealer *event.Sealer) (*sqlite.Store, error) {
 }
 
 func readStoreSession(ctx context.Context, dataDir, sessionID string) ([]event.Event, error) {
+	if u := os.Getenv(config.EnvDatabaseURL); u != "" {
+		return readPostgresSession(ctx, u, sessionID)
+	}
 	if _, err := os.Stat(filepath.Join(dataDir, sqlite.FileName)); err != nil {
 		return nil, usageErrorf("replay: %s is not a file, and there is no store in %s (--data)", sessionID, dataDir)
 	}
