@@ -10,5 +10,6 @@ cd "$dir"
 [ -f package.json ] || echo '{"name":"agentos-test-corpora","private":true}' > package.json
 npm install --no-audit --no-fund --loglevel=error \
   @octokit/openapi@23.0.2 \
-  @octokit/webhooks-examples@7.6.1
+  @octokit/webhooks-examples@7.6.1 \
+  @modelcontextprotocol/server-memory@2026.8.31
 echo "npm corpora in $dir"
