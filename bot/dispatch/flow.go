@@ -67,7 +67,7 @@ func (d *Dispatcher) startRun(ctx context.Context, repo Repo, t webhook.Trigger,
 	unlock := d.lock(sid)
 	defer unlock()
 
-	cid, err := d.GitHub.CreateComment(ctx, repo, t.Number, renderStarting(sid, prompt))
+	cid, err := d.GitHub.CreateComment(ctx, repo, t.Number, renderStarting(sid, prompt, d.trigger()))
 	if err != nil {
 		return Result{}, err
 	}
@@ -170,7 +170,7 @@ func (d *Dispatcher) publish(ctx context.Context, repo Repo, sid string, wt Work
 	}
 	created := false
 	if l.PR == 0 && (made || out.Status == "paused") {
-		pr, err := d.GitHub.CreateDraftPR(ctx, repo, l.Branch, l.BaseRef, "agentos: "+oneLine(l.Prompt, 72), renderPRBody(l, snap, d.logRefURL(repo, sid)))
+		pr, err := d.GitHub.CreateDraftPR(ctx, repo, l.Branch, l.BaseRef, "agentos: "+oneLine(l.Prompt, 72), renderPRBody(l, snap, d.logRefURL(repo, sid), d.trigger()))
 		if err != nil {
 			return res, err
 		}
@@ -233,7 +233,7 @@ func (d *Dispatcher) publish(ctx context.Context, repo Repo, sid string, wt Work
 	logURL := d.logURL(repo, artSHA, sid)
 	res.LogURL = logURL
 	if l.PR != 0 && !created {
-		if err := d.GitHub.EditPRBody(ctx, repo, l.PR, renderPRBody(l, snap, d.logRefURL(repo, sid))); err != nil {
+		if err := d.GitHub.EditPRBody(ctx, repo, l.PR, renderPRBody(l, snap, d.logRefURL(repo, sid), d.trigger())); err != nil {
 			return res, err
 		}
 	}
