@@ -11,6 +11,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"log/slog"
 	"regexp"
 	"strings"
 	"unicode/utf8"
@@ -55,6 +56,20 @@ type Removed struct {
 	ImageText      int `json:"image_text,omitempty"`
 	LinkRefs       int `json:"link_reference_definitions,omitempty"`
 	TruncatedBytes int `json:"truncated_bytes,omitempty"`
+}
+
+// LogValue lists what was removed, for slog.
+func (r Removed) LogValue() slog.Value {
+	var as []slog.Attr
+	for _, f := range []struct {
+		k string
+		n int
+	}{{"html_comments", r.HTMLComments}, {"hidden_characters", r.HiddenRunes}, {"image_text", r.ImageText}, {"link_reference_definitions", r.LinkRefs}, {"truncated_bytes", r.TruncatedBytes}} {
+		if f.n > 0 {
+			as = append(as, slog.Int(f.k, f.n))
+		}
+	}
+	return slog.GroupValue(as...)
 }
 
 // Any reports whether anything was removed.
