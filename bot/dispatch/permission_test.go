@@ -108,9 +108,16 @@ func TestPermissionMatrix(t *testing.T) {
 	pausedSession := func(title string) (issue int, res struct {
 		sid, approval string
 		pr            int
-	}) { issue = w.fake.AddIssue(repoName, fakegithub.Issue{Title: title, Body: "auth.go is broken", User: "pat"}); r := w.dispatch(comment(maintainer, issue, false, "/agent "+demo.Prompt)); if r.Status != "paused" {
-		t.Fatalf("setting up %q: %+v", title, r)
-	}; res.sid, res.pr = r.SessionID, r.PR; res.approval = w.snapshot(r.SessionID).PendingApprovals[0].ID; return issue, res }
+	}) {
+		issue = w.fake.AddIssue(repoName, fakegithub.Issue{Title: title, Body: "auth.go is broken", User: "pat"})
+		r := w.dispatch(comment(maintainer, issue, false, "/agent "+demo.Prompt))
+		if r.Status != "paused" {
+			t.Fatalf("setting up %q: %+v", title, r)
+		}
+		res.sid, res.pr = r.SessionID, r.PR
+		res.approval = w.snapshot(r.SessionID).PendingApprovals[0].ID
+		return issue, res
+	}
 
 	// The refused actors try everything on one paused session.
 	issue, s0 := pausedSession("shared session")
