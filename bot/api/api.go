@@ -29,6 +29,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/agentos/agentos/bot/webhook"
 	"github.com/agentos/agentos/runtime/event"
 	"github.com/agentos/agentos/runtime/replay"
 	agentrun "github.com/agentos/agentos/runtime/run"
@@ -109,6 +110,9 @@ type Options struct {
 	Logger *slog.Logger
 	// Now defaults to time.Now.
 	Now func() time.Time
+	// Deliveries lists webhook deliveries for GET /v1/deliveries (behind
+	// the API token); nil answers 404 there.
+	Deliveries webhook.Lister
 }
 
 // API is the HTTP API.
@@ -187,6 +191,7 @@ func (a *API) Register(r gin.IRouter) {
 	r.GET("/v1/runs/:id", a.snapshot)
 	r.GET("/v1/runs/:id/events", a.events)
 	r.POST("/v1/approvals/:id", a.auth, a.answerApproval)
+	r.GET("/v1/deliveries", a.auth, a.listDeliveries)
 }
 
 // EndStreams ends every open event stream; call it when the HTTP server

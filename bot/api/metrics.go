@@ -30,6 +30,7 @@ type Metrics struct {
 
 	mu    sync.Mutex
 	depth func() float64
+	dead  func() float64
 }
 
 // NewMetrics returns the metrics with the Go runtime and process
@@ -64,7 +65,11 @@ func NewMetrics() *Metrics {
 		Name: "agentos_queue_depth",
 		Help: "Webhook deliveries waiting in the queue.",
 	}, m.queueDepth)
-	m.reg.MustRegister(m.deliveries, m.runs, m.outcomes, m.approvals, m.streams, depth,
+	dead := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "agentos_queue_dead",
+		Help: "Webhook deliveries in the dead-letter state (failed for good; GET /v1/deliveries?state=dead lists them).",
+	}, m.deadLetters)
+	m.reg.MustRegister(m.deliveries, m.runs, m.outcomes, m.approvals, m.streams, depth, dead,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	// Expose both live states from the start, so a dashboard sees 0
 	// rather than no series.
@@ -76,6 +81,24 @@ func NewMetrics() *Metrics {
 // Delivery counts one webhook delivery (the webhook package's Observer).
 func (m *Metrics) Delivery(event, outcome string) {
 	m.deliveries.WithLabelValues(event, outcome).Inc()
+}
+
+// SetDeadLetters sets the function agentos_queue_dead reads at each
+// scrape; nil reports 0.
+func (m *Metrics) SetDeadLetters(f func() float64) {
+	m.mu.Lock()
+	m.dead = f
+	m.mu.Unlock()
+}
+
+func (m *Metrics) deadLetters() float64 {
+	m.mu.Lock()
+	f := m.dead
+	m.mu.Unlock()
+	if f == nil {
+		return 0
+	}
+	return f()
 }
 
 // SetQueueDepth sets the function agentos_queue_depth reads at each

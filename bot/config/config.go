@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"strings"
 	"time"
 )
@@ -98,6 +99,16 @@ type Config struct {
 	// APIToken is the bearer token of the HTTP API's write endpoints
 	// (AGENTOS_API_TOKEN); empty disables them.
 	APIToken string
+	// StoreURL selects PostgreSQL for the event store and the delivery
+	// queue, shared by several replicas (--store postgres://… or
+	// AGENTOS_DATABASE_URL); empty: the embedded SQLite store and log
+	// queue in DataDir. It may carry a password, so it is a secret.
+	StoreURL string
+	// ReplicaID names this replica in the queue's claims
+	// (AGENTOS_REPLICA_ID); a replica restarted under the same name
+	// releases the claims it held at once. Empty: host-pid-random, and
+	// the claims of a dead process expire instead.
+	ReplicaID string
 
 	// src records where each setting came from, for error messages.
 	src map[string]string
@@ -190,7 +201,32 @@ func (c Config) LogValue() slog.Value {
 		slog.Int("webhook_secrets", len(c.WebhookSecrets)),
 		slog.String("api_token", set(c.APIToken != "")),
 		slog.String("sandbox", c.Sandbox),
+		slog.String("store", RedactURL(c.StoreURL)),
+		slog.String("replica_id", c.ReplicaID),
 	)
+}
+
+// RedactURL returns a database URL with its password masked ("" stays
+// "", and an unparsable value is hidden whole).
+func RedactURL(s string) string {
+	if s == "" {
+		return ""
+	}
+	u, err := url.Parse(s)
+	if err != nil {
+		return "(unparsable, hidden)"
+	}
+	q := u.Query()
+	if q.Has("password") {
+		q.Set("password", "xxxxx")
+		u.RawQuery = q.Encode()
+	}
+	return u.Redacted()
+}
+
+// IsPostgresURL reports whether s selects the PostgreSQL store.
+func IsPostgresURL(s string) bool {
+	return strings.HasPrefix(s, "postgres://") || strings.HasPrefix(s, "postgresql://")
 }
 
 // ParseError is a problem in the config file, at a position when known.

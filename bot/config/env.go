@@ -22,6 +22,8 @@ const (
 	EnvAPIToken       = "AGENTOS_API_TOKEN"
 	EnvCommitAuthor   = "AGENTOS_COMMIT_AUTHOR"
 	EnvSandbox        = "AGENTOS_SANDBOX"
+	EnvDatabaseURL    = "AGENTOS_DATABASE_URL"
+	EnvReplicaID      = "AGENTOS_REPLICA_ID"
 )
 
 // secret reads NAME or NAME_FILE (the file's content, surrounding space
@@ -85,6 +87,13 @@ func (c *Config) ApplyEnv(getenv func(string) string) error {
 		}
 		c.setSource("webhook_secret", src)
 	}
+	plain(EnvReplicaID, "replica_id", &c.ReplicaID)
+	if v, src, err := secret(getenv, EnvDatabaseURL); err != nil {
+		errs = append(errs, err)
+	} else if v != "" {
+		c.StoreURL = v
+		c.setSource("store", src)
+	}
 	if v, src, err := secret(getenv, EnvAPIToken); err != nil {
 		errs = append(errs, err)
 	} else if v != "" {
@@ -124,10 +133,10 @@ func (c *Config) ApplyEnv(getenv func(string) string) error {
 	return errors.Join(errs...)
 }
 
-// Flags binds the command-line flags --addr, --data and --config.
+// Flags binds the command-line flags --addr, --data, --config and --store.
 type Flags struct {
-	fs                 *flag.FlagSet
-	addr, data, config string
+	fs                        *flag.FlagSet
+	addr, data, config, store string
 }
 
 // BindFlags registers --addr, --data and --config on fs.
@@ -137,6 +146,7 @@ func BindFlags(fs *flag.FlagSet) *Flags {
 	fs.StringVar(&f.addr, "addr", d.Addr, "listen address host:port")
 	fs.StringVar(&f.data, "data", d.DataDir, "embedded store directory (default $"+EnvData+" or "+d.DataDir+")")
 	fs.StringVar(&f.config, "config", "", "YAML config file (no secrets: those come from the environment)")
+	fs.StringVar(&f.store, "store", "", "postgres://… URL: the event store and delivery queue in PostgreSQL, shared by replicas (default $"+EnvDatabaseURL+"; unset: SQLite in --data)")
 	return f
 }
 
@@ -168,6 +178,10 @@ func (f *Flags) Load(getenv func(string) string) (Config, error) {
 	if given["data"] {
 		c.DataDir = f.data
 		c.setSource("data_dir", "--data")
+	}
+	if given["store"] {
+		c.StoreURL = f.store
+		c.setSource("store", "--store")
 	}
 	return c, c.Validate()
 }

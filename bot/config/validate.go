@@ -28,6 +28,8 @@ var reservedPaths = []string{"/v1", "/healthz", "/readyz", "/metrics"}
 
 // login is a GitHub login: alphanumerics and single hyphens, at most 39
 // characters; a bot's login ends in [bot].
+var replicaID = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
+
 var (
 	login    = regexp.MustCompile(`^[A-Za-z0-9](?:[A-Za-z0-9]|-[A-Za-z0-9]){0,38}$`)
 	botLogin = regexp.MustCompile(`^[A-Za-z0-9](?:[A-Za-z0-9]|-[A-Za-z0-9]){0,38}(?:\[bot\])?$`)
@@ -50,6 +52,12 @@ func (c Config) Validate() error {
 	}
 	if strings.TrimSpace(c.DataDir) == "" {
 		bad("data_dir", "is empty: the embedded store needs a directory")
+	}
+	if c.StoreURL != "" && !IsPostgresURL(c.StoreURL) {
+		bad("store", "%q is not a postgres:// or postgresql:// URL (leave it unset for the embedded SQLite store)", RedactURL(c.StoreURL))
+	}
+	if c.ReplicaID != "" && !replicaID.MatchString(c.ReplicaID) {
+		bad("replica_id", "%q must be 1-64 letters, digits, '.', '_' or '-'", c.ReplicaID)
 	}
 	if _, err := sandbox.ParseMode(c.Sandbox); err != nil {
 		bad("sandbox", "%q is not auto, bwrap, landlock or none", c.Sandbox)

@@ -14,6 +14,7 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
+	"encoding/base32"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -85,6 +86,14 @@ type Dispatcher struct {
 	// webhook.ErrPermanent (a rejected key, an unknown model: no retry
 	// helps), which fails the delivery at once.
 	Preflight func(ctx context.Context) error
+	// Leases, when set (several replicas on one database), make the
+	// dispatcher hold the session's lease whenever it changes a session:
+	// one replica at a time works it. A trigger for a session leased by
+	// another replica (an Approve review arriving while that replica
+	// still works the session) fails with ErrSessionBusy, which the
+	// webhook queue retries with backoff: the delivery is handed back
+	// through the queue, and the session is never worked twice at once.
+	Leases SessionLeases
 
 	mu    sync.Mutex
 	locks map[string]*sync.Mutex
@@ -327,6 +336,32 @@ func authAction(n command.Name) auth.Action {
 	return auth.ActionRun // run and status: status shows the log, which only collaborators see in full
 }
 
+// SessionLeases grant one replica at a time the right to work a session
+// (postgres.Leases).
+type SessionLeases interface {
+	Acquire(ctx context.Context, sessionID string) (release func(), err error)
+}
+
+// ErrSessionBusy is returned when another replica holds the session's
+// lease; it wraps webhook.ErrBusy, so the delivery is retried with backoff
+// for as long as it takes, never dead-lettered for its attempts.
+var ErrSessionBusy = fmt.Errorf("the session is being worked by another replica; the delivery goes back to the queue (%w)", webhook.ErrBusy)
+
+// lease serialises work on the session in this process (lock) and, with
+// Leases, across replicas.
+func (d *Dispatcher) lease(ctx context.Context, sid string) (func(), error) {
+	unlock := d.lock(sid)
+	if d.Leases == nil {
+		return unlock, nil
+	}
+	release, err := d.Leases.Acquire(ctx, sid)
+	if err != nil {
+		unlock()
+		return nil, fmt.Errorf("%w: %w", ErrSessionBusy, err)
+	}
+	return func() { release(); unlock() }, nil
+}
+
 // lock serialises the dispatcher's work on one session in this process.
 func (d *Dispatcher) lock(key string) func() {
 	d.mu.Lock()
@@ -357,6 +392,16 @@ func newSessionID(number int, now time.Time) string {
 	ids.Unlock()
 	// The last 8 characters are random (monotonic within a millisecond).
 	return fmt.Sprintf("%d-%s", number, strings.ToLower(id[len(id)-8:]))
+}
+
+// deliverySessionID is the session of a `/agent` delivery when replicas
+// share a store: "<number>-<8 base32 characters of the delivery ID's
+// SHA-256>", so a delivery dispatched again (its replica died, or its
+// outcome was lost) finds the session an earlier attempt began instead of
+// starting a second one.
+func deliverySessionID(number int, deliveryID string) string {
+	sum := sha256.Sum256([]byte("agentos-session\x00" + deliveryID))
+	return fmt.Sprintf("%d-%s", number, strings.ToLower(base32.StdEncoding.EncodeToString(sum[:])[:8]))
 }
 
 // BranchPrefix starts every session branch.

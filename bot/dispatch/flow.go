@@ -12,6 +12,7 @@ import (
 	"github.com/agentos/agentos/bot/auth"
 	"github.com/agentos/agentos/bot/tracking"
 	"github.com/agentos/agentos/bot/webhook"
+	"github.com/agentos/agentos/runtime/event"
 	"github.com/agentos/agentos/runtime/replay"
 	"github.com/agentos/agentos/runtime/run"
 	"github.com/agentos/agentos/runtime/store"
@@ -63,9 +64,24 @@ func (d *Dispatcher) startRun(ctx context.Context, repo Repo, t webhook.Trigger,
 		l.BaseRef = def
 	}
 	sid := newSessionID(t.Number, d.now())
+	if d.Leases != nil && t.DeliveryID != "" {
+		sid = deliverySessionID(t.Number, t.DeliveryID)
+	}
 	l.Branch = BranchPrefix + sid
-	unlock := d.lock(sid)
+	unlock, err := d.lease(ctx, sid)
+	if err != nil {
+		return Result{}, err
+	}
 	defer unlock()
+	if d.Leases != nil {
+		evs, err := d.Runs.Store.Read(ctx, sid, 1)
+		if err != nil {
+			return Result{}, err
+		}
+		if len(evs) > 0 {
+			return d.redelivered(ctx, repo, sid, evs)
+		}
+	}
 
 	cid, err := d.GitHub.CreateComment(ctx, repo, t.Number, renderStarting(sid, prompt, d.trigger()))
 	if err != nil {
@@ -96,10 +112,47 @@ func (d *Dispatcher) startRun(ctx context.Context, repo Repo, t webhook.Trigger,
 	return d.publish(ctx, repo, sid, wt, l, out, "started", replay.Usage{}, nil)
 }
 
+// redelivered handles a `/agent` delivery whose session an earlier attempt
+// began (with replicas, a delivery is dispatched again when the replica
+// working it died, or its outcome was not recorded): it never starts a
+// second run. A run left without a terminal report gets its
+// report_missing one (the work cannot continue: the dead replica's
+// uncommitted worktree is gone), and the tracking comment says so.
+func (d *Dispatcher) redelivered(ctx context.Context, repo Repo, sid string, evs []event.Event) (Result, error) {
+	before, err := replay.Replay(evs)
+	if err != nil {
+		return Result{SessionID: sid}, err
+	}
+	out, err := d.Runs.CloseOrphan(ctx, sid)
+	if err != nil {
+		return Result{SessionID: sid}, err
+	}
+	l, _ := loadLink(evs)
+	res := Result{Outcome: "recorded", Reason: "this delivery's session was begun by an earlier attempt", SessionID: sid, Status: out.Status, PR: l.PR}
+	if before.RunStatus != "running" || out.Status == "running" {
+		return res, nil // finished or paused: nothing was lost
+	}
+	snap, artSHA, err := d.commitArtifact(ctx, repo, sid, nil)
+	if err != nil {
+		return res, err
+	}
+	if l.TrackingComment != 0 {
+		if err := d.GitHub.EditComment(ctx, repo, l.TrackingComment, d.renderTracking("", snap, d.logURL(repo, artSHA, sid))); err != nil {
+			return res, err
+		}
+	}
+	res.Usage = snap.Usage
+	d.logOutcome(repo, l, res, snap)
+	return res, nil
+}
+
 // followUp starts another run of an existing session (a new request on the
 // bot's own PR, pr).
 func (d *Dispatcher) followUp(ctx context.Context, repo Repo, t webhook.Trigger, sid, prompt string, pr *PullRequest) (Result, error) {
-	unlock := d.lock(sid)
+	unlock, err := d.lease(ctx, sid)
+	if err != nil {
+		return Result{SessionID: sid}, err
+	}
 	defer unlock()
 	evs, err := d.loadSession(ctx, repo, sid)
 	if err != nil {
@@ -406,7 +459,10 @@ func (d *Dispatcher) answer(ctx context.Context, repo Repo, t webhook.Trigger, a
 		_, err := d.GitHub.CreateComment(ctx, repo, t.Number, fmt.Sprintf("@%s there is no agentos session here waiting for an answer.", t.Author))
 		return Result{Outcome: "replied", Reason: "no session"}, err
 	}
-	unlock := d.lock(sid)
+	unlock, err := d.lease(ctx, sid)
+	if err != nil {
+		return Result{SessionID: sid}, err
+	}
 	defer unlock()
 	evs, err := d.loadSession(ctx, repo, sid)
 	if err != nil {
@@ -571,7 +627,10 @@ func (d *Dispatcher) onReview(ctx context.Context, repo Repo, t webhook.Trigger)
 	if res, refused, err := d.authorize(ctx, repo, t, action, false); refused || err != nil {
 		res.SessionID = sid
 		if err == nil {
-			unlock := d.lock(sid)
+			unlock, lerr := d.lease(ctx, sid)
+			if lerr != nil {
+				return res, lerr
+			}
 			defer unlock()
 			if _, lerr := d.loadSession(ctx, repo, sid); lerr != nil {
 				return res, lerr
@@ -642,7 +701,10 @@ func (d *Dispatcher) cancel(ctx context.Context, repo Repo, t webhook.Trigger, r
 	if sid == "" {
 		return Result{Outcome: "ignored", Reason: "no session"}, nil
 	}
-	unlock := d.lock(sid)
+	unlock, err := d.lease(ctx, sid)
+	if err != nil {
+		return Result{SessionID: sid}, err
+	}
 	defer unlock()
 	evs, err := d.loadSession(ctx, repo, sid)
 	if err != nil {

@@ -26,6 +26,7 @@ import (
 	"github.com/agentos/agentos/runtime/replay"
 	"github.com/agentos/agentos/runtime/run"
 	"github.com/agentos/agentos/runtime/setup"
+	"github.com/agentos/agentos/runtime/store"
 	"github.com/agentos/agentos/runtime/store/sqlite"
 	"github.com/agentos/agentos/schemas"
 	"github.com/gin-gonic/gin"
@@ -47,6 +48,9 @@ type liveWorld struct {
 	botLogin string
 	results  []dispatch.Result
 	seen     int // deliveries already dispatched
+	// openStore, when set, gives each bot process its store (default: a
+	// new SQLite store per process).
+	openStore func(*event.Sealer) store.Store
 	// human counts the API calls the maintainer made (not the bot's).
 	human map[string]int
 	logs  *bytes.Buffer
@@ -120,9 +124,15 @@ func (w *liveWorld) startBot() {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := sqlite.Open(t.TempDir(), sealer, sqlite.Options{})
-	if err != nil {
-		t.Fatal(err)
+	var st store.Store
+	if w.openStore != nil {
+		st = w.openStore(sealer) // replicas: one shared database
+	} else {
+		sq, err := sqlite.Open(t.TempDir(), sealer, sqlite.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		st = sq
 	}
 	t.Cleanup(func() { st.Close() })
 	script, err := demo.Script()

@@ -2,6 +2,7 @@ package webhook
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/agentos/agentos/bot/internal/corpus"
 	"github.com/gin-gonic/gin"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 var testSecret = []byte("test-webhook-secret")
@@ -170,4 +172,21 @@ func exampleOf(t testing.TB, event, action string, n int) []byte {
 	}
 	t.Fatalf("no example %d of %s.%s", n, event, action)
 	return nil
+}
+
+// openPGQueueAt opens a PGQueue (own pool) on the schema at u, closed
+// when the test ends.
+func openPGQueueAt(t testing.TB, u string, o PGQueueOptions) *PGQueue {
+	t.Helper()
+	pool, err := pgxpool.New(context.Background(), u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	q, err := OpenPGQueue(context.Background(), pool, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { q.Close() })
+	return q
 }

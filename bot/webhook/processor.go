@@ -24,6 +24,16 @@ type Dispatcher interface {
 // retry can fix: it fails at once.
 var ErrPermanent = errors.New("permanent failure")
 
+// ErrBusy, wrapped by a Dispatcher error, marks a delivery that must wait
+// for someone else (another replica works its session): it is retried
+// with backoff like any error, but never given up on for its number of
+// attempts, since waiting is not failing.
+var ErrBusy = errors.New("busy elsewhere")
+
+// busyPrefix starts the message of a retry that waits for another
+// replica (ErrBusy).
+const busyPrefix = "busy: "
+
 // Defaults of the Processor.
 const (
 	DefaultWorkers      = 8
@@ -132,8 +142,9 @@ func (p *Processor) work(ctx context.Context, relay chan struct{}) {
 // process handles one claimed delivery and records its outcome.
 func (p *Processor) process(ctx context.Context, d Delivery) {
 	outcome, msg := p.handle(ctx, d)
-	// A dispatch cut short by shutdown does not use up the last attempt.
-	if outcome == OutcomeRetry && d.Attempts >= p.maxAttempts() && ctx.Err() == nil {
+	// A dispatch cut short by shutdown does not use up the last attempt,
+	// nor does one that waits for another replica.
+	if outcome == OutcomeRetry && d.Attempts >= p.maxAttempts() && ctx.Err() == nil && !strings.HasPrefix(msg, busyPrefix) {
 		outcome = OutcomeFailed
 		msg = fmt.Sprintf("%s (gave up after %d attempts)", msg, d.Attempts)
 	}
@@ -195,6 +206,9 @@ func (p *Processor) handle(ctx context.Context, d Delivery) (outcome, msg string
 	if err := p.Dispatch.Dispatch(ctx, t); err != nil {
 		if errors.Is(err, ErrPermanent) {
 			return OutcomeFailed, "dispatch: " + err.Error()
+		}
+		if errors.Is(err, ErrBusy) {
+			return OutcomeRetry, busyPrefix + err.Error()
 		}
 		return OutcomeRetry, "dispatch: " + err.Error()
 	}

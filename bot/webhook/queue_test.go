@@ -7,7 +7,76 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/agentos/agentos/runtime/store/postgres/pgtest"
 )
+
+// suiteQueue is what the queue suite needs of an implementation.
+type suiteQueue interface {
+	Queue
+	Get(ctx context.Context, id string) (Record, bool, error)
+	Prune(ctx context.Context, before time.Time) (int64, error)
+	Close() error
+	setNow(func() time.Time)
+}
+
+func (q *LogQueue) setNow(f func() time.Time) { q.now = f }
+func (q *PGQueue) setNow(f func() time.Time)  { q.now = f }
+
+// queueImpl opens a fresh queue; reopen opens the same queue again, as a
+// restarted process would.
+type queueImpl struct {
+	name string
+	open func(t *testing.T) (q suiteQueue, reopen func() suiteQueue)
+}
+
+// queueSetup returns an implementation's opener; it runs once in the
+// implementation's subtest (e.g. to create the test database).
+type queueSetup struct {
+	name  string
+	setup func(t *testing.T) func(t *testing.T) (suiteQueue, func() suiteQueue)
+}
+
+// queueImpls are the Queue implementations every queue test runs against.
+var queueImpls = []queueSetup{
+	{"log", func(*testing.T) func(t *testing.T) (suiteQueue, func() suiteQueue) {
+		return func(t *testing.T) (suiteQueue, func() suiteQueue) {
+			q, path := openTestQueue(t)
+			return q, func() suiteQueue { return openQueueAt(t, path) }
+		}
+	}},
+	{"postgres", func(t *testing.T) func(t *testing.T) (suiteQueue, func() suiteQueue) {
+		db := pgtest.URL(t)
+		return func(t *testing.T) (suiteQueue, func() suiteQueue) {
+			u := pgtest.Schema(t, db)
+			q := openPGQueueAt(t, u, PGQueueOptions{Owner: "replica-a"})
+			return q, func() suiteQueue { return openPGQueueAt(t, u, PGQueueOptions{Owner: "replica-a"}) }
+		}
+	}},
+}
+
+// TestQueue runs the queue suite against every implementation.
+func TestQueue(t *testing.T) {
+	tests := []struct {
+		name string
+		fn   func(*testing.T, queueImpl)
+	}{
+		{"Restart", testQueueRestart},
+		{"RetryBackoff", testQueueRetryBackoff},
+		{"DoneUnknown", testQueueDoneUnknown},
+		{"ConcurrentEnqueue", testQueueConcurrentEnqueue},
+		{"Closed", testQueueClosed},
+		{"Prune", testQueuePrune},
+	}
+	for _, qs := range queueImpls {
+		t.Run(qs.name, func(t *testing.T) {
+			impl := queueImpl{qs.name, qs.setup(t)}
+			for _, tc := range tests {
+				t.Run(tc.name, func(t *testing.T) { tc.fn(t, impl) })
+			}
+		})
+	}
+}
 
 func enqueue(t *testing.T, q Queue, id string) {
 	t.Helper()
@@ -26,8 +95,8 @@ func claim(t *testing.T, q Queue) (Delivery, bool) {
 	return d, ok
 }
 
-func TestQueueRestart(t *testing.T) {
-	q, path := openTestQueue(t)
+func testQueueRestart(t *testing.T, impl queueImpl) {
+	q, reopen := impl.open(t)
 	ctx := context.Background()
 	for _, id := range []string{"a", "b", "c"} {
 		enqueue(t, q, id)
@@ -47,7 +116,7 @@ func TestQueueRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	q2 := openQueueAt(t, path)
+	q2 := reopen()
 	for _, id := range []string{"a", "b", "c"} {
 		dup, err := q2.Enqueue(ctx, Delivery{ID: id, Event: "issue_comment", Body: []byte(`{}`)})
 		if err != nil || !dup {
@@ -73,11 +142,11 @@ func TestQueueRestart(t *testing.T) {
 	}
 }
 
-func TestQueueRetryBackoff(t *testing.T) {
-	q, _ := openTestQueue(t)
+func testQueueRetryBackoff(t *testing.T, impl queueImpl) {
+	q, _ := impl.open(t)
 	ctx := context.Background()
 	now := time.Unix(1_700_000_000, 0)
-	q.now = func() time.Time { return now }
+	q.setNow(func() time.Time { return now })
 	enqueue(t, q, "r")
 	for attempt := 1; attempt <= 3; attempt++ {
 		d, ok := claim(t, q)
@@ -110,8 +179,8 @@ func TestQueueRetryBackoff(t *testing.T) {
 	}
 }
 
-func TestQueueDoneUnknown(t *testing.T) {
-	q, _ := openTestQueue(t)
+func testQueueDoneUnknown(t *testing.T, impl queueImpl) {
+	q, _ := impl.open(t)
 	enqueue(t, q, "x")
 	for _, id := range []string{"x", "nope"} { // x is pending, not claimed
 		if err := q.Done(context.Background(), id, OutcomeProcessed, ""); !errors.Is(err, ErrUnknownDelivery) {
@@ -120,8 +189,8 @@ func TestQueueDoneUnknown(t *testing.T) {
 	}
 }
 
-func TestQueueConcurrentEnqueue(t *testing.T) {
-	q, _ := openTestQueue(t)
+func testQueueConcurrentEnqueue(t *testing.T, impl queueImpl) {
+	q, _ := impl.open(t)
 	ctx := context.Background()
 	const n = 400
 	var wg sync.WaitGroup
@@ -153,8 +222,8 @@ func TestQueueConcurrentEnqueue(t *testing.T) {
 	}
 }
 
-func TestQueueClosed(t *testing.T) {
-	q, _ := openTestQueue(t)
+func testQueueClosed(t *testing.T, impl queueImpl) {
+	q, _ := impl.open(t)
 	q.Close()
 	if _, err := q.Enqueue(context.Background(), Delivery{ID: "x"}); !errors.Is(err, ErrQueueClosed) {
 		t.Errorf("Enqueue on closed queue: %v", err)
@@ -164,8 +233,8 @@ func TestQueueClosed(t *testing.T) {
 	}
 }
 
-func TestQueuePrune(t *testing.T) {
-	q, _ := openTestQueue(t)
+func testQueuePrune(t *testing.T, impl queueImpl) {
+	q, _ := impl.open(t)
 	ctx := context.Background()
 	enqueue(t, q, "old")
 	enqueue(t, q, "open")

@@ -152,10 +152,14 @@ func helps() map[string]help {
 			examples:    []string{"agentos bench guard", "agentos bench guard --corpus builtin", "agentos bench guard --corpus github --json"},
 		},
 		"serve": {
-			usage:       []string{"serve [--addr HOST:PORT] [--data DIR] [--config FILE]"},
-			description: "Serve the GitHub webhook bot and the HTTP/SSE API until SIGINT or SIGTERM. Secrets come only from the environment (AGENTOS_WEBHOOK_SECRET, AGENTOS_GITHUB_APP_ID and AGENTOS_GITHUB_PRIVATE_KEY_FILE or AGENTOS_GITHUB_TOKEN, the provider's key); the rest from --config, the environment and the flags, in that order.",
+			usage:       []string{"serve [--addr HOST:PORT] [--data DIR] [--config FILE] [--store postgres://USER@HOST/DB]"},
+			description: "Serve the GitHub webhook bot and the HTTP/SSE API until SIGINT or SIGTERM. Secrets come only from the environment (AGENTOS_WEBHOOK_SECRET, AGENTOS_GITHUB_APP_ID and AGENTOS_GITHUB_PRIVATE_KEY_FILE or AGENTOS_GITHUB_TOKEN, the provider's key); the rest from --config, the environment and the flags, in that order. By default the event store and the delivery queue are embedded (SQLite and a log in --data, one process). With --store postgres://… (or AGENTOS_DATABASE_URL, or AGENTOS_DATABASE_URL_FILE) both live in PostgreSQL and any number of replicas behind a load balancer share them: migrations run at start under an advisory lock, a replica refuses a newer schema, deliveries are deduplicated and claimed once across replicas, and event streams follow appends made on any replica. AGENTOS_REPLICA_ID names a replica (a restarted replica of the same name releases its claims at once). GET /v1/deliveries?state=dead (with the API token) lists the deliveries that failed for good.",
 			flags:       func(fs *flag.FlagSet) { config.BindFlags(fs) },
-			examples:    []string{"AGENTOS_WEBHOOK_SECRET=... AGENTOS_GITHUB_TOKEN=... AGENTOS_PROVIDER=anthropic ANTHROPIC_API_KEY=... agentos serve --addr 0.0.0.0:8080"},
+			examples: []string{
+				"AGENTOS_WEBHOOK_SECRET=... AGENTOS_GITHUB_TOKEN=... AGENTOS_PROVIDER=anthropic ANTHROPIC_API_KEY=... agentos serve --addr 0.0.0.0:8080",
+				"AGENTOS_DATABASE_URL=postgres://agentos@db:5432/agentos AGENTOS_REPLICA_ID=replica-1 agentos serve --addr 0.0.0.0:8080",
+				"curl -H 'Authorization: Bearer $AGENTOS_API_TOKEN' 'http://localhost:8080/v1/deliveries?state=dead'",
+			},
 		},
 	}
 }

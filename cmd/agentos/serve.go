@@ -24,7 +24,7 @@ import (
 	"github.com/agentos/agentos/runtime/provider"
 	agentrun "github.com/agentos/agentos/runtime/run"
 	"github.com/agentos/agentos/runtime/setup"
-	"github.com/agentos/agentos/runtime/store/sqlite"
+	"github.com/agentos/agentos/runtime/store"
 )
 
 // webhookQueueDir is the delivery queue's directory in the data directory
@@ -91,7 +91,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, d serveDeps) er
 			return err
 		}
 	}
-	secrets := append([]string{cfg.APIToken, cfg.GitHubToken, string(cfg.GitHubPrivateKey), prof.APIKey}, cfg.WebhookSecrets...)
+	secrets := append([]string{cfg.APIToken, cfg.GitHubToken, string(cfg.GitHubPrivateKey), prof.APIKey, urlPassword(cfg.StoreURL)}, cfg.WebhookSecrets...)
 	// The store redacts with the operator policy's keys, as `agentos run`
 	// does, plus every secret this process holds.
 	pol, err := loadPolicy(cfg.PolicyFile, nil)
@@ -102,18 +102,30 @@ func serve(ctx context.Context, args []string, stderr io.Writer, d serveDeps) er
 	if err != nil {
 		return err
 	}
-	st, err := openStore(cfg.DataDir, sealer)
+	be, err := openBackends(ctx, cfg, sealer, log)
 	if err != nil {
-		return fmt.Errorf("serve: open the event store in %s: %w", cfg.DataDir, err)
+		return err
 	}
-	defer st.Close()
+	defer be.Close()
+	st := be.store
+	log.Info("event store", "backend", be.kind)
 
 	metrics := api.NewMetrics()
 	var apiRuns api.Runs
 	if runs {
 		apiRuns = &serveRuns{store: st, mgr: agentrun.NewManager(st), dataDir: cfg.DataDir, policyFile: cfg.PolicyFile, profile: prof, roots: cfg.RepoRoots, log: log, sandbox: sb}
 	}
-	a, err := api.New(api.Options{Store: st, Runs: apiRuns, Token: cfg.APIToken, Metrics: metrics, KeepAlive: cfg.SSEKeepAlive, MaxRuns: cfg.MaxRuns, Logger: log, Sandbox: sb.Report()})
+	apiOpts := api.Options{Store: st, Runs: apiRuns, Token: cfg.APIToken, Metrics: metrics, KeepAlive: cfg.SSEKeepAlive, MaxRuns: cfg.MaxRuns, Logger: log, Sandbox: sb.Report()}
+	var q serveQueue
+	if cfg.WebhookEnabled() {
+		if q, err = be.queue(ctx); err != nil {
+			return err
+		}
+		defer q.Close()
+		apiOpts.Deliveries = q
+	}
+	be.start()
+	a, err := api.New(apiOpts)
 	if err != nil {
 		return err
 	}
@@ -134,11 +146,6 @@ func serve(ctx context.Context, args []string, stderr io.Writer, d serveDeps) er
 	opts.Routes = append(opts.Routes, a.Register)
 
 	if cfg.WebhookEnabled() {
-		q, err := webhook.OpenLogQueue(filepath.Join(cfg.DataDir, webhookQueueDir))
-		if err != nil {
-			return fmt.Errorf("serve: %w", err)
-		}
-		defer q.Close()
 		opts.Actors = append(opts.Actors, func(ctx context.Context) error {
 			for {
 				if n, err := q.Prune(ctx, time.Now().Add(-deliveryRetention)); err != nil && ctx.Err() == nil {
@@ -168,6 +175,15 @@ func serve(ctx context.Context, args []string, stderr io.Writer, d serveDeps) er
 			}
 			return float64(n)
 		})
+		metrics.SetDeadLetters(func() float64 {
+			qctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			n, err := q.Dead(qctx)
+			if err != nil {
+				return math.NaN()
+			}
+			return float64(n)
+		})
 		switch {
 		case d.dispatch != nil:
 			p := &webhook.Processor{Queue: q, Dispatch: d.dispatch, BotLogin: cfg.BotLogin, Observer: metrics, Workers: cfg.Workers, Logger: log}
@@ -178,6 +194,14 @@ func serve(ctx context.Context, args []string, stderr io.Writer, d serveDeps) er
 				return usageErrorf("serve: %v", err)
 			}
 			bot.Dispatcher.Preflight = botPreflight(prof)
+			leases, err := be.leases(ctx, log)
+			if err != nil {
+				return err
+			}
+			if leases != nil {
+				defer leases.Close()
+				bot.Dispatcher.Leases = leases
+			}
 			bot.Dispatcher.Sandbox = string(sb.Mechanism())
 			opts.Actors = append(opts.Actors, func(ctx context.Context) error {
 				login, err := bot.Login(ctx)
@@ -251,7 +275,7 @@ func serveProviderCheck(ctx context.Context, prof provider.Profile, log *slog.Lo
 // server's one store and one Manager, so event streams see appends at once
 // and a session has one active run in this process.
 type serveRuns struct {
-	store      *sqlite.Store
+	store      store.Store
 	mgr        *agentrun.Manager // over store
 	dataDir    string
 	policyFile string

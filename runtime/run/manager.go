@@ -153,6 +153,43 @@ func (m *Manager) closeOrphan(ctx context.Context, j *journal.Journal, snap repl
 	return err
 }
 
+// CloseOrphan gives the session's last run, if it ended without a
+// terminal report (its process died mid-run), its report_missing terminal
+// report, without starting another run. It returns where the session
+// stands; a session whose last run is paused (waiting for an answer) or
+// finished is left as it is. The caller must know that no process is
+// still running the session (it holds the session's lease).
+func (m *Manager) CloseOrphan(ctx context.Context, sessionID string) (Outcome, error) {
+	unlock := m.lock(sessionID)
+	defer unlock()
+	j, err := journal.Open(ctx, m.Store, sessionID)
+	if err != nil {
+		return Outcome{}, err
+	}
+	evs, err := j.Events(ctx)
+	if err != nil {
+		return Outcome{}, err
+	}
+	snap, err := replay.Replay(evs)
+	if err != nil {
+		return Outcome{}, err
+	}
+	if snap.RunStatus != "running" {
+		// Paused (waiting for an answer), finished, or no run at all.
+		return Outcome{SessionID: sessionID, RunID: snap.RunID, Status: snap.RunStatus}, nil
+	}
+	if err := m.closeOrphan(ctx, j, snap, sessionID); err != nil {
+		return Outcome{}, err
+	}
+	if evs, err = j.Events(ctx); err != nil {
+		return Outcome{}, err
+	}
+	if snap, err = replay.Replay(evs); err != nil {
+		return Outcome{}, err
+	}
+	return Outcome{SessionID: sessionID, RunID: snap.RunID, Status: snap.RunStatus}, nil
+}
+
 // Resolve records a maintainer's answer to a pending approval. The caller
 // has checked that `by` may answer; Resolve checks the approval exists and
 // is still pending. Call Resume afterwards to continue the run.

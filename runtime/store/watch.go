@@ -45,3 +45,19 @@ func (w *Watchers) Notify(sessionID string) {
 	}
 	w.mu.Unlock()
 }
+
+// NotifyAll wakes every watcher of every session without blocking: a
+// backend that may have missed notifications (a lost connection, a poll
+// tick) calls it so that followers read again.
+func (w *Watchers) NotifyAll() {
+	w.mu.Lock()
+	for _, subs := range w.subs {
+		for ch := range subs {
+			select {
+			case ch <- struct{}{}:
+			default:
+			}
+		}
+	}
+	w.mu.Unlock()
+}

@@ -1,0 +1,4 @@
+package dispatch
+
+// DeliverySessionID exposes deliverySessionID to the external tests.
+var DeliverySessionID = deliverySessionID

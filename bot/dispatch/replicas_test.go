@@ -1,0 +1,247 @@
+package dispatch_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentos/agentos/bot/dispatch"
+	"github.com/agentos/agentos/bot/internal/fakegithub"
+	"github.com/agentos/agentos/bot/webhook"
+	"github.com/agentos/agentos/runtime/demo"
+	"github.com/agentos/agentos/runtime/event"
+	"github.com/agentos/agentos/runtime/replay"
+	"github.com/agentos/agentos/runtime/store"
+	"github.com/agentos/agentos/runtime/store/postgres"
+	"github.com/agentos/agentos/runtime/store/postgres/pgtest"
+	"github.com/agentos/agentos/schemas"
+	gh "github.com/google/go-github/v62/github"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// TestApprovalAtAnotherReplica: two bot replicas on one PostgreSQL store
+// with session leases. Replica A runs the request up to the approval
+// request; the Approve review reaches replica B, a new process that never
+// saw the session. While A still holds the session's lease, B hands the
+// delivery back (ErrSessionBusy, a retry through the queue) and changes
+// nothing; once the lease is free, B resumes the session from the shared
+// log to completed, and the log holds one run with one terminal report.
+func TestApprovalAtAnotherReplica(t *testing.T) {
+	u := pgtest.Schema(t, pgtest.URL(t))
+	pool, err := pgxpool.New(context.Background(), u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	w := newLiveWorld(t, "app", "")
+	w.openStore = func(s *event.Sealer) store.Store {
+		st, err := postgres.Open(context.Background(), pool, s, postgres.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	leases := func(owner string) *postgres.Leases {
+		l, err := postgres.OpenLeases(context.Background(), pool, postgres.LeaseOptions{Owner: owner, TTL: 30 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(l.Close)
+		return l
+	}
+	w.startBot() // replica A
+	leasesA := leases("replica-a")
+	w.bot.Dispatcher.Leases = leasesA
+	w.login()
+	first := w.request("token check")
+
+	// A is still busy with the session (say, a follow-up run).
+	ctx := context.Background()
+	release, err := leasesA.Acquire(ctx, first.SessionID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.startBot() // replica B: a new process, its own data directory
+	w.bot.Dispatcher.Leases = leases("replica-b")
+	w.login()
+	before, err := w.bot.Dispatcher.Runs.Store.Read(ctx, first.SessionID, 1)
+	if err != nil || len(before) == 0 {
+		t.Fatalf("B does not see the session's log in the shared store: %d events, %v", len(before), err)
+	}
+	pr, _ := w.fake.PR(repoName, first.PR)
+	w.asHuman(func() error {
+		_, _, err := w.alice.GitHub().PullRequests.CreateReview(ctx, "octo", "app", first.PR, &gh.PullRequestReviewRequest{CommitID: gh.String(pr.HeadSHA), Body: gh.String("Looks right."), Event: gh.String("APPROVE")})
+		return err
+	})
+	var review webhook.Trigger
+	for _, d := range w.fake.DeliveriesSince(w.seen) {
+		w.seen++
+		if d.Event == "pull_request_review" && !strings.EqualFold(d.Sender(), w.botLogin) {
+			tr, ok, err := webhook.Normalize(d.Event, d.ID, d.Body)
+			if err != nil || !ok {
+				t.Fatalf("normalize: %v %v", ok, err)
+			}
+			review = tr
+		}
+	}
+	if review.DeliveryID == "" {
+		t.Fatal("no review delivery")
+	}
+	err = w.bot.Dispatcher.Dispatch(ctx, review)
+	if !errors.Is(err, dispatch.ErrSessionBusy) || !errors.Is(err, postgres.ErrLeased) || errors.Is(err, webhook.ErrPermanent) {
+		t.Fatalf("approval at B while A holds the lease: %v", err)
+	}
+	after, _ := w.bot.Dispatcher.Runs.Store.Read(ctx, first.SessionID, 1)
+	if len(after) != len(before) {
+		t.Fatalf("B appended %d events to a session leased by A", len(after)-len(before))
+	}
+	// A lets go; the queue's retry reaches B (or any replica) again.
+	release()
+	n := len(w.results)
+	if err := w.bot.Dispatcher.Dispatch(ctx, review); err != nil {
+		t.Fatalf("retry: %v", err)
+	}
+	got := w.results[n:]
+	if len(got) == 0 || got[len(got)-1].Status != "completed" || got[len(got)-1].SessionID != first.SessionID {
+		t.Fatalf("after the retry: %+v", got)
+	}
+	evs, _ := w.bot.Dispatcher.Runs.Store.Read(ctx, first.SessionID, 1)
+	starts, terminals := 0, 0
+	for _, e := range evs {
+		switch e.Type {
+		case event.RunStarted:
+			starts++
+		case event.TurnTerminal:
+			terminals++
+		}
+	}
+	if starts != 1 || terminals != 1 {
+		t.Fatalf("%d run.started and %d turn.terminal events, want one each", starts, terminals)
+	}
+}
+
+// replicaWorld is a liveWorld whose bots share one PostgreSQL store and
+// hold session leases, as `agentos serve --store postgres://…` wires them.
+func replicaWorld(t *testing.T) (*liveWorld, *pgxpool.Pool) {
+	t.Helper()
+	u := pgtest.Schema(t, pgtest.URL(t))
+	pool, err := pgxpool.New(context.Background(), u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	w := newLiveWorld(t, "app", "")
+	w.openStore = func(s *event.Sealer) store.Store {
+		st, err := postgres.Open(context.Background(), pool, s, postgres.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	w.startBot()
+	l, err := postgres.OpenLeases(context.Background(), pool, postgres.LeaseOptions{Owner: "replica-a", TTL: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(l.Close)
+	w.bot.Dispatcher.Leases = l
+	w.login()
+	return w, pool
+}
+
+func countTypes(evs []event.Event) map[string]int {
+	c := map[string]int{}
+	for _, e := range evs {
+		c[e.Type]++
+	}
+	return c
+}
+
+// TestRedeliveredRequestRunsOnce: with replicas, an `/agent` delivery
+// dispatched again (its outcome was lost with its replica) finds the
+// session the first attempt made and starts nothing: one session, one
+// run, one pull request.
+func TestRedeliveredRequestRunsOnce(t *testing.T) {
+	w, _ := replicaWorld(t)
+	first := w.request("token check")
+	var comment webhook.Trigger
+	for _, d := range w.fake.DeliveriesSince(0) {
+		if d.Event == "issue_comment" && !strings.EqualFold(d.Sender(), w.botLogin) {
+			tr, ok, err := webhook.Normalize(d.Event, d.ID, d.Body)
+			if err == nil && ok && strings.HasPrefix(tr.Body, "/agent") {
+				comment = tr
+			}
+		}
+	}
+	if comment.DeliveryID == "" || first.SessionID != dispatch.DeliverySessionID(comment.Number, comment.DeliveryID) {
+		t.Fatalf("session %s is not the delivery's (%s)", first.SessionID, comment.DeliveryID)
+	}
+	n := len(w.results)
+	if err := w.bot.Dispatcher.Dispatch(context.Background(), comment); err != nil {
+		t.Fatal(err)
+	}
+	got := w.results[n:]
+	if len(got) != 1 || got[0].Outcome != "recorded" || got[0].SessionID != first.SessionID || got[0].Status != "paused" {
+		t.Fatalf("redelivery: %+v", got)
+	}
+	evs, _ := w.bot.Dispatcher.Runs.Store.Read(context.Background(), first.SessionID, 1)
+	if c := countTypes(evs); c[event.RunStarted] != 1 || c[event.TurnTerminal] != 0 {
+		t.Fatalf("after the redelivery: %v", c)
+	}
+	// The paused session still completes on approval.
+	w.approve(first)
+}
+
+// TestRedeliveredRequestAfterDeath: the replica that began an `/agent`
+// request died mid-run (its session has run.started and no terminal
+// report). The delivery, dispatched again on another replica, does not
+// start a second run: the orphaned run gets exactly one terminal report
+// (report_missing), and a further redelivery changes nothing.
+func TestRedeliveredRequestAfterDeath(t *testing.T) {
+	w, _ := replicaWorld(t)
+	ctx := context.Background()
+	issue := w.fake.AddIssue(repoName, fakegithub.Issue{Title: "dies", Body: "auth.go is broken", User: "alice"})
+	w.asHuman(func() error {
+		_, err := w.alice.CreateComment(ctx, "octo", "app", issue, "/agent "+demo.Prompt)
+		return err
+	})
+	var comment webhook.Trigger
+	for _, d := range w.fake.DeliveriesSince(w.seen) {
+		w.seen++
+		if d.Event == "issue_comment" {
+			tr, ok, err := webhook.Normalize(d.Event, d.ID, d.Body)
+			if err != nil || !ok {
+				t.Fatalf("normalize: %v", err)
+			}
+			comment = tr
+		}
+	}
+	sid := dispatch.DeliverySessionID(comment.Number, comment.DeliveryID)
+	st := w.bot.Dispatcher.Runs.Store
+	// What the dead replica had written.
+	if _, err := st.Append(ctx, sid, 0,
+		event.Draft{RunID: "run-dead", Type: event.SessionStart, Actor: "user", Payload: map[string]any{"prompt": demo.Prompt}},
+		event.Draft{RunID: "run-dead", Type: event.RunStarted, Actor: "runtime", Payload: map[string]any{"run_id": "run-dead", "prompt": demo.Prompt}},
+	); err != nil {
+		t.Fatal(err)
+	}
+	for attempt := 0; attempt < 2; attempt++ {
+		n := len(w.results)
+		if err := w.bot.Dispatcher.Dispatch(ctx, comment); err != nil {
+			t.Fatalf("attempt %d: %v", attempt, err)
+		}
+		if got := w.results[n:]; len(got) != 1 || got[0].Outcome != "recorded" || got[0].Status != "failed" {
+			t.Fatalf("attempt %d: %+v", attempt, got)
+		}
+	}
+	evs, _ := st.Read(ctx, sid, 1)
+	c := countTypes(evs)
+	if c[event.RunStarted] != 1 || c[event.TurnTerminal] != 1 {
+		t.Fatalf("after the redeliveries: %v", c)
+	}
+	if rep := replay.VerifyEvents(schemas.MustDefault(), evs); !rep.Valid {
+		t.Fatalf("log: %v", rep.Problem)
+	}
+}

@@ -1,0 +1,486 @@
+package webhook
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/agentos/agentos/runtime/store/postgres"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// DeliveriesChannel is the NOTIFY channel on which PGQueue announces a new
+// delivery.
+const DeliveriesChannel = "agentos_deliveries"
+
+// Defaults of PGQueue.
+const (
+	DefaultClaimTTL   = 60 * time.Second
+	DefaultMaxBackoff = time.Hour
+	deadLetterMsg     = "claimed %s times and never finished (the replica working it died or lost the database each time)"
+	pgQueueComponent  = "deliveries"
+)
+
+var deliveryMigrations = []postgres.Migration{
+	{Version: 1, SQL: `
+CREATE TABLE agentos_deliveries (
+	id          text        PRIMARY KEY,
+	seq         bigserial   NOT NULL,
+	event       text        NOT NULL,
+	action      text        NOT NULL,
+	body        bytea       NOT NULL,
+	received_at timestamptz NOT NULL,
+	state       text        NOT NULL DEFAULT 'pending' CHECK (state IN ('pending', 'claimed', 'done')),
+	attempts    integer     NOT NULL DEFAULT 0,
+	due         timestamptz NOT NULL,
+	claim_token text,
+	claimed_by  text,
+	outcome     text        NOT NULL DEFAULT '',
+	error       text        NOT NULL DEFAULT '',
+	done_at     timestamptz
+);
+CREATE INDEX agentos_deliveries_open ON agentos_deliveries (seq) WHERE state IN ('pending', 'claimed');
+CREATE INDEX agentos_deliveries_done ON agentos_deliveries (done_at) WHERE state = 'done';
+CREATE INDEX agentos_deliveries_dead ON agentos_deliveries (done_at) WHERE state = 'done' AND outcome = 'failed';`},
+}
+
+// PGQueueOptions tune a PGQueue.
+type PGQueueOptions struct {
+	// Owner names this replica in claimed_by. A queue opened with an
+	// explicit Owner releases the claims an earlier process of the same
+	// Owner left behind (it restarted: they are claimable at once). Empty:
+	// host-pid-random, and a dead process's claims wait for their TTL.
+	Owner string
+	// ClaimTTL is how long a claim lasts without renewal; the queue renews
+	// its claims every ClaimTTL/3, so a claim outlives its replica by at
+	// most ClaimTTL. Default DefaultClaimTTL.
+	ClaimTTL time.Duration
+	// MaxAttempts dead-letters a delivery claimed this many times whose
+	// last claim expired (its processing keeps killing the replica).
+	// Default DefaultMaxAttempts.
+	MaxAttempts int
+	// Listener wakes the Processor on NOTIFY; nil: the queue starts its own.
+	Listener *postgres.Listener
+}
+
+// PGQueue is the Queue as a PostgreSQL table shared by every replica.
+// Enqueue is one INSERT … ON CONFLICT DO NOTHING on the delivery ID (a
+// redelivery, or the same delivery sent to several replicas, is a
+// duplicate), committed before it returns, so the handler's 202 means the
+// delivery is in PostgreSQL. Claim takes the oldest claimable row with
+// SELECT … FOR UPDATE SKIP LOCKED, so replicas never wait on each other
+// nor claim the same row. A claim has an expiry that the owning queue
+// renews; a delivery whose claim expired (its replica died) is claimable
+// again, with the attempt counted. OutcomeRetry makes a delivery
+// claimable after 2^(attempts-1) s (capped); OutcomeFailed is the
+// dead-letter state (state done, outcome failed), listed by
+// List(ctx, "dead", …).
+//
+// Time is this process's clock (for tests), so replicas' clocks must
+// agree to well within ClaimTTL (NTP does).
+type PGQueue struct {
+	pool  *pgxpool.Pool
+	opts  PGQueueOptions
+	now   func() time.Time
+	ready chan struct{}
+	ownsL bool
+
+	mu     sync.Mutex
+	tokens map[string]string // claimed delivery ID → our claim token
+	closed bool
+	enq    chan *enqueueReq // guarded by mu against sends after Close
+	enqWG  sync.WaitGroup
+	stop   chan struct{}
+	done   chan struct{}
+}
+
+// OpenPGQueue migrates the deliveries schema and returns the queue.
+func OpenPGQueue(ctx context.Context, pool *pgxpool.Pool, o PGQueueOptions) (*PGQueue, error) {
+	if err := postgres.Migrate(ctx, pool, pgQueueComponent, deliveryMigrations); err != nil {
+		return nil, err
+	}
+	explicit := o.Owner != ""
+	if !explicit {
+		host, _ := os.Hostname()
+		o.Owner = fmt.Sprintf("%s-%d-%s", host, os.Getpid(), randomToken()[:8])
+	}
+	if o.ClaimTTL <= 0 {
+		o.ClaimTTL = DefaultClaimTTL
+	}
+	if o.MaxAttempts <= 0 {
+		o.MaxAttempts = DefaultMaxAttempts
+	}
+	q := &PGQueue{pool: pool, opts: o, now: time.Now, ready: make(chan struct{}, 1), tokens: map[string]string{}, stop: make(chan struct{}), done: make(chan struct{}), enq: make(chan *enqueueReq, 4096)}
+	if explicit {
+		if _, err := pool.Exec(ctx, `UPDATE agentos_deliveries SET state = 'pending', due = $2, claim_token = NULL
+			WHERE state = 'claimed' AND claimed_by = $1`, o.Owner, q.now()); err != nil {
+			return nil, fmt.Errorf("webhook: release the claims of %s: %w", o.Owner, err)
+		}
+	}
+	l := o.Listener
+	if l == nil {
+		l = postgres.NewListener(pool, nil)
+		q.ownsL = true
+	}
+	l.Handle(DeliveriesChannel, func(string) { q.wake() }, q.wake)
+	if q.ownsL {
+		l.Start()
+	}
+	q.opts.Listener = l
+	go q.renew()
+	for range enqueueCommitters {
+		q.enqWG.Add(1)
+		go q.enqueueLoop()
+	}
+	return q, nil
+}
+
+func randomToken() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+func (q *PGQueue) wake() {
+	select {
+	case q.ready <- struct{}{}:
+	default:
+	}
+}
+
+// Ready implements Notifier.
+func (q *PGQueue) Ready() <-chan struct{} { return q.ready }
+
+// Owner is the name this queue claims under.
+func (q *PGQueue) Owner() string { return q.opts.Owner }
+
+func (q *PGQueue) isClosed() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.closed
+}
+
+// Enqueue implements Queue. Enqueues that arrive together share one
+// INSERT, one transaction and one WAL flush (group commit); each returns
+// once that transaction committed.
+func (q *PGQueue) Enqueue(ctx context.Context, d Delivery) (bool, error) {
+	at := d.ReceivedAt
+	if at.IsZero() {
+		at = q.now()
+	}
+	r := &enqueueReq{d: d, at: at, done: make(chan struct{})}
+	q.mu.Lock()
+	if q.closed {
+		q.mu.Unlock()
+		return false, ErrQueueClosed
+	}
+	select {
+	case q.enq <- r:
+	case <-ctx.Done():
+		q.mu.Unlock()
+		return false, ctx.Err()
+	}
+	q.mu.Unlock()
+	// Once handed over, the insert commits or fails as a whole.
+	<-r.done
+	return r.dup, r.err
+}
+
+type enqueueReq struct {
+	d    Delivery
+	at   time.Time
+	dup  bool
+	err  error
+	done chan struct{}
+}
+
+// enqueueCommitters is how many group inserts may be in flight at once.
+const enqueueCommitters = 2
+
+func (q *PGQueue) enqueueLoop() {
+	defer q.enqWG.Done()
+	for r := range q.enq {
+		batch := []*enqueueReq{r}
+	fill:
+		for len(batch) < 512 {
+			select {
+			case r, ok := <-q.enq:
+				if !ok {
+					break fill
+				}
+				batch = append(batch, r)
+			default:
+				break fill
+			}
+		}
+		q.insertBatch(batch)
+		for _, r := range batch {
+			close(r.done)
+		}
+	}
+}
+
+func (q *PGQueue) insertBatch(batch []*enqueueReq) {
+	first := map[string]*enqueueReq{}
+	var ids, events, actions []string
+	var bodies [][]byte
+	var ats []time.Time
+	for _, r := range batch {
+		if _, seen := first[r.d.ID]; seen {
+			r.dup = true // the same ID twice in one batch: the first decides
+			continue
+		}
+		first[r.d.ID] = r
+		ids, events, actions = append(ids, r.d.ID), append(events, r.d.Event), append(actions, r.d.Action)
+		bodies, ats = append(bodies, r.d.Body), append(ats, r.at)
+	}
+	rows, err := q.pool.Query(context.Background(), `
+WITH ins AS (
+	INSERT INTO agentos_deliveries (id, event, action, body, received_at, due)
+	SELECT u.id, u.event, u.action, u.body, u.at, u.at
+	FROM unnest($1::text[], $2::text[], $3::text[], $4::bytea[], $5::timestamptz[]) AS u(id, event, action, body, at)
+	ON CONFLICT (id) DO NOTHING
+	RETURNING id
+)
+SELECT ins.id FROM ins LEFT JOIN (SELECT pg_notify('`+DeliveriesChannel+`', '') FROM ins LIMIT 1) n ON true`, ids, events, actions, bodies, ats)
+	inserted := map[string]bool{}
+	if err == nil {
+		for rows.Next() {
+			var id string
+			if err = rows.Scan(&id); err != nil {
+				break
+			}
+			inserted[id] = true
+		}
+		rows.Close()
+		if err == nil {
+			err = rows.Err()
+		}
+	}
+	for _, r := range batch {
+		switch {
+		case err != nil:
+			r.err, r.dup = fmt.Errorf("webhook: enqueue %s: %w", r.d.ID, err), false
+		case !r.dup:
+			r.dup = !inserted[r.d.ID]
+		}
+	}
+}
+
+// Claim implements Queue.
+func (q *PGQueue) Claim(ctx context.Context) (Delivery, bool, error) {
+	if q.isClosed() {
+		return Delivery{}, false, ErrQueueClosed
+	}
+	now := q.now()
+	// Deliveries whose claims expired MaxAttempts times go to the dead
+	// letters instead of killing another replica.
+	if _, err := q.pool.Exec(ctx, `UPDATE agentos_deliveries SET state = 'done', outcome = 'failed', done_at = $1, claim_token = NULL,
+		error = format('`+deadLetterMsg+`', attempts)
+		WHERE state = 'claimed' AND due <= $1 AND attempts >= $2`, now, q.opts.MaxAttempts); err != nil {
+		return Delivery{}, false, fmt.Errorf("webhook: claim: %w", err)
+	}
+	tok := randomToken()
+	var d Delivery
+	err := q.pool.QueryRow(ctx, `
+UPDATE agentos_deliveries d SET state = 'claimed', attempts = d.attempts + 1, due = $2, claim_token = $3, claimed_by = $4
+FROM (SELECT id FROM agentos_deliveries WHERE state IN ('pending', 'claimed') AND due <= $1
+      ORDER BY seq LIMIT 1 FOR UPDATE SKIP LOCKED) c
+WHERE d.id = c.id
+RETURNING d.id, d.event, d.action, d.body, d.received_at, d.attempts`, now, now.Add(q.opts.ClaimTTL), tok, q.opts.Owner).
+		Scan(&d.ID, &d.Event, &d.Action, &d.Body, &d.ReceivedAt, &d.Attempts)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Delivery{}, false, nil
+	}
+	if err != nil {
+		return Delivery{}, false, fmt.Errorf("webhook: claim: %w", err)
+	}
+	q.mu.Lock()
+	q.tokens[d.ID] = tok
+	q.mu.Unlock()
+	return d, true, nil
+}
+
+// Done implements Queue. It fails with ErrUnknownDelivery unless this
+// queue holds the delivery's current claim (a claim that expired and was
+// taken by another replica is no longer ours to finish).
+func (q *PGQueue) Done(ctx context.Context, id, outcome, errMsg string) error {
+	if q.isClosed() {
+		return ErrQueueClosed
+	}
+	q.mu.Lock()
+	tok, ok := q.tokens[id]
+	q.mu.Unlock()
+	if !ok {
+		return fmt.Errorf("%w: %s", ErrUnknownDelivery, id)
+	}
+	now := q.now()
+	var tag string
+	var err error
+	if outcome == OutcomeRetry {
+		var ct interface{ RowsAffected() int64 }
+		ct, err = q.pool.Exec(ctx, `UPDATE agentos_deliveries SET state = 'pending', claim_token = NULL, error = $3,
+			due = $4::timestamptz + least(power(2, attempts - 1), $5) * interval '1 second'
+			WHERE id = $1 AND state = 'claimed' AND claim_token = $2`, id, tok, errMsg, now, DefaultMaxBackoff.Seconds())
+		if err == nil && ct.RowsAffected() == 0 {
+			tag = "lost"
+		}
+	} else {
+		var ct interface{ RowsAffected() int64 }
+		ct, err = q.pool.Exec(ctx, `UPDATE agentos_deliveries SET state = 'done', claim_token = NULL, outcome = $3, error = $4, done_at = $5
+			WHERE id = $1 AND state = 'claimed' AND claim_token = $2`, id, tok, outcome, errMsg, now)
+		if err == nil && ct.RowsAffected() == 0 {
+			tag = "lost"
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("webhook: done %s: %w", id, err)
+	}
+	q.mu.Lock()
+	delete(q.tokens, id)
+	q.mu.Unlock()
+	if tag == "lost" {
+		return fmt.Errorf("%w: %s (its claim expired and was taken over)", ErrUnknownDelivery, id)
+	}
+	return nil
+}
+
+// Depth implements Queue: deliveries not yet finished.
+func (q *PGQueue) Depth(ctx context.Context) (int, error) {
+	var n int
+	err := q.pool.QueryRow(ctx, `SELECT count(*) FROM agentos_deliveries WHERE state IN ('pending', 'claimed')`).Scan(&n)
+	return n, err
+}
+
+// Dead counts the dead-lettered deliveries (outcome failed).
+func (q *PGQueue) Dead(ctx context.Context) (int, error) {
+	var n int
+	err := q.pool.QueryRow(ctx, `SELECT count(*) FROM agentos_deliveries WHERE state = 'done' AND outcome = 'failed'`).Scan(&n)
+	return n, err
+}
+
+const recordColumns = `id, event, action, body, received_at, attempts, state, outcome, error`
+
+func scanRecord(row pgx.Row) (Record, error) {
+	var r Record
+	err := row.Scan(&r.ID, &r.Event, &r.Action, &r.Body, &r.ReceivedAt, &r.Attempts, &r.State, &r.Outcome, &r.Error)
+	return r, err
+}
+
+// Get returns the stored state of a delivery.
+func (q *PGQueue) Get(ctx context.Context, id string) (Record, bool, error) {
+	r, err := scanRecord(q.pool.QueryRow(ctx, `SELECT `+recordColumns+` FROM agentos_deliveries WHERE id = $1`, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Record{}, false, nil
+	}
+	if err != nil {
+		return Record{}, false, fmt.Errorf("webhook: get %s: %w", id, err)
+	}
+	return r, true, nil
+}
+
+// List returns up to limit deliveries in state (pending, claimed, done, or
+// dead: done with outcome failed), oldest first, bodies left out.
+func (q *PGQueue) List(ctx context.Context, state string, limit int) ([]Record, error) {
+	if err := validListState(state); err != nil {
+		return nil, err
+	}
+	where := map[string]string{
+		"pending": `state = 'pending'`,
+		"claimed": `state = 'claimed'`,
+		"done":    `state = 'done'`,
+		"dead":    `state = 'done' AND outcome = 'failed'`,
+	}[state]
+	if limit <= 0 || limit > MaxListed {
+		limit = MaxListed
+	}
+	rows, err := q.pool.Query(ctx, `SELECT id, event, action, ''::bytea, received_at, attempts, state, outcome, error
+		FROM agentos_deliveries WHERE `+where+` ORDER BY seq LIMIT $1`, limit)
+	if err != nil {
+		return nil, fmt.Errorf("webhook: list %s: %w", state, err)
+	}
+	defer rows.Close()
+	var out []Record
+	for rows.Next() {
+		r, err := scanRecord(rows)
+		if err != nil {
+			return nil, err
+		}
+		r.Body = nil
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// Prune forgets deliveries finished before t (a later redelivery of one is
+// new again) and returns how many.
+func (q *PGQueue) Prune(ctx context.Context, t time.Time) (int64, error) {
+	ct, err := q.pool.Exec(ctx, `DELETE FROM agentos_deliveries WHERE state = 'done' AND done_at < $1`, t)
+	if err != nil {
+		return 0, fmt.Errorf("webhook: prune: %w", err)
+	}
+	return ct.RowsAffected(), nil
+}
+
+// renew extends this queue's claims every ClaimTTL/3.
+func (q *PGQueue) renew() {
+	defer close(q.done)
+	t := time.NewTicker(q.opts.ClaimTTL / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-q.stop:
+			return
+		case <-t.C:
+		}
+		q.mu.Lock()
+		toks := make([]string, 0, len(q.tokens))
+		for _, tok := range q.tokens {
+			toks = append(toks, tok)
+		}
+		q.mu.Unlock()
+		if len(toks) == 0 {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), q.opts.ClaimTTL/3)
+		_, _ = q.pool.Exec(ctx, `UPDATE agentos_deliveries SET due = $2 WHERE state = 'claimed' AND claim_token = ANY($1)`, toks, q.now().Add(q.opts.ClaimTTL))
+		cancel()
+	}
+}
+
+// Close stops renewing and gives the claims this queue still holds back
+// (claimable at once, the attempt stays counted). The pool stays open.
+func (q *PGQueue) Close() error {
+	q.mu.Lock()
+	if q.closed {
+		q.mu.Unlock()
+		return nil
+	}
+	q.closed = true
+	close(q.enq)
+	toks := make([]string, 0, len(q.tokens))
+	for _, tok := range q.tokens {
+		toks = append(toks, tok)
+	}
+	q.tokens = map[string]string{}
+	q.mu.Unlock()
+	q.enqWG.Wait()
+	close(q.stop)
+	<-q.done
+	if q.ownsL {
+		q.opts.Listener.Close()
+	}
+	if len(toks) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err := q.pool.Exec(ctx, `UPDATE agentos_deliveries SET state = 'pending', due = $2, claim_token = NULL WHERE state = 'claimed' AND claim_token = ANY($1)`, toks, q.now())
+	return err
+}

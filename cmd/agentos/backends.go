@@ -1,0 +1,152 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/agentos/agentos/bot/config"
+	"github.com/agentos/agentos/bot/webhook"
+	"github.com/agentos/agentos/runtime/event"
+	"github.com/agentos/agentos/runtime/store"
+	"github.com/agentos/agentos/runtime/store/postgres"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// serveQueue is what serve needs of a delivery queue: LogQueue (one
+// process) or PGQueue (replicas).
+type serveQueue interface {
+	webhook.Queue
+	webhook.Lister
+	Prune(ctx context.Context, before time.Time) (int64, error)
+	Close() error
+}
+
+// backends are the event store and (opened on demand) the delivery queue
+// serve runs on: SQLite and the log queue in the data directory, or both
+// in the PostgreSQL database of cfg.StoreURL.
+type backends struct {
+	store store.Store
+	kind  string // "sqlite" | "postgres"
+	cfg   config.Config
+	pool  *pgxpool.Pool
+	l     *postgres.Listener
+}
+
+// openBackends opens the event store.
+func openBackends(ctx context.Context, cfg config.Config, sealer *event.Sealer, log *slog.Logger) (*backends, error) {
+	if cfg.StoreURL == "" {
+		st, err := openStore(cfg.DataDir, sealer)
+		if err != nil {
+			return nil, fmt.Errorf("serve: open the event store in %s: %w", cfg.DataDir, err)
+		}
+		return &backends{store: st, kind: "sqlite", cfg: cfg}, nil
+	}
+	pcfg, err := pgxpool.ParseConfig(cfg.StoreURL)
+	if err != nil {
+		// pgx's message may quote the URL: name it redacted instead.
+		return nil, usageErrorf("serve: --store %s is not a valid PostgreSQL URL", config.RedactURL(cfg.StoreURL))
+	}
+	if _, set := pcfg.ConnConfig.RuntimeParams["application_name"]; !set {
+		pcfg.ConnConfig.RuntimeParams["application_name"] = "agentos"
+	}
+	octx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	pool, err := pgxpool.NewWithConfig(octx, pcfg)
+	if err == nil {
+		err = pool.Ping(octx)
+	}
+	if err != nil {
+		if pool != nil {
+			pool.Close()
+		}
+		return nil, fmt.Errorf("serve: connect to PostgreSQL at %s: %w", config.RedactURL(cfg.StoreURL), err)
+	}
+	l := postgres.NewListener(pool, log)
+	st, err := postgres.Open(octx, pool, sealer, postgres.Options{Listener: l, Logger: log})
+	if err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("serve: open the event store in PostgreSQL: %w", err)
+	}
+	return &backends{store: st, kind: "postgres", cfg: cfg, pool: pool, l: l}, nil
+}
+
+// queue opens the delivery queue next to the store.
+func (b *backends) queue(ctx context.Context) (serveQueue, error) {
+	if b.pool == nil {
+		q, err := webhook.OpenLogQueue(filepath.Join(b.cfg.DataDir, webhookQueueDir))
+		if err != nil {
+			return nil, fmt.Errorf("serve: %w", err)
+		}
+		return q, nil
+	}
+	q, err := webhook.OpenPGQueue(ctx, b.pool, webhook.PGQueueOptions{Owner: b.cfg.ReplicaID, Listener: b.l})
+	if err != nil {
+		return nil, fmt.Errorf("serve: open the delivery queue in PostgreSQL: %w", err)
+	}
+	return q, nil
+}
+
+// leases returns the session leases of the PostgreSQL backend (nil for
+// SQLite: one process, whose in-process locks suffice).
+func (b *backends) leases(ctx context.Context, log *slog.Logger) (*postgres.Leases, error) {
+	if b.pool == nil {
+		return nil, nil
+	}
+	owner := b.cfg.ReplicaID
+	if owner == "" {
+		owner = defaultOwner()
+	}
+	l, err := postgres.OpenLeases(ctx, b.pool, postgres.LeaseOptions{Owner: owner, Logger: log})
+	if err != nil {
+		return nil, fmt.Errorf("serve: open the session leases in PostgreSQL: %w", err)
+	}
+	return l, nil
+}
+
+// defaultOwner names a replica without AGENTOS_REPLICA_ID: host, pid and
+// a random suffix, unique per process.
+func defaultOwner() string {
+	host, _ := os.Hostname()
+	var r [4]byte
+	_, _ = rand.Read(r[:])
+	return fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(r[:]))
+}
+
+// start begins listening for notifications once every handler is
+// registered.
+func (b *backends) start() {
+	if b.l != nil {
+		b.l.Start()
+	}
+}
+
+// Close closes the store, the listener and the pool.
+func (b *backends) Close() error {
+	err := b.store.Close()
+	if b.l != nil {
+		b.l.Close()
+	}
+	if b.pool != nil {
+		b.pool.Close()
+	}
+	return err
+}
+
+// urlPassword returns the password a database URL carries, to be redacted.
+func urlPassword(s string) string {
+	u, err := url.Parse(s)
+	if err != nil {
+		return ""
+	}
+	if p, ok := u.User.Password(); ok {
+		return p
+	}
+	return u.Query().Get("password")
+}

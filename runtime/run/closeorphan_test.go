@@ -1,0 +1,52 @@
+package run
+
+import (
+	"context"
+	"testing"
+
+	"github.com/agentos/agentos/runtime/event"
+	"github.com/agentos/agentos/runtime/journal"
+)
+
+// TestCloseOrphan: a run that died mid-way gets exactly one report_missing
+// terminal report and no new run; calling again changes nothing; a paused
+// or finished session is left alone.
+func TestCloseOrphan(t *testing.T) {
+	f := newFixture(t, script(finalReport), nil)
+	ctx := context.Background()
+	j, err := journal.Open(ctx, f.store, "crashed")
+	must(t, err)
+	j.SetRun("run-dead")
+	_, err = j.Append(ctx, event.SessionStart, "runtime", map[string]any{"prompt": "greet"}, "")
+	must(t, err)
+	_, err = j.Append(ctx, event.RunStarted, "runtime", map[string]any{"run_id": "run-dead", "prompt": "greet"}, "")
+	must(t, err)
+	for i := 0; i < 2; i++ {
+		out, err := f.mgr.CloseOrphan(ctx, "crashed")
+		if err != nil || out.Status != "failed" || out.RunID != "run-dead" {
+			t.Fatalf("call %d: %+v %v", i, out, err)
+		}
+	}
+	evs := f.events(t, "crashed")
+	verify(t, evs)
+	starts, terminals := 0, 0
+	for _, e := range evs {
+		switch e.Type {
+		case event.RunStarted:
+			starts++
+		case event.TurnTerminal:
+			terminals++
+		}
+	}
+	if starts != 1 || terminals != 1 {
+		t.Fatalf("%d runs, %d terminal reports", starts, terminals)
+	}
+	out, err := f.mgr.Start(ctx, f.eng, StartRequest{SessionID: "done", Prompt: "greet the world"})
+	if err != nil || out.Status != "completed" {
+		t.Fatalf("%+v %v", out, err)
+	}
+	n := len(f.events(t, "done"))
+	if out, err := f.mgr.CloseOrphan(ctx, "done"); err != nil || out.Status != "completed" || len(f.events(t, "done")) != n {
+		t.Fatalf("a finished session was changed: %+v %v", out, err)
+	}
+}
