@@ -17,6 +17,7 @@ import (
 
 	"github.com/agentos/agentos/bot/github"
 	"github.com/agentos/agentos/bot/internal/fakegithub"
+	"github.com/agentos/agentos/bot/tracking"
 	"github.com/agentos/agentos/kernel/testenv"
 	"github.com/agentos/agentos/runtime/demo"
 	"github.com/agentos/agentos/runtime/event"
@@ -35,6 +36,9 @@ type chaosReport struct {
 	phases     map[string]int
 	violations []string
 	recovery   []time.Duration
+	// interrupted counts the sessions a kill ended (report_missing) that
+	// the maintainer asked again for.
+	interrupted int
 }
 
 func (r *chaosReport) add(f func(r *chaosReport)) {
@@ -50,10 +54,13 @@ func (r *chaosReport) add(f func(r *chaosReport)) {
 // moment lands) and restarted over the same data directory, again and
 // again until the flow finishes. Deliveries that failed because the
 // process was gone are redelivered, as a maintainer does with GitHub's
-// "Redeliver" (GitHub never retries by itself). After each trial: one PR,
-// one approval review per approval request, one tracking comment, one
-// applied patch, the committed log verifies and ends with exactly one
-// completed terminal report, and GitHub saw nothing it would refuse.
+// "Redeliver" (GitHub never retries by itself). A run a kill interrupts
+// ends with one report_missing terminal report on its tracking comment,
+// and the maintainer asks again. After each trial: one PR, one approval
+// review per approval request, one tracking comment per session, one
+// applied patch, every committed log verifies with exactly one terminal
+// report (completed for the last session), and GitHub saw nothing it
+// would refuse.
 //
 // AGENTOS_CHAOS_TRIALS sets the number of trials (default 2; the long run
 // is 200); -short skips it.
@@ -87,8 +94,8 @@ func TestChaosKillServe(t *testing.T) {
 		phases = append(phases, fmt.Sprintf("%s %d", p, n))
 	}
 	sort.Strings(phases)
-	t.Logf("chaos: %d trials, %d kills; crash points by phase: %s; violations: %d; median recovery (restart to listening): %v",
-		rep.trials, rep.kills, strings.Join(phases, ", "), len(rep.violations), median)
+	t.Logf("chaos: %d trials, %d kills; crash points by phase: %s; runs interrupted and asked again: %d; violations: %d; median recovery (restart to listening): %v",
+		rep.trials, rep.kills, strings.Join(phases, ", "), rep.interrupted, len(rep.violations), median)
 	for _, v := range rep.violations {
 		t.Error(v)
 	}
@@ -167,6 +174,40 @@ func chaosTrial(t *testing.T, bin string, rng *rand.Rand, rep *chaosReport) {
 		t.Fatal(err)
 	}
 
+	// sessions maps each tracking comment's session to whether the
+	// comment reports the session failed (a run a kill interrupted ends
+	// with a report_missing terminal report, and the maintainer asks
+	// again), and counts the comments per session.
+	sessions := func() (failed map[string]bool, comments map[string]int) {
+		failed, comments = map[string]bool{}, map[string]int{}
+		for _, c := range fake.Comments(repoName, issue) {
+			if c.User != botUser {
+				continue
+			}
+			sid, ok := tracking.FindSessionID(c.Body)
+			if !ok {
+				sid = "(no marker)"
+			}
+			comments[sid]++
+			failed[sid] = strings.Contains(c.Body, "### agentos · ❌ Failed")
+		}
+		return failed, comments
+	}
+	asks := 1
+	// interrupted reports every session so far ended failed: ask again.
+	interrupted := func() bool {
+		failed, _ := sessions()
+		if len(failed) < asks {
+			return false
+		}
+		for _, f := range failed {
+			if !f {
+				return false
+			}
+		}
+		return true
+	}
+
 	var pr fakegithub.PullRequest
 	approved := false
 	done := func() bool {
@@ -189,6 +230,12 @@ func chaosTrial(t *testing.T, bin string, rng *rand.Rand, rep *chaosReport) {
 		return false
 	}
 	for kills := 0; !done(); {
+		if pr.Number == 0 && interrupted() {
+			if _, err := alice.CreateComment(ctx, owner, name, issue, "/agent "+demo.Prompt); err != nil {
+				t.Fatal(err)
+			}
+			asks++
+		}
 		if !approved && reviewed() {
 			p, _ := fake.PR(repoName, pr.Number)
 			if _, _, err := alice.GitHub().PullRequests.CreateReview(ctx, owner, name, pr.Number, &gh.PullRequestReviewRequest{CommitID: gh.String(p.HeadSHA), Event: gh.String("APPROVE"), Body: gh.String("Looks right.")}); err != nil {
@@ -198,15 +245,9 @@ func chaosTrial(t *testing.T, bin string, rng *rand.Rand, rep *chaosReport) {
 		}
 		if kills >= 4 { // enough: let this process finish the flow
 			bot.waitFor(ctx, t, fake, "the flow to finish after the last kill", func() bool {
-				if !approved && reviewed() {
-					return true
-				}
-				return done()
+				return (!approved && reviewed()) || (pr.Number == 0 && interrupted()) || done()
 			})
-			if !approved {
-				continue
-			}
-			break
+			continue
 		}
 		// Kill within the next 0–6 s: the flow's phases take from
 		// milliseconds (intake, group commit) to seconds (the sandboxed
@@ -250,15 +291,33 @@ func chaosTrial(t *testing.T, bin string, rng *rand.Rand, rep *chaosReport) {
 	if prs := fake.PRs(repoName); len(prs) != 1 {
 		violation("%d pull requests, want 1", len(prs))
 	}
-	var botComments int
-	for _, c := range fake.Comments(repoName, issue) {
-		if c.User == botUser {
-			botComments++
+	failed, comments := sessions()
+	for sid, n := range comments {
+		if n != 1 {
+			violation("%d tracking comments for session %s, want 1", n, sid)
 		}
 	}
-	if botComments != 1 {
-		violation("%d bot comments on the issue, want the one tracking comment", botComments)
+	// Every session an interrupted attempt left: one terminal report, a
+	// log that verifies.
+	for sid, f := range failed {
+		if !f || sid == strings.TrimPrefix(pr.Head, "agent/") {
+			continue
+		}
+		raw := gitShow(ctx, t, bare, "agent-sessions:sessions/"+sid+"/events.jsonl")
+		if v, err := replay.VerifyReader(schemas.MustDefault(), bytes.NewReader(raw)); err != nil || !v.Valid {
+			violation("interrupted session %s: the log does not verify: %v %+v", sid, err, v.Problem)
+		}
+		n := 0
+		for _, e := range decodeLog(t, raw) {
+			if e.Type == event.TurnTerminal {
+				n++
+			}
+		}
+		if n != 1 {
+			violation("interrupted session %s has %d terminal reports", sid, n)
+		}
 	}
+	rep.add(func(r *chaosReport) { r.interrupted += len(failed) - 1 })
 	sessionID := strings.TrimPrefix(pr.Head, "agent/")
 	raw := gitShow(ctx, t, bare, "agent-sessions:sessions/"+sessionID+"/events.jsonl")
 	v, err := replay.VerifyReader(schemas.MustDefault(), bytes.NewReader(raw))
