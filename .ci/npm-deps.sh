@@ -14,5 +14,6 @@ npm install --no-audit --no-fund --loglevel=error \
   @octokit/webhooks-examples@7.6.1 \
   @modelcontextprotocol/server-everything@2026.8.31 \
   @modelcontextprotocol/server-filesystem@2026.8.31 \
-  @modelcontextprotocol/inspector@2.12.0
+  @modelcontextprotocol/inspector@2.12.0 \
+  @modelcontextprotocol/server-memory@2026.8.31
 echo "npm corpora in $dir"

@@ -19,6 +19,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/agentos/agentos/runtime/untrusted"
 	"log/slog"
 	"strings"
 	"sync"
@@ -199,6 +200,16 @@ func (d *Dispatcher) dispatch(ctx context.Context, t webhook.Trigger) (Result, e
 	// before anything else.
 	if d.BotLogin != "" && strings.EqualFold(t.Author, d.BotLogin) {
 		return Result{Outcome: "ignored", Reason: "the bot's own event"}, nil
+	}
+	// What renders invisibly on GitHub (HTML comments, hidden characters,
+	// image alt text, link definitions) is not part of what the author
+	// visibly asked: it never reaches a model, nor the command parser.
+	if t.Body != "" {
+		clean, rm := untrusted.GitHubText(t.Body, 0)
+		if rm.Any() {
+			d.log().Info("hidden text removed", "delivery", t.DeliveryID, "author", t.Author, "removed", rm)
+		}
+		t.Body = clean
 	}
 	if t.Kind == webhook.KindInstallation {
 		// The delivery itself is kept in the queue's store; nothing to run.

@@ -63,8 +63,12 @@ func (d *Dispatcher) startRun(ctx context.Context, repo Repo, t webhook.Trigger,
 		base = Base{Ref: def}
 		l.BaseRef = def
 	}
+	// A delivery's session derives from its delivery ID, so a delivery
+	// handled again (its process died mid-way, or a replica's outcome was
+	// lost) finds the session an earlier attempt began instead of starting
+	// a second one.
 	sid := newSessionID(t.Number, d.now())
-	if d.Leases != nil && t.DeliveryID != "" {
+	if t.DeliveryID != "" {
 		sid = deliverySessionID(t.Number, t.DeliveryID)
 	}
 	l.Branch = BranchPrefix + sid
@@ -73,19 +77,26 @@ func (d *Dispatcher) startRun(ctx context.Context, repo Repo, t webhook.Trigger,
 		return Result{}, err
 	}
 	defer unlock()
-	if d.Leases != nil {
-		evs, err := d.Runs.Store.Read(ctx, sid, 1)
-		if err != nil {
-			return Result{}, err
-		}
-		if len(evs) > 0 {
-			return d.redelivered(ctx, repo, sid, evs)
-		}
-	}
-
-	cid, err := d.GitHub.CreateComment(ctx, repo, t.Number, renderStarting(sid, prompt))
+	evs, err := d.Runs.Store.Read(ctx, sid, 1)
 	if err != nil {
 		return Result{}, err
+	}
+	if len(evs) > 0 {
+		return d.redelivered(ctx, repo, sid, evs)
+	}
+
+	// An earlier attempt may have posted the tracking comment and died
+	// before the session's first event: reuse that comment.
+	var cid int64
+	if t.Attempt > 1 {
+		if cid, err = d.trackingComment(ctx, repo, t.Number, sid); err != nil {
+			return Result{}, err
+		}
+	}
+	if cid == 0 {
+		if cid, err = d.GitHub.CreateComment(ctx, repo, t.Number, renderStarting(sid, prompt, d.trigger())); err != nil {
+			return Result{}, err
+		}
 	}
 	l.TrackingComment = cid
 	wt, err := d.Git.Start(ctx, repo, l.Branch, base)
@@ -110,6 +121,21 @@ func (d *Dispatcher) startRun(ctx context.Context, repo Repo, t webhook.Trigger,
 		return Result{}, d.failEarly(ctx, repo, l, runErr)
 	}
 	return d.publish(ctx, repo, sid, wt, l, out, "started", replay.Usage{}, nil)
+}
+
+// trackingComment finds the bot's tracking comment of session sid on an
+// issue, 0 if there is none.
+func (d *Dispatcher) trackingComment(ctx context.Context, repo Repo, number int, sid string) (int64, error) {
+	cs, err := d.GitHub.ListComments(ctx, repo, number)
+	if err != nil {
+		return 0, err
+	}
+	for _, c := range cs {
+		if found, ok := tracking.FindSessionID(c.Body); ok && found == sid && (d.BotLogin == "" || strings.EqualFold(c.User, d.BotLogin)) {
+			return c.ID, nil
+		}
+	}
+	return 0, nil
 }
 
 // redelivered handles a `/agent` delivery whose session an earlier attempt
@@ -223,7 +249,7 @@ func (d *Dispatcher) publish(ctx context.Context, repo Repo, sid string, wt Work
 	}
 	created := false
 	if l.PR == 0 && (made || out.Status == "paused") {
-		pr, err := d.GitHub.CreateDraftPR(ctx, repo, l.Branch, l.BaseRef, "agentos: "+oneLine(l.Prompt, 72), renderPRBody(l, snap, d.logRefURL(repo, sid)))
+		pr, err := d.GitHub.CreateDraftPR(ctx, repo, l.Branch, l.BaseRef, "agentos: "+oneLine(l.Prompt, 72), renderPRBody(l, snap, d.logRefURL(repo, sid), d.trigger()))
 		if err != nil {
 			return res, err
 		}
@@ -286,7 +312,7 @@ func (d *Dispatcher) publish(ctx context.Context, repo Repo, sid string, wt Work
 	logURL := d.logURL(repo, artSHA, sid)
 	res.LogURL = logURL
 	if l.PR != 0 && !created {
-		if err := d.GitHub.EditPRBody(ctx, repo, l.PR, renderPRBody(l, snap, d.logRefURL(repo, sid))); err != nil {
+		if err := d.GitHub.EditPRBody(ctx, repo, l.PR, renderPRBody(l, snap, d.logRefURL(repo, sid), d.trigger())); err != nil {
 			return res, err
 		}
 	}

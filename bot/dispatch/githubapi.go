@@ -39,6 +39,19 @@ func (a API) PullRequest(ctx context.Context, repo Repo, number int) (PullReques
 	return prFrom(p), nil
 }
 
+// ListComments implements GitHub.
+func (a API) ListComments(ctx context.Context, repo Repo, number int) ([]Comment, error) {
+	list, err := a.Client.ListComments(ctx, repo.Owner, repo.Name, number)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Comment, 0, len(list))
+	for _, c := range list {
+		out = append(out, Comment{ID: c.GetID(), User: c.GetUser().GetLogin(), Body: c.GetBody()})
+	}
+	return out, nil
+}
+
 // CreateComment implements GitHub.
 func (a API) CreateComment(ctx context.Context, repo Repo, number int, body string) (int64, error) {
 	cm, err := a.Client.CreateComment(ctx, repo.Owner, repo.Name, number, tracking.Fit(body))

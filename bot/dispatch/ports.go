@@ -37,6 +37,12 @@ type PullRequest struct {
 	Draft    bool
 }
 
+// Comment is an issue or pull request comment.
+type Comment struct {
+	ID         int64
+	User, Body string
+}
+
 // GitHub is the part of the GitHub API the dispatcher uses. *github.Client
 // satisfies it through a thin adapter in cmd; tests use the fake GitHub.
 type GitHub interface {
@@ -44,6 +50,8 @@ type GitHub interface {
 	PullRequest(ctx context.Context, repo Repo, number int) (PullRequest, error)
 	CreateComment(ctx context.Context, repo Repo, number int, body string) (int64, error)
 	EditComment(ctx context.Context, repo Repo, commentID int64, body string) error
+	// ListComments lists an issue's or pull request's comments (all pages).
+	ListComments(ctx context.Context, repo Repo, number int) ([]Comment, error)
 	// CreateDraftPR opens a draft pull request from head into base.
 	CreateDraftPR(ctx context.Context, repo Repo, head, base, title, body string) (PullRequest, error)
 	EditPRBody(ctx context.Context, repo Repo, number int, body string) error

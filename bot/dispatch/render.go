@@ -18,17 +18,17 @@ func renderApprovalReview(trigger string, s replay.Snapshot, head string) string
 	return tracking.RenderApprovalReview(tracking.ViewFromSnapshot(s, tracking.Options{Trigger: trigger, HeadSHA: head}))
 }
 
-func renderStarting(sid, prompt string) string {
-	return fmt.Sprintf("%s\n**agentos** is working on: %s\n\nSession `%s` — this comment is updated as the run advances.", tracking.Marker(sid), oneLine(prompt, 200), sid)
+func renderStarting(sid, prompt, trigger string) string {
+	return fmt.Sprintf("%s\n**agentos** is working on: %s\n\nSession `%s` — this comment is updated as the run advances.", tracking.Marker(sid), tracking.Plain(prompt, 200, trigger), sid)
 }
 
 // renderPRBody is the session PR's description: what was asked, the plan,
 // and the event log at its exact commit.
-func renderPRBody(l link, s replay.Snapshot, logURL string) string {
+func renderPRBody(l link, s replay.Snapshot, logURL, trigger string) string {
 	v := tracking.ViewFromSnapshot(s, tracking.Options{EventsURL: logURL})
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s\n", tracking.Marker(s.SessionID))
-	fmt.Fprintf(&b, "Requested in #%d: %s\n\n", l.Issue, oneLine(l.Prompt, 500))
+	fmt.Fprintf(&b, "Requested in #%d: %s\n\n", l.Issue, tracking.Plain(l.Prompt, 500, trigger))
 	if len(v.Plan) > 0 {
 		b.WriteString("### Plan\n\n")
 		for _, st := range v.Plan {
@@ -36,7 +36,7 @@ func renderPRBody(l link, s replay.Snapshot, logURL string) string {
 			if st.Done || s.RunStatus == "completed" {
 				mark = "x"
 			}
-			fmt.Fprintf(&b, "- [%s] %s\n", mark, oneLine(st.Description, 200))
+			fmt.Fprintf(&b, "- [%s] %s\n", mark, tracking.Plain(st.Description, 200, trigger))
 		}
 		b.WriteString("\n")
 	}

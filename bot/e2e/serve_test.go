@@ -374,6 +374,13 @@ var listening = regexp.MustCompile(`msg="server: listening" addr=(127\.0\.0\.1:\
 // the sample's tests), and waits until it listens.
 func startServe(ctx context.Context, t *testing.T, bin string, vars map[string]string) *serveProc {
 	t.Helper()
+	return startServeIn(ctx, t, bin, vars, t.TempDir())
+}
+
+// startServeIn is startServe over a given data directory (a restart keeps
+// its predecessor's).
+func startServeIn(ctx context.Context, t *testing.T, bin string, vars map[string]string, dataDir string) *serveProc {
+	t.Helper()
 	home := t.TempDir()
 	env := []string{"HOME=" + home, "PATH=" + os.Getenv("PATH"), "GOTOOLCHAIN=local", "GOFLAGS=-mod=mod"}
 	for _, k := range []string{"GOCACHE", "GOMODCACHE", "GOPATH", "GOROOT", "CI", "TMPDIR"} {
@@ -391,7 +398,7 @@ func startServe(ctx context.Context, t *testing.T, bin string, vars map[string]s
 		env = append(env, k+"="+v)
 	}
 	p := &serveProc{done: make(chan error, 1)}
-	p.cmd = exec.Command(bin, "serve", "--addr", "127.0.0.1:0", "--data", t.TempDir())
+	p.cmd = exec.Command(bin, "serve", "--addr", "127.0.0.1:0", "--data", dataDir)
 	p.cmd.Env = env
 	p.cmd.Stdout, p.cmd.Stderr = p, p
 	if err := p.cmd.Start(); err != nil {

@@ -58,7 +58,7 @@ func Render(v View) string {
 		st = inline(v.Status, 40)
 	}
 	fmt.Fprintf(&head, "### agentos · %s\n\n", st)
-	if p := oneLine(v.Prompt, 300); p != "" {
+	if p := Plain(v.Prompt, 300, v.trigger()); p != "" {
 		fmt.Fprintf(&head, "> %s\n\n", p)
 	}
 	meta := []string{"Session " + code(cutRunes(v.SessionID, 100))}
@@ -76,18 +76,18 @@ func Render(v View) string {
 	var tail strings.Builder
 	if v.Review != nil {
 		fmt.Fprintf(&tail, "\n**Review:** %s", inline(v.Review.Verdict, 20))
-		if f := oneLine(v.Review.Feedback, 500); f != "" {
+		if f := Plain(v.Review.Feedback, 500, v.trigger()); f != "" {
 			tail.WriteString(" — " + f)
 		}
 		tail.WriteString("\n")
 	}
 	if t := v.Terminal; t != nil {
 		fmt.Fprintf(&tail, "\n#### Result\n\n**%s**", inline(t.Status, 20))
-		if r := oneLine(t.Reason, 1000); r != "" {
+		if r := Plain(t.Reason, 1000, v.trigger()); r != "" {
 			tail.WriteString(" — " + r)
 		}
 		tail.WriteString("\n")
-		if n := oneLine(t.NextAction, 1000); n != "" {
+		if n := Plain(t.NextAction, 1000, v.trigger()); n != "" {
 			fmt.Fprintf(&tail, "\nNext: %s\n", n)
 		}
 		if t.TraceID != "" {
@@ -95,7 +95,7 @@ func Render(v View) string {
 		}
 	}
 	if out := strings.TrimSpace(v.Output); out != "" {
-		fmt.Fprintf(&tail, "\n<details><summary>Worker report</summary>\n\n%s\n\n</details>\n", cutMarkdown(escapeMarker(out), 4000, "\n\n_Report shortened; the full text is in the run's events._"))
+		fmt.Fprintf(&tail, "\n<details><summary>Worker report</summary>\n\n%s\n\n</details>\n", cutMarkdown(Neutralize(escapeMarker(out), v.trigger()), 4000, "\n\n_Report shortened; the full text is in the run's events._"))
 	}
 	if u := v.Usage; u.InputTokens+u.OutputTokens > 0 || u.CostUSD > 0 || u.LLMCalls > 0 {
 		fmt.Fprintf(&tail, "\n**Usage:** %s input + %s output tokens · %d model calls · $%.4f\n", thousands(u.InputTokens), thousands(u.OutputTokens), u.LLMCalls, u.CostUSD)
@@ -121,7 +121,7 @@ func Render(v View) string {
 			if s.Done {
 				mark = "x"
 			}
-			items = append(items, fmt.Sprintf("- [%s] %s %s\n", mark, code(s.ID), oneLine(s.Description, 500)))
+			items = append(items, fmt.Sprintf("- [%s] %s %s\n", mark, code(s.ID), Plain(s.Description, 500, v.trigger())))
 		}
 		left -= section(&body, "\n#### Plan\n\n", items, "", "steps", more, left)
 	}
@@ -241,8 +241,8 @@ func oneLine(s string, max int) string {
 	return cutRunes(s, max)
 }
 
-// inline is oneLine for short labels.
-func inline(s string, max int) string { return oneLine(s, max) }
+// inline is oneLine for short labels, neutralized.
+func inline(s string, max int) string { return Neutralize(oneLine(s, max), "") }
 
 func cutRunes(s string, max int) string {
 	if chars(s) <= max {

@@ -22,8 +22,12 @@ const (
 type Trigger struct {
 	Kind       string
 	DeliveryID string
-	Event      string // X-GitHub-Event
-	Action     string
+	// Attempt counts the claims of the delivery, this one included: more
+	// than 1 when an earlier attempt may have begun the work (its process
+	// died, or it asked for a retry).
+	Attempt int
+	Event   string // X-GitHub-Event
+	Action  string
 
 	Repo           string // owner/name; empty for account-level installation events
 	Owner, Name    string
@@ -76,7 +80,7 @@ func (t Trigger) IsFork() bool { return t.IsPR && t.HeadSHA != "" && t.HeadRepo 
 // bot does not act on. The error reports a payload that lacks what a
 // handled action needs.
 func normalize(d Delivery, ev any) (t Trigger, ok bool, err error) {
-	t = Trigger{DeliveryID: d.ID, Event: d.Event}
+	t = Trigger{DeliveryID: d.ID, Event: d.Event, Attempt: d.Attempts}
 	switch e := ev.(type) {
 	case *github.IssueCommentEvent:
 		t.Action = e.GetAction()

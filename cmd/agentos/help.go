@@ -161,6 +161,12 @@ func helps() map[string]help {
 			flags:       func(fs *flag.FlagSet) { doctorFlags(fs) },
 			examples:    []string{"agentos doctor", "AGENTOS_SANDBOX=landlock agentos doctor --json", "agentos doctor --config /etc/agentos.yaml"},
 		},
+		"bench": {
+			usage:       []string{"bench guard [--corpus builtin,github,mcp] [--npm-dir DIR] [--json]"},
+			description: "Run seed 001's tool-guard benchmark: every tool of each corpus (agentos's built-in tools; GitHub's REST description from @octokit/openapi, one tool per operation, GitHub's request examples as the calls; the MCP reference servers' tools from their tools/list) gets its ground-truth calls, which must all pass the guard, and the injected-error matrix (unknown tool, near-miss name, missing required, wrong type, bad enum, extra argument, absolute path, semantic error, unparsable arguments), which must all be blocked before execution with the right error class. Prints per corpus, per injected error: injected, blocked, right class, repaired, executed, and the false-reject rate. The public corpora come from npm: `bash .ci/npm-deps.sh`.",
+			flags:       func(fs *flag.FlagSet) { benchFlags(fs) },
+			examples:    []string{"agentos bench guard", "agentos bench guard --corpus builtin", "agentos bench guard --corpus github --json"},
+		},
 		"serve": {
 			usage:       []string{"serve [--addr HOST:PORT] [--data DIR] [--config FILE] [--store postgres://USER@HOST/DB]"},
 			description: "Serve the GitHub webhook bot and the HTTP/SSE API until SIGINT or SIGTERM. Secrets come only from the environment (AGENTOS_WEBHOOK_SECRET, AGENTOS_GITHUB_APP_ID and AGENTOS_GITHUB_PRIVATE_KEY_FILE or AGENTOS_GITHUB_TOKEN, the provider's key); the rest from --config, the environment and the flags, in that order. By default the event store and the delivery queue are embedded (SQLite and a log in --data, one process). With --store postgres://… (or AGENTOS_DATABASE_URL, or AGENTOS_DATABASE_URL_FILE) both live in PostgreSQL and any number of replicas behind a load balancer share them: migrations run at start under an advisory lock, a replica refuses a newer schema, deliveries are deduplicated and claimed once across replicas, and event streams follow appends made on any replica. AGENTOS_REPLICA_ID names a replica (a restarted replica of the same name releases its claims at once). GET /v1/deliveries?state=dead (with the API token) lists the deliveries that failed for good.",

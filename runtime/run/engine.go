@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/agentos/agentos/runtime/untrusted"
 	"io/fs"
 	"strings"
 
@@ -326,11 +327,13 @@ func (s *state) memory() string {
 // mark the adapter sets at the end of the system prompt). What changes per
 // run (the request, the previous run) goes in the user message.
 func (s *state) system(role string) string {
+	// The data rule ends every role's prompt, a repository's own role
+	// prompt included.
 	shared := s.sharedContext()
 	if shared == "" {
-		return s.rolePrompt(role)
+		return s.rolePrompt(role) + "\n\n" + untrusted.Rule
 	}
-	return shared + "\n\n" + s.rolePrompt(role)
+	return shared + "\n\n" + s.rolePrompt(role) + "\n\n" + untrusted.Rule
 }
 
 func (s *state) sharedContext() string {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/agentos/agentos/runtime/untrusted"
 	"strings"
 
 	"github.com/agentos/agentos/kernel"
@@ -84,7 +85,7 @@ func (s *state) work(ctx context.Context, directive, plan json.RawMessage, feedb
 			} else {
 				strikes = 0
 			}
-			msgs = append(msgs, provider.Message{Role: provider.RoleTool, ToolCallID: tc.ID, Name: tc.Name, Content: toolMessage(out)})
+			msgs = append(msgs, provider.Message{Role: provider.RoleTool, ToolCallID: tc.ID, Name: tc.Name, Content: untrusted.Block("tool_result:"+tc.Name, untrusted.Visible(toolMessage(out), true))})
 		}
 	}
 	return nil, Result{}, &Failure{Status: StatusFailed, Class: ClassPolicyDenied, Code: "BUDGET_EXCEEDED", Reason: fmt.Sprintf("the worker did not finish within max_tool_turns %d", maxTurns), NextAction: "raise max_tool_turns or split the request; the work so far is kept"}

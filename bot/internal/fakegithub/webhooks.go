@@ -70,6 +70,7 @@ type hooks struct {
 	stop   context.CancelFunc
 	done   chan struct{}
 	errs   []error
+	failed []Delivery // posted and not accepted: what "Redeliver" would resend
 }
 
 // Deliveries returns every delivery so far, oldest first.
@@ -157,9 +158,36 @@ func (f *Fake) deliverLoop(ctx context.Context) {
 		if err := post(ctx, client, url, secret, *d); err != nil {
 			h.mu.Lock()
 			h.errs = append(h.errs, err)
+			h.failed = append(h.failed, *d)
 			h.mu.Unlock()
 		}
 	}
+}
+
+// RedeliverFailed posts again, synchronously and in order, every delivery
+// that failed, with its original X-GitHub-Delivery GUID, as a maintainer's
+// "Redeliver" in the webhook settings (or the redelivery API) does; GitHub
+// never does it by itself. It returns the deliveries still failing, which
+// stay queued for the next call.
+func (f *Fake) RedeliverFailed(ctx context.Context) []error {
+	h := &f.hooks
+	h.mu.Lock()
+	todo, url, secret := h.failed, h.url, h.secret
+	h.failed = nil
+	h.mu.Unlock()
+	client := &http.Client{Timeout: 10 * time.Second}
+	var errs []error
+	var again []Delivery
+	for _, d := range todo {
+		if err := post(ctx, client, url, secret, d); err != nil {
+			errs = append(errs, err)
+			again = append(again, d)
+		}
+	}
+	h.mu.Lock()
+	h.failed = append(again, h.failed...)
+	h.mu.Unlock()
+	return errs
 }
 
 func post(ctx context.Context, client *http.Client, url string, secret []byte, d Delivery) error {

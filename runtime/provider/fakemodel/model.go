@@ -334,8 +334,9 @@ func readWork(req *chatRequest) *work {
 					Message string `json:"message"`
 				} `json:"error"`
 			}
-			if err := json.Unmarshal([]byte(m.text), &res); err != nil {
-				o.ok, o.result = true, map[string]any{"text": m.text}
+			text := unwrapData(m.text)
+			if err := json.Unmarshal([]byte(text), &res); err != nil {
+				o.ok, o.result = true, map[string]any{"text": text}
 			} else {
 				if res.Tool != "" {
 					o.tool = res.Tool
@@ -600,4 +601,18 @@ func unifiedDiff(file, old, new string) string {
 		}
 	}
 	return out.String()
+}
+
+// unwrapData reads a tool result as a model does: inside the
+// <untrusted-data …> block agentos wraps it in.
+func unwrapData(s string) string {
+	if !strings.HasPrefix(s, "<untrusted-data ") {
+		return s
+	}
+	start := strings.IndexByte(s, '\n')
+	end := strings.LastIndex(s, "\n</untrusted-data ")
+	if start < 0 || end < start {
+		return s
+	}
+	return s[start+1 : end]
 }
