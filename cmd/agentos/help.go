@@ -129,10 +129,10 @@ func helps() map[string]help {
 			examples:    []string{"agentos replay testdata/example-session/events.jsonl", "agentos replay cli-01k9xyz --json"},
 		},
 		"verify": {
-			usage:       []string{"verify <events.jsonl> [--json]"},
-			description: "Check a session log: the hash chain, contiguous sequence numbers, every payload against its schema, exactly one terminal report per run, and (as advice) audit completeness. Exit 0 valid, 1 invalid, 2 usage.",
+			usage:       []string{"verify <events.jsonl> [--json] [--lenient]"},
+			description: "Check a session log: the hash chain, contiguous sequence numbers, every payload against its schema, exactly one terminal report per run, and audit completeness (a session that closed ok must hold every event type of seed 000's list; --lenient reports a missing type as advice, for logs written before the rule). Exit 0 valid, 1 invalid, 2 usage.",
 			flags:       func(fs *flag.FlagSet) { verifyFlags(fs) },
-			examples:    []string{"agentos verify testdata/example-session/events.jsonl", "agentos verify events.jsonl --json"},
+			examples:    []string{"agentos verify testdata/example-session/events.jsonl", "agentos verify events.jsonl --json", "agentos verify old-events.jsonl --lenient"},
 		},
 		"action": {
 			usage:       []string{"action"},

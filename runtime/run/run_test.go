@@ -179,6 +179,10 @@ roles:
 }
 
 const echoCall = `    - tool_calls: [{id: t1, name: echo, args: {text: "hello, world"}}]`
+
+// echoTurn is echoCall in YAML flow style: a successful session holds at
+// least one tool call (seed 000's audit completeness, checked by verify).
+const echoTurn = `{tool_calls: [{id: t1, name: echo, args: {text: "hello, world"}}]}`
 const finalReport = `    - text: '` + reportOK + `'`
 
 func TestGreetCompletesInSeedOrder(t *testing.T) {
@@ -262,7 +266,7 @@ func TestPauseResumeInAnotherProcess(t *testing.T) {
 }
 
 func TestDeniedApprovalIsFeedback(t *testing.T) {
-	worker := []string{`    - tool_calls: [{id: w1, name: write, args: {path: a.txt}}]`, finalReport}
+	worker := []string{`    - tool_calls: [{id: w1, name: write, args: {path: a.txt}}]`, echoCall, finalReport}
 	f := newFixture(t, script(worker...), nil)
 	ctx := context.Background()
 	if _, err := f.mgr.Start(ctx, f.eng, StartRequest{SessionID: "s3", Prompt: "greet"}); err != nil {
@@ -287,7 +291,7 @@ func TestDeniedApprovalIsFeedback(t *testing.T) {
 	if !bytes.Contains(lastWorkerReq, []byte("do not touch a.txt")) || !bytes.Contains(lastWorkerReq, []byte("APPROVAL_DENIED")) {
 		t.Errorf("denial not fed back: %s", lastWorkerReq)
 	}
-	if f.kernel.executed.Load() != 0 {
+	if f.kernel.executed.Load() != 1 { // the echo after the denial
 		t.Error("a denied action executed")
 	}
 }
@@ -297,7 +301,7 @@ func TestReworkThenPass(t *testing.T) {
 roles:
   lead: [{text: '` + leadOK + `'}]
   planner: [{text: '` + planOK + `'}]
-  worker: [{text: '` + reportOK + `'}, {text: '` + reportOK + `'}]
+  worker: [{text: '` + reportOK + `'}, ` + echoTurn + `, {text: '` + reportOK + `'}]
   reviewer: [{text: '` + reviewFail + `'}, {text: '` + reviewPass + `'}]
 `
 	f := newFixture(t, s, nil)
