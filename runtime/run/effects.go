@@ -84,6 +84,9 @@ type Call struct {
 	// allowed-tools); nil means no restriction beyond policy.
 	AllowedTools []string
 	Role         string
+	// NoRepair: guard repair is off for the run (no local argument
+	// repair, no repair round).
+	NoRepair bool
 }
 
 // Tools is what the runtime needs from the kernel. The kernel records its

@@ -32,7 +32,16 @@ type Engine struct {
 	// Repo reads repository configuration (role prompt overrides, memory).
 	// It must be jailed to the workspace (os.Root.FS); nil means none.
 	Repo fs.FS
+	// PolicyNoRepair is the kernel policy's guard.repair: false. Guard
+	// repair is on when neither it nor the profile's guard_repair turns
+	// it off (GuardRepair).
+	PolicyNoRepair bool
 }
+
+// GuardRepair reports whether new runs of this engine let the tool guard
+// repair calls (seed 001's repair switch). A run records the setting in
+// its session.start and a resumed run keeps what it recorded.
+func (e *Engine) GuardRepair() bool { return e.Profile.Repair() && !e.PolicyNoRepair }
 
 // Input is one run's request.
 type Input struct {
@@ -42,6 +51,9 @@ type Input struct {
 	PrevSummary string // the previous run's outcome, if any
 	RoleTurns   map[string]int
 	Source      string // startup | resume
+	// NoRepair turns guard repair off for the run (recorded in
+	// session.start).
+	NoRepair bool
 }
 
 // Result is how Execute ended when it did not fail.

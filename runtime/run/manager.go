@@ -117,7 +117,8 @@ func (m *Manager) Start(ctx context.Context, eng *Engine, req StartRequest) (Out
 	if corr == "" {
 		corr = req.SessionID
 	}
-	start := map[string]any{"prompt": req.Prompt}
+	noRepair := !eng.GuardRepair()
+	start := map[string]any{"prompt": req.Prompt, "guard": map[string]any{"repair": !noRepair}}
 	if req.SessionKey != "" {
 		start["session_key"] = req.SessionKey
 	}
@@ -134,7 +135,7 @@ func (m *Manager) Start(ctx context.Context, eng *Engine, req StartRequest) (Out
 	if _, err := j.Append(ctx, event.RunStarted, "runtime", started, ""); err != nil {
 		return Outcome{}, err
 	}
-	in := Input{Prompt: req.Prompt, Cwd: req.Cwd, Transcript: req.Transcript, PrevSummary: prevSummary(snap), RoleTurns: roleTurns(evs), Source: "startup"}
+	in := Input{Prompt: req.Prompt, Cwd: req.Cwd, Transcript: req.Transcript, PrevSummary: prevSummary(snap), RoleTurns: roleTurns(evs), Source: "startup", NoRepair: noRepair}
 	return m.drive(ctx, eng, j, runID, corr, in, nil)
 }
 
@@ -213,7 +214,7 @@ func (m *Manager) Resume(ctx context.Context, eng *Engine, sessionID, cwd, trans
 		return Outcome{}, err
 	}
 	prevSnap, _ := replay.Replay(before)
-	in := Input{Prompt: prompt, Cwd: cwd, Transcript: transcript, PrevSummary: prevSummary(prevSnap), RoleTurns: roleTurns(before), Source: "resume"}
+	in := Input{Prompt: prompt, Cwd: cwd, Transcript: transcript, PrevSummary: prevSummary(prevSnap), RoleTurns: roleTurns(before), Source: "resume", NoRepair: recordedNoRepair(evs, snap.RunID)}
 	return m.drive(ctx, eng, j, snap.RunID, corr, in, history)
 }
 
@@ -340,6 +341,24 @@ func runHistory(evs []event.Event, runID string) (history []event.Event, prompt,
 		corr = evs[start].SessionID
 	}
 	return withoutHost(evs[start:]), prompt, corr, before
+}
+
+// recordedNoRepair is the guard repair setting the run recorded in the
+// session.start before its run.started: a resumed run keeps it whatever
+// this process's profile says, or re-execution would decide differently.
+// Logs from before the switch have none: repair was always on.
+func recordedNoRepair(evs []event.Event, runID string) bool {
+	for i, e := range evs {
+		if e.Type == event.RunStarted && e.RunID == runID {
+			if i > 0 && evs[i-1].Type == event.SessionStart {
+				if g := event.Field(evs[i-1].Payload, "guard"); g != nil {
+					return !event.FieldBool(g, "repair")
+				}
+			}
+			return false
+		}
+	}
+	return false
 }
 
 // HostActor is the actor of events that a host (the GitHub bot, the

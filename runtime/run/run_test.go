@@ -410,6 +410,77 @@ func TestGuardRepairRoundSucceeds(t *testing.T) {
 
 // TestReexecutionDetectsDivergence re-executes a recorded run against its
 // log with code that decides differently.
+// TestGuardRepairSwitch covers both settings of seed 001's repair switch
+// with the same blocked call: on (the default), the model's second try
+// runs; off in the profile or in the policy, the first blocked call ends
+// the run. session.start records the setting, and a resumed run keeps the
+// recorded one whatever the resuming process's profile says.
+func TestGuardRepairSwitch(t *testing.T) {
+	blocked := `    - tool_calls: [{id: b1, name: echo, args: {}}]`
+	recorded := func(t *testing.T, evs []event.Event) bool {
+		t.Helper()
+		if evs[0].Type != event.SessionStart {
+			t.Fatalf("first event %s", evs[0].Type)
+		}
+		g := event.Field(evs[0].Payload, "guard")
+		if g == nil {
+			t.Fatalf("session.start does not record guard repair: %s", evs[0].Payload)
+		}
+		return event.FieldBool(g, "repair")
+	}
+	off := false
+	for _, c := range []struct {
+		name       string
+		profileOff bool
+		policyOff  bool
+		want       string
+	}{
+		{"on", false, false, "completed"},
+		{"profile off", true, false, "failed"},
+		{"policy off", false, true, "failed"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFixture(t, script(blocked, echoCall, finalReport), nil)
+			if c.profileOff {
+				f.eng.Profile.GuardRepair = &off
+			}
+			f.eng.PolicyNoRepair = c.policyOff
+			out, err := f.mgr.Start(context.Background(), f.eng, StartRequest{SessionID: "g", Prompt: "greet"})
+			if err != nil || out.Status != c.want {
+				t.Fatalf("%+v %v, want %s", out, err, c.want)
+			}
+			evs := f.events(t, "g")
+			verify(t, evs)
+			if got, want := recorded(t, evs), c.want == "completed"; got != want {
+				t.Errorf("session.start guard.repair = %v, want %v", got, want)
+			}
+			if c.want == "failed" {
+				if !strings.Contains(out.Terminal.Reason, "INVALID_ARGUMENTS") || !strings.Contains(out.Terminal.Reason, "guard repair is off") || f.kernel.executed.Load() != 0 {
+					t.Errorf("terminal %+v executed %d", out.Terminal, f.kernel.executed.Load())
+				}
+			} else if f.kernel.executed.Load() != 1 {
+				t.Errorf("repaired call not executed")
+			}
+		})
+	}
+	t.Run("resume keeps the recorded setting", func(t *testing.T) {
+		worker := []string{`    - tool_calls: [{id: w1, name: write, args: {path: a.txt}}]`, blocked, echoCall, finalReport}
+		f1 := newFixture(t, script(worker...), nil)
+		f1.eng.Profile.GuardRepair = &off
+		ctx := context.Background()
+		if out, err := f1.mgr.Start(ctx, f1.eng, StartRequest{SessionID: "r", Prompt: "greet"}); err != nil || out.Status != "paused" {
+			t.Fatalf("%+v %v", out, err)
+		}
+		must(t, f1.mgr.Resolve(ctx, "r", "ap-1", "approve", "octocat", ""))
+		f2 := newFixture(t, script(worker...), f1.store) // repair on in this process
+		out, err := f2.mgr.Resume(ctx, f2.eng, "r", "", "")
+		if err != nil || out.Status != "failed" || !strings.Contains(out.Terminal.Reason, "guard repair is off") {
+			t.Fatalf("resumed run did not keep repair off: %+v %v", out, err)
+		}
+		verify(t, f2.events(t, "r"))
+	})
+}
+
 func TestReexecutionDetectsDivergence(t *testing.T) {
 	f := newFixture(t, script(echoCall, finalReport), nil)
 	ctx := context.Background()

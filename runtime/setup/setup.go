@@ -210,7 +210,7 @@ func Build(ctx context.Context, o Options) (*Env, error) {
 		return nil, &UsageError{err}
 	}
 	prov = provider.Checked{P: provider.Priced{P: prov, Pricing: provider.PricingFor(o.Profile)}, Reg: schemas.MustDefault()}
-	e.Engine = &run.Engine{Provider: prov, Tools: run.KernelTools{K: e.Kernel}, Hooks: e.Hooks, Skills: sk, Schemas: schemas.MustDefault(), Profile: o.Profile, Repo: ws.FS()}
+	e.Engine = &run.Engine{Provider: prov, Tools: run.KernelTools{K: e.Kernel}, Hooks: e.Hooks, Skills: sk, Schemas: schemas.MustDefault(), Profile: o.Profile, Repo: ws.FS(), PolicyNoRepair: !pol.GuardRepair()}
 	return e, nil
 }
 
