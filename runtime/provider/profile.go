@@ -43,11 +43,11 @@ type Profile struct {
 	// one round to correct a call the guard blocked (seed 001's "repair
 	// on"). Off, a blocked call ends the run. The kernel policy's
 	// guard.repair can turn it off too.
-	GuardRepair *bool `yaml:"guard_repair,omitempty"`
-	Retries          int      `yaml:"retries,omitempty"`
-	Timeout          Duration `yaml:"timeout,omitempty"` // per model call
-	Pricing          Pricing  `yaml:"pricing,omitempty"`
-	Limits           Limits   `yaml:"limits,omitempty"`
+	GuardRepair *bool    `yaml:"guard_repair,omitempty"`
+	Retries     int      `yaml:"retries,omitempty"`
+	Timeout     Duration `yaml:"timeout,omitempty"` // per model call
+	Pricing     Pricing  `yaml:"pricing,omitempty"`
+	Limits      Limits   `yaml:"limits,omitempty"`
 	// Origin says where the model, endpoint and key came from (variable
 	// names, "profile" or "default"), for messages that tell the user what
 	// to change. ApplyEnv fills it.
