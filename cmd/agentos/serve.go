@@ -111,7 +111,9 @@ func serve(ctx context.Context, args []string, stderr io.Writer, d serveDeps) er
 	metrics := api.NewMetrics()
 	var apiRuns api.Runs
 	if runs {
-		apiRuns = &serveRuns{store: st, mgr: agentrun.NewManager(st), dataDir: cfg.DataDir, policyFile: cfg.PolicyFile, profile: prof, roots: cfg.RepoRoots, log: log, sandbox: sb}
+		mgr := agentrun.NewManager(st)
+		mgr.Logs = agentrun.DirLogs(cfg.DataDir) // recovery from the exported logs
+		apiRuns = &serveRuns{store: st, mgr: mgr, dataDir: cfg.DataDir, policyFile: cfg.PolicyFile, profile: prof, roots: cfg.RepoRoots, log: log, sandbox: sb}
 	}
 	a, err := api.New(api.Options{Store: st, Runs: apiRuns, Token: cfg.APIToken, Metrics: metrics, KeepAlive: cfg.SSEKeepAlive, MaxRuns: cfg.MaxRuns, Logger: log, Sandbox: sb.Report()})
 	if err != nil {

@@ -31,6 +31,12 @@ var (
 type Manager struct {
 	Store store.Store
 	Now   func() time.Time
+	// Logs, when set, is where a session's JSONL log is found when the
+	// store has no copy of the session (the database was lost, or this is
+	// another process): it is verified and imported before the session is
+	// used, so approve, resume, cancel and a new run work from the log
+	// alone.
+	Logs LogSource
 
 	mu    sync.Mutex
 	locks map[string]*sync.Mutex
@@ -93,6 +99,9 @@ func newRunID(now time.Time) string {
 func (m *Manager) Start(ctx context.Context, eng *Engine, req StartRequest) (Outcome, error) {
 	unlock := m.lock(req.SessionID)
 	defer unlock()
+	if err := m.recover(ctx, req.SessionID); err != nil {
+		return Outcome{}, err
+	}
 	j, err := journal.Open(ctx, m.Store, req.SessionID)
 	if err != nil {
 		return Outcome{}, err
@@ -168,6 +177,9 @@ func (m *Manager) Resolve(ctx context.Context, sessionID, approvalID, decision, 
 	}
 	unlock := m.lock(sessionID)
 	defer unlock()
+	if err := m.recover(ctx, sessionID); err != nil {
+		return err
+	}
 	j, err := journal.Open(ctx, m.Store, sessionID)
 	if err != nil {
 		return err
@@ -243,6 +255,9 @@ func (m *Manager) Cancel(ctx context.Context, sessionID, by, reason string) (Out
 // end its paused run. A run that is not paused is ErrNotPaused, with the
 // snapshot saying what it is. The caller holds the session's lock.
 func (m *Manager) openPaused(ctx context.Context, sessionID string) (*journal.Journal, []event.Event, replay.Snapshot, error) {
+	if err := m.recover(ctx, sessionID); err != nil {
+		return nil, nil, replay.Snapshot{}, err
+	}
 	j, err := journal.Open(ctx, m.Store, sessionID)
 	if err != nil {
 		return nil, nil, replay.Snapshot{}, err
