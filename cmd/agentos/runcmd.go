@@ -128,6 +128,8 @@ func outcomeExit(out agentrun.Outcome) error {
 		return &exitError{code: exitApproval, err: fmt.Errorf("session %s is paused for approval of %s: answer with agentos approve or agentos deny", out.SessionID, strings.Join(ids, ", "))}
 	case string(agentrun.StatusDenied):
 		return &exitError{code: exitBlocked, err: fmt.Errorf("session %s: the run was denied: %s", out.SessionID, reason)}
+	case string(agentrun.StatusCancelled):
+		return &exitError{code: exitBlocked, err: fmt.Errorf("session %s: the run was cancelled: %s", out.SessionID, reason)}
 	case string(agentrun.StatusFailed):
 		return &exitError{code: exitRunFailed, err: fmt.Errorf("session %s: the run failed: %s", out.SessionID, reason)}
 	}

@@ -310,6 +310,21 @@ func (r *serveRuns) Resolve(ctx context.Context, sessionID, approvalID, decision
 	return r.mgr.Resolve(ctx, sessionID, approvalID, decision, by, reason)
 }
 
+// Cancel implements api.Canceller: the RunManager's cancel path. A paused
+// run's exported log is rewritten here; a running run's is written by its
+// own Execute when it ends.
+func (r *serveRuns) Cancel(ctx context.Context, sessionID, by, reason string) (agentrun.Outcome, error) {
+	running := r.mgr.Running(sessionID)
+	out, err := r.mgr.Cancel(ctx, sessionID, by, reason)
+	if err != nil || running {
+		return out, err
+	}
+	if _, err := exportSession(ctx, r.store, r.dataDir, sessionID); err != nil {
+		return out, fmt.Errorf("export session log: %w", err)
+	}
+	return out, nil
+}
+
 func (r *serveRuns) build(ctx context.Context, repo, sessionID string) (*setup.Env, error) {
 	// The runtime keeps the context for its whole life (trust lookups),
 	// and Prepare's is the HTTP request's, which ends with the response.

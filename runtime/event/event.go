@@ -52,6 +52,7 @@ const (
 	RunResumed            = "run.resumed"
 	RunCompleted          = "run.completed"
 	RunFailed             = "run.failed"
+	RunCancelled          = "run.cancelled"
 	OutputDelta           = "output.delta"
 	OutputMessage         = "output.message"
 	ApprovalRequested     = "approval.requested"
@@ -74,7 +75,7 @@ var Types = []string{
 	WorkerReport, EventAmended, SchemaViolation, RunStarted, RunPaused, RunResumed,
 	RunCompleted, RunFailed, OutputDelta, OutputMessage, ApprovalRequested, ApprovalResolved,
 	ArtifactEmitted, CheckpointCreated, TurnTerminal, WorkflowStarted, WorkflowPhaseAdvanced,
-	WorkflowPolicyGated, WorkflowCompleted, WorkflowAborted, RoleOutputRepaired,
+	WorkflowPolicyGated, WorkflowCompleted, WorkflowAborted, RoleOutputRepaired, RunCancelled,
 }
 
 // Event is one immutable entry of a session's log.

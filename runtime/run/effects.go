@@ -34,7 +34,7 @@ func (e *NonDeterminismError) Error() string {
 // the engine's replay cursor steps over them.
 var managerOwned = map[string]bool{
 	event.SessionStart: true, event.SessionClose: true, event.RunStarted: true, event.RunPaused: true,
-	event.RunResumed: true, event.RunCompleted: true, event.RunFailed: true, event.ApprovalResolved: true,
+	event.RunResumed: true, event.RunCompleted: true, event.RunFailed: true, event.RunCancelled: true, event.ApprovalResolved: true,
 	event.CheckpointCreated: true, event.TurnTerminal: true, event.OutputDelta: true,
 }
 

@@ -54,6 +54,8 @@ type Input struct {
 	// NoRepair turns guard repair off for the run (recorded in
 	// session.start).
 	NoRepair bool
+
+	ctl *control // the manager's cancel handle; nil when not cancellable
 }
 
 // Result is how Execute ended when it did not fail.
@@ -398,6 +400,9 @@ func (s *state) checkBudget() error {
 // call makes one model call for a role; schema, if not nil, asks for a
 // schema-bound answer (provider.ResponseSchema).
 func (s *state) call(ctx context.Context, role string, msgs []provider.Message, tools []provider.ToolSpec, schema *provider.ResponseSchema) (provider.CompletionResponse, error) {
+	if s.in.ctl.stopped() {
+		return provider.CompletionResponse{}, s.in.ctl.failure()
+	}
 	if !s.f.replaying() {
 		if err := s.checkBudget(); err != nil {
 			return provider.CompletionResponse{}, err

@@ -37,14 +37,18 @@ type Manager struct {
 	// used, so approve, resume, cancel and a new run work from the log
 	// alone.
 	Logs LogSource
+	// CancelGrace is how long Cancel lets a running tool call finish
+	// before killing it (0: DefaultCancelGrace).
+	CancelGrace time.Duration
 
-	mu    sync.Mutex
-	locks map[string]*sync.Mutex
+	mu     sync.Mutex
+	locks  map[string]*sync.Mutex
+	active map[string]*control // running runs of this process, by session
 }
 
 // NewManager returns a manager over s.
 func NewManager(s store.Store) *Manager {
-	return &Manager{Store: s, Now: time.Now, locks: map[string]*sync.Mutex{}}
+	return &Manager{Store: s, Now: time.Now, locks: map[string]*sync.Mutex{}, active: map[string]*control{}}
 }
 
 // lock serialises runs of one session in this process: a later request
@@ -230,10 +234,33 @@ func (m *Manager) Resume(ctx context.Context, eng *Engine, sessionID, cwd, trans
 	return m.drive(ctx, eng, j, snap.RunID, corr, in, history)
 }
 
-// Cancel ends the session's paused run with a terminal report (e.g. its PR
-// was closed). It appends approval.resolved (cancelled) for each pending
-// approval first.
+// Cancel ends the session's run as cancelled: the one path of the API,
+// /agent cancel and a closed pull request. A run running in this process
+// stops at its next step; during a tool call Cancel waits CancelGrace for
+// the call to end, then kills its process tree, and run.cancelled says
+// which. A paused run gets approval.resolved (cancelled) for each pending
+// approval first. Cancel returns when the run has ended; a session with
+// neither is ErrNotPaused.
 func (m *Manager) Cancel(ctx context.Context, sessionID, by, reason string) (Outcome, error) {
+	if by == "" {
+		return Outcome{}, fmt.Errorf("cancel %s: who cancelled is required", sessionID)
+	}
+	m.mu.Lock()
+	ctl := m.active[sessionID]
+	m.mu.Unlock()
+	if ctl != nil {
+		grace := m.CancelGrace
+		if grace <= 0 {
+			grace = DefaultCancelGrace
+		}
+		ctl.request(by, reason, grace)
+		select {
+		case <-ctl.done:
+			return ctl.result, ctl.resultErr
+		case <-ctx.Done():
+			return Outcome{SessionID: sessionID, Status: "running"}, ctx.Err()
+		}
+	}
 	unlock := m.lock(sessionID)
 	defer unlock()
 	j, evs, snap, err := m.openPaused(ctx, sessionID)
@@ -247,8 +274,17 @@ func (m *Manager) Cancel(ctx context.Context, sessionID, by, reason string) (Out
 			return Outcome{}, err
 		}
 	}
-	f := &Failure{Status: StatusDenied, Class: ClassPolicyDenied, Code: "CANCELLED", Reason: "cancelled by " + by + ": " + reason, NextAction: "start a new request if the work is still wanted"}
+	f := cancelFailure(by, reason)
+	f.cancelled = map[string]any{"by": by, "reason": reason, "from": "paused"}
 	return m.finish(ctx, j, snap.RunID, corr, Result{}, f)
+}
+
+// Running reports whether a run of the session is running in this
+// process (Cancel stops it without waiting for the session's lock).
+func (m *Manager) Running(sessionID string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.active[sessionID] != nil
 }
 
 // openPaused opens the session's journal and replays it, to continue or
@@ -276,14 +312,41 @@ func (m *Manager) openPaused(ctx context.Context, sessionID string) (*journal.Jo
 	return j, evs, snap, nil
 }
 
-func (m *Manager) drive(ctx context.Context, eng *Engine, j *journal.Journal, runID, corr string, in Input, history []event.Event) (Outcome, error) {
-	rctx := ctx
+func (m *Manager) drive(ctx context.Context, eng *Engine, j *journal.Journal, runID, corr string, in Input, history []event.Event) (out Outcome, err error) {
+	cctx, cancelRun := context.WithCancelCause(ctx)
+	defer cancelRun(nil)
+	ctl := newControl(cancelRun)
+	sid := j.SessionID()
+	m.mu.Lock()
+	m.active[sid] = ctl
+	m.mu.Unlock()
+	defer func() {
+		m.mu.Lock()
+		delete(m.active, sid)
+		m.mu.Unlock()
+		ctl.result, ctl.resultErr = out, err
+		close(ctl.done)
+	}()
+	in.ctl = ctl
+	rctx := cctx
 	if wc := eng.Profile.Limits.WallClock.D(); wc > 0 {
 		var cancel context.CancelFunc
-		rctx, cancel = context.WithTimeout(ctx, wc)
+		rctx, cancel = context.WithTimeout(cctx, wc)
 		defer cancel()
 	}
 	res, err := eng.Execute(rctx, j, in, history)
+	if ctl.stopped() && (err != nil || res.Paused) {
+		// Cancelled: whatever the run was doing, this is its outcome.
+		f := ctl.cancelled()
+		if res.Paused {
+			for _, p := range res.Pending {
+				if _, aerr := j.Append(ctx, event.ApprovalResolved, "maintainer", map[string]any{"approval_id": p.ApprovalID, "decision": "cancelled", "by": f.cancelled["by"], "reason": f.cancelled["reason"]}, ""); aerr != nil {
+					return Outcome{}, aerr
+				}
+			}
+		}
+		return m.finish(ctx, j, runID, corr, res, f)
+	}
 	if err == nil && res.Paused {
 		ids := make([]string, 0, len(res.Pending))
 		for _, p := range res.Pending {
@@ -321,7 +384,15 @@ func (m *Manager) finish(ctx context.Context, j *journal.Journal, runID, corr st
 			}
 		}
 		rep = f.report(runID, corr)
-		if _, err := j.Append(ctx, event.RunFailed, "runtime", map[string]any{"reason": rep.Reason, "error_class": string(rep.ErrorClass)}, ""); err != nil {
+		if f.Status == StatusCancelled {
+			p := f.cancelled
+			if p == nil {
+				p = map[string]any{"by": "runtime", "reason": rep.Reason}
+			}
+			if _, err := j.Append(ctx, event.RunCancelled, "runtime", p, ""); err != nil {
+				return out, errors.Join(runErr, err)
+			}
+		} else if _, err := j.Append(ctx, event.RunFailed, "runtime", map[string]any{"reason": rep.Reason, "error_class": string(rep.ErrorClass)}, ""); err != nil {
 			return out, errors.Join(runErr, err)
 		}
 	}

@@ -29,6 +29,8 @@ import (
 type fakeKernel struct {
 	executed atomic.Int32
 	approval atomic.Int32
+	started  chan struct{} // the slow tool started
+	release  chan struct{} // lets the slow tool end
 }
 
 func (k *fakeKernel) Specs(scope []string) []provider.ToolSpec {
@@ -59,6 +61,24 @@ func (k *fakeKernel) Dispatch(ctx context.Context, rec kernel.Recorder, c Call) 
 			return err
 		}
 		return k.execute(ctx, rec, c, "")
+	case "slow":
+		// A long tool call: it ends when the test releases it, or is
+		// killed when its context is cancelled (as the kernel kills a
+		// command's process tree).
+		inv, err := rec.Record(ctx, event.ToolInvoke, "worker", map[string]any{"call_id": c.ID, "tool": c.Name, "args": json.RawMessage(c.Args)}, "")
+		if err != nil {
+			return err
+		}
+		k.started <- struct{}{}
+		res := map[string]any{"call_id": c.ID, "tool": c.Name, "ok": true, "result": map[string]any{"done": true}}
+		select {
+		case <-k.release:
+			k.executed.Add(1)
+		case <-ctx.Done():
+			res = map[string]any{"call_id": c.ID, "tool": c.Name, "ok": false, "error": map[string]any{"code": "TIMEOUT", "message": "killed"}}
+		}
+		_, err = rec.Record(context.WithoutCancel(ctx), event.ToolResult, "kernel", res, inv)
+		return err
 	case "write":
 		id := fmt.Sprintf("ap-%d", k.approval.Add(1))
 		_, err := rec.Record(ctx, event.ApprovalRequested, "kernel", map[string]any{"approval_id": id, "tool": c.Name, "call_id": c.ID, "digest": strings.Repeat("0", 64), "args": json.RawMessage(c.Args), "preview": map[string]any{"files": 1}}, "")
@@ -137,7 +157,7 @@ func newFixture(t *testing.T, script string, st store.Store) *fixture {
 	cp := &countingProvider{p: provider.Checked{P: scripted.New(sc), Reg: reg}}
 	prof := provider.DefaultProfile()
 	prof.Script = "inline"
-	k := &fakeKernel{}
+	k := &fakeKernel{started: make(chan struct{}, 1), release: make(chan struct{}, 1)}
 	return &fixture{store: st, kernel: k, calls: cp, mgr: NewManager(st),
 		eng: &Engine{Provider: cp, Tools: k, Hooks: hk, Skills: sk, Schemas: reg, Profile: prof}}
 }

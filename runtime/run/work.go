@@ -68,9 +68,14 @@ func (s *state) work(ctx context.Context, directive, plan json.RawMessage, feedb
 		msgs = append(msgs, provider.Message{Role: provider.RoleAssistant, Content: resp.Text, ToolCalls: resp.ToolCalls})
 		for _, tc := range resp.ToolCalls {
 			c := Call{ID: tc.ID, Name: tc.Name, Args: tc.Args, AllowedTools: s.allowed, Role: "worker", NoRepair: s.in.NoRepair}
+			end := s.in.ctl.enterTool(c.Name, c.ID)
 			out, err := s.callTool(ctx, c)
+			end()
 			if err != nil {
 				return nil, Result{}, err
+			}
+			if s.in.ctl.stopped() {
+				return nil, Result{}, s.in.ctl.failure()
 			}
 			if out.Pending != nil {
 				return nil, Result{Paused: true, Pending: []Pending{*out.Pending}}, nil
