@@ -118,6 +118,14 @@ func (f *effects) replaying() bool {
 	return f.pos < len(f.history)
 }
 
+// next is the next recorded event the engine will meet, while replaying.
+func (f *effects) next() (event.Event, bool) {
+	if !f.replaying() {
+		return event.Event{}, false
+	}
+	return f.history[f.pos], true
+}
+
 func (f *effects) skipManaged() {
 	for f.pos < len(f.history) && managerOwned[f.history[f.pos].Type] {
 		f.pos++

@@ -139,23 +139,23 @@ func (s *state) run(ctx context.Context) (Result, error) {
 			s.prompt = p.Prompt
 		}
 	}
-	if s.e.Skills != nil {
-		if sk := s.e.Skills.Select(s.prompt); sk != nil {
-			s.skill, s.allowed = sk, sk.AllowedTools
-			p := map[string]any{"skill": sk.Name, "source": sk.Root}
-			if sk.AllowedTools != nil {
-				p["allowed_tools"] = sk.AllowedTools
-			}
-			if _, err := s.f.emit(ctx, event.SkillInvoke, "runtime", p, ""); err != nil {
-				return Result{}, err
-			}
-			d, err := s.f.hook(ctx, s.e.Hooks, hooks.Input{Event: hooks.SkillStart, SessionID: s.f.j.SessionID(), Cwd: s.in.Cwd, Skill: sk.Name})
-			if err != nil {
-				return Result{}, err
-			}
-			if d.Decision == hooks.Deny {
-				return Result{}, &Failure{Status: StatusDenied, Class: ClassPolicyDenied, Code: "GATE_DENIED", Reason: "SkillStart hook: " + d.Reason, NextAction: "change the hook configuration"}
-			}
+	if sk, scope := s.selectSkill(); sk != nil {
+		s.skill, s.allowed = sk, sk.AllowedTools
+		p := map[string]any{"skill": sk.Name, "source": sk.Root, "scope": scope, "allowed_tools": sk.AllowedTools}
+		ev, err := s.f.emit(ctx, event.SkillInvoke, "runtime", p, "")
+		if err != nil {
+			return Result{}, err
+		}
+		if got := event.FieldString(ev.Payload, "skill"); got != sk.Name {
+			// A recorded run selected another skill: another scope.
+			return Result{}, &NonDeterminismError{Seq: ev.Seq, Want: "skill.invoke " + sk.Name, Got: "skill.invoke " + got}
+		}
+		d, err := s.f.hook(ctx, s.e.Hooks, hooks.Input{Event: hooks.SkillStart, SessionID: s.f.j.SessionID(), Cwd: s.in.Cwd, Skill: sk.Name})
+		if err != nil {
+			return Result{}, err
+		}
+		if d.Decision == hooks.Deny {
+			return Result{}, &Failure{Status: StatusDenied, Class: ClassPolicyDenied, Code: "GATE_DENIED", Reason: "SkillStart hook: " + d.Reason, NextAction: "change the hook configuration"}
 		}
 	}
 
@@ -267,6 +267,30 @@ func (s *state) run(ctx context.Context) (Result, error) {
 		return Result{}, err
 	}
 	return Result{Output: out, Report: rep}, nil
+}
+
+// selectSkill is the run's skill and why: the skill the prompt selects
+// ("selected"), else the default skill ("default"). Every run has a tool
+// scope: a selected skill without allowed-tools gets the default tools
+// ("default_tools"). A run recorded before every run had a scope (its log
+// has no skill.invoke where one would be) re-executes unscoped, as it ran.
+func (s *state) selectSkill() (*skills.Skill, string) {
+	var sk *skills.Skill
+	if s.e.Skills != nil {
+		sk = s.e.Skills.Select(s.prompt)
+	}
+	if sk != nil {
+		if sk.AllowedTools != nil {
+			return sk, "selected"
+		}
+		c := *sk
+		c.AllowedTools = skills.DefaultTools
+		return &c, "default_tools"
+	}
+	if next, ok := s.f.next(); ok && next.Type != event.SkillInvoke {
+		return nil, ""
+	}
+	return s.e.Skills.Default(), "default"
 }
 
 func (s *state) lastReport() json.RawMessage {

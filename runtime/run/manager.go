@@ -40,6 +40,9 @@ type Manager struct {
 	// CancelGrace is how long Cancel lets a running tool call finish
 	// before killing it (0: DefaultCancelGrace).
 	CancelGrace time.Duration
+	// CheckpointEvery writes checkpoint.created after that many events of
+	// a long run (0: DefaultCheckpointEvery; negative: only at pauses).
+	CheckpointEvery int64
 
 	mu     sync.Mutex
 	locks  map[string]*sync.Mutex
@@ -114,7 +117,7 @@ func (m *Manager) Start(ctx context.Context, eng *Engine, req StartRequest) (Out
 	if err != nil {
 		return Outcome{}, err
 	}
-	snap, err := replay.Replay(evs)
+	snap, err := m.fold(j, evs)
 	if err != nil {
 		return Outcome{}, err
 	}
@@ -229,7 +232,7 @@ func (m *Manager) Resume(ctx context.Context, eng *Engine, sessionID, cwd, trans
 	if _, err := j.Append(ctx, event.RunResumed, "runtime", map[string]any{"reason": "approval answered"}, ""); err != nil {
 		return Outcome{}, err
 	}
-	prevSnap, _ := replay.Replay(before)
+	prevSnap, _, _, _ := replay.Resume(before)
 	in := Input{Prompt: prompt, Cwd: cwd, Transcript: transcript, PrevSummary: prevSummary(prevSnap), RoleTurns: roleTurns(before), Source: "resume", NoRepair: recordedNoRepair(evs, snap.RunID)}
 	return m.drive(ctx, eng, j, snap.RunID, corr, in, history)
 }
@@ -279,6 +282,28 @@ func (m *Manager) Cancel(ctx context.Context, sessionID, by, reason string) (Out
 	return m.finish(ctx, j, snap.RunID, corr, Result{}, f)
 }
 
+// DefaultCheckpointEvery is the interval of checkpoints in long runs.
+const DefaultCheckpointEvery = 2000
+
+// fold returns the session's state from its latest valid checkpoint plus
+// the events after it (the full fold when a checkpoint fails its hash),
+// and keeps j folding, to write checkpoints.
+func (m *Manager) fold(j *journal.Journal, evs []event.Event) (replay.Snapshot, error) {
+	f, _, _, err := replay.ResumeFolder(evs)
+	if err != nil {
+		return replay.Snapshot{}, err
+	}
+	every := m.CheckpointEvery
+	if every == 0 {
+		every = DefaultCheckpointEvery
+	}
+	if every < 0 {
+		every = 0
+	}
+	j.Checkpoints(f, every)
+	return f.Snapshot(), nil
+}
+
 // Running reports whether a run of the session is running in this
 // process (Cancel stops it without waiting for the session's lock).
 func (m *Manager) Running(sessionID string) bool {
@@ -302,7 +327,7 @@ func (m *Manager) openPaused(ctx context.Context, sessionID string) (*journal.Jo
 	if err != nil {
 		return nil, nil, replay.Snapshot{}, err
 	}
-	snap, err := replay.Replay(evs)
+	snap, err := m.fold(j, evs)
 	if err != nil {
 		return nil, nil, replay.Snapshot{}, err
 	}
@@ -353,6 +378,10 @@ func (m *Manager) drive(ctx context.Context, eng *Engine, j *journal.Journal, ru
 			ids = append(ids, p.ApprovalID)
 		}
 		if _, err := j.Append(ctx, event.RunPaused, "runtime", map[string]any{"reason": "approval", "approval_ids": ids}, ""); err != nil {
+			return Outcome{}, err
+		}
+		// Resume starts from here: fold only what comes after.
+		if err := j.Checkpoint(ctx); err != nil {
 			return Outcome{}, err
 		}
 		return Outcome{SessionID: j.SessionID(), RunID: runID, Status: "paused", Pending: res.Pending}, nil
