@@ -111,6 +111,9 @@ type effects struct {
 	// lastResponse is the id of the latest llm.response, live or
 	// replayed: the parent of a role.output_repaired.
 	lastResponse string
+	// stream: the profile streams, so live model calls record their text
+	// as output.delta events while it arrives.
+	stream bool
 }
 
 func (f *effects) replaying() bool {
@@ -185,7 +188,18 @@ func (f *effects) complete(ctx context.Context, p provider.Provider, req provide
 }
 
 func (f *effects) liveComplete(ctx context.Context, p provider.Provider, req provider.CompletionRequest, reqID string) (provider.CompletionResponse, error) {
+	var deltas *deltaWriter
+	if f.stream {
+		deltas = newDeltaWriter(ctx, f.j, req.Role, reqID)
+		req.OnDelta = deltas.add
+	}
 	resp, callErr := p.Complete(ctx, req)
+	if deltas != nil {
+		// Every delta is in the log before the response that completes it.
+		if err := deltas.close(); err != nil {
+			return provider.CompletionResponse{}, err
+		}
+	}
 	payload := map[string]any{"role": req.Role}
 	if callErr != nil {
 		errObj := map[string]any{"code": provider.CodeProviderError, "message": callErr.Error()}

@@ -106,7 +106,7 @@ func (e *Engine) Execute(ctx context.Context, j *journal.Journal, in Input, hist
 }
 
 func newState(e *Engine, j *journal.Journal, in Input, history []event.Event) *state {
-	s := &state{e: e, f: &effects{j: j, history: history}, in: in, prompt: in.Prompt, turns: map[string]int{}, approvals: map[string]Resolution{}}
+	s := &state{e: e, f: &effects{j: j, history: history, stream: e.Profile.Stream}, in: in, prompt: in.Prompt, turns: map[string]int{}, approvals: map[string]Resolution{}}
 	for k, v := range in.RoleTurns {
 		s.turns[k] = v
 	}

@@ -162,12 +162,17 @@ func TestStreaming(t *testing.T) {
 			srv := exchange.Serve(t, tt.file)
 			prov, _ := newProvider(t, profile(srv.URL), true)
 			p := provider.Checked{P: prov, Reg: schemas.MustDefault()}
-			resp, err := p.Complete(context.Background(), provider.CompletionRequest{Messages: tt.msgs, Model: "gpt-4o-mini", Tools: tools})
+			var deltas []string
+			resp, err := p.Complete(context.Background(), provider.CompletionRequest{Messages: tt.msgs, Model: "gpt-4o-mini", Tools: tools, OnDelta: func(s string) { deltas = append(deltas, s) }})
 			if err != nil {
 				t.Fatal(err)
 			}
 			if !reflect.DeepEqual(resp, tt.want) {
 				t.Errorf("got  %s\nwant %s", show(resp), show(tt.want))
+			}
+			// The text arrives as deltas (output.delta), in pieces.
+			if strings.Join(deltas, "") != resp.Text || len(deltas) < 2 {
+				t.Errorf("deltas %q do not make up the text %q", deltas, resp.Text)
 			}
 		})
 	}
