@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/agentos/agentos/runtime/event"
@@ -17,6 +18,13 @@ import (
 // (model call, tool call, transition) through a journal, with checkpoints
 // every `every` events (0: none), and returns its events.
 func longSession(tb testing.TB, n int, every int64) []event.Event {
+	return longSessionSized(tb, n, every, 0)
+}
+
+// longSessionSized is longSession with pad bytes of context in every model
+// request and tool result, as real sessions carry (the conversation so
+// far, a file read).
+func longSessionSized(tb testing.TB, n int, every int64, pad int) []event.Event {
 	tb.Helper()
 	sealer, err := event.NewSealer(schemas.MustDefault(), nil, nil)
 	if err != nil {
@@ -43,12 +51,12 @@ func longSession(tb testing.TB, n int, every int64) []event.Event {
 	app(event.RunStarted, "runtime", map[string]any{"run_id": "r1", "prompt": "fix auth.go"}, "")
 	for i := 0; int(j.Seq()) < n-6; i++ {
 		req := app(event.LLMRequest, "worker", map[string]any{"role": "worker", "request": map[string]any{
-			"messages": []map[string]any{{"role": "user", "content": "continue the plan: step s2, read auth.go and patch the token check"}}, "model": "scripted", "schema_version": "v1"}}, "")
+			"messages": []map[string]any{{"role": "user", "content": "continue the plan: step s2, read auth.go and patch the token check" + strings.Repeat("x", pad)}}, "model": "scripted", "schema_version": "v1"}}, "")
 		app(event.LLMResponse, "worker", map[string]any{"role": "worker", "response": map[string]any{
 			"text": "", "tool_calls": []map[string]any{{"id": fmt.Sprint("c", i), "name": "repo.read", "args": map[string]any{"path": "auth.go"}}},
 			"finish_reason": "tool_use", "usage": map[string]any{"input_tokens": 812, "output_tokens": 41, "cost_usd": 0.0009}, "model": "scripted", "schema_version": "v1"}}, req)
 		inv := app(event.ToolInvoke, "worker", map[string]any{"call_id": fmt.Sprint("c", i), "tool": "repo.read", "args": map[string]any{"path": "auth.go"}}, "")
-		app(event.ToolResult, "kernel", map[string]any{"call_id": fmt.Sprint("c", i), "tool": "repo.read", "ok": true, "result": map[string]any{"content": "package auth\n"}}, inv)
+		app(event.ToolResult, "kernel", map[string]any{"call_id": fmt.Sprint("c", i), "tool": "repo.read", "ok": true, "result": map[string]any{"content": "package auth\n" + strings.Repeat("y", pad/4)}}, inv)
 		app(event.AgentTransition, "worker", map[string]any{"from": "WORK", "to": "WORK", "role": "worker"}, "")
 	}
 	evs, err := s.Read(ctx, "long", 1)
@@ -123,22 +131,29 @@ func TestCheckpointResume(t *testing.T) {
 
 // BenchmarkResume50k is resume's fold of a 50,000-event session: the full
 // fold against the latest checkpoint (written every DefaultCheckpointEvery
-// events, as a run's journal does) plus the events after it.
+// events, as a run's journal does) plus the events after it. "small" has
+// ~200-byte payloads; "8KB" puts 8 KB of conversation in every model
+// request and 2 KB in every tool result, closer to a real session.
 func BenchmarkResume50k(b *testing.B) {
-	plain := longSession(b, 50_000, 0)
-	withCP := longSession(b, 50_000, 2000)
-	b.Run("full-fold", func(b *testing.B) {
-		for i := 0; i < b.N; i++ {
-			if _, err := replay.Replay(plain); err != nil {
-				b.Fatal(err)
+	for _, size := range []struct {
+		name string
+		pad  int
+	}{{"small", 0}, {"8KB", 8 << 10}} {
+		plain := longSessionSized(b, 50_000, 0, size.pad)
+		withCP := longSessionSized(b, 50_000, 2000, size.pad)
+		b.Run(size.name+"/full-fold", func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				if _, err := replay.Replay(plain); err != nil {
+					b.Fatal(err)
+				}
 			}
-		}
-	})
-	b.Run("checkpoint", func(b *testing.B) {
-		for i := 0; i < b.N; i++ {
-			if _, from, _, err := replay.Resume(withCP); err != nil || from == 0 {
-				b.Fatal(err, from)
+		})
+		b.Run(size.name+"/checkpoint", func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				if _, from, _, err := replay.Resume(withCP); err != nil || from == 0 {
+					b.Fatal(err, from)
+				}
 			}
-		}
-	})
+		})
+	}
 }

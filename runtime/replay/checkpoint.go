@@ -14,12 +14,18 @@ import (
 // snapshot after the event at LastSeq, hashed, so that resume folds only
 // the events after it. LastHash is that event's chain hash, which binds
 // the snapshot to the exact log prefix it summarises.
+//
+// Snapshot is the snapshot's JSON text as a string, not an object: the
+// event layer re-encodes payload objects canonically, but keeps a string's
+// content byte for byte, so its hash is checked without re-encoding, and
+// the payload schema check and the fold skip over one string instead of
+// walking every tool call of a long session.
 type Checkpoint struct {
-	LastSeq        int64           `json:"last_seq"`
-	LastHash       string          `json:"last_hash"`
-	Snapshot       json.RawMessage `json:"snapshot"`
-	SnapshotSHA256 string          `json:"snapshot_sha256"`
-	Summary        string          `json:"summary,omitempty"`
+	LastSeq        int64  `json:"last_seq"`
+	LastHash       string `json:"last_hash"`
+	Snapshot       string `json:"snapshot"`
+	SnapshotSHA256 string `json:"snapshot_sha256"`
+	Summary        string `json:"summary,omitempty"`
 }
 
 // NewCheckpoint returns the checkpoint of a folder's state.
@@ -30,7 +36,7 @@ func NewCheckpoint(f *Folder) (Checkpoint, error) {
 		return Checkpoint{}, err
 	}
 	sum := sha256.Sum256(b)
-	return Checkpoint{LastSeq: s.LastSeq, LastHash: s.LastHash, Snapshot: b, SnapshotSHA256: hex.EncodeToString(sum[:]),
+	return Checkpoint{LastSeq: s.LastSeq, LastHash: s.LastHash, Snapshot: string(b), SnapshotSHA256: hex.EncodeToString(sum[:]),
 		Summary: fmt.Sprintf("%d events, run %s %s", s.Events, s.RunID, s.RunStatus)}, nil
 }
 
@@ -42,22 +48,16 @@ var ErrCheckpoint = errors.New("checkpoint does not verify")
 // (the events before the checkpoint.created event at index i).
 func restore(evs []event.Event, i int) (*Folder, int, error) {
 	var cp Checkpoint
-	if err := json.Unmarshal(evs[i].Payload, &cp); err != nil || len(cp.Snapshot) == 0 {
+	if err := json.Unmarshal(evs[i].Payload, &cp); err != nil || cp.Snapshot == "" {
 		return nil, 0, fmt.Errorf("%w: seq %d: no snapshot", ErrCheckpoint, evs[i].Seq)
 	}
-	var s Snapshot
-	if err := json.Unmarshal(cp.Snapshot, &s); err != nil {
-		return nil, 0, fmt.Errorf("%w: seq %d: %v", ErrCheckpoint, evs[i].Seq, err)
-	}
-	// The event layer stores payloads in canonical form; the hash is over
-	// the snapshot as json.Marshal writes it, which is deterministic.
-	b, err := json.Marshal(s)
-	if err != nil {
-		return nil, 0, err
-	}
-	sum := sha256.Sum256(b)
+	sum := sha256.Sum256([]byte(cp.Snapshot))
 	if hex.EncodeToString(sum[:]) != cp.SnapshotSHA256 {
 		return nil, 0, fmt.Errorf("%w: seq %d: the snapshot does not match its hash", ErrCheckpoint, evs[i].Seq)
+	}
+	var s Snapshot
+	if err := json.Unmarshal([]byte(cp.Snapshot), &s); err != nil {
+		return nil, 0, fmt.Errorf("%w: seq %d: %v", ErrCheckpoint, evs[i].Seq, err)
 	}
 	// The events are contiguous from seq evs[0].Seq: find last_seq.
 	k := int(cp.LastSeq - evs[0].Seq)

@@ -247,9 +247,6 @@ type (
 		Digest, Kind, Name, Path string
 		Size                     int64
 	}
-	pCheckpoint struct {
-		LastSeq int64 `json:"last_seq"`
-	}
 	pWorkflow struct {
 		CycleID  string `json:"cycle_id"`
 		ToPhase  string `json:"to_phase"`
@@ -432,11 +429,8 @@ func (f *Folder) Apply(e *event.Event) error {
 			}
 		}
 	case event.CheckpointCreated:
-		var p pCheckpoint
-		if err := decode(&p); err != nil {
-			return err
-		}
-		s.Checkpoint = p.LastSeq
+		// The field scanner: a checkpoint's payload holds a whole snapshot.
+		s.Checkpoint = event.FieldInt(e.Payload, "last_seq")
 	case event.WorkflowStarted, event.WorkflowPhaseAdvanced, event.WorkflowPolicyGated, event.WorkflowCompleted, event.WorkflowAborted:
 		var p pWorkflow
 		if err := decode(&p); err != nil {
