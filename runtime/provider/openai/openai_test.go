@@ -343,3 +343,26 @@ func TestStreamErrorEventIsRetried(t *testing.T) {
 	}
 	w.Check(t, 500*time.Millisecond)
 }
+
+// TestDroppedStreamIsRetried: a stream that ends mid-answer (the
+// connection dropped: no finish_reason, no [DONE]) is a retryable provider
+// error, not a truncated answer; the retry's answer is the response. The
+// deltas of the dropped attempt were already handed out, the retry's
+// follow them.
+func TestDroppedStreamIsRetried(t *testing.T) {
+	srv := exchange.Serve(t, "testdata/stream_dropped.json")
+	prov, w := newProvider(t, profile(srv.URL), true)
+	var deltas []string
+	resp, err := prov.Complete(context.Background(), provider.CompletionRequest{Messages: lead, Model: "gpt-4o-mini", OnDelta: func(s string) { deltas = append(deltas, s) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"intent":"fix auth","constraints":[],"schema_version":"v1"}`
+	if resp.Text != want || resp.FinishReason == "" {
+		t.Errorf("response %+v, want the retry's whole answer %q", resp, want)
+	}
+	if got := strings.Join(deltas, ""); !strings.HasSuffix(got, want) || got == want {
+		t.Errorf("deltas %q: want the dropped attempt's part, then the whole retry", got)
+	}
+	w.Check(t, 500*time.Millisecond)
+}
