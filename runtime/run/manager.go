@@ -256,7 +256,9 @@ func (m *Manager) Cancel(ctx context.Context, sessionID, by, reason string) (Out
 		if grace <= 0 {
 			grace = DefaultCancelGrace
 		}
-		ctl.request(by, reason, grace)
+		// The decision (wait for the tool call, or kill it) is made
+		// aside, so that a caller whose context ends is not held up.
+		go ctl.request(by, reason, grace)
 		select {
 		case <-ctl.done:
 			return ctl.result, ctl.resultErr
