@@ -134,6 +134,25 @@ func TestArgumentRepairIsRecorded(t *testing.T) {
 	}
 }
 
+// TestArgumentRepairOff: with guard repair off (Call.NoRepair) the same
+// trivially broken JSON is blocked as sent, nothing is repaired or runs.
+func TestArgumentRepairOff(t *testing.T) {
+	e := setup(t, openPolicy, nil)
+	c := kernel.Call{ID: "c1", Name: "echo", Args: json.RawMessage("```json\n{'text': 'hi',}\n```"), Caller: "worker", NoRepair: true}
+	_, err := e.k.Dispatch(context.Background(), e.j, c)
+	if code(err) != kernel.CodeInvalidArguments || !strings.Contains(err.Error(), "guard repair is off") {
+		t.Fatalf("repair off: %v", err)
+	}
+	if got := strings.Join(e.types(t), ","); got != "tool.rejected" {
+		t.Fatalf("events %s", got)
+	}
+	// Well-formed arguments are unaffected by the switch.
+	c.Args = json.RawMessage(`{"text":"hi"}`)
+	if out, err := e.k.Dispatch(context.Background(), e.j, c); err != nil || string(out.Result) != `{"text":"hi"}` {
+		t.Fatalf("well-formed call with repair off: %s %v", out.Result, err)
+	}
+}
+
 type noopHooks struct{}
 
 func (noopHooks) PreToolUse(context.Context, kernel.Recorder, string, json.RawMessage) (kernel.HookDecision, error) {

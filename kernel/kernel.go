@@ -28,6 +28,10 @@ type Call struct {
 	// Scope is the caller's allowed tools (the selected skill's
 	// allowed-tools); nil means every registered tool.
 	Scope []string
+	// NoRepair turns the guard's repairs off for this call (seed 001's
+	// "repair off"): arguments are taken exactly as the model wrote them
+	// or blocked; trivially broken JSON is not fixed locally.
+	NoRepair bool
 }
 
 // Outcome is a dispatch that did not fail: a result, or an action waiting
@@ -320,6 +324,10 @@ func (k *Kernel) guardArgs(ctx context.Context, rec Recorder, c Call, r *registe
 	args, repairs, diag := guard.Parse(c.Args)
 	if diag != nil {
 		return nil, k.reject(ctx, rec, c, "guard", &Error{Kind: "guard", Code: CodeInvalidArguments, Message: diag.Message, Details: []guard.Diagnostic{*diag}})
+	}
+	if len(repairs) > 0 && c.NoRepair {
+		msg := "arguments are not a JSON object as sent (" + strings.Join(repairs, ", ") + " would fix them, but guard repair is off)"
+		return nil, k.reject(ctx, rec, c, "guard", &Error{Kind: "guard", Code: CodeInvalidArguments, Message: msg, Details: []guard.Diagnostic{{Class: guard.UnparsableArguments, Message: msg}}})
 	}
 	if len(repairs) > 0 {
 		if _, err := rec.Record(ctx, "tool.args_repaired", "kernel", map[string]any{"call_id": callID(c), "tool": c.Name, "repairs": repairs, "original": string(c.Args), "repaired": args}, ""); err != nil {

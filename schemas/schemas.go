@@ -284,8 +284,18 @@ func pointer(loc []string) string {
 	return b.String()
 }
 
-// PayloadSchemaID is the id of the payload schema for an event type:
-// "tool.invoke" → "payload_tool_invoke_v1".
+// PayloadSchemaID is the id of the current payload schema for an event
+// type: "tool.invoke" → "payload_tool_invoke_v1". A type whose payload
+// outgrew its frozen v1 has a later version that accepts every v1 payload
+// too, so old logs still verify.
 func PayloadSchemaID(eventType string) string {
-	return "payload_" + strings.ReplaceAll(eventType, ".", "_") + "_v1"
+	v := payloadVersions[eventType]
+	if v == "" {
+		v = "v1"
+	}
+	return "payload_" + strings.ReplaceAll(eventType, ".", "_") + "_" + v
 }
+
+// payloadVersions are the event types past v1: turn.terminal v2 adds the
+// cancelled status (terminal_report_v2).
+var payloadVersions = map[string]string{"turn.terminal": "v2"}

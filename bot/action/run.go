@@ -117,7 +117,7 @@ func Run(ctx context.Context, env Env, deps Deps, log io.Writer) (Outputs, error
 		return out, errors.Join(derr, finish(env, out, sum))
 	}
 	fmt.Fprintf(log, "agentos: session %s is %s\n", out.SessionID, out.Status)
-	if out.Status == "failed" || out.Status == "denied" {
+	if out.Status == "failed" || out.Status == "denied" || out.Status == "cancelled" {
 		// The step succeeded (the bot did its job), but the run did not:
 		// an annotation puts that on the workflow run's page.
 		Warningf(log, "agentos session %s %s: %s", out.SessionID, out.Status, sum.Reason)

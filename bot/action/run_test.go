@@ -296,10 +296,10 @@ func TestActionDeniedRunWarns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Status != "denied" {
+	if got.Status != "cancelled" {
 		t.Fatalf("after /agent cancel: %+v", got)
 	}
-	want := "::warning::agentos session " + out.SessionID + " denied: "
+	want := "::warning::agentos session " + out.SessionID + " cancelled: "
 	if !strings.Contains(a.log, want) {
 		t.Errorf("log lacks %q:\n%s", want, a.log)
 	}

@@ -192,6 +192,8 @@ func (a *API) Register(r gin.IRouter) {
 	r.GET("/v1/runs/:id/events", a.events)
 	r.POST("/v1/approvals/:id", a.auth, a.answerApproval)
 	r.GET("/v1/deliveries", a.auth, a.listDeliveries)
+
+	r.POST("/v1/runs/:id/cancel", a.auth, a.cancelRun)
 }
 
 // EndStreams ends every open event stream; call it when the HTTP server

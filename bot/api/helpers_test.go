@@ -131,6 +131,11 @@ func (f *fakeRuns) Resolve(ctx context.Context, sid, approvalID, decision, by, r
 	return f.mgr.Resolve(ctx, sid, approvalID, decision, by, reason)
 }
 
+// Cancel is the RunManager's cancel path (api.Canceller).
+func (f *fakeRuns) Cancel(ctx context.Context, sid, by, reason string) (agentrun.Outcome, error) {
+	return f.mgr.Cancel(ctx, sid, by, reason)
+}
+
 func (r *fakeRun) Execute(ctx context.Context) (agentrun.Outcome, error) {
 	f := r.f
 	f.mu.Lock()

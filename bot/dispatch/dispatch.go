@@ -10,7 +10,6 @@
 package dispatch
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -31,8 +30,6 @@ import (
 	"github.com/agentos/agentos/runtime/event"
 	"github.com/agentos/agentos/runtime/replay"
 	"github.com/agentos/agentos/runtime/run"
-	"github.com/agentos/agentos/runtime/store"
-	"github.com/agentos/agentos/schemas"
 	"github.com/oklog/ulid/v2"
 )
 
@@ -508,18 +505,12 @@ func (d *Dispatcher) loadSession(ctx context.Context, repo Repo, sessionID strin
 	if err != nil {
 		return nil, fmt.Errorf("load session %s from %s: %w", sessionID, d.Git.ArtifactBranch(), err)
 	}
-	rep, err := replay.VerifyReader(schemas.MustDefault(), bytes.NewReader(raw))
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrTamperedLog, err)
-	}
-	if !rep.Valid {
-		return nil, fmt.Errorf("%w: %s", ErrTamperedLog, rep.Problem.Error())
-	}
-	if rep.SessionID != sessionID {
-		return nil, fmt.Errorf("%w: the log is session %q, not %q", ErrTamperedLog, rep.SessionID, sessionID)
-	}
-	if _, _, err := store.Import(ctx, bytes.NewReader(raw), d.Runs.Store); err != nil {
-		return nil, fmt.Errorf("import session %s: %w", sessionID, err)
+	// The one recovery path of CLI, server and Action: verify, then import.
+	if _, err := run.ImportLog(ctx, d.Runs.Store, sessionID, raw); err != nil {
+		if errors.Is(err, run.ErrUnverifiedLog) {
+			return nil, fmt.Errorf("%w: %v", ErrTamperedLog, err)
+		}
+		return nil, err
 	}
 	evs, err = d.Runs.Store.Read(ctx, sessionID, 1)
 	if err != nil {

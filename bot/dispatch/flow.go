@@ -727,6 +727,17 @@ func (d *Dispatcher) cancel(ctx context.Context, repo Repo, t webhook.Trigger, r
 	if sid == "" {
 		return Result{Outcome: "ignored", Reason: "no session"}, nil
 	}
+	if d.Runs.Running(sid) {
+		// The run's own flow holds the session and publishes its end;
+		// Cancel stops it (the same path as the API) and waits for that.
+		out, err := d.Runs.Cancel(ctx, sid, by, reason)
+		if err != nil && !errors.Is(err, run.ErrNotPaused) {
+			return Result{SessionID: sid}, err
+		}
+		if err == nil {
+			return Result{Outcome: "cancelled", SessionID: sid, Status: out.Status}, nil
+		}
+	}
 	unlock, err := d.lease(ctx, sid)
 	if err != nil {
 		return Result{SessionID: sid}, err

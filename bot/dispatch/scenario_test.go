@@ -597,8 +597,9 @@ func countPushes(pushes []string, path string) int {
 	return n
 }
 
-// Closing the pull request cancels the paused session with a terminal
-// report; the tracking comment says so.
+// Closing the pull request cancels the paused session with a cancelled
+// terminal report (the RunManager's one cancel path); the tracking comment
+// says so.
 func TestScenarioPRClosedCancels(t *testing.T) {
 	w := newWorld(t)
 	res := w.comment(w.issue, false, "alice", "/agent "+demo.Prompt)
@@ -606,15 +607,15 @@ func TestScenarioPRClosedCancels(t *testing.T) {
 		t.Fatalf("%+v", res)
 	}
 	got := w.dispatch(webhook.Trigger{Kind: webhook.KindPRClosed, Number: res.PR, IsPR: true, Author: "alice"})
-	if got.Outcome != "cancelled" || got.Status != "denied" {
+	if got.Outcome != "cancelled" || got.Status != "cancelled" {
 		t.Fatalf("after close: %+v", got)
 	}
 	snap := w.snapshot(res.SessionID)
-	if snap.Terminal == nil || snap.Terminal.Status != "denied" || !strings.Contains(snap.Terminal.Reason, "closed") || len(snap.PendingApprovals) != 0 {
+	if snap.Terminal == nil || snap.Terminal.Status != "cancelled" || !strings.Contains(snap.Terminal.Reason, "closed") || len(snap.PendingApprovals) != 0 {
 		t.Fatalf("terminal = %+v, pending %d", snap.Terminal, len(snap.PendingApprovals))
 	}
 	w.artifactVerifies(res.SessionID)
-	if c := lastComment(w.fake.Comments(repoName, w.issue), botLogin); !strings.Contains(c.Body, "denied") {
+	if c := lastComment(w.fake.Comments(repoName, w.issue), botLogin); !strings.Contains(c.Body, "Cancelled") {
 		t.Errorf("tracking comment after close:\n%s", c.Body)
 	}
 }

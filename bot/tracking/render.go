@@ -47,6 +47,7 @@ var statusText = map[string]string{
 	"completed": "✅ Completed",
 	"failed":    "❌ Failed",
 	"denied":    "🚫 Denied",
+	"cancelled": "⏹️ Cancelled",
 }
 
 // Render returns the tracking comment for v.

@@ -20,6 +20,7 @@ import (
 	"github.com/agentos/agentos/runtime/provider/scripted"
 	"github.com/agentos/agentos/runtime/replay"
 	agentrun "github.com/agentos/agentos/runtime/run"
+	"github.com/agentos/agentos/runtime/store/sqlite"
 	"github.com/agentos/agentos/schemas"
 	"github.com/agentos/agentos/skills"
 )
@@ -504,4 +505,72 @@ func TestDemo(t *testing.T) {
 		t.Fatalf("the sample's tests still fail after the demo: %v\n%s", err, b)
 	}
 	_ = fmt.Sprint()
+}
+
+// TestRecoverFromLogAlone: seed 004's local-first guarantee. A run pauses,
+// the database is deleted, and an approval from a new process finds the
+// session in its exported events.jsonl, imports it after verifying it,
+// and completes; the final log verifies. A log edited while the database
+// is gone is refused and nothing is imported.
+func TestRecoverFromLogAlone(t *testing.T) {
+	repo, data := t.TempDir(), t.TempDir()
+	if err := demo.WriteSample(repo); err != nil {
+		t.Fatal(err)
+	}
+	script := filepath.Join(t.TempDir(), "script.yaml")
+	b, _ := os.ReadFile(filepath.Join("..", "..", "runtime", "demo", "testdata", "fix-auth.script.yaml"))
+	os.WriteFile(script, b, 0o644)
+	common := []string{"--repo", repo, "--data", data, "--provider", "scripted", "--script", script, "--json"}
+	out1 := cliProcess(t, exitApproval, append([]string{"run", "--session", "s-lost"}, append(common, demo.Prompt)...)...)
+	var r1 runReport
+	if err := json.Unmarshal(out1, &r1); err != nil || r1.Status != "paused" || len(r1.Pending) != 1 {
+		t.Fatalf("first process: %v %s", err, out1)
+	}
+	deleteDB := func() {
+		t.Helper()
+		for _, suffix := range []string{"", "-wal", "-shm"} {
+			if err := os.Remove(filepath.Join(data, sqlite.FileName+suffix)); err != nil && !errors.Is(err, os.ErrNotExist) {
+				t.Fatal(err)
+			}
+		}
+	}
+	deleteDB()
+	good, err := os.ReadFile(r1.LogPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// An edited log is refused: approve fails and imports nothing.
+	edited := bytes.Replace(good, []byte(`"prompt":"`), []byte(`"prompt":"also delete everything; `), 1)
+	if bytes.Equal(edited, good) {
+		t.Fatal("test log has no prompt to edit")
+	}
+	if err := os.WriteFile(r1.LogPath, edited, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cliProcess(t, exitFailure, append([]string{"approve", "s-lost", r1.Pending[0].ApprovalID, "--by", "octocat"}, common...)...)
+	if evs, err := readStoreSession(context.Background(), data, "s-lost"); err == nil && len(evs) > 0 {
+		t.Fatalf("an edited log was imported: %d events", len(evs))
+	}
+	deleteDB()
+	if err := os.WriteFile(r1.LogPath, good, 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	out2 := cliProcess(t, exitOK, append([]string{"approve", "s-lost", r1.Pending[0].ApprovalID, "--by", "octocat"}, common...)...)
+	var r2 runReport
+	if err := json.Unmarshal(out2, &r2); err != nil || r2.Status != "completed" {
+		t.Fatalf("approve after the database was deleted: %v %s", err, out2)
+	}
+	f, err := os.Open(r2.LogPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if rep, _ := replay.VerifyReader(schemas.MustDefault(), f); !rep.Valid {
+		t.Fatalf("final log: %v", rep.Problem)
+	}
+	if b, _ := os.ReadFile(filepath.Join(repo, "auth.go")); !bytes.Contains(b, []byte("ConstantTimeCompare")) {
+		t.Error("the fix is not in the repository")
+	}
 }

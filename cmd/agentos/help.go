@@ -83,6 +83,12 @@ func helps() map[string]help {
 			examples:    []string{`agentos deny cli-01k9xyz ap-424fe763039e --repo . --reason "do not touch auth.go" --provider scripted --script run.script.yaml`},
 			exitCodes:   true,
 		},
+		"cancel": {
+			usage:       []string{"cancel SESSION [--reason TEXT] [--by NAME] [--data DIR] [--json]"},
+			description: "End a paused session's run as cancelled, the same path as POST /v1/runs/:id/cancel, /agent cancel and closing the PR: each pending approval is resolved cancelled, then run.cancelled, a terminal report with status cancelled, session.close, and the exported events.jsonl is rewritten. Exit 0 cancelled, 1 when the session has no paused run.",
+			flags:       func(fs *flag.FlagSet) { cancelFlags(fs) },
+			examples:    []string{`agentos cancel cli-01k9xyz --reason "not needed any more"`, "agentos cancel cli-01k9xyz --data /var/lib/agentos --json"},
+		},
 		"resume": {
 			usage:       []string{"resume SESSION --repo DIR [flags]"},
 			description: "Resume a paused session whose approvals were already answered (for example through the HTTP API). The run re-executes from its log: no model or tool call is repeated.",
@@ -145,10 +151,10 @@ func helps() map[string]help {
 			examples:    []string{"agentos replay testdata/example-session/events.jsonl", "agentos replay cli-01k9xyz --json"},
 		},
 		"verify": {
-			usage:       []string{"verify <events.jsonl> [--json]"},
-			description: "Check a session log: the hash chain, contiguous sequence numbers, every payload against its schema, exactly one terminal report per run, and (as advice) audit completeness. Exit 0 valid, 1 invalid, 2 usage.",
+			usage:       []string{"verify <events.jsonl> [--json] [--lenient]"},
+			description: "Check a session log: the hash chain, contiguous sequence numbers, every payload against its schema, exactly one terminal report per run, and audit completeness (a session that closed ok must hold every event type of seed 000's list; --lenient reports a missing type as advice, for logs written before the rule). Exit 0 valid, 1 invalid, 2 usage.",
 			flags:       func(fs *flag.FlagSet) { verifyFlags(fs) },
-			examples:    []string{"agentos verify testdata/example-session/events.jsonl", "agentos verify events.jsonl --json"},
+			examples:    []string{"agentos verify testdata/example-session/events.jsonl", "agentos verify events.jsonl --json", "agentos verify old-events.jsonl --lenient"},
 		},
 		"action": {
 			usage:       []string{"action"},

@@ -52,6 +52,7 @@ func commands() map[string]command {
 		"approve": {"approve a pending action and resume the run", cmdResolve("approve")},
 		"deny":    {"deny a pending action (the reason goes back to the agent) and resume", cmdResolve("deny")},
 		"resume":  {"resume a paused session", cmdResume},
+		"cancel":  {"cancel a paused session's run (status cancelled, run.cancelled)", cmdCancel},
 		"tool":    {"list tools, or call one through the full kernel: agentos tool call NAME --args JSON --workspace DIR", cmdTool},
 		"skills":  {"list the skills: agentos skills list [--repo DIR] [--json]", cmdSkills},
 		"hooks":   {"fire an event's hooks with stdin as input: agentos hooks test EVENT < input.json", cmdHooks},

@@ -36,26 +36,27 @@ func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
-func verifyFlags(fs *flag.FlagSet) (asJSON *bool) {
-	return fs.Bool("json", false, "print the report as JSON")
+func verifyFlags(fs *flag.FlagSet) (asJSON, lenient *bool) {
+	return fs.Bool("json", false, "print the report as JSON"),
+		fs.Bool("lenient", false, "report a successful session's missing audit event types as advice, not an error (for logs written before the rule)")
 }
 
 func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("verify", flag.ContinueOnError)
-	asJSON := verifyFlags(fs)
+	asJSON, lenient := verifyFlags(fs)
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
 	}
 	if len(pos) != 1 {
-		return usageErrorf("usage: agentos verify <events.jsonl> [--json]")
+		return usageErrorf("usage: agentos verify <events.jsonl> [--json] [--lenient]")
 	}
 	f, err := os.Open(pos[0])
 	if err != nil {
 		return usageErrorf("verify: %v", err)
 	}
 	defer f.Close()
-	rep, err := replay.VerifyReader(schemas.MustDefault(), f)
+	rep, err := replay.VerifyReaderOptions(schemas.MustDefault(), f, replay.Options{Lenient: *lenient})
 	if err != nil {
 		return fmt.Errorf("verify %s: %w", pos[0], err)
 	}
@@ -70,7 +71,7 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		if a := rep.Audit; a != nil && a.Complete {
 			fmt.Fprintln(stdout, "audit completeness: every event type of a successful session is present")
 		} else if a != nil {
-			fmt.Fprintf(stdout, "audit completeness: this successful session has no %s events (advice, not an error)\n", strings.Join(a.Missing, ", "))
+			fmt.Fprintf(stdout, "audit completeness: this successful session has no %s events (advice under --lenient; an error without it)\n", strings.Join(a.Missing, ", "))
 		}
 	} else {
 		fmt.Fprintf(stdout, "INVALID %s: %v\n", pos[0], rep.Problem)

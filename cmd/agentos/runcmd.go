@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/agentos/agentos/runtime/provider"
 	agentrun "github.com/agentos/agentos/runtime/run"
@@ -128,6 +129,8 @@ func outcomeExit(out agentrun.Outcome) error {
 		return &exitError{code: exitApproval, err: fmt.Errorf("session %s is paused for approval of %s: answer with agentos approve or agentos deny", out.SessionID, strings.Join(ids, ", "))}
 	case string(agentrun.StatusDenied):
 		return &exitError{code: exitBlocked, err: fmt.Errorf("session %s: the run was denied: %s", out.SessionID, reason)}
+	case string(agentrun.StatusCancelled):
+		return &exitError{code: exitBlocked, err: fmt.Errorf("session %s: the run was cancelled: %s", out.SessionID, reason)}
 	case string(agentrun.StatusFailed):
 		return &exitError{code: exitRunFailed, err: fmt.Errorf("session %s: the run failed: %s", out.SessionID, reason)}
 	}
@@ -180,14 +183,16 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if !f.asJSON {
 		stop = watchProgress(ctx, env, f.session, stdout)
 	}
-	out, err := env.mgr.Start(ctx, env.engine, agentrun.StartRequest{SessionID: f.session, Prompt: prompt, SessionKey: "cli:" + f.repo, Cwd: env.ws.Root()})
+	out, rctx, err := interruptible(ctx, env, f.session, func(rctx context.Context) (agentrun.Outcome, error) {
+		return env.mgr.Start(rctx, env.engine, agentrun.StartRequest{SessionID: f.session, Prompt: prompt, SessionKey: "cli:" + f.repo, Cwd: env.ws.Root()})
+	})
 	if stop != nil {
 		stop(err == nil)
 	}
 	if err != nil {
 		return runError(ctx, f.session, err)
 	}
-	return finishRun(ctx, env, *f, out, stdout)
+	return finishRun(rctx, env, *f, out, stdout)
 }
 
 func cmdResolve(decision string) func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -224,11 +229,13 @@ func cmdResolve(decision string) func(ctx context.Context, args []string, stdout
 		if err := env.mgr.Resolve(ctx, sid, id, d, *by, *reason); err != nil {
 			return &exitError{code: exitFailure, err: err}
 		}
-		out, err := env.mgr.Resume(ctx, env.engine, sid, env.ws.Root(), "")
+		out, rctx, err := interruptible(ctx, env, sid, func(rctx context.Context) (agentrun.Outcome, error) {
+			return env.mgr.Resume(rctx, env.engine, sid, env.ws.Root(), "")
+		})
 		if err != nil {
 			return runError(ctx, sid, err)
 		}
-		return finishRun(ctx, env, *f, out, stdout)
+		return finishRun(rctx, env, *f, out, stdout)
 	}
 }
 
@@ -254,11 +261,51 @@ func cmdResume(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	defer env.Close()
-	out, err := env.mgr.Resume(ctx, env.engine, pos[0], env.ws.Root(), "")
+	out, rctx, err := interruptible(ctx, env, pos[0], func(rctx context.Context) (agentrun.Outcome, error) {
+		return env.mgr.Resume(rctx, env.engine, pos[0], env.ws.Root(), "")
+	})
 	if err != nil {
 		return runError(ctx, pos[0], err)
 	}
-	return finishRun(ctx, env, *f, out, stdout)
+	return finishRun(rctx, env, *f, out, stdout)
+}
+
+// interruptible runs a run-driving call so that SIGINT or SIGTERM (ctx
+// ending) cancels the run through the RunManager, like the API and
+// /agent cancel: the run ends as cancelled, with its terminal report in
+// the log, instead of being cut off mid-append. The call runs on the
+// returned context, which outlives ctx, for the caller's writes after it.
+func interruptible(ctx context.Context, env *runtimeEnv, sessionID string, call func(context.Context) (agentrun.Outcome, error)) (agentrun.Outcome, context.Context, error) {
+	rctx := context.WithoutCancel(ctx)
+	done := make(chan struct{})
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		select {
+		case <-done:
+			return
+		case <-ctx.Done():
+		}
+		// The run may not be registered yet: try until it is, or the call
+		// has returned.
+		t := time.NewTicker(20 * time.Millisecond)
+		defer t.Stop()
+		for {
+			if env.mgr.Running(sessionID) {
+				_, _ = env.mgr.Cancel(rctx, sessionID, "cli", "interrupted (SIGINT or SIGTERM)")
+				return
+			}
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	out, err := call(rctx)
+	close(done)
+	<-watched
+	return out, rctx, err
 }
 
 // watchProgress prints state changes, tool calls and approvals as the run

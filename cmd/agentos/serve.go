@@ -122,7 +122,9 @@ func serve(ctx context.Context, args []string, stderr io.Writer, d serveDeps) er
 	metrics := api.NewMetrics()
 	var apiRuns api.Runs
 	if runs {
-		sr := &serveRuns{store: st, mgr: agentrun.NewManager(st), dataDir: cfg.DataDir, policyFile: cfg.PolicyFile, profile: prof, roots: cfg.RepoRoots, log: log, sandbox: sb}
+		mgr := agentrun.NewManager(st)
+		mgr.Logs = agentrun.DirLogs(cfg.DataDir) // recovery from the exported logs
+		sr := &serveRuns{store: st, mgr: mgr, dataDir: cfg.DataDir, policyFile: cfg.PolicyFile, profile: prof, roots: cfg.RepoRoots, log: log, sandbox: sb}
 		if leases != nil {
 			sr.leases = leases
 		}
@@ -360,6 +362,21 @@ func (r *serveRuns) Resolve(ctx context.Context, sessionID, approvalID, decision
 	}
 	defer release()
 	return r.mgr.Resolve(ctx, sessionID, approvalID, decision, by, reason)
+}
+
+// Cancel implements api.Canceller: the RunManager's cancel path. A paused
+// run's exported log is rewritten here; a running run's is written by its
+// own Execute when it ends.
+func (r *serveRuns) Cancel(ctx context.Context, sessionID, by, reason string) (agentrun.Outcome, error) {
+	running := r.mgr.Running(sessionID)
+	out, err := r.mgr.Cancel(ctx, sessionID, by, reason)
+	if err != nil || running {
+		return out, err
+	}
+	if _, err := exportSession(ctx, r.store, r.dataDir, sessionID); err != nil {
+		return out, fmt.Errorf("export session log: %w", err)
+	}
+	return out, nil
 }
 
 func (r *serveRuns) build(ctx context.Context, repo, sessionID string) (*setup.Env, error) {

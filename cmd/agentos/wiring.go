@@ -208,7 +208,11 @@ func buildRuntime(ctx context.Context, o envOptions) (*runtimeEnv, error) {
 		}
 		return nil, err
 	}
-	r := &runtimeEnv{store: st, ws: env.Workspace, kernel: env.Kernel, hooks: env.Hooks, engine: env.Engine, mgr: agentrun.NewManager(st), redactor: env.Redactor, notes: env.Notes}
+	mgr := agentrun.NewManager(st)
+	// A session the store does not hold (the database was deleted) is
+	// recovered from its exported log.
+	mgr.Logs = agentrun.DirLogs(o.dataDir)
+	r := &runtimeEnv{store: st, ws: env.Workspace, kernel: env.Kernel, hooks: env.Hooks, engine: env.Engine, mgr: mgr, redactor: env.Redactor, notes: env.Notes}
 	if env.MCP != nil {
 		r.mcp = env.MCP
 	}

@@ -69,7 +69,16 @@ type Policy struct {
 		Enabled        bool `json:"enabled,omitempty"`
 		CleanApprovals int  `json:"cleanApprovals,omitempty"`
 	} `json:"trust"`
+	// Guard: repair (default true) lets the tool guard repair blocked
+	// calls (local argument fixes, one model round); false turns it off
+	// for every run under this policy, whatever the profile says.
+	Guard struct {
+		Repair *bool `json:"repair,omitempty"`
+	} `json:"guard"`
 }
+
+// GuardRepair reports whether the policy allows guard repair.
+func (p *Policy) GuardRepair() bool { return p.Guard.Repair == nil || *p.Guard.Repair }
 
 // DefaultYAML is the built-in policy: reads never need approval, writes and
 // shell always do, tests and linters by risk.
@@ -260,7 +269,7 @@ func unknownKey(n *yaml.Node, msg string) *yaml.Node {
 	return nil
 }
 
-var known = map[string]bool{"workspace": true, "execution": true, "capabilities": true, "risk": true, "redaction": true, "limits": true, "trust": true, "network": true}
+var known = map[string]bool{"workspace": true, "execution": true, "capabilities": true, "risk": true, "redaction": true, "limits": true, "trust": true, "network": true, "guard": true}
 
 func knownKey(k string) bool { return known[k] }
 
@@ -351,6 +360,11 @@ func Merge(base, repo *Policy) *Policy {
 	out.Execution.AllowShell = base.Execution.AllowShell && repo.Execution.AllowShell
 	out.Execution.EnvAllow = intersect(base.Execution.EnvAllow, repo.Execution.EnvAllow)
 	out.Trust.Enabled = base.Trust.Enabled && repo.Trust.Enabled
+	// Repair is the looser setting: the repository may turn it off only.
+	if !base.GuardRepair() || !repo.GuardRepair() {
+		off := false
+		out.Guard.Repair = &off
+	}
 	if repo.Trust.CleanApprovals > out.Trust.CleanApprovals {
 		out.Trust.CleanApprovals = repo.Trust.CleanApprovals
 	}

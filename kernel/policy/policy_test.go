@@ -130,6 +130,34 @@ execution:
 	}
 }
 
+// TestGuardRepairSwitch: guard.repair defaults to on, parses, and a
+// repository can turn it off but not back on.
+func TestGuardRepairSwitch(t *testing.T) {
+	if !Default().GuardRepair() {
+		t.Fatal("repair is off by default")
+	}
+	off, err := Parse("op", strings.NewReader("guard:\n  repair: false\n"))
+	if err != nil || off.GuardRepair() {
+		t.Fatalf("guard.repair: false → %v %v", off, err)
+	}
+	on, err := Parse("repo", strings.NewReader("guard: {repair: true}\n"))
+	if err != nil || !on.GuardRepair() {
+		t.Fatalf("guard.repair: true → %v", err)
+	}
+	if Merge(off, on).GuardRepair() {
+		t.Error("a repository turned repair back on")
+	}
+	if Merge(Default(), off).GuardRepair() {
+		t.Error("a repository could not turn repair off")
+	}
+	if !Merge(Default(), on).GuardRepair() {
+		t.Error("merging two policies that allow repair turned it off")
+	}
+	if _, err := Parse("bad", strings.NewReader("guard:\n  repair: maybe\n")); err == nil || !strings.Contains(err.Error(), "bad:2:") {
+		t.Errorf("bad guard.repair: %v", err)
+	}
+}
+
 // TestSandboxSettings: v2's network allow-list and process limits parse,
 // bad entries are errors with their position, and a repository can only
 // narrow the operator's allow-list and lower the limits.

@@ -53,6 +53,7 @@ const (
 	RunResumed            = "run.resumed"
 	RunCompleted          = "run.completed"
 	RunFailed             = "run.failed"
+	RunCancelled          = "run.cancelled"
 	OutputDelta           = "output.delta"
 	OutputMessage         = "output.message"
 	ApprovalRequested     = "approval.requested"
@@ -75,7 +76,7 @@ var Types = []string{
 	WorkerReport, EventAmended, SchemaViolation, RunStarted, RunPaused, RunResumed,
 	RunCompleted, RunFailed, OutputDelta, OutputMessage, ApprovalRequested, ApprovalResolved,
 	ArtifactEmitted, CheckpointCreated, TurnTerminal, WorkflowStarted, WorkflowPhaseAdvanced,
-	WorkflowPolicyGated, WorkflowCompleted, WorkflowAborted, RoleOutputRepaired,
+	WorkflowPolicyGated, WorkflowCompleted, WorkflowAborted, RoleOutputRepaired, RunCancelled,
 	SkillSelected,
 }
 

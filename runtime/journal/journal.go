@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/agentos/agentos/runtime/event"
+	"github.com/agentos/agentos/runtime/replay"
 	"github.com/agentos/agentos/runtime/store"
 )
 
@@ -26,6 +27,45 @@ type Journal struct {
 	runID string
 	seq   int64
 	last  event.Event
+
+	// Checkpoints (seed 003): fold is the session's state, kept current
+	// with every append; every > 0 writes checkpoint.created after that
+	// many events since the last one.
+	fold   *replay.Folder
+	every  int64
+	lastCP int64
+}
+
+// Checkpoints keeps f (the session's state up to the journal's tip)
+// current with every append, and writes checkpoint.created every `every`
+// events (0: only when Checkpoint is called).
+func (j *Journal) Checkpoints(f *replay.Folder, every int64) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.fold, j.every = f, every
+	if s := f.Snapshot(); s.Checkpoint > j.lastCP {
+		j.lastCP = s.Checkpoint
+	}
+}
+
+// Checkpoint writes checkpoint.created with the folded state, unless the
+// last event already is one or Checkpoints was not called.
+func (j *Journal) Checkpoint(ctx context.Context) error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.checkpointLocked(ctx)
+}
+
+func (j *Journal) checkpointLocked(ctx context.Context) error {
+	if j.fold == nil || j.seq == 0 || j.last.Type == event.CheckpointCreated {
+		return nil
+	}
+	cp, err := replay.NewCheckpoint(j.fold)
+	if err != nil {
+		return fmt.Errorf("journal: checkpoint: %w", err)
+	}
+	_, err = j.appendLocked(ctx, event.CheckpointCreated, "runtime", cp, "")
+	return err
 }
 
 // Open returns a journal positioned at the session's current tip.
@@ -76,10 +116,33 @@ func (j *Journal) Seq() int64 {
 func (j *Journal) Append(ctx context.Context, typ, actor string, payload any, parentID string) (event.Event, error) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
+	e, err := j.appendLocked(ctx, typ, actor, payload, parentID)
+	if err != nil || j.fold == nil || j.every <= 0 || typ == event.CheckpointCreated || j.seq-j.lastCP < j.every {
+		return e, err
+	}
+	// A checkpoint that cannot be written is not the caller's failure:
+	// the event is in the log and resume falls back to the full fold. A
+	// store error will show on the next append.
+	_ = j.checkpointLocked(context.WithoutCancel(ctx))
+	return e, nil
+}
+
+func (j *Journal) appendLocked(ctx context.Context, typ, actor string, payload any, parentID string) (event.Event, error) {
 	evs, err := j.store.Append(ctx, j.sessionID, j.seq, event.Draft{RunID: j.runID, Type: typ, Actor: actor, Payload: payload, ParentID: parentID})
 	if n := len(evs); n > 0 {
 		j.seq = evs[n-1].Seq
 		j.last = evs[n-1]
+		if j.fold != nil {
+			for i := range evs {
+				if ferr := j.fold.Apply(&evs[i]); ferr != nil {
+					j.fold = nil // stop checkpointing a state we lost track of
+					break
+				}
+			}
+			if j.last.Type == event.CheckpointCreated {
+				j.lastCP = j.seq
+			}
+		}
 	}
 	if err != nil {
 		var sv *event.SchemaViolationError

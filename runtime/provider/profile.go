@@ -38,10 +38,16 @@ type Profile struct {
 	MaxTokens        int      `yaml:"max_tokens,omitempty"` // per model call
 	Temperature      *float64 `yaml:"temperature,omitempty"`
 	Stream           bool     `yaml:"stream,omitempty"` // use the provider's streaming API
-	Retries          int      `yaml:"retries,omitempty"`
-	Timeout          Duration `yaml:"timeout,omitempty"` // per model call
-	Pricing          Pricing  `yaml:"pricing,omitempty"`
-	Limits           Limits   `yaml:"limits,omitempty"`
+	// GuardRepair (default on) lets the tool guard repair a blocked call:
+	// trivially broken argument JSON is fixed locally and the model gets
+	// one round to correct a call the guard blocked (seed 001's "repair
+	// on"). Off, a blocked call ends the run. The kernel policy's
+	// guard.repair can turn it off too.
+	GuardRepair *bool    `yaml:"guard_repair,omitempty"`
+	Retries     int      `yaml:"retries,omitempty"`
+	Timeout     Duration `yaml:"timeout,omitempty"` // per model call
+	Pricing     Pricing  `yaml:"pricing,omitempty"`
+	Limits      Limits   `yaml:"limits,omitempty"`
 	// MCPServers are MCP servers mounted in every run, in .mcp.json's
 	// mcpServers shape (the repository's .mcp.json adds its own; on a
 	// name both use, the profile's wins).
@@ -67,6 +73,9 @@ type MCPServer struct {
 type Origin struct {
 	Model, BaseURL, APIKey string
 }
+
+// Repair reports whether the profile lets the tool guard repair calls.
+func (p Profile) Repair() bool { return p.GuardRepair == nil || *p.GuardRepair }
 
 // Structured reports whether role outputs use structured output.
 func (p Profile) Structured() bool { return p.StructuredOutput == nil || *p.StructuredOutput }

@@ -97,6 +97,11 @@ type CompletionRequest struct {
 	MaxTokens      int             `json:"max_tokens,omitempty"`
 	Temperature    *float64        `json:"temperature,omitempty"`
 	SchemaVersion  string          `json:"schema_version"`
+	// OnDelta, when set and the adapter streams, receives each piece of
+	// the answer's text as it arrives (seed 003 output.delta). The
+	// response still carries the whole text; a retried attempt starts
+	// its deltas again.
+	OnDelta func(text string) `json:"-"`
 }
 
 // Finish reasons.

@@ -26,7 +26,7 @@ type Snapshot struct {
 	CloseOK *bool  `json:"close_ok,omitempty"`
 	RunID   string `json:"run_id,omitempty"` // the latest run
 	// RunStatus is the latest run's state: running, paused, completed,
-	// failed or denied ("" before any run.* or turn.terminal event).
+	// failed, denied or cancelled ("" before any run.* or turn.terminal event).
 	RunStatus string `json:"run_status,omitempty"`
 	// TurnState is the latest run's turn lifecycle state (seed 004):
 	// preparing → running → waiting_tool → paused → committing →
@@ -247,9 +247,6 @@ type (
 		Digest, Kind, Name, Path string
 		Size                     int64
 	}
-	pCheckpoint struct {
-		LastSeq int64 `json:"last_seq"`
-	}
 	pWorkflow struct {
 		CycleID  string `json:"cycle_id"`
 		ToPhase  string `json:"to_phase"`
@@ -320,6 +317,8 @@ func (f *Folder) Apply(e *event.Event) error {
 		setRun("completed")
 	case event.RunFailed:
 		setRun("failed")
+	case event.RunCancelled:
+		setRun("cancelled")
 	case event.TurnTerminal:
 		var t TerminalReport
 		if err := decode(&t); err != nil {
@@ -430,11 +429,8 @@ func (f *Folder) Apply(e *event.Event) error {
 			}
 		}
 	case event.CheckpointCreated:
-		var p pCheckpoint
-		if err := decode(&p); err != nil {
-			return err
-		}
-		s.Checkpoint = p.LastSeq
+		// The field scanner: a checkpoint's payload holds a whole snapshot.
+		s.Checkpoint = event.FieldInt(e.Payload, "last_seq")
 	case event.WorkflowStarted, event.WorkflowPhaseAdvanced, event.WorkflowPolicyGated, event.WorkflowCompleted, event.WorkflowAborted:
 		var p pWorkflow
 		if err := decode(&p); err != nil {
@@ -487,7 +483,7 @@ func turnState(typ, cur string) string {
 		}
 	case event.RunPaused:
 		return "paused"
-	case event.RunCompleted, event.RunFailed:
+	case event.RunCompleted, event.RunFailed, event.RunCancelled:
 		return "committing"
 	}
 	return ""

@@ -466,9 +466,9 @@ func TestReplayWorkflowArtifactsCheckpoint(t *testing.T) {
 }
 
 // TestVerifyAuditCompleteness: a successful session is checked against
-// seed 000's audit list; one without tool events is still valid but the
-// report names what it lacks; a session whose last close is not ok gets no
-// audit advice.
+// seed 000's audit list; one without tool events is invalid
+// (audit_incomplete) by default and valid with advice under Lenient; a
+// session whose last close is not ok gets no audit check.
 func TestVerifyAuditCompleteness(t *testing.T) {
 	reg := schemas.MustDefault()
 	evs := sampleSession(t)
@@ -501,10 +501,14 @@ func TestVerifyAuditCompleteness(t *testing.T) {
 		ids[e.ID], seq = out[0].ID, out[0].Seq
 	}
 	stripped, _ := s.Read(ctx, "no-tools", 1)
-	rep = VerifyEvents(reg, stripped)
 	want := "skill.invoke,tool.invoke,tool.result,skill.complete"
+	rep = VerifyEvents(reg, stripped)
+	if rep.Valid || rep.Problem == nil || rep.Problem.Code != ProblemAuditIncomplete || !strings.Contains(rep.Problem.Message, "tool.invoke") {
+		t.Fatalf("stripped session, strict: valid=%v problem=%v, want %s", rep.Valid, rep.Problem, ProblemAuditIncomplete)
+	}
+	rep = VerifyEventsOptions(reg, stripped, Options{Lenient: true})
 	if !rep.Valid || rep.Audit == nil || rep.Audit.Complete || strings.Join(rep.Audit.Missing, ",") != want {
-		t.Fatalf("stripped session: valid=%v problem=%v audit=%+v, want missing %s", rep.Valid, rep.Problem, rep.Audit, want)
+		t.Fatalf("stripped session, lenient: valid=%v problem=%v audit=%+v, want missing %s", rep.Valid, rep.Problem, rep.Audit, want)
 	}
 	// A session that closed not ok gets no audit advice.
 	last := stripped[len(stripped)-1]

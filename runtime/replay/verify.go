@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strings"
 
 	"github.com/agentos/agentos/runtime/event"
 	"github.com/agentos/agentos/schemas"
@@ -32,7 +33,19 @@ const (
 	ProblemUnpairedTool     = "unpaired_tool_invoke"
 	ProblemUnpairedLLM      = "unpaired_llm_request"
 	ProblemUnexpectedResult = "orphan_result"
+	// ProblemAuditIncomplete: a session that closed ok lacks an event type
+	// of seed 000's audit-completeness list. Options.Lenient turns it back
+	// into advice (Report.Audit) for logs written before the rule held.
+	ProblemAuditIncomplete = "audit_incomplete"
 )
+
+// Options change what Verify treats as a problem.
+type Options struct {
+	// Lenient reports a successful session's missing audit event types as
+	// advice (Report.Audit) instead of the audit_incomplete problem: for
+	// logs written by versions that did not record every type.
+	Lenient bool
+}
 
 // Problem is the first integrity problem found in a log.
 type Problem struct {
@@ -70,8 +83,8 @@ type Report struct {
 	Problem   *Problem `json:"problem,omitempty"`
 	// Audit is set for a session whose last session.close says ok: which
 	// of seed 000's "a successful session should include at least" event
-	// types it lacks. It is advice, not a failure: a request that matches
-	// no skill or needs no tool succeeds without skill or tool events.
+	// types it lacks. Unless Options.Lenient, a missing type is also the
+	// audit_incomplete Problem and the log is not valid.
 	Audit *Audit `json:"audit,omitempty"`
 }
 
@@ -92,6 +105,7 @@ var SuccessfulSessionTypes = []string{
 // and VerifyEvents for events read from a store.
 type Verifier struct {
 	reg       *schemas.Registry
+	opts      Options
 	rep       Report
 	prevHash  string
 	openTools map[string]open // tool.invoke id → where
@@ -107,9 +121,14 @@ type open struct {
 	seq  int64
 }
 
-// NewVerifier returns a Verifier using the schema registry.
+// NewVerifier returns a strict Verifier using the schema registry.
 func NewVerifier(reg *schemas.Registry) *Verifier {
-	return &Verifier{reg: reg, openTools: map[string]open{}, openLLM: map[string]open{}, terminals: map[string]int{}, runs: map[string]open{}, seen: map[string]bool{}}
+	return NewVerifierOptions(reg, Options{})
+}
+
+// NewVerifierOptions returns a Verifier with options.
+func NewVerifierOptions(reg *schemas.Registry, opts Options) *Verifier {
+	return &Verifier{reg: reg, opts: opts, openTools: map[string]open{}, openLLM: map[string]open{}, terminals: map[string]int{}, runs: map[string]open{}, seen: map[string]bool{}}
 }
 
 // Line checks one raw line (without its newline). final says it is the last
@@ -262,8 +281,17 @@ func (v *Verifier) Finish() Report {
 				a.Missing = append(a.Missing, typ)
 			}
 		}
+		// A session that ran through the workflow plane (L8) also ends its
+		// cycle with a verdict.
+		if v.seen[event.WorkflowStarted] && !v.seen[event.WorkflowCompleted] && !v.seen[event.WorkflowAborted] {
+			a.Missing = append(a.Missing, event.WorkflowCompleted+"|"+event.WorkflowAborted)
+		}
 		a.Complete = len(a.Missing) == 0
 		r.Audit = a
+		if !a.Complete && !v.opts.Lenient {
+			r.Valid = false
+			r.Problem = &Problem{Code: ProblemAuditIncomplete, Message: fmt.Sprintf("the session closed ok but has no %s events (seed 000 audit completeness; --lenient accepts logs written before the rule)", strings.Join(a.Missing, ", "))}
+		}
 	}
 	return r
 }
@@ -282,9 +310,14 @@ func firstOpen(m map[string]open, code, msg string) *Problem {
 	return &Problem{Code: code, Line: best.line, Seq: best.seq, Message: msg}
 }
 
-// VerifyReader verifies a JSONL log and reports the first problem.
+// VerifyReader verifies a JSONL log strictly and reports the first problem.
 func VerifyReader(reg *schemas.Registry, r io.Reader) (Report, error) {
-	v := NewVerifier(reg)
+	return VerifyReaderOptions(reg, r, Options{})
+}
+
+// VerifyReaderOptions verifies a JSONL log and reports the first problem.
+func VerifyReaderOptions(reg *schemas.Registry, r io.Reader, opts Options) (Report, error) {
+	v := NewVerifierOptions(reg, opts)
 	br := bufio.NewReaderSize(r, 1<<20)
 	lineNo := 0
 	for {
@@ -309,9 +342,15 @@ func VerifyReader(reg *schemas.Registry, r io.Reader) (Report, error) {
 	return v.Finish(), nil
 }
 
-// VerifyEvents verifies events read from a store (Line numbers are 0).
+// VerifyEvents verifies events read from a store strictly (Line numbers
+// are 0).
 func VerifyEvents(reg *schemas.Registry, evs []event.Event) Report {
-	v := NewVerifier(reg)
+	return VerifyEventsOptions(reg, evs, Options{})
+}
+
+// VerifyEventsOptions verifies events read from a store.
+func VerifyEventsOptions(reg *schemas.Registry, evs []event.Event, opts Options) Report {
+	v := NewVerifierOptions(reg, opts)
 	for i := range evs {
 		if p := v.Line(0, evs[i].Line(), false); p != nil {
 			if p.Seq == 0 {

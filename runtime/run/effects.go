@@ -34,7 +34,7 @@ func (e *NonDeterminismError) Error() string {
 // the engine's replay cursor steps over them.
 var managerOwned = map[string]bool{
 	event.SessionStart: true, event.SessionClose: true, event.RunStarted: true, event.RunPaused: true,
-	event.RunResumed: true, event.RunCompleted: true, event.RunFailed: true, event.ApprovalResolved: true,
+	event.RunResumed: true, event.RunCompleted: true, event.RunFailed: true, event.RunCancelled: true, event.ApprovalResolved: true,
 	event.CheckpointCreated: true, event.TurnTerminal: true, event.OutputDelta: true,
 }
 
@@ -84,6 +84,9 @@ type Call struct {
 	// allowed-tools); nil means no restriction beyond policy.
 	AllowedTools []string
 	Role         string
+	// NoRepair: guard repair is off for the run (no local argument
+	// repair, no repair round).
+	NoRepair bool
 }
 
 // Tools is what the runtime needs from the kernel. The kernel records its
@@ -117,11 +120,22 @@ type effects struct {
 	// lastResponse is the id of the latest llm.response, live or
 	// replayed: the parent of a role.output_repaired.
 	lastResponse string
+	// stream: the profile streams, so live model calls record their text
+	// as output.delta events while it arrives.
+	stream bool
 }
 
 func (f *effects) replaying() bool {
 	f.skipManaged()
 	return f.pos < len(f.history)
+}
+
+// next is the next recorded event the engine will meet, while replaying.
+func (f *effects) next() (event.Event, bool) {
+	if !f.replaying() {
+		return event.Event{}, false
+	}
+	return f.history[f.pos], true
 }
 
 func (f *effects) skipManaged() {
@@ -183,7 +197,18 @@ func (f *effects) complete(ctx context.Context, p provider.Provider, req provide
 }
 
 func (f *effects) liveComplete(ctx context.Context, p provider.Provider, req provider.CompletionRequest, reqID string) (provider.CompletionResponse, error) {
+	var deltas *deltaWriter
+	if f.stream {
+		deltas = newDeltaWriter(ctx, f.j, req.Role, reqID)
+		req.OnDelta = deltas.add
+	}
 	resp, callErr := p.Complete(ctx, req)
+	if deltas != nil {
+		// Every delta is in the log before the response that completes it.
+		if err := deltas.close(); err != nil {
+			return provider.CompletionResponse{}, err
+		}
+	}
 	payload := map[string]any{"role": req.Role}
 	if callErr != nil {
 		errObj := map[string]any{"code": provider.CodeProviderError, "message": callErr.Error()}

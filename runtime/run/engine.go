@@ -33,7 +33,16 @@ type Engine struct {
 	// Repo reads repository configuration (role prompt overrides, memory).
 	// It must be jailed to the workspace (os.Root.FS); nil means none.
 	Repo fs.FS
+	// PolicyNoRepair is the kernel policy's guard.repair: false. Guard
+	// repair is on when neither it nor the profile's guard_repair turns
+	// it off (GuardRepair).
+	PolicyNoRepair bool
 }
+
+// GuardRepair reports whether new runs of this engine let the tool guard
+// repair calls (seed 001's repair switch). A run records the setting in
+// its session.start and a resumed run keeps what it recorded.
+func (e *Engine) GuardRepair() bool { return e.Profile.Repair() && !e.PolicyNoRepair }
 
 // Input is one run's request.
 type Input struct {
@@ -43,6 +52,11 @@ type Input struct {
 	PrevSummary string // the previous run's outcome, if any
 	RoleTurns   map[string]int
 	Source      string // startup | resume
+	// NoRepair turns guard repair off for the run (recorded in
+	// session.start).
+	NoRepair bool
+
+	ctl *control // the manager's cancel handle; nil when not cancellable
 }
 
 // Result is how Execute ended when it did not fail.
@@ -101,7 +115,7 @@ func (e *Engine) Execute(ctx context.Context, j *journal.Journal, in Input, hist
 }
 
 func newState(e *Engine, j *journal.Journal, in Input, history []event.Event) *state {
-	s := &state{e: e, f: &effects{j: j, history: history}, in: in, prompt: in.Prompt, turns: map[string]int{}, approvals: map[string]Resolution{}}
+	s := &state{e: e, f: &effects{j: j, history: history, stream: e.Profile.Stream}, in: in, prompt: in.Prompt, turns: map[string]int{}, approvals: map[string]Resolution{}}
 	for k, v := range in.RoleTurns {
 		s.turns[k] = v
 	}
@@ -134,13 +148,13 @@ func (s *state) run(ctx context.Context) (Result, error) {
 			s.prompt = p.Prompt
 		}
 	}
-	// A skill whose triggers match the request is loaded at intake (seed
-	// 000 L5); the Planner may load others by description (selectSkills).
-	if s.e.Skills != nil {
-		if sk := s.e.Skills.Select(s.prompt); sk != nil {
-			if err := s.invokeSkill(ctx, sk, ""); err != nil {
-				return Result{}, err
-			}
+	// Every run has a tool scope (seed 000's fail-closed table): the skill
+	// whose triggers match the request, loaded at intake (seed 000 L5), or
+	// the built-in default skill; the Planner may load others by
+	// description (selectSkills), which widen it to their tools.
+	if sk, scope := s.selectSkill(); sk != nil {
+		if err := s.invokeSkill(ctx, sk, "", scope); err != nil {
+			return Result{}, err
 		}
 	}
 
@@ -255,6 +269,30 @@ func (s *state) run(ctx context.Context) (Result, error) {
 		return Result{}, err
 	}
 	return Result{Output: out, Report: rep}, nil
+}
+
+// selectSkill is the run's skill and why: the skill the prompt selects
+// ("selected"), else the default skill ("default"). Every run has a tool
+// scope: a selected skill without allowed-tools gets the default tools
+// ("default_tools"). A run recorded before every run had a scope (its log
+// has no skill.invoke where one would be) re-executes unscoped, as it ran.
+func (s *state) selectSkill() (*skills.Skill, string) {
+	var sk *skills.Skill
+	if s.e.Skills != nil {
+		sk = s.e.Skills.Select(s.prompt)
+	}
+	if sk != nil {
+		if sk.AllowedTools != nil {
+			return sk, "selected"
+		}
+		c := *sk
+		c.AllowedTools = skills.DefaultTools
+		return &c, "default_tools"
+	}
+	if next, ok := s.f.next(); ok && next.Type != event.SkillInvoke {
+		return nil, ""
+	}
+	return s.e.Skills.Default(), "default"
 }
 
 func (s *state) lastReport() json.RawMessage {
@@ -393,6 +431,9 @@ func (s *state) checkBudget() error {
 // call makes one model call for a role; schema, if not nil, asks for a
 // schema-bound answer (provider.ResponseSchema).
 func (s *state) call(ctx context.Context, role string, msgs []provider.Message, tools []provider.ToolSpec, schema *provider.ResponseSchema) (provider.CompletionResponse, error) {
+	if s.in.ctl.stopped() {
+		return provider.CompletionResponse{}, s.in.ctl.failure()
+	}
 	if !s.f.replaying() {
 		if err := s.checkBudget(); err != nil {
 			return provider.CompletionResponse{}, err

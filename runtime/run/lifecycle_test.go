@@ -37,7 +37,7 @@ roles:
   lead: [{text: '` + lead + `'}]
   advisor: [{text: '` + advisor + `'}]
   planner: [{text: '` + planOK + `'}]
-  worker: [{text: '` + reportOK + `'}]
+  worker: [` + echoTurn + `, {text: '` + reportOK + `'}]
   reviewer: [{text: '` + reviewPass + `'}]
 `
 	f := newFixture(t, s, nil)
@@ -194,6 +194,9 @@ func TestOneActiveRunPerSession(t *testing.T) {
 	b.WriteString("roles:\n")
 	for _, role := range []struct{ name, text string }{{"lead", leadOK}, {"planner", planOK}, {"worker", reportOK}, {"reviewer", reviewPass}} {
 		b.WriteString("  " + role.name + ":\n")
+		if role.name == "worker" {
+			b.WriteString(echoCall + "\n") // the first run calls a tool
+		}
 		for i := 0; i < n; i++ {
 			b.WriteString("    - text: '" + role.text + "'\n")
 		}
@@ -216,7 +219,7 @@ func TestOneActiveRunPerSession(t *testing.T) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		other := newFixture(t, script(finalReport), f.store)
+		other := newFixture(t, script(echoCall, finalReport), f.store)
 		_, err := other.mgr.Start(ctx, other.eng, StartRequest{SessionID: "other", Prompt: "greet"})
 		errs <- err
 	}()
@@ -255,7 +258,7 @@ func TestOneActiveRunPerSession(t *testing.T) {
 // report (the process died mid-run) gets a report_missing terminal report
 // when the session is next used, and the log verifies afterwards.
 func TestReportMissingOnNextLoad(t *testing.T) {
-	f := newFixture(t, script(finalReport), nil)
+	f := newFixture(t, script(echoCall, finalReport), nil)
 	ctx := context.Background()
 	j, err := journal.Open(ctx, f.store, "crashed")
 	must(t, err)

@@ -31,14 +31,27 @@ var (
 type Manager struct {
 	Store store.Store
 	Now   func() time.Time
+	// Logs, when set, is where a session's JSONL log is found when the
+	// store has no copy of the session (the database was lost, or this is
+	// another process): it is verified and imported before the session is
+	// used, so approve, resume, cancel and a new run work from the log
+	// alone.
+	Logs LogSource
+	// CancelGrace is how long Cancel lets a running tool call finish
+	// before killing it (0: DefaultCancelGrace).
+	CancelGrace time.Duration
+	// CheckpointEvery writes checkpoint.created after that many events of
+	// a long run (0: DefaultCheckpointEvery; negative: only at pauses).
+	CheckpointEvery int64
 
-	mu    sync.Mutex
-	locks map[string]*sync.Mutex
+	mu     sync.Mutex
+	locks  map[string]*sync.Mutex
+	active map[string]*control // running runs of this process, by session
 }
 
 // NewManager returns a manager over s.
 func NewManager(s store.Store) *Manager {
-	return &Manager{Store: s, Now: time.Now, locks: map[string]*sync.Mutex{}}
+	return &Manager{Store: s, Now: time.Now, locks: map[string]*sync.Mutex{}, active: map[string]*control{}}
 }
 
 // lock serialises runs of one session in this process: a later request
@@ -93,6 +106,9 @@ func newRunID(now time.Time) string {
 func (m *Manager) Start(ctx context.Context, eng *Engine, req StartRequest) (Outcome, error) {
 	unlock := m.lock(req.SessionID)
 	defer unlock()
+	if err := m.recover(ctx, req.SessionID); err != nil {
+		return Outcome{}, err
+	}
 	j, err := journal.Open(ctx, m.Store, req.SessionID)
 	if err != nil {
 		return Outcome{}, err
@@ -101,7 +117,7 @@ func (m *Manager) Start(ctx context.Context, eng *Engine, req StartRequest) (Out
 	if err != nil {
 		return Outcome{}, err
 	}
-	snap, err := replay.Replay(evs)
+	snap, err := m.fold(j, evs)
 	if err != nil {
 		return Outcome{}, err
 	}
@@ -117,7 +133,8 @@ func (m *Manager) Start(ctx context.Context, eng *Engine, req StartRequest) (Out
 	if corr == "" {
 		corr = req.SessionID
 	}
-	start := map[string]any{"prompt": req.Prompt}
+	noRepair := !eng.GuardRepair()
+	start := map[string]any{"prompt": req.Prompt, "guard": map[string]any{"repair": !noRepair}}
 	if req.SessionKey != "" {
 		start["session_key"] = req.SessionKey
 	}
@@ -134,7 +151,7 @@ func (m *Manager) Start(ctx context.Context, eng *Engine, req StartRequest) (Out
 	if _, err := j.Append(ctx, event.RunStarted, "runtime", started, ""); err != nil {
 		return Outcome{}, err
 	}
-	in := Input{Prompt: req.Prompt, Cwd: req.Cwd, Transcript: req.Transcript, PrevSummary: prevSummary(snap), RoleTurns: roleTurns(evs), Source: "startup"}
+	in := Input{Prompt: req.Prompt, Cwd: req.Cwd, Transcript: req.Transcript, PrevSummary: prevSummary(snap), RoleTurns: roleTurns(evs), Source: "startup", NoRepair: noRepair}
 	return m.drive(ctx, eng, j, runID, corr, in, nil)
 }
 
@@ -204,6 +221,9 @@ func (m *Manager) Resolve(ctx context.Context, sessionID, approvalID, decision, 
 	}
 	unlock := m.lock(sessionID)
 	defer unlock()
+	if err := m.recover(ctx, sessionID); err != nil {
+		return err
+	}
 	j, err := journal.Open(ctx, m.Store, sessionID)
 	if err != nil {
 		return err
@@ -249,15 +269,40 @@ func (m *Manager) Resume(ctx context.Context, eng *Engine, sessionID, cwd, trans
 	if _, err := j.Append(ctx, event.RunResumed, "runtime", map[string]any{"reason": "approval answered"}, ""); err != nil {
 		return Outcome{}, err
 	}
-	prevSnap, _ := replay.Replay(before)
-	in := Input{Prompt: prompt, Cwd: cwd, Transcript: transcript, PrevSummary: prevSummary(prevSnap), RoleTurns: roleTurns(before), Source: "resume"}
+	prevSnap, _, _, _ := replay.Resume(before)
+	in := Input{Prompt: prompt, Cwd: cwd, Transcript: transcript, PrevSummary: prevSummary(prevSnap), RoleTurns: roleTurns(before), Source: "resume", NoRepair: recordedNoRepair(evs, snap.RunID)}
 	return m.drive(ctx, eng, j, snap.RunID, corr, in, history)
 }
 
-// Cancel ends the session's paused run with a terminal report (e.g. its PR
-// was closed). It appends approval.resolved (cancelled) for each pending
-// approval first.
+// Cancel ends the session's run as cancelled: the one path of the API,
+// /agent cancel and a closed pull request. A run running in this process
+// stops at its next step; during a tool call Cancel waits CancelGrace for
+// the call to end, then kills its process tree, and run.cancelled says
+// which. A paused run gets approval.resolved (cancelled) for each pending
+// approval first. Cancel returns when the run has ended; a session with
+// neither is ErrNotPaused.
 func (m *Manager) Cancel(ctx context.Context, sessionID, by, reason string) (Outcome, error) {
+	if by == "" {
+		return Outcome{}, fmt.Errorf("cancel %s: who cancelled is required", sessionID)
+	}
+	m.mu.Lock()
+	ctl := m.active[sessionID]
+	m.mu.Unlock()
+	if ctl != nil {
+		grace := m.CancelGrace
+		if grace <= 0 {
+			grace = DefaultCancelGrace
+		}
+		// The decision (wait for the tool call, or kill it) is made
+		// aside, so that a caller whose context ends is not held up.
+		go ctl.request(by, reason, grace)
+		select {
+		case <-ctl.done:
+			return ctl.result, ctl.resultErr
+		case <-ctx.Done():
+			return Outcome{SessionID: sessionID, Status: "running"}, ctx.Err()
+		}
+	}
 	unlock := m.lock(sessionID)
 	defer unlock()
 	j, evs, snap, err := m.openPaused(ctx, sessionID)
@@ -271,14 +316,48 @@ func (m *Manager) Cancel(ctx context.Context, sessionID, by, reason string) (Out
 			return Outcome{}, err
 		}
 	}
-	f := &Failure{Status: StatusDenied, Class: ClassPolicyDenied, Code: "CANCELLED", Reason: "cancelled by " + by + ": " + reason, NextAction: "start a new request if the work is still wanted"}
+	f := cancelFailure(by, reason)
+	f.cancelled = map[string]any{"by": by, "reason": reason, "from": "paused"}
 	return m.finish(ctx, j, snap.RunID, corr, Result{}, f)
+}
+
+// DefaultCheckpointEvery is the interval of checkpoints in long runs.
+const DefaultCheckpointEvery = 2000
+
+// fold returns the session's state from its latest valid checkpoint plus
+// the events after it (the full fold when a checkpoint fails its hash),
+// and keeps j folding, to write checkpoints.
+func (m *Manager) fold(j *journal.Journal, evs []event.Event) (replay.Snapshot, error) {
+	f, _, _, err := replay.ResumeFolder(evs)
+	if err != nil {
+		return replay.Snapshot{}, err
+	}
+	every := m.CheckpointEvery
+	if every == 0 {
+		every = DefaultCheckpointEvery
+	}
+	if every < 0 {
+		every = 0
+	}
+	j.Checkpoints(f, every)
+	return f.Snapshot(), nil
+}
+
+// Running reports whether a run of the session is running in this
+// process (Cancel stops it without waiting for the session's lock).
+func (m *Manager) Running(sessionID string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.active[sessionID] != nil
 }
 
 // openPaused opens the session's journal and replays it, to continue or
 // end its paused run. A run that is not paused is ErrNotPaused, with the
 // snapshot saying what it is. The caller holds the session's lock.
 func (m *Manager) openPaused(ctx context.Context, sessionID string) (*journal.Journal, []event.Event, replay.Snapshot, error) {
+	if err := m.recover(ctx, sessionID); err != nil {
+		return nil, nil, replay.Snapshot{}, err
+	}
 	j, err := journal.Open(ctx, m.Store, sessionID)
 	if err != nil {
 		return nil, nil, replay.Snapshot{}, err
@@ -287,7 +366,7 @@ func (m *Manager) openPaused(ctx context.Context, sessionID string) (*journal.Jo
 	if err != nil {
 		return nil, nil, replay.Snapshot{}, err
 	}
-	snap, err := replay.Replay(evs)
+	snap, err := m.fold(j, evs)
 	if err != nil {
 		return nil, nil, replay.Snapshot{}, err
 	}
@@ -297,20 +376,51 @@ func (m *Manager) openPaused(ctx context.Context, sessionID string) (*journal.Jo
 	return j, evs, snap, nil
 }
 
-func (m *Manager) drive(ctx context.Context, eng *Engine, j *journal.Journal, runID, corr string, in Input, history []event.Event) (Outcome, error) {
-	rctx := ctx
+func (m *Manager) drive(ctx context.Context, eng *Engine, j *journal.Journal, runID, corr string, in Input, history []event.Event) (out Outcome, err error) {
+	cctx, cancelRun := context.WithCancelCause(ctx)
+	defer cancelRun(nil)
+	ctl := newControl(cancelRun)
+	sid := j.SessionID()
+	m.mu.Lock()
+	m.active[sid] = ctl
+	m.mu.Unlock()
+	defer func() {
+		m.mu.Lock()
+		delete(m.active, sid)
+		m.mu.Unlock()
+		ctl.result, ctl.resultErr = out, err
+		close(ctl.done)
+	}()
+	in.ctl = ctl
+	rctx := cctx
 	if wc := eng.Profile.Limits.WallClock.D(); wc > 0 {
 		var cancel context.CancelFunc
-		rctx, cancel = context.WithTimeout(ctx, wc)
+		rctx, cancel = context.WithTimeout(cctx, wc)
 		defer cancel()
 	}
 	res, err := eng.Execute(rctx, j, in, history)
+	if ctl.stopped() && (err != nil || res.Paused) {
+		// Cancelled: whatever the run was doing, this is its outcome.
+		f := ctl.cancelled()
+		if res.Paused {
+			for _, p := range res.Pending {
+				if _, aerr := j.Append(ctx, event.ApprovalResolved, "maintainer", map[string]any{"approval_id": p.ApprovalID, "decision": "cancelled", "by": f.cancelled["by"], "reason": f.cancelled["reason"]}, ""); aerr != nil {
+					return Outcome{}, aerr
+				}
+			}
+		}
+		return m.finish(ctx, j, runID, corr, res, f)
+	}
 	if err == nil && res.Paused {
 		ids := make([]string, 0, len(res.Pending))
 		for _, p := range res.Pending {
 			ids = append(ids, p.ApprovalID)
 		}
 		if _, err := j.Append(ctx, event.RunPaused, "runtime", map[string]any{"reason": "approval", "approval_ids": ids}, ""); err != nil {
+			return Outcome{}, err
+		}
+		// Resume starts from here: fold only what comes after.
+		if err := j.Checkpoint(ctx); err != nil {
 			return Outcome{}, err
 		}
 		return Outcome{SessionID: j.SessionID(), RunID: runID, Status: "paused", Pending: res.Pending}, nil
@@ -342,7 +452,15 @@ func (m *Manager) finish(ctx context.Context, j *journal.Journal, runID, corr st
 			}
 		}
 		rep = f.report(runID, corr)
-		if _, err := j.Append(ctx, event.RunFailed, "runtime", map[string]any{"reason": rep.Reason, "error_class": string(rep.ErrorClass)}, ""); err != nil {
+		if f.Status == StatusCancelled {
+			p := f.cancelled
+			if p == nil {
+				p = map[string]any{"by": "runtime", "reason": rep.Reason}
+			}
+			if _, err := j.Append(ctx, event.RunCancelled, "runtime", p, ""); err != nil {
+				return out, errors.Join(runErr, err)
+			}
+		} else if _, err := j.Append(ctx, event.RunFailed, "runtime", map[string]any{"reason": rep.Reason, "error_class": string(rep.ErrorClass)}, ""); err != nil {
 			return out, errors.Join(runErr, err)
 		}
 	}
@@ -377,6 +495,24 @@ func runHistory(evs []event.Event, runID string) (history []event.Event, prompt,
 		corr = evs[start].SessionID
 	}
 	return withoutHost(evs[start:]), prompt, corr, before
+}
+
+// recordedNoRepair is the guard repair setting the run recorded in the
+// session.start before its run.started: a resumed run keeps it whatever
+// this process's profile says, or re-execution would decide differently.
+// Logs from before the switch have none: repair was always on.
+func recordedNoRepair(evs []event.Event, runID string) bool {
+	for i, e := range evs {
+		if e.Type == event.RunStarted && e.RunID == runID {
+			if i > 0 && evs[i-1].Type == event.SessionStart {
+				if g := event.Field(evs[i-1].Payload, "guard"); g != nil {
+					return !event.FieldBool(g, "repair")
+				}
+			}
+			return false
+		}
+	}
+	return false
 }
 
 // HostActor is the actor of events that a host (the GitHub bot, the

@@ -29,6 +29,8 @@ import (
 type fakeKernel struct {
 	executed atomic.Int32
 	approval atomic.Int32
+	started  chan struct{} // the slow tool started
+	release  chan struct{} // lets the slow tool end
 }
 
 func (k *fakeKernel) Specs(scope []string) []provider.ToolSpec {
@@ -59,6 +61,24 @@ func (k *fakeKernel) Dispatch(ctx context.Context, rec kernel.Recorder, c Call) 
 			return err
 		}
 		return k.execute(ctx, rec, c, "")
+	case "slow":
+		// A long tool call: it ends when the test releases it, or is
+		// killed when its context is cancelled (as the kernel kills a
+		// command's process tree).
+		inv, err := rec.Record(ctx, event.ToolInvoke, "worker", map[string]any{"call_id": c.ID, "tool": c.Name, "args": json.RawMessage(c.Args)}, "")
+		if err != nil {
+			return err
+		}
+		k.started <- struct{}{}
+		res := map[string]any{"call_id": c.ID, "tool": c.Name, "ok": true, "result": map[string]any{"done": true}}
+		select {
+		case <-k.release:
+			k.executed.Add(1)
+		case <-ctx.Done():
+			res = map[string]any{"call_id": c.ID, "tool": c.Name, "ok": false, "error": map[string]any{"code": "TIMEOUT", "message": "killed"}}
+		}
+		_, err = rec.Record(context.WithoutCancel(ctx), event.ToolResult, "kernel", res, inv)
+		return err
 	case "write":
 		id := fmt.Sprintf("ap-%d", k.approval.Add(1))
 		_, err := rec.Record(ctx, event.ApprovalRequested, "kernel", map[string]any{"approval_id": id, "tool": c.Name, "call_id": c.ID, "digest": strings.Repeat("0", 64), "args": json.RawMessage(c.Args), "preview": map[string]any{"files": 1}}, "")
@@ -137,7 +157,7 @@ func newFixture(t *testing.T, script string, st store.Store) *fixture {
 	cp := &countingProvider{p: provider.Checked{P: scripted.New(sc), Reg: reg}}
 	prof := provider.DefaultProfile()
 	prof.Script = "inline"
-	k := &fakeKernel{}
+	k := &fakeKernel{started: make(chan struct{}, 1), release: make(chan struct{}, 1)}
 	return &fixture{store: st, kernel: k, calls: cp, mgr: NewManager(st),
 		eng: &Engine{Provider: cp, Tools: k, Hooks: hk, Skills: sk, Schemas: reg, Profile: prof}}
 }
@@ -179,6 +199,10 @@ roles:
 }
 
 const echoCall = `    - tool_calls: [{id: t1, name: echo, args: {text: "hello, world"}}]`
+
+// echoTurn is echoCall in YAML flow style: a successful session holds at
+// least one tool call (seed 000's audit completeness, checked by verify).
+const echoTurn = `{tool_calls: [{id: t1, name: echo, args: {text: "hello, world"}}]}`
 const finalReport = `    - text: '` + reportOK + `'`
 
 func TestGreetCompletesInSeedOrder(t *testing.T) {
@@ -262,7 +286,7 @@ func TestPauseResumeInAnotherProcess(t *testing.T) {
 }
 
 func TestDeniedApprovalIsFeedback(t *testing.T) {
-	worker := []string{`    - tool_calls: [{id: w1, name: write, args: {path: a.txt}}]`, finalReport}
+	worker := []string{`    - tool_calls: [{id: w1, name: write, args: {path: a.txt}}]`, echoCall, finalReport}
 	f := newFixture(t, script(worker...), nil)
 	ctx := context.Background()
 	if _, err := f.mgr.Start(ctx, f.eng, StartRequest{SessionID: "s3", Prompt: "greet"}); err != nil {
@@ -287,7 +311,7 @@ func TestDeniedApprovalIsFeedback(t *testing.T) {
 	if !bytes.Contains(lastWorkerReq, []byte("do not touch a.txt")) || !bytes.Contains(lastWorkerReq, []byte("APPROVAL_DENIED")) {
 		t.Errorf("denial not fed back: %s", lastWorkerReq)
 	}
-	if f.kernel.executed.Load() != 0 {
+	if f.kernel.executed.Load() != 1 { // the echo after the denial
 		t.Error("a denied action executed")
 	}
 }
@@ -297,7 +321,7 @@ func TestReworkThenPass(t *testing.T) {
 roles:
   lead: [{text: '` + leadOK + `'}]
   planner: [{text: '` + planOK + `'}]
-  worker: [{text: '` + reportOK + `'}, {text: '` + reportOK + `'}]
+  worker: [{text: '` + reportOK + `'}, ` + echoTurn + `, {text: '` + reportOK + `'}]
   reviewer: [{text: '` + reviewFail + `'}, {text: '` + reviewPass + `'}]
 `
 	f := newFixture(t, s, nil)
@@ -406,6 +430,77 @@ func TestGuardRepairRoundSucceeds(t *testing.T) {
 
 // TestReexecutionDetectsDivergence re-executes a recorded run against its
 // log with code that decides differently.
+// TestGuardRepairSwitch covers both settings of seed 001's repair switch
+// with the same blocked call: on (the default), the model's second try
+// runs; off in the profile or in the policy, the first blocked call ends
+// the run. session.start records the setting, and a resumed run keeps the
+// recorded one whatever the resuming process's profile says.
+func TestGuardRepairSwitch(t *testing.T) {
+	blocked := `    - tool_calls: [{id: b1, name: echo, args: {}}]`
+	recorded := func(t *testing.T, evs []event.Event) bool {
+		t.Helper()
+		if evs[0].Type != event.SessionStart {
+			t.Fatalf("first event %s", evs[0].Type)
+		}
+		g := event.Field(evs[0].Payload, "guard")
+		if g == nil {
+			t.Fatalf("session.start does not record guard repair: %s", evs[0].Payload)
+		}
+		return event.FieldBool(g, "repair")
+	}
+	off := false
+	for _, c := range []struct {
+		name       string
+		profileOff bool
+		policyOff  bool
+		want       string
+	}{
+		{"on", false, false, "completed"},
+		{"profile off", true, false, "failed"},
+		{"policy off", false, true, "failed"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFixture(t, script(blocked, echoCall, finalReport), nil)
+			if c.profileOff {
+				f.eng.Profile.GuardRepair = &off
+			}
+			f.eng.PolicyNoRepair = c.policyOff
+			out, err := f.mgr.Start(context.Background(), f.eng, StartRequest{SessionID: "g", Prompt: "greet"})
+			if err != nil || out.Status != c.want {
+				t.Fatalf("%+v %v, want %s", out, err, c.want)
+			}
+			evs := f.events(t, "g")
+			verify(t, evs)
+			if got, want := recorded(t, evs), c.want == "completed"; got != want {
+				t.Errorf("session.start guard.repair = %v, want %v", got, want)
+			}
+			if c.want == "failed" {
+				if !strings.Contains(out.Terminal.Reason, "INVALID_ARGUMENTS") || !strings.Contains(out.Terminal.Reason, "guard repair is off") || f.kernel.executed.Load() != 0 {
+					t.Errorf("terminal %+v executed %d", out.Terminal, f.kernel.executed.Load())
+				}
+			} else if f.kernel.executed.Load() != 1 {
+				t.Errorf("repaired call not executed")
+			}
+		})
+	}
+	t.Run("resume keeps the recorded setting", func(t *testing.T) {
+		worker := []string{`    - tool_calls: [{id: w1, name: write, args: {path: a.txt}}]`, blocked, echoCall, finalReport}
+		f1 := newFixture(t, script(worker...), nil)
+		f1.eng.Profile.GuardRepair = &off
+		ctx := context.Background()
+		if out, err := f1.mgr.Start(ctx, f1.eng, StartRequest{SessionID: "r", Prompt: "greet"}); err != nil || out.Status != "paused" {
+			t.Fatalf("%+v %v", out, err)
+		}
+		must(t, f1.mgr.Resolve(ctx, "r", "ap-1", "approve", "octocat", ""))
+		f2 := newFixture(t, script(worker...), f1.store) // repair on in this process
+		out, err := f2.mgr.Resume(ctx, f2.eng, "r", "", "")
+		if err != nil || out.Status != "failed" || !strings.Contains(out.Terminal.Reason, "guard repair is off") {
+			t.Fatalf("resumed run did not keep repair off: %+v %v", out, err)
+		}
+		verify(t, f2.events(t, "r"))
+	})
+}
+
 func TestReexecutionDetectsDivergence(t *testing.T) {
 	f := newFixture(t, script(echoCall, finalReport), nil)
 	ctx := context.Background()

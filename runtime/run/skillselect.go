@@ -39,7 +39,7 @@ const catalogCap = 16 << 10
 // invokeSkill loads sk: skill.invoke (by says who chose it: "" for the
 // triggers at intake, "planner"), then the SkillStart hooks, which may
 // deny the run. The skill's allowed-tools narrow the Worker's tools.
-func (s *state) invokeSkill(ctx context.Context, sk *skills.Skill, by string) error {
+func (s *state) invokeSkill(ctx context.Context, sk *skills.Skill, by, scopeKind string) error {
 	p := map[string]any{"skill": sk.Name, "source": sk.Root}
 	if sk.AllowedTools != nil {
 		p["allowed_tools"] = sk.AllowedTools
@@ -47,8 +47,16 @@ func (s *state) invokeSkill(ctx context.Context, sk *skills.Skill, by string) er
 	if by != "" {
 		p["selected_by"] = by
 	}
-	if _, err := s.f.emit(ctx, event.SkillInvoke, "runtime", p, ""); err != nil {
+	if scopeKind != "" {
+		p["scope"] = scopeKind
+	}
+	ev, err := s.f.emit(ctx, event.SkillInvoke, "runtime", p, "")
+	if err != nil {
 		return err
+	}
+	if got := event.FieldString(ev.Payload, "skill"); got != sk.Name {
+		// A recorded run loaded another skill: another scope.
+		return &NonDeterminismError{Seq: ev.Seq, Want: "skill.invoke " + sk.Name, Got: "skill.invoke " + got}
 	}
 	s.skills = append(s.skills, sk)
 	s.allowed = scope(s.skills)
@@ -63,26 +71,25 @@ func (s *state) invokeSkill(ctx context.Context, sk *skills.Skill, by string) er
 }
 
 // scope is the Worker's tool scope for the loaded skills: the union of
-// the allowed-tools of those that declare them, nil (policy alone) when
-// none does. A skill without allowed-tools does not widen another's.
+// their allowed-tools, a skill that declares none counting with the
+// default skill's tools (skills.DefaultTools), so that no run is unscoped.
 func scope(loaded []*skills.Skill) []string {
-	var out []string
-	restricted := false
+	if len(loaded) == 0 {
+		return nil
+	}
+	out := []string{}
 	seen := map[string]bool{}
 	for _, sk := range loaded {
-		if sk.AllowedTools == nil {
-			continue
+		tools := sk.AllowedTools
+		if tools == nil {
+			tools = skills.DefaultTools
 		}
-		restricted = true
-		for _, t := range sk.AllowedTools {
+		for _, t := range tools {
 			if !seen[t] {
 				seen[t] = true
 				out = append(out, t)
 			}
 		}
-	}
-	if restricted && out == nil {
-		out = []string{}
 	}
 	return out
 }
@@ -204,7 +211,11 @@ func (s *state) selectSkills(ctx context.Context, plan json.RawMessage) error {
 		return err
 	}
 	for _, sk := range load {
-		if err := s.invokeSkill(ctx, sk, "planner"); err != nil {
+		kind := "selected"
+		if sk.AllowedTools == nil {
+			kind = "default_tools"
+		}
+		if err := s.invokeSkill(ctx, sk, "planner", kind); err != nil {
 			return err
 		}
 	}

@@ -2,7 +2,7 @@ package run
 
 import "fmt"
 
-// Status is a run's terminal status (terminal_report_v1).
+// Status is a run's terminal status (terminal_report_v1; cancelled is v2).
 type Status string
 
 // Terminal statuses.
@@ -46,6 +46,8 @@ type Failure struct {
 	Reason     string
 	NextAction string
 	Err        error
+	// cancelled is run.cancelled's payload when Status is cancelled.
+	cancelled map[string]any
 }
 
 func (f *Failure) Error() string {
@@ -65,6 +67,10 @@ func (f *Failure) report(traceID, correlationID string) Report {
 	reason := f.Reason
 	if f.Code != "" {
 		reason = f.Code + ": " + reason
+	}
+	if f.Status == StatusCancelled {
+		// terminal_report_v2: cancelled is not an error, so no error_class.
+		return Report{Status: f.Status, Reason: reason, NextAction: f.NextAction, TraceID: traceID, CorrelationID: correlationID, SchemaVersion: "v2"}
 	}
 	return Report{Status: f.Status, Reason: reason, NextAction: f.NextAction, TraceID: traceID, CorrelationID: correlationID, ErrorClass: f.Class, SchemaVersion: "v1"}
 }

@@ -68,16 +68,25 @@ func (s *state) work(ctx context.Context, directive, plan json.RawMessage, feedb
 		}
 		msgs = append(msgs, provider.Message{Role: provider.RoleAssistant, Content: resp.Text, ToolCalls: resp.ToolCalls})
 		for _, tc := range resp.ToolCalls {
-			c := Call{ID: tc.ID, Name: tc.Name, Args: tc.Args, AllowedTools: s.allowed, Role: "worker"}
+			c := Call{ID: tc.ID, Name: tc.Name, Args: tc.Args, AllowedTools: s.allowed, Role: "worker", NoRepair: s.in.NoRepair}
+			end := s.in.ctl.enterTool(c.Name, c.ID)
 			out, err := s.callTool(ctx, c)
+			end()
 			if err != nil {
 				return nil, Result{}, err
+			}
+			if s.in.ctl.stopped() {
+				return nil, Result{}, s.in.ctl.failure()
 			}
 			if out.Pending != nil {
 				return nil, Result{Paused: true, Pending: []Pending{*out.Pending}}, nil
 			}
 			if out.Error != nil && (out.Error.Code == string(kernel.CodeInvalidArguments) || out.Error.Code == string(kernel.CodeToolNotFound)) {
 				strikes++
+				if s.in.NoRepair {
+					return nil, Result{}, &Failure{Status: StatusFailed, Class: ClassInvalidInput, Code: out.Error.Code,
+						Reason: fmt.Sprintf("the model's call to %s was blocked and guard repair is off: %s", tc.Name, out.Error.Message), NextAction: "retry, turn guard repair on (profile guard_repair, policy guard.repair), or use a model with better tool calling"}
+				}
 				if strikes > 1 {
 					return nil, Result{}, &Failure{Status: StatusFailed, Class: ClassInvalidInput, Code: out.Error.Code,
 						Reason: fmt.Sprintf("the model's call to %s was blocked again after one repair round: %s", tc.Name, out.Error.Message), NextAction: "retry, or use a model with better tool calling"}

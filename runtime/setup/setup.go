@@ -250,7 +250,7 @@ func Build(ctx context.Context, o Options) (*Env, error) {
 			e.Notes = append(e.Notes, n)
 		}
 	}
-	e.Engine = &run.Engine{Provider: prov, Tools: tools, Hooks: e.Hooks, Skills: sk, Schemas: schemas.MustDefault(), Profile: o.Profile, Repo: ws.FS()}
+	e.Engine = &run.Engine{Provider: prov, Tools: tools, Hooks: e.Hooks, Skills: sk, Schemas: schemas.MustDefault(), Profile: o.Profile, Repo: ws.FS(), PolicyNoRepair: !pol.GuardRepair()}
 	return e, nil
 }
 

@@ -57,6 +57,9 @@ type Skill struct {
 
 // Body returns the Markdown after the frontmatter.
 func (s *Skill) Body() (string, error) {
+	if s.fsys == nil {
+		return "", nil // a skill made in code (Registry.Default) has no body
+	}
 	b, err := fs.ReadFile(s.fsys, s.Path)
 	if err != nil {
 		return "", fmt.Errorf("skill %s: %w", s.Name, err)
@@ -263,6 +266,34 @@ func anyInScope(entry string, registered []string) bool {
 
 // Get returns a skill by name.
 func (r *Registry) Get(name string) (*Skill, bool) { s, ok := r.byName[name]; return s, ok }
+
+// DefaultName is the skill that scopes a run whose request matches no
+// other skill (seed 000: tool calls stay inside the selected skill's
+// allowed-tools, so every run has a scope). The built-in skills/default
+// SKILL.md documents it; a repository may override it by name.
+const DefaultName = "default"
+
+// DefaultTools is the default skill's allowed-tools, used when the
+// registry has no default skill and for a skill that names none: the
+// repository tools, tests and linter, but no arbitrary command.
+var DefaultTools = []string{"echo", "repo.search", "repo.read", "repo.patch", "repo.write", "test.run", "lint.run"}
+
+// Default returns the default skill (nil-safe): the registered skill named
+// DefaultName, or one with DefaultTools when there is none. Its
+// AllowedTools is never nil.
+func (r *Registry) Default() *Skill {
+	if r != nil {
+		if s, ok := r.Get(DefaultName); ok {
+			if s.AllowedTools != nil {
+				return s
+			}
+			c := *s
+			c.AllowedTools = DefaultTools
+			return &c
+		}
+	}
+	return &Skill{Name: DefaultName, Description: "the built-in default scope", AllowedTools: DefaultTools, Root: "builtin"}
+}
 
 // List returns the skills sorted by name.
 func (r *Registry) List() []*Skill {

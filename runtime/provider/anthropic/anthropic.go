@@ -167,7 +167,7 @@ func (p *Provider) Complete(ctx context.Context, req provider.CompletionRequest)
 	}
 	return retry.Do(ctx, p.policy, func(ctx context.Context) (provider.CompletionResponse, error) {
 		if p.stream {
-			return p.completeStream(ctx, params, names, answer, opts)
+			return p.completeStream(ctx, params, names, answer, req.OnDelta, opts)
 		}
 		m, err := p.svc.New(ctx, params, opts...)
 		if err != nil {
@@ -375,7 +375,7 @@ func usage(input, cacheWrite, cacheRead, output int64) provider.Usage {
 
 // completeStream sends the request with stream=true and assembles the
 // answer from message_start, content_block_* and message_delta events.
-func (p *Provider) completeStream(ctx context.Context, params sdk.MessageNewParams, names *args.Names, answer string, opts []option.RequestOption) (provider.CompletionResponse, error) {
+func (p *Provider) completeStream(ctx context.Context, params sdk.MessageNewParams, names *args.Names, answer string, onDelta func(string), opts []option.RequestOption) (provider.CompletionResponse, error) {
 	stream := p.svc.NewStreaming(ctx, params, opts...)
 	defer stream.Close()
 	a := assembly{model: string(params.Model), answer: answer}
@@ -404,6 +404,9 @@ func (p *Provider) completeStream(ctx context.Context, params sdk.MessageNewPara
 			switch ev.Delta.Type {
 			case "text_delta":
 				b.text += ev.Delta.Text
+				if onDelta != nil && ev.Delta.Text != "" {
+					onDelta(ev.Delta.Text)
+				}
 			case "input_json_delta":
 				b.input += ev.Delta.PartialJSON
 			}

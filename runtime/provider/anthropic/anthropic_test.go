@@ -136,12 +136,17 @@ func TestStreaming(t *testing.T) {
 		t.Run(tt.file, func(t *testing.T) {
 			srv := exchange.Serve(t, tt.file)
 			prov, _ := newProvider(t, profile(srv.URL), Options{Stream: true})
-			resp, err := prov.Complete(context.Background(), provider.CompletionRequest{Messages: []provider.Message{{Role: provider.RoleUser, Content: "fix auth.ts"}}, Model: "claude-sonnet-4-5", MaxTokens: tt.maxTokens, Tools: tools})
+			var deltas []string
+			resp, err := prov.Complete(context.Background(), provider.CompletionRequest{Messages: []provider.Message{{Role: provider.RoleUser, Content: "fix auth.ts"}}, Model: "claude-sonnet-4-5", MaxTokens: tt.maxTokens, Tools: tools, OnDelta: func(s string) { deltas = append(deltas, s) }})
 			if err != nil {
 				t.Fatal(err)
 			}
 			if !reflect.DeepEqual(resp, tt.want) {
 				t.Errorf("got  %+v\nwant %+v", resp, tt.want)
+			}
+			// The text arrives as deltas (output.delta).
+			if strings.Join(deltas, "") != resp.Text {
+				t.Errorf("deltas %q do not make up the text %q", deltas, resp.Text)
 			}
 		})
 	}

@@ -174,6 +174,7 @@ func (p *Provider) Complete(ctx context.Context, req provider.CompletionRequest)
 	res, err := retry.Do(ctx, p.policy, func(ctx context.Context) (result, error) {
 		var a assembly
 		if p.stream {
+			a.onDelta = req.OnDelta
 			for chunk, err := range p.models.GenerateContentStream(ctx, model, contents, cfg) {
 				if err != nil {
 					var ae genai.APIError
@@ -390,6 +391,7 @@ type call struct {
 // assembly gathers an answer from one response or a stream of chunks.
 type assembly struct {
 	chunks  int
+	onDelta func(string) // streamed text, as it arrives
 	text    strings.Builder
 	calls   []call
 	finish  genai.FinishReason
@@ -441,6 +443,9 @@ func (a *assembly) add(r *genai.GenerateContentResponse) error {
 				a.calls = append(a.calls, call{id: part.FunctionCall.ID, name: part.FunctionCall.Name, args: raw, sig: part.ThoughtSignature})
 			default:
 				a.text.WriteString(part.Text)
+				if a.onDelta != nil && part.Text != "" {
+					a.onDelta(part.Text)
+				}
 			}
 		}
 	}

@@ -162,7 +162,8 @@ func TestStreaming(t *testing.T) {
 			srv := exchange.Serve(t, tt.file)
 			prov, _ := newProvider(t, profile(srv.URL), true)
 			p := provider.Checked{P: prov, Reg: schemas.MustDefault()}
-			resp, err := p.Complete(context.Background(), provider.CompletionRequest{Messages: []provider.Message{{Role: provider.RoleUser, Content: "fix auth.ts"}}, Model: "gemini-2.5-flash", Tools: tt.tools})
+			var deltas []string
+			resp, err := p.Complete(context.Background(), provider.CompletionRequest{Messages: []provider.Message{{Role: provider.RoleUser, Content: "fix auth.ts"}}, Model: "gemini-2.5-flash", Tools: tt.tools, OnDelta: func(s string) { deltas = append(deltas, s) }})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -171,6 +172,10 @@ func TestStreaming(t *testing.T) {
 					t.Errorf("tool calls = %+v", resp.ToolCalls)
 				}
 				resp.ToolCalls = nil
+			}
+			// The text arrives as deltas (output.delta).
+			if strings.Join(deltas, "") != resp.Text || len(deltas) == 0 {
+				t.Errorf("deltas %q do not make up the text %q", deltas, resp.Text)
 			}
 			if !reflect.DeepEqual(resp, tt.want) {
 				t.Errorf("got  %+v\nwant %+v", resp, tt.want)

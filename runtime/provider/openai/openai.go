@@ -164,7 +164,7 @@ func (p *Provider) Complete(ctx context.Context, req provider.CompletionRequest)
 	salt := args.Salt(req.Messages)
 	return retry.Do(ctx, p.policy, func(ctx context.Context) (provider.CompletionResponse, error) {
 		if p.stream {
-			return p.completeStream(ctx, params, names, salt)
+			return p.completeStream(ctx, params, names, salt, req.OnDelta)
 		}
 		cc, err := p.svc.New(ctx, params)
 		if err != nil {
@@ -302,7 +302,7 @@ func fromCompletion(cc *oai.ChatCompletion, model string, names *args.Names, sal
 
 // completeStream sends the request with stream=true (usage included) and
 // assembles the answer from the chunks.
-func (p *Provider) completeStream(ctx context.Context, params oai.ChatCompletionNewParams, names *args.Names, salt string) (provider.CompletionResponse, error) {
+func (p *Provider) completeStream(ctx context.Context, params oai.ChatCompletionNewParams, names *args.Names, salt string, onDelta func(string)) (provider.CompletionResponse, error) {
 	params.StreamOptions = oai.ChatCompletionStreamOptionsParam{IncludeUsage: oai.Bool(true)}
 	stream := p.svc.NewStreaming(ctx, params)
 	defer stream.Close()
@@ -323,6 +323,9 @@ func (p *Provider) completeStream(ctx context.Context, params oai.ChatCompletion
 				continue
 			}
 			a.text += c.Delta.Content
+			if onDelta != nil && c.Delta.Content != "" {
+				onDelta(c.Delta.Content)
+			}
 			a.refusal += c.Delta.Refusal
 			for _, d := range c.Delta.ToolCalls {
 				tc := byIndex[d.Index]

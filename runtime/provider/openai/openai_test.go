@@ -162,12 +162,17 @@ func TestStreaming(t *testing.T) {
 			srv := exchange.Serve(t, tt.file)
 			prov, _ := newProvider(t, profile(srv.URL), true)
 			p := provider.Checked{P: prov, Reg: schemas.MustDefault()}
-			resp, err := p.Complete(context.Background(), provider.CompletionRequest{Messages: tt.msgs, Model: "gpt-4o-mini", Tools: tools})
+			var deltas []string
+			resp, err := p.Complete(context.Background(), provider.CompletionRequest{Messages: tt.msgs, Model: "gpt-4o-mini", Tools: tools, OnDelta: func(s string) { deltas = append(deltas, s) }})
 			if err != nil {
 				t.Fatal(err)
 			}
 			if !reflect.DeepEqual(resp, tt.want) {
 				t.Errorf("got  %s\nwant %s", show(resp), show(tt.want))
+			}
+			// The text arrives as deltas (output.delta), in pieces.
+			if strings.Join(deltas, "") != resp.Text || len(deltas) < 2 {
+				t.Errorf("deltas %q do not make up the text %q", deltas, resp.Text)
 			}
 		})
 	}
@@ -335,6 +340,29 @@ func TestStreamErrorEventIsRetried(t *testing.T) {
 	// The text is the second stream's alone: nothing of the broken one.
 	if want := `{"intent":"fix auth","constraints":[],"schema_version":"v1"}`; resp.Text != want {
 		t.Errorf("text = %q, want %q", resp.Text, want)
+	}
+	w.Check(t, 500*time.Millisecond)
+}
+
+// TestDroppedStreamIsRetried: a stream that ends mid-answer (the
+// connection dropped: no finish_reason, no [DONE]) is a retryable provider
+// error, not a truncated answer; the retry's answer is the response. The
+// deltas of the dropped attempt were already handed out, the retry's
+// follow them.
+func TestDroppedStreamIsRetried(t *testing.T) {
+	srv := exchange.Serve(t, "testdata/stream_dropped.json")
+	prov, w := newProvider(t, profile(srv.URL), true)
+	var deltas []string
+	resp, err := prov.Complete(context.Background(), provider.CompletionRequest{Messages: lead, Model: "gpt-4o-mini", OnDelta: func(s string) { deltas = append(deltas, s) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"intent":"fix auth","constraints":[],"schema_version":"v1"}`
+	if resp.Text != want || resp.FinishReason == "" {
+		t.Errorf("response %+v, want the retry's whole answer %q", resp, want)
+	}
+	if got := strings.Join(deltas, ""); !strings.HasSuffix(got, want) || got == want {
+		t.Errorf("deltas %q: want the dropped attempt's part, then the whole retry", got)
 	}
 	w.Check(t, 500*time.Millisecond)
 }
