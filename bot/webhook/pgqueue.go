@@ -7,11 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sort"
 	"sync"
 	"time"
 
 	"github.com/agentos/agentos/runtime/store/postgres"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -233,36 +235,29 @@ func (q *PGQueue) insertBatch(batch []*enqueueReq) {
 	var ids, events, actions []string
 	var bodies [][]byte
 	var ats []time.Time
+	var uniq []*enqueueReq
 	for _, r := range batch {
 		if _, seen := first[r.d.ID]; seen {
 			r.dup = true // the same ID twice in one batch: the first decides
 			continue
 		}
 		first[r.d.ID] = r
+		uniq = append(uniq, r)
+	}
+	// Replicas insert overlapping batches (a load balancer's retries
+	// reach several): rows are inserted in ID order, so two inserts wait
+	// on each other's keys in one order and cannot deadlock.
+	sort.Slice(uniq, func(i, j int) bool { return uniq[i].d.ID < uniq[j].d.ID })
+	for _, r := range uniq {
 		ids, events, actions = append(ids, r.d.ID), append(events, r.d.Event), append(actions, r.d.Action)
 		bodies, ats = append(bodies, r.d.Body), append(ats, r.at)
 	}
-	rows, err := q.pool.Query(context.Background(), `
-WITH ins AS (
-	INSERT INTO agentos_deliveries (id, event, action, body, received_at, due)
-	SELECT u.id, u.event, u.action, u.body, u.at, u.at
-	FROM unnest($1::text[], $2::text[], $3::text[], $4::bytea[], $5::timestamptz[]) AS u(id, event, action, body, at)
-	ON CONFLICT (id) DO NOTHING
-	RETURNING id
-)
-SELECT ins.id FROM ins LEFT JOIN (SELECT pg_notify('`+DeliveriesChannel+`', '') FROM ins LIMIT 1) n ON true`, ids, events, actions, bodies, ats)
 	inserted := map[string]bool{}
-	if err == nil {
-		for rows.Next() {
-			var id string
-			if err = rows.Scan(&id); err != nil {
-				break
-			}
-			inserted[id] = true
-		}
-		rows.Close()
-		if err == nil {
-			err = rows.Err()
+	var err error
+	for attempt := 0; attempt < 3; attempt++ {
+		clear(inserted)
+		if err = q.insertRows(ids, events, actions, bodies, ats, inserted); !isDeadlock(err) {
+			break
 		}
 	}
 	for _, r := range batch {
@@ -273,6 +268,38 @@ SELECT ins.id FROM ins LEFT JOIN (SELECT pg_notify('`+DeliveriesChannel+`', '') 
 			r.dup = !inserted[r.d.ID]
 		}
 	}
+}
+
+// isDeadlock reports PostgreSQL's deadlock_detected (40P01): the
+// transaction was rolled back and may be tried again.
+func isDeadlock(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "40P01"
+}
+
+// insertRows inserts one batch and records the IDs that were new.
+func (q *PGQueue) insertRows(ids, events, actions []string, bodies [][]byte, ats []time.Time, inserted map[string]bool) error {
+	rows, err := q.pool.Query(context.Background(), `
+WITH ins AS (
+	INSERT INTO agentos_deliveries (id, event, action, body, received_at, due)
+	SELECT u.id, u.event, u.action, u.body, u.at, u.at
+	FROM unnest($1::text[], $2::text[], $3::text[], $4::bytea[], $5::timestamptz[]) AS u(id, event, action, body, at)
+	ON CONFLICT (id) DO NOTHING
+	RETURNING id
+)
+SELECT ins.id FROM ins LEFT JOIN (SELECT pg_notify('`+DeliveriesChannel+`', '') FROM ins LIMIT 1) n ON true`, ids, events, actions, bodies, ats)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return err
+		}
+		inserted[id] = true
+	}
+	return rows.Err()
 }
 
 // Claim implements Queue.

@@ -374,7 +374,10 @@ func TestKillReplica(t *testing.T) {
 		if count[event.RunStarted] != 1 || count[event.TurnTerminal] != 1 || count[event.OutputMessage] != killSteps || count[event.SessionClose] != 1 {
 			t.Errorf("session k-%s: %v (want one run, %d steps, one terminal report)", id, count, killSteps)
 		}
-		if rep := replay.VerifyEvents(reg, evs); !rep.Valid {
+		// The stand-in worker's sessions are not agent runs (no model, no
+		// tool): the chain, seq, schemas and terminal report are checked,
+		// not seed 000's audit list of an agent run's event types.
+		if rep := replay.VerifyEventsOptions(reg, evs, replay.Options{Lenient: true}); !rep.Valid {
 			t.Errorf("session k-%s: log does not verify: %v", id, rep.Problem)
 		}
 	}
