@@ -47,20 +47,21 @@ type command struct {
 // commands is the subcommand table. Keep one line per subcommand.
 func commands() map[string]command {
 	return map[string]command{
-		"version": {"print the version", cmdVersion},
-		"run":     {"run the agent on a repository: agentos run --repo DIR \"prompt\"", cmdRun},
-		"approve": {"approve a pending action and resume the run", cmdResolve("approve")},
-		"deny":    {"deny a pending action (the reason goes back to the agent) and resume", cmdResolve("deny")},
-		"resume":  {"resume a paused session", cmdResume},
-		"tool":    {"list tools, or call one through the full kernel: agentos tool call NAME --args JSON --workspace DIR", cmdTool},
-		"skills":  {"list the skills: agentos skills list [--repo DIR] [--json]", cmdSkills},
-		"hooks":   {"fire an event's hooks with stdin as input: agentos hooks test EVENT < input.json", cmdHooks},
-		"demo":    {"run the bundled demo: fix a real bug in a sample repository", cmdDemo},
-		"replay":  {"fold a session log into its snapshot", cmdReplay},
-		"verify":  {"check a session log's hash chain, schemas and audit completeness", cmdVerify},
-		"action":  {"run as the GitHub Action: handle the workflow's triggering event (see action.yml)", cmdAction},
-		"serve":   {"serve the webhook bot and the HTTP API: agentos serve [--addr HOST:PORT] [--data DIR] [--config FILE]", cmdServe},
-		"doctor":  {"check the sandbox commands run in and what they can see: agentos doctor [--config FILE] [--json]", cmdDoctor},
+		"version":   {"print the version", cmdVersion},
+		"run":       {"run the agent on a repository: agentos run --repo DIR \"prompt\"", cmdRun},
+		"approve":   {"approve a pending action and resume the run", cmdResolve("approve")},
+		"deny":      {"deny a pending action (the reason goes back to the agent) and resume", cmdResolve("deny")},
+		"resume":    {"resume a paused session", cmdResume},
+		"tool":      {"list tools, or call one through the full kernel: agentos tool call NAME --args JSON --workspace DIR", cmdTool},
+		"skills":    {"list the skills: agentos skills list [--repo DIR] [--json]", cmdSkills},
+		"workflows": {"list, validate or explain the workflow plane: agentos workflows list|validate|explain [CYCLE] [--repo DIR]", cmdWorkflows},
+		"hooks":     {"fire an event's hooks with stdin as input: agentos hooks test EVENT < input.json", cmdHooks},
+		"demo":      {"run the bundled demo: fix a real bug in a sample repository", cmdDemo},
+		"replay":    {"fold a session log into its snapshot", cmdReplay},
+		"verify":    {"check a session log's hash chain, schemas and audit completeness", cmdVerify},
+		"action":    {"run as the GitHub Action: handle the workflow's triggering event (see action.yml)", cmdAction},
+		"serve":     {"serve the webhook bot and the HTTP API: agentos serve [--addr HOST:PORT] [--data DIR] [--config FILE]", cmdServe},
+		"doctor":    {"check the sandbox commands run in and what they can see: agentos doctor [--config FILE] [--json]", cmdDoctor},
 	}
 }
 
