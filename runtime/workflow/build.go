@@ -163,7 +163,7 @@ func (l *loader) buildPhase(env *cel.Env, d *doc, r *Registry) *Phase {
 	for i, id := range f.Personas {
 		if _, found := r.personas[id]; !found {
 			ok = false
-			l.problem(d.origin, fmt.Sprintf("/agents_invoked/%d", i), "persona %q is not defined (want personas/<role>/%s.md)", id, id)
+			l.problem(d.origin, fmt.Sprintf("/agents_invoked/%d", i), "persona %q %s", id, l.missing(KindPersona, id, "personas/<role>/"+id+".md"))
 		}
 	}
 	ok = l.checkPolicies(d, f.Policies, r) && ok
@@ -184,7 +184,7 @@ func (l *loader) checkPolicies(d *doc, ids []string, r *Registry) bool {
 	for i, id := range ids {
 		if _, found := r.policies[id]; !found {
 			ok = false
-			l.problem(d.origin, fmt.Sprintf("/policies/%d", i), "policy %q is not defined (want policies/%s.md)", id, id)
+			l.problem(d.origin, fmt.Sprintf("/policies/%d", i), "policy %q %s", id, l.missing(KindPolicy, id, "policies/"+id+".md"))
 		}
 	}
 	return ok
@@ -216,7 +216,7 @@ func (l *loader) buildCycle(env *cel.Env, d *doc, r *Registry) *Cycle {
 		index[id] = i
 		if _, found := r.phases[id]; !found {
 			ok = false
-			l.problem(d.origin, fmt.Sprintf("/phases/%d", i), "phase %q is not defined (want phases/%s.md)", id, id)
+			l.problem(d.origin, fmt.Sprintf("/phases/%d", i), "phase %q %s", id, l.missing(KindPhase, id, "phases/"+id+".md"))
 		}
 	}
 	entry, inCycle := index[f.EntryPhase]
@@ -290,4 +290,13 @@ func parseTools(raw json.RawMessage) []string {
 		field += string(r)
 	}
 	return out
+}
+
+// missing explains a dangling reference: never defined, or defined in a
+// file that has problems of its own.
+func (l *loader) missing(kind, id, want string) string {
+	if d, ok := l.docs[kind][id]; ok {
+		return "did not load: see the problems of " + d.origin.String()
+	}
+	return "is not defined (want " + want + ")"
 }

@@ -141,6 +141,10 @@ func TestLoadFailsClosed(t *testing.T) {
 			"cycles/audit.md", "/phases/0", `phase "audit-scan" is not defined`},
 		{"unknown persona id", fstest.MapFS{"phases/p.md": md("---\nid: p\nagents_invoked: [ghost]\nadvance_signal: \"true\"\nschema_version: v1\n---\n")},
 			"phases/p.md", "/agents_invoked/0", `persona "ghost" is not defined`},
+		{"reference to a definition that did not load", fstest.MapFS{
+			"phases/p.md":                md("---\nid: p\nagents_invoked: [lic]\nadvance_signal: \"true\"\nschema_version: v1\n---\n"),
+			"personas/researcher/lic.md": md("---\nname: lic\nrole: researcher\nschema_version: v1\n---\n")},
+			"phases/p.md", "/agents_invoked/0", `did not load: see the problems of .agent/workflows:personas/researcher/lic.md`},
 		{"unknown policy id in a phase", fstest.MapFS{"phases/p.md": md("---\nid: p\npolicies: [ghost]\nadvance_signal: \"true\"\nschema_version: v1\n---\n")},
 			"phases/p.md", "/policies/0", `policy "ghost" is not defined`},
 		{"unknown policy id in a cycle", fstest.MapFS{"cycles/audit.md": md(strings.Replace(okCycle, "schema_version", "policies: [ghost]\nschema_version", 1)), "phases/audit-scan.md": phaseFile("audit-scan")},
