@@ -298,5 +298,8 @@ func (l *loader) missing(kind, id, want string) string {
 	if d, ok := l.docs[kind][id]; ok {
 		return "did not load: see the problems of " + d.origin.String()
 	}
+	if o, ok := l.failed[kind+"/"+id]; ok {
+		return "did not load: see the problems of " + o.String()
+	}
 	return "is not defined (want " + want + ")"
 }

@@ -288,7 +288,7 @@ func Load(reg *schemas.Registry, sources ...Source) (*Registry, error) {
 	if reg == nil {
 		return nil, errors.New("workflow: no schema registry")
 	}
-	l := &loader{reg: reg, docs: map[string]map[string]*doc{}}
+	l := &loader{reg: reg, docs: map[string]map[string]*doc{}, failed: map[string]Origin{}}
 	for k := range kindSchema {
 		l.docs[k] = map[string]*doc{}
 	}
@@ -311,6 +311,7 @@ func Load(reg *schemas.Registry, sources ...Source) (*Registry, error) {
 type loader struct {
 	reg       *schemas.Registry
 	docs      map[string]map[string]*doc
+	failed    map[string]Origin // kind/id (from the file name) of files that did not parse
 	problems  []Problem
 	overrides []Override
 }
@@ -397,6 +398,7 @@ func (l *loader) scanDir(s Source, root, rel, kind, role string, seen map[string
 		}
 		d := l.parse(s, root, file, kind, role)
 		if d == nil {
+			l.failed[kind+"/"+strings.TrimSuffix(strings.TrimSuffix(e.Name(), ".md"), "-template")] = o
 			continue
 		}
 		key := kind + "/" + d.id
