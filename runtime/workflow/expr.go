@@ -71,9 +71,6 @@ type Activation struct {
 	Request         Request
 }
 
-// Variables the expressions may name (documented in README "Writing a cycle").
-var activationVars = []string{"outputs", "review_aggregate", "cycle", "mode", "phase", "finding", "request"}
-
 func (a Activation) vars() map[string]any {
 	out := a.Outputs
 	if out == nil {
