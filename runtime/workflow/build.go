@@ -49,6 +49,10 @@ func (l *loader) build(env *cel.Env) *Registry {
 			l.problem(d.origin, "/schema", "schema %q is not registered", f.Schema)
 			continue
 		}
+		if err := checkNaming(f.Naming); err != nil {
+			l.problem(d.origin, "/naming", "%v", err)
+			continue
+		}
 		r.artifacts[d.id] = &Artifact{ID: d.id, Description: f.Description, Naming: f.Naming, Schema: f.Schema, Body: d.body, Origin: d.origin}
 	}
 	for _, d := range docsOf(l.docs[KindPolicy]) {
