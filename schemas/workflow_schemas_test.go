@@ -12,7 +12,7 @@ func TestWorkflowSchemasRegistered(t *testing.T) {
 	valid := map[string]string{
 		"cycle_v1":             `{"id":"review","phases":["fan-out","gate"],"entry_phase":"fan-out","exit_conditions":{"done":"true"},"loop_bounds":{"max_generations":1},"policies":["loop-halt"],"schema_version":"v1"}`,
 		"phase_v1":             `{"id":"gate","advance_signal":"review_aggregate.p0_unresolved == 0","agents_invoked":["security"],"schema_version":"v1"}`,
-		"policy_v1":            `{"id":"loop-halt","kind":"loop-halt","rules":[{"when":"loop.generation >= 3","then":"deny","reason":"bound"}],"default":"allow","schema_version":"v1"}`,
+		"policy_v1":            `{"id":"loop-halt","kind":"loop-halt","rules":[{"when":"cycle.generation >= 3","then":"deny","reason":"bound"}],"default":"allow","schema_version":"v1"}`,
 		"persona_v1":           `{"name":"security","description":"d","role":"reviewer","allowed-tools":["repo.read"],"schema_version":"v1"}`,
 		"artifact_template_v1": `{"id":"review","naming":"reviews/{pr}.json","schema":"review_aggregate_v1","schema_version":"v1"}`,
 		"finding_v1":           `{"id":"f1","reviewer":"security","severity":"P0","autofix_class":"manual","confidence":75,"title":"SQL injection","schema_version":"v1"}`,

@@ -41,8 +41,8 @@ func TestWorkflowsValidateRepoProblems(t *testing.T) {
 		t.Fatalf("exit %d, want 1; stdout %q stderr %q", code, out, errOut)
 	}
 	for _, want := range []string{
-		".agent/workflows:phases/scan.md: /advance_signal: ",
-		".agent/workflows:cycles/audit.md: /phases/1: phase \"ghost\" is not defined",
+		".agent/workflows:phases/scan.md:3: /advance_signal: ",
+		".agent/workflows:cycles/audit.md:3: /phases/1: phase \"ghost\" is not defined",
 		".agent/workflows:cycles/audit.md: /exit_conditions/done: the cycle has no exit",
 	} {
 		if !strings.Contains(out, want) {

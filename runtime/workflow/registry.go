@@ -58,6 +58,7 @@ type Source struct {
 type Problem struct {
 	File    string `json:"file"`
 	Field   string `json:"field"`
+	Line    int    `json:"line,omitempty"` // the field's line in the file, when known
 	Message string `json:"message"`
 }
 
@@ -65,6 +66,9 @@ func (p Problem) String() string {
 	f := p.Field
 	if f == "" {
 		f = "/"
+	}
+	if p.Line > 0 {
+		return fmt.Sprintf("%s:%d: %s: %s", p.File, p.Line, f, p.Message)
 	}
 	return fmt.Sprintf("%s: %s: %s", p.File, f, p.Message)
 }
@@ -288,7 +292,7 @@ func Load(reg *schemas.Registry, sources ...Source) (*Registry, error) {
 	if reg == nil {
 		return nil, errors.New("workflow: no schema registry")
 	}
-	l := &loader{reg: reg, docs: map[string]map[string]*doc{}, failed: map[string]Origin{}}
+	l := &loader{reg: reg, docs: map[string]map[string]*doc{}, failed: map[string]Origin{}, nodes: map[string]position{}}
 	for k := range kindSchema {
 		l.docs[k] = map[string]*doc{}
 	}
@@ -311,13 +315,18 @@ func Load(reg *schemas.Registry, sources ...Source) (*Registry, error) {
 type loader struct {
 	reg       *schemas.Registry
 	docs      map[string]map[string]*doc
-	failed    map[string]Origin // kind/id (from the file name) of files that did not parse
+	failed    map[string]Origin   // kind/id (from the file name) of files that did not parse
+	nodes     map[string]position // parsed frontmatter by origin, for problem lines
 	problems  []Problem
 	overrides []Override
 }
 
 func (l *loader) problem(o Origin, field, format string, args ...any) {
-	l.problems = append(l.problems, Problem{File: o.String(), Field: field, Message: fmt.Sprintf(format, args...)})
+	line := 0
+	if pos, ok := l.nodes[o.String()]; ok {
+		line = pos.line(field)
+	}
+	l.problems = append(l.problems, Problem{File: o.String(), Field: field, Line: line, Message: fmt.Sprintf(format, args...)})
 }
 
 func (l *loader) scan(s Source) {
@@ -435,9 +444,15 @@ func (l *loader) parse(s Source, root, file, kind, role string) *doc {
 		l.problem(o, "", "%d bytes: a definition is at most %d bytes", len(b), maxFileBytes)
 		return nil
 	}
-	var fm map[string]any
-	body, err := frontmatter.MustParse(bytes.NewReader(b), &fm, yamlFormat)
+	var node yaml.Node
+	body, err := frontmatter.MustParse(bytes.NewReader(b), &node, yamlFormat)
 	if err != nil {
+		l.problem(o, "", "frontmatter: %v", err)
+		return nil
+	}
+	l.nodes[o.String()] = position{node: &node, offset: frontmatterOffset(b)}
+	var fm map[string]any
+	if err := node.Decode(&fm); err != nil {
 		l.problem(o, "", "frontmatter: %v", err)
 		return nil
 	}

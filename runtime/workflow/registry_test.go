@@ -228,6 +228,20 @@ func TestLoadFailsClosed(t *testing.T) {
 	}
 }
 
+// A problem names the line of the field in the file.
+func TestProblemLines(t *testing.T) {
+	files := fstest.MapFS{"policies/p.md": md("---\nid: p\nkind: loop-halt\nrules:\n  - when: \"true\"\n    then: allow\n    reason: r\n  - when: cycle.generation > 1\n    then: manual\n    reason: r\nschema_version: v1\n---\n")}
+	_, err := Load(schemas.MustDefault(), Source{Name: RepoDir, FS: files, Dir: "."})
+	var le *LoadError
+	if !errors.As(err, &le) || len(le.Problems) != 1 {
+		t.Fatalf("%v", err)
+	}
+	p := le.Problems[0]
+	if p.Line != 9 || p.Field != "/rules/1/then" || !strings.HasPrefix(p.String(), ".agent/workflows:policies/p.md:9: /rules/1/then: ") {
+		t.Fatalf("%+v %s", p, p)
+	}
+}
+
 func TestLoadRepoFromDisk(t *testing.T) {
 	dir := t.TempDir()
 	wf := filepath.Join(dir, ".agent", "workflows", "phases")
