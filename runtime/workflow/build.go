@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strings"
 
 	"cel.dev/cel-go/cel"
 )
@@ -68,6 +69,22 @@ func (l *loader) build(env *cel.Env) *Registry {
 	for _, d := range docsOf(l.docs[KindCycle]) {
 		if c := l.buildCycle(env, d, r); c != nil {
 			r.cycles[d.id] = c
+		}
+	}
+	// A trigger word resolves to exactly one cycle: two claimants would
+	// make the choice depend on file order.
+	owner := map[string]string{}
+	for _, c := range sorted(r.cycles) {
+		owner[c.ID] = c.ID
+	}
+	for _, c := range sorted(r.cycles) {
+		for i, t := range c.Triggers {
+			w := strings.ToLower(strings.TrimSpace(t))
+			if o, taken := owner[w]; taken && o != c.ID {
+				l.problem(c.Origin, fmt.Sprintf("/triggers/%d", i), "trigger %q already resolves to cycle %s", t, o)
+				continue
+			}
+			owner[w] = c.ID
 		}
 	}
 	return r

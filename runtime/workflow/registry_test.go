@@ -185,6 +185,8 @@ func TestLoadFailsClosed(t *testing.T) {
 			"artifacts/r-template.md", "/naming", "clean relative path"},
 		{"artifact naming with a bad placeholder", fstest.MapFS{"artifacts/r-template.md": md("---\nid: r\nnaming: r-{PR}.json\nschema: plan_v1\nschema_version: v1\n---\n")},
 			"artifacts/r-template.md", "/naming", "placeholder"},
+		{"trigger claimed by two cycles", fstest.MapFS{"cycles/audit.md": md(strings.Replace(okCycle, "phases:", "triggers: [review]\nphases:", 1)), "phases/audit-scan.md": phaseFile("audit-scan")},
+			"cycles/audit.md", "/triggers/0", "already resolves to cycle review"},
 		{"phase output schema not registered", fstest.MapFS{"phases/p.md": md("---\nid: p\noutput_schema: vibes_v1\nadvance_signal: \"true\"\nschema_version: v1\n---\n")},
 			"phases/p.md", "/output_schema", "not registered"},
 		{"misspelt kind directory", fstest.MapFS{"cycle/audit.md": md(okCycle)},
