@@ -133,3 +133,26 @@ func Merge(outcomes ...Outcome) (Outcome, error) {
 	}
 	return best, nil
 }
+
+// PoliciesFor returns, in evaluation order, the policies that gate phase
+// of cycle c: the phase's own, then the cycle's (each once).
+func (r *Registry) PoliciesFor(c *Cycle, phase string) ([]*Policy, error) {
+	p, err := r.Phase(phase)
+	if err != nil {
+		return nil, err
+	}
+	var out []*Policy
+	seen := map[string]bool{}
+	for _, id := range append(append([]string{}, p.Policies...), c.Policies...) {
+		if seen[id] {
+			continue
+		}
+		seen[id] = true
+		pol, err := r.Policy(id)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, pol)
+	}
+	return out, nil
+}

@@ -133,3 +133,35 @@ func TestMergeIsConservative(t *testing.T) {
 		t.Errorf("unknown decision: %v %v", got, err)
 	}
 }
+
+func TestPoliciesForPhaseThenCycle(t *testing.T) {
+	r := loadBuiltin(t)
+	c, _ := r.Cycle("review")
+	ps, err := r.PoliciesFor(c, "review-gate")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, p := range ps {
+		ids = append(ids, p.ID)
+	}
+	if got := strings.Join(ids, ","); got != "confidence-gating,severity-routing,loop-halt,mode-dispatch" {
+		t.Fatalf("policies %s", got)
+	}
+	if _, err := r.PoliciesFor(c, "nope"); err == nil {
+		t.Fatal("unknown phase accepted")
+	}
+}
+
+// Expressions come from repository files: one evaluation is bounded, and
+// exceeding the bound is an error, not a verdict.
+func TestExpressionCostIsBounded(t *testing.T) {
+	e := mustExpr(t, `review_aggregate.findings.all(f, f.confidence >= 0 && f.title.size() >= 0)`)
+	many := make([]Finding, 50000)
+	if _, err := e.Eval(Activation{ReviewAggregate: ReviewAggregate{Findings: many}}); err == nil || !strings.Contains(err.Error(), "cost") {
+		t.Fatalf("unbounded evaluation: %v", err)
+	}
+	if ok, err := e.Eval(Activation{ReviewAggregate: ReviewAggregate{Findings: many[:10]}}); err != nil || !ok {
+		t.Fatalf("small list: %v %v", ok, err)
+	}
+}
