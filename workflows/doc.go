@@ -1,13 +1,18 @@
 // Package workflows holds the built-in Markdown the runtime reads as
 // defaults: the role prompts (roles/<role>.md, the seed's canonical
-// prompts) and, later, the workflow plane's cycles, phases, policies,
-// personas and artifacts. A repository overrides a role prompt with
-// .agent/roles/<role>.md.
+// prompts) and the workflow plane's cycles/, phases/, policies/,
+// personas/<role>/ and artifacts/ (loaded by runtime/workflow). A
+// repository overrides a role prompt with .agent/roles/<role>.md and adds
+// or overrides workflow definitions under .agent/workflows/.
 package workflows
 
 import "embed"
 
 // FS holds the embedded Markdown.
 //
-//go:embed roles/*.md
+//go:embed roles/*.md cycles/*.md phases/*.md policies/*.md personas/*/*.md artifacts/*.md
 var FS embed.FS
+
+// PlaneIgnore lists the entries of FS that are not workflow-plane
+// definitions (runtime/workflow.Source.Ignore for the embedded tree).
+var PlaneIgnore = []string{"roles", "doc.go"}

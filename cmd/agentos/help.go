@@ -132,6 +132,16 @@ func helps() map[string]help {
 			flags:       func(fs *flag.FlagSet) { skillsFlags(fs) },
 			examples:    []string{"agentos skills list --repo .", "agentos skills list --json"},
 		},
+		"workflows": {
+			usage:       []string{"workflows list [--repo DIR] [--json]", "workflows validate [--repo DIR] [--json]", "workflows explain CYCLE [--repo DIR] [--json]"},
+			description: "Show the L8 workflow plane: the built-in cycles, phases, policies, personas and artifact templates (workflows/) and, with --repo, the repository's .agent/workflows, which adds or overrides (each override is printed). Loading is fail-closed: a schema violation, an unknown or dangling id, a cycle without an exit or a signal expression that does not type-check is printed as FILE:LINE: FIELD: MESSAGE and the command exits 1. explain prints a cycle (by id or trigger word) as its phase graph.",
+			subcommands: []subHelp{
+				{"list", "workflows list [--repo DIR] [--json]", "print every loaded definition with where it came from", func(fs *flag.FlagSet) { workflowsFlags(fs) }},
+				{"validate", "workflows validate [--repo DIR] [--json]", "load everything and print the problems (exit 1) or ok", func(fs *flag.FlagSet) { workflowsFlags(fs) }},
+				{"explain", "workflows explain CYCLE [--repo DIR] [--json]", "print a cycle as its phase graph: fan-out, policies, signals, exit and loop bounds", func(fs *flag.FlagSet) { workflowsFlags(fs) }},
+			},
+			examples: []string{"agentos workflows list", "agentos workflows validate --repo .", "agentos workflows explain review --repo ."},
+		},
 		"hooks": {
 			usage:       []string{"hooks test EVENT [--repo DIR] < input.json"},
 			description: "Fire one event's hooks (PreToolUse, PostToolUse, UserPromptSubmit, ...) from the repository's .agent/settings.json and .claude/settings.json, with Claude Code's hook input JSON on stdin, and print the decision. Nothing is recorded. Exit 3 when a hook denies.",
