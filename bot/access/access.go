@@ -32,6 +32,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentos/agentos/bot/auth"
@@ -94,7 +95,7 @@ type Options struct {
 	Secret []byte
 	// Authorizer checks a maintainer's permission on a repository; nil
 	// disables maintainer access (only operators read).
-	Authorizer *auth.Authorizer
+	Authorizer Authorizer
 	// CookieTTL is how long a sign-in lasts (default 8 hours, the life of
 	// a GitHub App's user access token).
 	CookieTTL time.Duration
@@ -112,7 +113,20 @@ type Checker struct {
 	o      Options
 	tokenH [sha256.Size]byte
 	secret []byte
+	authz  atomic.Pointer[authorizerBox]
 }
+
+// Authorizer is the permission check (*auth.Authorizer).
+type Authorizer interface {
+	Authorize(ctx context.Context, r auth.Request) auth.Decision
+}
+
+type authorizerBox struct{ Authorizer }
+
+// SetAuthorizer sets the maintainers' permission check once it can be
+// built (the server learns the bot's own login from GitHub after start);
+// until then signed-in maintainers read nothing.
+func (c *Checker) SetAuthorizer(a Authorizer) { c.authz.Store(&authorizerBox{a}) }
 
 // New returns a Checker.
 func New(o Options) (*Checker, error) {
@@ -123,6 +137,9 @@ func New(o Options) (*Checker, error) {
 		o.Now = time.Now
 	}
 	c := &Checker{o: o, secret: o.Secret}
+	if o.Authorizer != nil {
+		c.SetAuthorizer(o.Authorizer)
+	}
 	switch {
 	case len(c.secret) == 0:
 		c.secret = make([]byte, 32)
@@ -142,7 +159,7 @@ func New(o Options) (*Checker, error) {
 func (c *Checker) Open() bool { return c.o.Open }
 
 // SignInEnabled reports whether maintainers can sign in.
-func (c *Checker) SignInEnabled() bool { return c.o.Authorizer != nil }
+func (c *Checker) SignInEnabled() bool { return c.authz.Load() != nil }
 
 // queryCredentialNames are query parameters that carry credentials in
 // other APIs; their presence is refused.
@@ -204,14 +221,15 @@ func (c *Checker) Allowed(ctx context.Context, p Principal, repo string, level L
 	default:
 		return false
 	}
-	if c.o.Authorizer == nil || repo == "" || p.Login == "" {
+	authz := c.authz.Load()
+	if authz == nil || repo == "" || p.Login == "" {
 		return false
 	}
 	owner, name, ok := strings.Cut(repo, "/")
 	if !ok || owner == "" || name == "" || strings.Contains(name, "/") {
 		return false
 	}
-	d := c.o.Authorizer.Authorize(ctx, auth.Request{Owner: owner, Repo: name, Login: p.Login, UserType: "User", Action: auth.ActionApprove})
+	d := authz.Authorize(ctx, auth.Request{Owner: owner, Repo: name, Login: p.Login, UserType: "User", Action: auth.ActionApprove})
 	if level == Approve {
 		return d.Allowed
 	}

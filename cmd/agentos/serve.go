@@ -18,6 +18,7 @@ import (
 	"github.com/agentos/agentos/bot/config"
 	"github.com/agentos/agentos/bot/dispatch"
 	"github.com/agentos/agentos/bot/server"
+	"github.com/agentos/agentos/bot/viewer"
 	"github.com/agentos/agentos/bot/webhook"
 	"github.com/agentos/agentos/kernel/sandbox"
 	"github.com/agentos/agentos/runtime/event"
@@ -91,7 +92,12 @@ func serve(ctx context.Context, args []string, stderr io.Writer, d serveDeps) er
 			return err
 		}
 	}
+	vs, err := loadViewerSettings(d.getenv)
+	if err != nil {
+		return usageErrorf("serve: %v", err)
+	}
 	secrets := append([]string{cfg.APIToken, cfg.GitHubToken, string(cfg.GitHubPrivateKey), prof.APIKey}, cfg.WebhookSecrets...)
+	secrets = append(secrets, vs.secrets()...)
 	// The store redacts with the operator policy's keys, as `agentos run`
 	// does, plus every secret this process holds.
 	pol, err := loadPolicy(cfg.PolicyFile, nil)
@@ -113,7 +119,15 @@ func serve(ctx context.Context, args []string, stderr io.Writer, d serveDeps) er
 	if runs {
 		apiRuns = &serveRuns{store: st, mgr: agentrun.NewManager(st), dataDir: cfg.DataDir, policyFile: cfg.PolicyFile, profile: prof, roots: cfg.RepoRoots, log: log, sandbox: sb}
 	}
-	a, err := api.New(api.Options{Store: st, Runs: apiRuns, Token: cfg.APIToken, Metrics: metrics, KeepAlive: cfg.SSEKeepAlive, MaxRuns: cfg.MaxRuns, Logger: log, Sandbox: sb.Report()})
+	ck, err := vs.checker(cfg.APIToken)
+	if err != nil {
+		return usageErrorf("serve: %v", err)
+	}
+	oauth, err := vs.oauth(cfg.GitHubAPIURL)
+	if err != nil {
+		return usageErrorf("serve: %v", err)
+	}
+	a, err := api.New(api.Options{Store: st, Runs: apiRuns, Token: cfg.APIToken, Access: ck, Metrics: metrics, KeepAlive: cfg.SSEKeepAlive, MaxRuns: cfg.MaxRuns, Logger: log, Sandbox: sb.Report()})
 	if err != nil {
 		return err
 	}
@@ -129,6 +143,11 @@ func serve(ctx context.Context, args []string, stderr io.Writer, d serveDeps) er
 		Actors:     []func(context.Context) error{a.Run},
 		OnShutdown: []func(){a.EndStreams},
 		Logger:     log,
+	}
+	vopts := viewer.Options{Store: st, Access: ck, Lister: a, OAuth: oauth, Logger: log}
+	var answers viewerAnswers // its dispatcher is set with the bot, below
+	if vs.signIn() {
+		vopts.Answerer = &answers
 	}
 	// cmd does not import gin; the route func's type comes from the field.
 	opts.Routes = append(opts.Routes, a.Register)
@@ -179,12 +198,21 @@ func serve(ctx context.Context, args []string, stderr io.Writer, d serveDeps) er
 			}
 			bot.Dispatcher.Preflight = botPreflight(prof)
 			bot.Dispatcher.Sandbox = string(sb.Mechanism())
+			if strings.HasPrefix(vs.publicURL, "https://") {
+				bot.Dispatcher.ViewerBase = vs.publicURL
+			}
+			answers.d = bot.Dispatcher
 			opts.Actors = append(opts.Actors, func(ctx context.Context) error {
 				login, err := bot.Login(ctx)
 				if err != nil {
 					return nil // shut down before GitHub answered
 				}
 				log.Info("processing webhook deliveries", "bot_login", login)
+				if vs.signIn() {
+					// The viewer checks maintainers like commands: the
+					// same authorizer, which knows the bot's own login.
+					ck.SetAuthorizer(bot.Dispatcher.Auth)
+				}
 				p := &webhook.Processor{Queue: q, Dispatch: bot.Dispatcher, BotLogin: login, Observer: metrics, Workers: cfg.Workers, Logger: log}
 				return p.Run(ctx)
 			})
@@ -197,6 +225,17 @@ func serve(ctx context.Context, args []string, stderr io.Writer, d serveDeps) er
 	} else {
 		log.Warn("webhook intake is off: set AGENTOS_WEBHOOK_SECRET (the app's webhook secret) to receive GitHub deliveries at " + cfg.WebhookPath)
 	}
+
+	if vs.signIn() && answers.d == nil {
+		log.Warn("sign-in with GitHub is configured, but the bot has no GitHub credentials or webhook intake: signed-in maintainers see nothing until it has")
+		vopts.Answerer = nil
+	}
+	v, err := viewer.New(vopts)
+	if err != nil {
+		return err
+	}
+	opts.Routes = append(opts.Routes, v.Register)
+	opts.Actors = append(opts.Actors, v.Run)
 
 	srv, err := server.New(opts)
 	if err != nil {
