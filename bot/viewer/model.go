@@ -324,6 +324,7 @@ func timeline(evs []event.Event, status string, now time.Time) Timeline {
 	var spans []*span
 	open := map[string]*span{} // request/invoke event id → span
 	byCall := map[string]*span{}
+	lastLLM := map[string]*span{} // actor → its latest model call (a response without parent_id)
 	var t0, t1 time.Time
 	for i := range evs {
 		e := &evs[i]
@@ -339,9 +340,14 @@ func timeline(evs []event.Event, status string, now time.Time) Timeline {
 		case event.LLMRequest:
 			sp := &span{lane: e.Actor, kind: "llm", label: "model", start: ts, outcome: "running", seq: e.Seq}
 			open[e.ID] = sp
+			lastLLM[e.Actor] = sp
 			spans = append(spans, sp)
 		case event.LLMResponse:
-			if sp := open[e.Parent()]; sp != nil {
+			sp := open[e.Parent()]
+			if sp == nil {
+				sp = lastLLM[e.Actor]
+			}
+			if sp != nil && sp.outcome == "running" {
 				sp.end, sp.outcome = ts, "ok"
 				resp := event.Field(e.Payload, "response")
 				sp.label = event.FieldString(resp, "model")
