@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -251,12 +250,11 @@ func shot(t *testing.T, ctx context.Context, name string) {
 	if dir == "" {
 		return
 	}
-	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(80))
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100)) // 100: PNG
 	if err != nil {
 		t.Errorf("screenshot %s: %v", name, err)
 		return
 	}
-	name = strings.TrimSuffix(name, ".png") + ".jpg" // FullScreenshot with a quality is JPEG
 	if err := os.WriteFile(filepath.Join(dir, name), png, 0o644); err != nil {
 		t.Error(err)
 	}

@@ -86,6 +86,7 @@ type Bar struct {
 type Tick struct {
 	X     float64
 	Label string
+	End   bool // the last tick: its label ends at the edge
 }
 
 // Pending is an approval waiting for an answer.
@@ -216,7 +217,10 @@ func RowOf(e *event.Event) Row {
 	case event.RunPaused:
 		r.Summary, r.Class = "paused: "+event.FieldString(p, "reason"), "wait"
 	case event.TurnTerminal:
-		r.Summary = event.FieldString(p, "status") + ": " + event.FieldString(p, "reason")
+		r.Summary = event.FieldString(p, "status")
+		if why := event.FieldString(p, "reason"); why != "" {
+			r.Summary += ": " + why
+		}
 		if event.FieldString(p, "status") == "completed" {
 			r.Class = "ok"
 		} else {
@@ -457,7 +461,7 @@ func timeline(evs []event.Event, status string, now time.Time) Timeline {
 	}
 	tl.Height = axisH + float64(len(names))*laneH + 4
 	for i := 0; i <= 4; i++ {
-		tl.Ticks = append(tl.Ticks, Tick{X: labelW + float64(i)*(chartW-labelW)/4, Label: roundDur(total * time.Duration(i) / 4)})
+		tl.Ticks = append(tl.Ticks, Tick{X: labelW + float64(i)*(chartW-labelW)/4, Label: roundDur(total * time.Duration(i) / 4), End: i == 4})
 	}
 	return tl
 }

@@ -84,7 +84,13 @@
     root.dataset.lastSeq = String(seq);
     addRow(seq, e.type, e.data);
     if (e.type !== "output.delta") { refresh(); }
-    if (e.type === "session.close") { ended = true; }
+    if (e.type === "session.close") {
+      // The run has ended: stop following (reload the page to follow a
+      // later run of the session).
+      ended = true;
+      es.close();
+      say("the session's run has ended");
+    }
   }
 
   function connect() {
