@@ -48,8 +48,9 @@ func longSession(tb testing.TB, s store.Store, sid string, n int) {
 // BenchmarkRunPage5000 measures the run page of a 5,000-event session:
 // "replay" (the baseline: folding the log into its snapshot, which every
 // read does) against "page" (building the page model and rendering the
-// HTML) and "http" (the whole GET /runs/:id through gin with the access
-// check, to the last byte). Report page/replay and http/replay.
+// HTML, the latest DefaultMaxRows events listed), "page-all-rows" (?all=1)
+// and "http" (the whole GET /runs/:id through gin with the access check,
+// to the last byte). Report each as a ratio to replay.
 func BenchmarkRunPage5000(b *testing.B) {
 	st := store.NewMemory(newSealer(b))
 	longSession(b, st, "long", 5000)
@@ -69,6 +70,20 @@ func BenchmarkRunPage5000(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Run("page", func(b *testing.B) {
+		var buf bytes.Buffer
+		for b.Loop() {
+			s, err := BuildRows("long", evs, time.Now(), DefaultMaxRows)
+			if err != nil {
+				b.Fatal(err)
+			}
+			buf.Reset()
+			if err := tmpl.ExecuteTemplate(&buf, "run", page{Title: "x", S: s, Live: true}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(buf.Len()), "html-bytes")
+	})
+	b.Run("page-all-rows", func(b *testing.B) {
 		var buf bytes.Buffer
 		for b.Loop() {
 			s, err := Build("long", evs, time.Now())

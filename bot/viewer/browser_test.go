@@ -259,3 +259,49 @@ func shot(t *testing.T, ctx context.Context, name string) {
 		t.Error(err)
 	}
 }
+
+// TestBrowserLargeSession loads the page of a 5,000-event session in
+// Chromium and reports the navigation timings (time to first byte,
+// DOMContentLoaded, load) and the page's JS heap: the figures of the
+// README's measurements. It asserts that every event is on the page, never
+// a timing.
+func TestBrowserLargeSession(t *testing.T) {
+	exe := chromium(t)
+	st := store.NewMemory(newSealer(t))
+	longSession(t, st, "long", 5000)
+	ck, _ := access.New(access.Options{Open: true})
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	a, _ := api.New(api.Options{Store: st, Access: ck, Logger: quiet})
+	v, err := New(Options{Store: st, Access: ck, Lister: a, ReadOnly: true, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gin.SetMode(gin.ReleaseMode)
+	e := gin.New()
+	a.Register(e)
+	v.Register(e)
+	srv := &restartable{addr: "127.0.0.1:0", h: e}
+	srv.start(t)
+	defer srv.kill()
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(exe), chromedp.NoSandbox, chromedp.Flag("enable-precise-memory-info", true))
+	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
+	defer cancelA()
+	ctx, cancelB := chromedp.NewContext(actx)
+	defer cancelB()
+	ctx, cancelT := context.WithTimeout(ctx, 90*time.Second)
+	defer cancelT()
+	if err := chromedp.Do(ctx, chromedp.Navigate("http://"+srv.addr+"/runs/long"), chromedp.WaitVisible(chromedp.CSS("#events-body"))); err != nil {
+		t.Fatal(err)
+	}
+	evs, _ := st.Read(context.Background(), "long", 1)
+	rows, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("#events-body tr").length`))
+	if err != nil || rows != DefaultMaxRows {
+		t.Fatalf("%d rows (%v), want the latest %d", rows, err, DefaultMaxRows)
+	}
+	timing, err := chromedp.Run(ctx, chromedp.Evaluate[map[string]float64](`(() => { const n = performance.getEntriesByType("navigation")[0]; return {ttfb: n.responseStart - n.requestStart, response: n.responseEnd - n.requestStart, dcl: n.domContentLoadedEventEnd - n.startTime, load: n.loadEventEnd - n.startTime, bytes: n.transferSize, heap: performance.memory ? performance.memory.usedJSHeapSize : 0}; })()`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d-event page (%d rows) in Chromium: first byte %.0f ms, last byte %.0f ms, DOMContentLoaded %.0f ms, load %.0f ms, %.1f MB transferred, JS heap %.1f MB",
+		len(evs), rows, timing["ttfb"], timing["response"], timing["dcl"], timing["load"], timing["bytes"]/1e6, timing["heap"]/1e6)
+}

@@ -42,6 +42,8 @@ type Session struct {
 	ToolCalls int
 	Started   string
 	Updated   string
+	// Hidden is how many earlier events the table leaves out.
+	Hidden int
 }
 
 // Row is one event in the event table.
@@ -143,6 +145,16 @@ type ChartBar struct {
 
 // Build folds a session's events into the page model.
 func Build(sessionID string, evs []event.Event, now time.Time) (Session, error) {
+	return BuildRows(sessionID, evs, now, 0)
+}
+
+// DefaultMaxRows is how many of the latest events the page lists unless
+// asked for all (?all=1): a 5,000-event session's table is most of its
+// page's bytes and time, and the timeline and cost cover every event.
+const DefaultMaxRows = 1000
+
+// BuildRows is Build listing only the latest maxRows events (0: all).
+func BuildRows(sessionID string, evs []event.Event, now time.Time, maxRows int) (Session, error) {
 	snap, err := replay.Replay(evs)
 	if err != nil {
 		return Session{}, err
@@ -164,9 +176,14 @@ func Build(sessionID string, evs []event.Event, now time.Time) (Session, error) 
 	if len(evs) > 0 {
 		s.Started, s.Updated = evs[0].TS, evs[len(evs)-1].TS
 	}
-	s.Events = make([]Row, len(evs))
-	for i := range evs {
-		s.Events[i] = RowOf(&evs[i])
+	first := 0
+	if maxRows > 0 && len(evs) > maxRows {
+		first = len(evs) - maxRows
+		s.Hidden = first
+	}
+	s.Events = make([]Row, 0, len(evs)-first)
+	for i := first; i < len(evs); i++ {
+		s.Events = append(s.Events, RowOf(&evs[i]))
 	}
 	s.Timeline = timeline(evs, snap.RunStatus, now)
 	for _, p := range snap.PendingApprovals {

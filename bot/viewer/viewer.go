@@ -294,7 +294,11 @@ func (v *Viewer) model(c *gin.Context, p access.Principal, sid string) (page, bo
 	if !ok {
 		return page{}, false
 	}
-	s, err := Build(sid, evs, v.o.Now())
+	rows := DefaultMaxRows
+	if c.Query("all") == "1" {
+		rows = 0
+	}
+	s, err := BuildRows(sid, evs, v.o.Now(), rows)
 	if err != nil {
 		v.o.Logger.Error("viewer: replay session", "session", sid, "error", err)
 		d := v.base(c, p, "Error")
