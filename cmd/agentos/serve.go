@@ -25,7 +25,8 @@ import (
 	"github.com/agentos/agentos/runtime/provider"
 	agentrun "github.com/agentos/agentos/runtime/run"
 	"github.com/agentos/agentos/runtime/setup"
-	"github.com/agentos/agentos/runtime/store/sqlite"
+	"github.com/agentos/agentos/runtime/store"
+	"github.com/agentos/agentos/runtime/tracing"
 )
 
 // webhookQueueDir is the delivery queue's directory in the data directory
@@ -113,11 +114,31 @@ func serve(ctx context.Context, args []string, stderr io.Writer, d serveDeps) er
 		return fmt.Errorf("serve: open the event store in %s: %w", cfg.DataDir, err)
 	}
 	defer st.Close()
+	// Runs append through runStore: with OpenTelemetry on, every appended
+	// event also becomes spans (one trace per run).
+	var runStore store.Store = st
+	obs, stopOTel, err := otelTracing(ctx, d.getenv, log)
+	if err != nil {
+		return usageErrorf("serve: %v", err)
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := stopOTel(sctx); err != nil {
+			log.Warn("flushing OpenTelemetry spans failed", "error", err)
+		}
+	}()
+	traceIDs := func(m *agentrun.Manager) *agentrun.Manager { return m }
+	if obs != nil {
+		obs.Provider = prof.Provider
+		runStore = tracedStore{Store: st, o: obs}
+		traceIDs = func(m *agentrun.Manager) *agentrun.Manager { m.TraceID = tracing.TraceID; return m }
+	}
 
 	metrics := api.NewMetrics()
 	var apiRuns api.Runs
 	if runs {
-		apiRuns = &serveRuns{store: st, mgr: agentrun.NewManager(st), dataDir: cfg.DataDir, policyFile: cfg.PolicyFile, profile: prof, roots: cfg.RepoRoots, log: log, sandbox: sb}
+		apiRuns = &serveRuns{store: runStore, mgr: traceIDs(agentrun.NewManager(runStore)), dataDir: cfg.DataDir, policyFile: cfg.PolicyFile, profile: prof, roots: cfg.RepoRoots, log: log, sandbox: sb}
 	}
 	ck, err := vs.checker(cfg.APIToken)
 	if err != nil {
@@ -192,10 +213,11 @@ func serve(ctx context.Context, args []string, stderr io.Writer, d serveDeps) er
 			p := &webhook.Processor{Queue: q, Dispatch: d.dispatch, BotLogin: cfg.BotLogin, Observer: metrics, Workers: cfg.Workers, Logger: log}
 			opts.Actors = append(opts.Actors, p.Run)
 		case runs && cfg.GitHubAuth() != config.AuthNone:
-			bot, err := dispatch.NewGitHubBot(cfg, st, engines(st, cfg.PolicyFile, prof, sb), log)
+			bot, err := dispatch.NewGitHubBot(cfg, runStore, engines(runStore, cfg.PolicyFile, prof, sb), log)
 			if err != nil {
 				return usageErrorf("serve: %v", err)
 			}
+			traceIDs(bot.Dispatcher.Runs)
 			bot.Dispatcher.Preflight = botPreflight(prof)
 			bot.Dispatcher.Sandbox = string(sb.Mechanism())
 			if strings.HasPrefix(vs.publicURL, "https://") {
@@ -290,7 +312,7 @@ func serveProviderCheck(ctx context.Context, prof provider.Profile, log *slog.Lo
 // server's one store and one Manager, so event streams see appends at once
 // and a session has one active run in this process.
 type serveRuns struct {
-	store      *sqlite.Store
+	store      store.Store
 	mgr        *agentrun.Manager // over store
 	dataDir    string
 	policyFile string

@@ -31,6 +31,10 @@ var (
 type Manager struct {
 	Store store.Store
 	Now   func() time.Time
+	// TraceID, when set, names the trace of a run (from its run id); it is
+	// written into the run's session.start, so that the log and the run
+	// viewer point at the run's OpenTelemetry trace.
+	TraceID func(runID string) string
 
 	mu    sync.Mutex
 	locks map[string]*sync.Mutex
@@ -120,6 +124,9 @@ func (m *Manager) Start(ctx context.Context, eng *Engine, req StartRequest) (Out
 	start := map[string]any{"prompt": req.Prompt}
 	if req.SessionKey != "" {
 		start["session_key"] = req.SessionKey
+	}
+	if m.TraceID != nil {
+		start["trace_id"] = m.TraceID(runID)
 	}
 	if _, err := j.Append(ctx, event.SessionStart, "user", start, ""); err != nil {
 		return Outcome{}, err
