@@ -305,3 +305,65 @@ func TestBrowserLargeSession(t *testing.T) {
 	t.Logf("%d-event page (%d rows) in Chromium: first byte %.0f ms, last byte %.0f ms, DOMContentLoaded %.0f ms, load %.0f ms, %.1f MB transferred, JS heap %.1f MB",
 		len(evs), rows, timing["ttfb"], timing["response"], timing["dcl"], timing["load"], timing["bytes"]/1e6, timing["heap"]/1e6)
 }
+
+// TestBrowserSoak keeps a live page open while a run appends events for
+// AGENTOS_VIEWER_SOAK (e.g. 10m; skipped when unset: it is a measurement,
+// not a CI test) and reports the page's JS heap and DOM size at the start
+// and the end.
+func TestBrowserSoak(t *testing.T) {
+	d, err := time.ParseDuration(os.Getenv("AGENTOS_VIEWER_SOAK"))
+	if err != nil || d <= 0 {
+		t.Skip("set AGENTOS_VIEWER_SOAK=10m to measure the page's memory under live updates")
+	}
+	exe := chromium(t)
+	st := store.NewMemory(newSealer(t))
+	longSession(t, st, "soak", 100)
+	ck, _ := access.New(access.Options{Open: true}) // loopback only, as agentos view
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	a, _ := api.New(api.Options{Store: st, Access: ck, Logger: quiet, KeepAlive: 5 * time.Second})
+	v, err := New(Options{Store: st, Access: ck, Lister: a, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gin.SetMode(gin.ReleaseMode)
+	e := gin.New()
+	a.Register(e)
+	v.Register(e)
+	srv := &restartable{addr: "127.0.0.1:0", h: e}
+	srv.start(t)
+	defer func() { a.EndStreams(); srv.kill() }()
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(exe), chromedp.NoSandbox, chromedp.Flag("enable-precise-memory-info", true), chromedp.Flag("js-flags", "--expose-gc"))
+	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
+	defer cancelA()
+	ctx, cancelB := chromedp.NewContext(actx)
+	defer cancelB()
+	ctx, cancelT := context.WithTimeout(ctx, d+2*time.Minute)
+	defer cancelT()
+	if err := chromedp.Do(ctx, chromedp.Navigate("http://"+srv.addr+"/runs/soak"), chromedp.WaitVisible(chromedp.CSS("#events-body"))); err != nil {
+		t.Fatal(err)
+	}
+	measure := func() (heap, nodes float64) {
+		m, err := chromedp.Run(ctx, chromedp.Evaluate[map[string]float64](`(() => { if (window.gc) { gc(); } return {heap: performance.memory.usedJSHeapSize, nodes: document.getElementsByTagName("*").length}; })()`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m["heap"], m["nodes"]
+	}
+	time.Sleep(2 * time.Second)
+	h0, n0 := measure()
+	run := "run-soak"
+	end := time.Now().Add(d)
+	appended := 0
+	for k := 0; time.Now().Before(end); k++ {
+		appendTo(t, st, "soak",
+			event.Draft{RunID: run, Type: event.ToolInvoke, Actor: "worker", Payload: map[string]any{"args": map[string]any{"path": "a.go"}, "call_id": fmt.Sprintf("s%d", k), "caller": "worker", "tool": "repo.read"}},
+			event.Draft{RunID: run, Type: event.ToolResult, Actor: "kernel", Payload: map[string]any{"call_id": fmt.Sprintf("s%d", k), "ok": true, "tool": "repo.read", "result": map[string]any{"content": "package a\n"}}},
+		)
+		appended += 2
+		time.Sleep(time.Second)
+	}
+	time.Sleep(3 * time.Second)
+	h1, n1 := measure()
+	rows, _ := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("#events-body tr").length`))
+	t.Logf("%s of live updates (%d events appended, a tool call and its result a second): JS heap %.1f → %.1f MB, DOM nodes %.0f → %.0f, %d rows", d, appended, h0/1e6, h1/1e6, n0, n1, rows)
+}
