@@ -96,6 +96,7 @@ type Pending struct {
 	ID, Tool, Digest, Head string
 	Summary                string
 	Diff                   []DiffLine
+	Split                  []SplitRow // the same diff side by side (wide screens)
 	Command                string
 	Seq                    int64
 }
@@ -103,6 +104,52 @@ type Pending struct {
 // Resolved is an answered approval.
 type Resolved struct {
 	ID, Tool, Decision, By, Reason string
+}
+
+// SplitRow is one row of the side-by-side diff: the old line on the left,
+// the new on the right (Kind "hunk" or "file" spans both).
+type SplitRow struct {
+	Kind        string
+	Left, Right DiffLine
+}
+
+// split pairs a unified diff's removed and added lines side by side.
+func split(lines []DiffLine) []SplitRow {
+	var out []SplitRow
+	var dels, adds []DiffLine
+	flush := func() {
+		for i := 0; i < max(len(dels), len(adds)); i++ {
+			var r SplitRow
+			if i < len(dels) {
+				r.Left = DiffLine{Kind: "del", Text: dels[i].Text[1:]}
+			}
+			if i < len(adds) {
+				r.Right = DiffLine{Kind: "add", Text: adds[i].Text[1:]}
+			}
+			out = append(out, r)
+		}
+		dels, adds = nil, nil
+	}
+	for _, l := range lines {
+		switch l.Kind {
+		case "del":
+			if len(adds) > 0 {
+				flush()
+			}
+			dels = append(dels, l)
+		case "add":
+			adds = append(adds, l)
+		case "ctx":
+			flush()
+			t := strings.TrimPrefix(l.Text, " ")
+			out = append(out, SplitRow{Left: DiffLine{Kind: "ctx", Text: t}, Right: DiffLine{Kind: "ctx", Text: t}})
+		default:
+			flush()
+			out = append(out, SplitRow{Kind: l.Kind, Left: l})
+		}
+	}
+	flush()
+	return out
 }
 
 // DiffLine is one line of a unified diff with its kind.
@@ -529,6 +576,7 @@ func pendingOf(p replay.Approval) Pending {
 		diff = args.UnifiedDiff
 	}
 	out.Diff = diffLines(diff)
+	out.Split = split(out.Diff)
 	return out
 }
 

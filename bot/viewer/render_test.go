@@ -80,7 +80,7 @@ func TestHostileTextIsEscaped(t *testing.T) {
 		t.Error("a truncated payload does not say so")
 	}
 	// Every line of text (a diff's lines are block spans) is bounded.
-	for _, line := range strings.Split(strings.ReplaceAll(html, "</span>", "\n"), "\n") {
+	for _, line := range strings.Split(strings.NewReplacer("</span>", "\n", "</td>", "\n").Replace(html), "\n") {
 		if len(line) > maxLine+200 {
 			t.Errorf("a line of %d bytes reaches the page", len(line))
 			break
@@ -132,5 +132,20 @@ func TestRecordedSessionRenders(t *testing.T) {
 	}
 	if s.State != "completed" || s.Terminal == nil || len(s.Resolved) != 1 {
 		t.Errorf("state %s, terminal %v, resolved %v", s.State, s.Terminal, s.Resolved)
+	}
+}
+
+func TestSplitDiff(t *testing.T) {
+	rows := split(diffLines("--- a/x\n+++ b/x\n@@ -1,3 +1,3 @@\n keep\n-old1\n-old2\n+new1\n tail\n"))
+	var got []string
+	for _, r := range rows {
+		got = append(got, r.Kind+"|"+r.Left.Kind+":"+r.Left.Text+"|"+r.Right.Kind+":"+r.Right.Text)
+	}
+	want := []string{
+		"file|file:--- a/x|:", "file|file:+++ b/x|:", "hunk|hunk:@@ -1,3 +1,3 @@|:",
+		"|ctx:keep|ctx:keep", "|del:old1|add:new1", "|del:old2|:", "|ctx:tail|ctx:tail",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("split =\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
