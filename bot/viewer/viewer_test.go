@@ -240,6 +240,17 @@ func TestRolesReadingASession(t *testing.T) {
 			t.Errorf("rita: GET %s = %d, want 404", path, r.status)
 		}
 	}
+	// Pages carry the strict CSP; the script and the style sheet come
+	// from the binary.
+	page := w.get(rita, "/runs/gh-1", "")
+	if got := page.header.Get("Content-Security-Policy"); got != CSP || !strings.Contains(got, "script-src 'self'") || strings.Contains(got, "unsafe-inline") {
+		t.Errorf("CSP = %q", got)
+	}
+	for path, typ := range map[string]string{"/assets/viewer.js": "javascript", "/assets/viewer.css": "text/css"} {
+		if r := w.get(w.browser(""), path, ""); r.status != http.StatusOK || !strings.Contains(r.header.Get("Content-Type"), typ) {
+			t.Errorf("GET %s: %d %s", path, r.status, r.header.Get("Content-Type"))
+		}
+	}
 	if r := w.get(w.browser(""), "/v1/runs/api-1", opToken); r.status != http.StatusOK {
 		t.Errorf("operator: GET /v1/runs/api-1 = %d, want 200", r.status)
 	}
