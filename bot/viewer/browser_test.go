@@ -309,7 +309,7 @@ func TestBrowserLargeSession(t *testing.T) {
 // TestBrowserSoak keeps a live page open while a run appends events for
 // AGENTOS_VIEWER_SOAK (e.g. 10m; skipped when unset: it is a measurement,
 // not a CI test) and reports the page's JS heap and DOM size at the start
-// and the end.
+// and the end. Run it with -timeout 15m (go test stops at 10m).
 func TestBrowserSoak(t *testing.T) {
 	d, err := time.ParseDuration(os.Getenv("AGENTOS_VIEWER_SOAK"))
 	if err != nil || d <= 0 {
