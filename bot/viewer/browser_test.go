@@ -204,6 +204,10 @@ func TestBrowserLiveSession(t *testing.T) {
 		event.Draft{RunID: run, Type: event.ToolResult, Actor: "kernel", Payload: map[string]any{"call_id": "t1", "ok": true, "tool": "test.run", "result": map[string]any{"passed": false, "exit_code": 1}}},
 	)
 	waitFor("the model and tool bars", func() bool { return count("svg.timeline rect.bar") == 2 && count("svg.timeline rect.bar-running") == 0 })
+	// Rows added live say what happened, like the server's.
+	if txt, err := chromedp.Run(ctx, chromedp.TextContent(chromedp.CSS("#ev-5 summary"))); err != nil || txt != "test.run t1" {
+		t.Errorf("the live row of tool.invoke says %q (%v)", txt, err)
+	}
 
 	// The server dies mid-stream; events are appended meanwhile; the page
 	// reconnects (Last-Event-ID) without duplicating a row.

@@ -49,7 +49,7 @@
     var td = cell(tr, "");
     var det = document.createElement("details");
     var sum = document.createElement("summary");
-    sum.textContent = "payload";
+    sum.textContent = summary(type, ev.payload || {}) || "payload";
     var pre = document.createElement("pre");
     var text = JSON.stringify(ev.payload, null, 2) || "";
     if (text.length > 65536) { text = text.slice(0, 65536) + "\n… (truncated; reload for the full page)"; }
@@ -58,6 +58,28 @@
     det.appendChild(pre);
     td.appendChild(det);
     body.appendChild(tr);
+  }
+
+  // summary mirrors the server's one-line summaries of the common events
+  // (RowOf); the text is only ever set with textContent.
+  function summary(type, p) {
+    var s = "";
+    switch (type) {
+      case "session.start": case "run.started": s = p.prompt || ""; break;
+      case "llm.response":
+        var r = p.response || {}, u = r.usage || {};
+        s = (r.model || "") + " · " + (r.finish_reason || "") + " · " + (u.input_tokens || 0) + " in / " + (u.output_tokens || 0) + " out tokens";
+        break;
+      case "tool.invoke": s = (p.tool || "") + " " + (p.call_id || ""); break;
+      case "tool.result": s = p.ok ? "ok" : "failed: " + ((p.error || {}).code || ""); break;
+      case "approval.requested": s = "approval " + (p.approval_id || "") + " for " + (p.tool || ""); break;
+      case "approval.resolved": s = (p.decision || "") + " by " + (p.by || "") + (p.reason ? " (" + p.reason + ")" : ""); break;
+      case "agent.transition": s = (p.from || "") + " → " + (p.to || ""); break;
+      case "run.paused": s = "paused: " + (p.reason || ""); break;
+      case "turn.terminal": s = (p.status || "") + (p.reason ? ": " + p.reason : ""); break;
+    }
+    s = String(s).replace(/\s+/g, " ");
+    return s.length > 200 ? s.slice(0, 200) + "…" : s;
   }
 
   // refresh re-renders the server-side parts, at most every 400 ms.
