@@ -182,6 +182,7 @@ type page struct {
 	// run
 	S          Session
 	Live       bool
+	MaxRows    int // rows the live script keeps
 	CanApprove bool
 }
 
@@ -308,6 +309,7 @@ func (v *Viewer) model(c *gin.Context, p access.Principal, sid string) (page, bo
 	}
 	d := v.base(c, p, "Session "+sid)
 	d.S = s
+	d.MaxRows = max(rows, len(s.Events))
 	d.Live = !v.o.ReadOnly
 	d.CanApprove = !v.o.ReadOnly && v.o.Answerer != nil && p.Kind == access.User && len(s.Pending) > 0 &&
 		v.o.Access.Allowed(c.Request.Context(), p, s.Repo, access.Approve)

@@ -22,6 +22,7 @@
     "approval.resolved", "artifact.emitted", "checkpoint.created", "turn.terminal", "workflow.started",
     "workflow.phase_advanced", "workflow.policy_gated", "workflow.completed", "workflow.aborted"];
   var es = null, retry = null, pending = null, ended = false;
+  var maxRows = Math.max(parseInt(root.dataset.maxRows, 10) || 1000, body.rows.length);
 
   function say(text) { status.textContent = text; }
 
@@ -58,6 +59,9 @@
     det.appendChild(pre);
     td.appendChild(det);
     body.appendChild(tr);
+    // Keep the table as long as the server lists it (DefaultMaxRows), so a
+    // page left open for hours does not grow without bound.
+    while (body.rows.length > maxRows) { body.deleteRow(0); }
   }
 
   // summary mirrors the server's one-line summaries of the common events
