@@ -29,6 +29,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/agentos/agentos/bot/access"
 	"github.com/agentos/agentos/bot/webhook"
 	"github.com/agentos/agentos/runtime/event"
 	"github.com/agentos/agentos/runtime/replay"
@@ -83,6 +84,12 @@ type Options struct {
 	// Token is the bearer token of the write endpoints; "" disables them
 	// (403).
 	Token string
+	// Access authorizes every read (snapshots, event streams, the session
+	// list): the operator's bearer token, or a maintainer's viewer session
+	// with read permission on the session's repository. Nil: a checker
+	// that admits the bearer Token only. A refused read is answered as an
+	// unknown session (404).
+	Access *access.Checker
 	// Metrics default to NewMetrics().
 	Metrics *Metrics
 	// Ready reports whether the server can serve (readyz). Default: Ping
@@ -123,6 +130,7 @@ type API struct {
 	log     *slog.Logger
 	runs    *tracker
 	watch   store.Store // Store, with polling when Poll > 0
+	sums    summaries
 
 	streamsCtx  context.Context
 	endStreams  context.CancelFunc
@@ -167,6 +175,13 @@ func New(o Options) (*API, error) {
 			o.Ready = func(context.Context) error { return nil }
 		}
 	}
+	if o.Access == nil {
+		ck, err := access.New(access.Options{Token: o.Token})
+		if err != nil {
+			return nil, err
+		}
+		o.Access = ck
+	}
 	a := &API{o: o, metrics: o.Metrics, log: o.Logger, watch: o.Store}
 	if o.Token != "" {
 		a.tokenH = sha256.Sum256([]byte(o.Token))
@@ -188,6 +203,7 @@ func (a *API) Register(r gin.IRouter) {
 	r.GET("/readyz", a.readyz)
 	r.GET("/metrics", gin.WrapH(a.metrics.Handler()))
 	r.POST("/v1/runs", a.auth, a.startRun)
+	r.GET("/v1/runs", a.list)
 	r.GET("/v1/runs/:id", a.snapshot)
 	r.GET("/v1/runs/:id/events", a.events)
 	r.POST("/v1/approvals/:id", a.auth, a.answerApproval)
@@ -388,6 +404,10 @@ const RequestIDKey = "request_id"
 
 func (a *API) snapshot(c *gin.Context) {
 	sid := c.Param("id")
+	p, ok := a.identify(c)
+	if !ok {
+		return
+	}
 	if !ValidSessionID(sid) {
 		Abort(c, http.StatusNotFound, "unknown_session", "no session "+sid)
 		return
@@ -395,6 +415,10 @@ func (a *API) snapshot(c *gin.Context) {
 	evs, err := a.o.Store.Read(c.Request.Context(), sid, 1)
 	if err != nil {
 		a.internal(c, "read session", err)
+		return
+	}
+	if !a.mayRead(c, p, evs) {
+		Abort(c, http.StatusNotFound, "unknown_session", "no session "+sid)
 		return
 	}
 	if len(evs) == 0 {

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/agentos/agentos/bot/access"
 	"io"
 	"log/slog"
 	"net/http"
@@ -197,11 +198,12 @@ func (f *fakeRuns) counts() (executed, closed, cancelled int) {
 }
 
 type testEnv struct {
-	api   *API
-	srv   *httptest.Server
-	store store.Store
-	runs  *fakeRuns
-	stop  func() // stops the API's actor and waits for it
+	api      *API
+	srv      *httptest.Server
+	store    store.Store
+	runs     *fakeRuns
+	stop     func() // stops the API's actor and waits for it
+	readAuth string // the Authorization header of reads
 }
 
 // newTestEnv serves an API over a memory store (unless o.Store is set) with
@@ -218,6 +220,18 @@ func newTestEnv(t testing.TB, o Options) *testEnv {
 	}
 	if o.Logger == nil {
 		o.Logger = quietLogger()
+	}
+	// Every read needs credentials: the tests read as the operator.
+	readToken := o.Token
+	if readToken == "" {
+		readToken = "operator-read-token"
+	}
+	if o.Access == nil {
+		ck, err := access.New(access.Options{Token: readToken})
+		if err != nil {
+			t.Fatal(err)
+		}
+		o.Access = ck
 	}
 	a, err := New(o)
 	if err != nil {
@@ -243,7 +257,7 @@ func newTestEnv(t testing.TB, o Options) *testEnv {
 	t.Cleanup(stop)
 	t.Cleanup(srv.Close)
 	t.Cleanup(a.EndStreams)
-	return &testEnv{api: a, srv: srv, store: o.Store, runs: runs, stop: stop}
+	return &testEnv{api: a, srv: srv, store: o.Store, runs: runs, stop: stop, readAuth: "Bearer " + readToken}
 }
 
 type response struct {
@@ -264,7 +278,10 @@ func (e *testEnv) do(t *testing.T, method, path, token, body string) response {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if token != "" {
+	if token == "" && method == http.MethodGet {
+		token = e.readAuth
+	}
+	if token != "" && token != "-" {
 		req.Header.Set("Authorization", token)
 	}
 	req.Header.Set("Content-Type", "application/json")
@@ -307,6 +324,7 @@ func (e *testEnv) openStream(t testing.TB, sid string, lastID int64, query strin
 	if lastID > 0 {
 		req.Header.Set("Last-Event-ID", strconv.FormatInt(lastID, 10))
 	}
+	req.Header.Set("Authorization", e.readAuth)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		cancel()

@@ -32,6 +32,10 @@ import (
 // tells EventSource not to reconnect.
 func (a *API) events(c *gin.Context) {
 	sid := c.Param("id")
+	p, ok := a.identify(c)
+	if !ok {
+		return
+	}
 	if !ValidSessionID(sid) {
 		Abort(c, http.StatusNotFound, "unknown_session", "no session "+sid)
 		return
@@ -42,10 +46,23 @@ func (a *API) events(c *gin.Context) {
 		return
 	}
 	ctx := c.Request.Context()
-	evs, err := a.o.Store.Read(ctx, sid, max(after, 1))
+	// The whole session is read: its first run names the repository the
+	// reader's permission is checked on.
+	evs, err := a.o.Store.Read(ctx, sid, 1)
 	if err != nil {
 		a.internal(c, "read session", err)
 		return
+	}
+	if !a.mayRead(c, p, evs) {
+		Abort(c, http.StatusNotFound, "unknown_session", "no session "+sid)
+		return
+	}
+	if after > 1 {
+		if after-1 < int64(len(evs)) {
+			evs = evs[after-1:]
+		} else {
+			evs = nil
+		}
 	}
 	if len(evs) == 0 && !a.runs.active(sid) {
 		if after == 0 {

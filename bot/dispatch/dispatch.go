@@ -73,6 +73,10 @@ type Dispatcher struct {
 	// (sandbox.Mechanism: bwrap, landlock, none, unavailable); the tracking
 	// comment warns when it is none or unavailable.
 	Sandbox string
+	// ViewerBase is the server's public URL (https://…): the tracking
+	// comment links each session's run viewer page under it. "" leaves
+	// the link out.
+	ViewerBase string
 	// Preflight, when set, is called for every new run (`/agent <prompt>`)
 	// after the author is authorized and before anything is written to
 	// GitHub (no tracking comment, branch or pull request when it fails):

@@ -485,6 +485,12 @@ func (d *Dispatcher) answer(ctx context.Context, repo Repo, t webhook.Trigger, a
 		_, err := d.GitHub.CreateComment(ctx, repo, t.Number, fmt.Sprintf("@%s there is no agentos session here waiting for an answer.", t.Author))
 		return Result{Outcome: "replied", Reason: "no session"}, err
 	}
+	return d.answerSession(ctx, repo, t, sid, pr, a)
+}
+
+// answerSession answers approvals of session sid (pr is the session's pull
+// request when the trigger came from it).
+func (d *Dispatcher) answerSession(ctx context.Context, repo Repo, t webhook.Trigger, sid string, pr *PullRequest, a answer) (Result, error) {
 	unlock, err := d.lease(ctx, sid)
 	if err != nil {
 		return Result{SessionID: sid}, err

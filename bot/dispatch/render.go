@@ -10,7 +10,7 @@ import (
 
 // renderTracking is the session's tracking comment.
 func (d *Dispatcher) renderTracking(head string, s replay.Snapshot, logURL string) string {
-	return tracking.Render(tracking.ViewFromSnapshot(s, tracking.Options{EventsURL: logURL, Trigger: d.trigger(), HeadSHA: head, Sandbox: d.Sandbox}))
+	return tracking.Render(tracking.ViewFromSnapshot(s, tracking.Options{EventsURL: logURL, ViewerURL: d.viewerURL(s.SessionID), Trigger: d.trigger(), HeadSHA: head, Sandbox: d.Sandbox}))
 }
 
 // renderApprovalReview is the body of the review that asks for approvals.
@@ -49,4 +49,12 @@ func renderPRBody(l link, s replay.Snapshot, logURL, trigger string) string {
 		fmt.Fprintf(&b, "Event log of session `%s`: [events.jsonl](%s) (check it with `agentos verify`).\n", s.SessionID, logURL)
 	}
 	return tracking.Fit(b.String())
+}
+
+// viewerURL is the session's run viewer page, or "" without ViewerBase.
+func (d *Dispatcher) viewerURL(sid string) string {
+	if d.ViewerBase == "" || sid == "" {
+		return ""
+	}
+	return strings.TrimRight(d.ViewerBase, "/") + "/runs/" + sid
 }

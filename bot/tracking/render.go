@@ -224,6 +224,13 @@ func eventsRef(v View) string {
 }
 
 func eventsLine(v View) string {
+	if v.ViewerURL != "" && len(v.ViewerURL) <= maxURL && strings.HasPrefix(v.ViewerURL, "https://") {
+		line := "[Live run page](" + v.ViewerURL + ")"
+		if v.EventsURL != "" && len(v.EventsURL) <= maxURL {
+			line += " · [run events](" + v.EventsURL + ")"
+		}
+		return line + " · this comment is updated as the run advances."
+	}
 	if v.EventsURL != "" && len(v.EventsURL) <= maxURL {
 		return "[Run events](" + v.EventsURL + ") · this comment is updated as the run advances."
 	}

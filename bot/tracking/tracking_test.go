@@ -379,3 +379,18 @@ func TestSandboxWarning(t *testing.T) {
 		}
 	}
 }
+
+// The tracking comment links the run viewer page when the server has a
+// public https URL; the link names only the session.
+func TestTrackingLinksTheViewerPage(t *testing.T) {
+	s := replay.Snapshot{SessionID: "sess-01J", RunStatus: "paused"}
+	got := Render(ViewFromSnapshot(s, Options{EventsURL: "https://github.com/o/r/blob/x/events.jsonl", ViewerURL: "https://agentos.example.com/runs/sess-01J"}))
+	if !strings.Contains(got, "[Live run page](https://agentos.example.com/runs/sess-01J)") || !strings.Contains(got, "[run events](https://github.com/o/r/blob/x/events.jsonl)") {
+		t.Errorf("no viewer link:\n%s", got)
+	}
+	// Not over plain http (the page's cookie would travel in clear).
+	got = Render(ViewFromSnapshot(s, Options{ViewerURL: "http://agentos.example.com/runs/sess-01J"}))
+	if strings.Contains(got, "Live run page") {
+		t.Errorf("an http viewer link is rendered:\n%s", got)
+	}
+}

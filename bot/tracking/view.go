@@ -40,6 +40,10 @@ type View struct {
 	// EventsURL links to the run's events (the run viewer or the
 	// committed events.jsonl).
 	EventsURL string
+	// ViewerURL links to the session's run viewer page (no secret in it:
+	// the page asks the reader to sign in); "" when the server has no
+	// public URL.
+	ViewerURL string
 	// Trigger is the command word, "/agent" by default.
 	Trigger string
 	// HeadSHA is the pull request head the approvals were computed against.
@@ -101,6 +105,7 @@ type Terminal struct {
 // Options carries what the snapshot does not know.
 type Options struct {
 	EventsURL string
+	ViewerURL string
 	Trigger   string // default "/agent"
 	HeadSHA   string
 	// Sandbox is the server's sandbox mechanism (sandbox.Mechanism).
@@ -115,7 +120,7 @@ var commandTools = map[string]bool{"process.run": true, "test.run": true, "lint.
 func ViewFromSnapshot(s replay.Snapshot, o Options) View {
 	v := View{
 		SessionID: s.SessionID, RunID: s.RunID, Status: s.RunStatus, Prompt: s.Prompt,
-		Output: s.Output, EventsURL: o.EventsURL, Trigger: o.Trigger, HeadSHA: o.HeadSHA, Sandbox: o.Sandbox,
+		Output: s.Output, EventsURL: o.EventsURL, ViewerURL: o.ViewerURL, Trigger: o.Trigger, HeadSHA: o.HeadSHA, Sandbox: o.Sandbox,
 		Usage: Usage{InputTokens: s.Usage.InputTokens, OutputTokens: s.Usage.OutputTokens, CostUSD: s.Usage.CostUSD, LLMCalls: s.LLMCalls},
 	}
 	if s.Workflow != nil {

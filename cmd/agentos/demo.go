@@ -150,6 +150,7 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	fmt.Fprintf(stdout, "\nSession log: %s (%d events; agentos verify: %s)\n", logPath, rep.Events, map[bool]string{true: "OK", false: "INVALID " + fmt.Sprint(rep.Problem)}[rep.Valid])
 	fmt.Fprintf(stdout, "Sample repository after the run: %s (go test ./... passes there now)\n", repo)
+	fmt.Fprintf(stdout, "See the run as a page (timeline, approval diff, cost): agentos view %s\n", logPath)
 	if !rep.Valid {
 		return &exitError{code: exitFailure, err: fmt.Errorf("the demo's log does not verify: %v", rep.Problem)}
 	}

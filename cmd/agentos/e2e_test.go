@@ -472,7 +472,7 @@ func TestDemo(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("demo exit %d\n%s%s", code, stdout, stderr)
 	}
-	for _, want := range []string{"The run paused: repo.patch needs approval", "ConstantTimeCompare", "turn.terminal", "status    completed", "agentos verify: OK"} {
+	for _, want := range []string{"The run paused: repo.patch needs approval", "ConstantTimeCompare", "turn.terminal", "status    completed", "agentos verify: OK", "agentos view " + filepath.Join(out, "events.jsonl")} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("demo output lacks %q", want)
 		}

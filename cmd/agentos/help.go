@@ -171,6 +171,12 @@ func helps() map[string]help {
 			description: "The GitHub Action's entrypoint (the image's ENTRYPOINT): handle the event that started the workflow run, configured by the Actions environment (GITHUB_EVENT_PATH, GITHUB_TOKEN, RUNNER_TEMP, ...) and the action's inputs (INPUT_*; see action.yml). A pause for approval, a denial or a cancellation exits 0 (the maintainer's review starts the next run); a failed run exits 5, so the workflow run shows it.",
 			examples:    []string{"uses: owner/agentos@v1   # in a workflow step; see docs/examples/agentos-workflow.yml"},
 		},
+		"view": {
+			usage:       []string{"view <events.jsonl> [--addr 127.0.0.1:0]"},
+			description: "Serve a finished session's log (an events.jsonl, e.g. from the agent-sessions branch or `agentos demo`) as the run viewer's page: the timeline of model and tool calls, approvals and their diffs, tokens and cost, the terminal report and every event. Read-only, no GitHub and no sign-in, so it listens on the loopback interface only. The log must verify (agentos verify). Runs until Ctrl-C.",
+			flags:       func(fs *flag.FlagSet) { viewFlags(fs) },
+			examples:    []string{"agentos view testdata/sessions/approval.events.jsonl", "agentos view /tmp/agentos-demo/events.jsonl --addr 127.0.0.1:8081"},
+		},
 		"doctor": {
 			usage:       []string{"doctor [--config FILE] [--data DIR] [--json]"},
 			description: "Show the OS sandbox commands run in (bwrap, Landlock, none or unavailable, and why), its limits and network, then probe from inside whether the server's data directory, its GitHub App key, its config file and the user's credentials (~/.ssh, ~/.aws, ~/.config/gh, ...) stay hidden. Reads the same configuration as serve (--config, the environment, the flags). Exit 0 when commands would run confined, 1 when they would be refused or a secret path is visible, 2 usage.",

@@ -18,6 +18,7 @@ import (
 	"github.com/agentos/agentos/bot/config"
 	"github.com/agentos/agentos/bot/dispatch"
 	"github.com/agentos/agentos/bot/server"
+	"github.com/agentos/agentos/bot/viewer"
 	"github.com/agentos/agentos/bot/webhook"
 	"github.com/agentos/agentos/kernel/sandbox"
 	"github.com/agentos/agentos/runtime/event"
@@ -25,6 +26,7 @@ import (
 	agentrun "github.com/agentos/agentos/runtime/run"
 	"github.com/agentos/agentos/runtime/setup"
 	"github.com/agentos/agentos/runtime/store"
+	"github.com/agentos/agentos/runtime/tracing"
 )
 
 // webhookQueueDir is the delivery queue's directory in the data directory
@@ -91,7 +93,12 @@ func serve(ctx context.Context, args []string, stderr io.Writer, d serveDeps) er
 			return err
 		}
 	}
+	vs, err := loadViewerSettings(d.getenv)
+	if err != nil {
+		return usageErrorf("serve: %v", err)
+	}
 	secrets := append([]string{cfg.APIToken, cfg.GitHubToken, string(cfg.GitHubPrivateKey), prof.APIKey, urlPassword(cfg.StoreURL)}, cfg.WebhookSecrets...)
+	secrets = append(secrets, vs.secrets()...)
 	// The store redacts with the operator policy's keys, as `agentos run`
 	// does, plus every secret this process holds.
 	pol, err := loadPolicy(cfg.PolicyFile, nil)
@@ -109,6 +116,26 @@ func serve(ctx context.Context, args []string, stderr io.Writer, d serveDeps) er
 	defer be.Close()
 	st := be.store
 	log.Info("event store", "backend", be.kind)
+	// Runs append through runStore: with OpenTelemetry on, every appended
+	// event also becomes spans (one trace per run).
+	var runStore store.Store = st
+	obs, stopOTel, err := otelTracing(ctx, d.getenv, log)
+	if err != nil {
+		return usageErrorf("serve: %v", err)
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := stopOTel(sctx); err != nil {
+			log.Warn("flushing OpenTelemetry spans failed", "error", err)
+		}
+	}()
+	traceIDs := func(m *agentrun.Manager) *agentrun.Manager { return m }
+	if obs != nil {
+		obs.Provider = prof.Provider
+		runStore = tracedStore{Store: st, o: obs}
+		traceIDs = func(m *agentrun.Manager) *agentrun.Manager { m.TraceID = tracing.TraceID; return m }
+	}
 
 	// Session leases (PostgreSQL replicas): the bot and the API hold one
 	// while they change a session.
@@ -122,15 +149,23 @@ func serve(ctx context.Context, args []string, stderr io.Writer, d serveDeps) er
 	metrics := api.NewMetrics()
 	var apiRuns api.Runs
 	if runs {
-		mgr := agentrun.NewManager(st)
+		mgr := traceIDs(agentrun.NewManager(runStore))
 		mgr.Logs = agentrun.DirLogs(cfg.DataDir) // recovery from the exported logs
-		sr := &serveRuns{store: st, mgr: mgr, dataDir: cfg.DataDir, policyFile: cfg.PolicyFile, profile: prof, roots: cfg.RepoRoots, log: log, sandbox: sb}
+		sr := &serveRuns{store: runStore, mgr: mgr, dataDir: cfg.DataDir, policyFile: cfg.PolicyFile, profile: prof, roots: cfg.RepoRoots, log: log, sandbox: sb}
 		if leases != nil {
 			sr.leases = leases
 		}
 		apiRuns = sr
 	}
-	apiOpts := api.Options{Store: st, Runs: apiRuns, Token: cfg.APIToken, Metrics: metrics, KeepAlive: cfg.SSEKeepAlive, MaxRuns: cfg.MaxRuns, Logger: log, Sandbox: sb.Report()}
+	ck, err := vs.checker(cfg.APIToken)
+	if err != nil {
+		return usageErrorf("serve: %v", err)
+	}
+	oauth, err := vs.oauth(cfg.GitHubAPIURL)
+	if err != nil {
+		return usageErrorf("serve: %v", err)
+	}
+	apiOpts := api.Options{Store: st, Runs: apiRuns, Token: cfg.APIToken, Access: ck, Metrics: metrics, KeepAlive: cfg.SSEKeepAlive, MaxRuns: cfg.MaxRuns, Logger: log, Sandbox: sb.Report()}
 	var q serveQueue
 	if cfg.WebhookEnabled() {
 		if q, err = be.queue(ctx); err != nil {
@@ -156,6 +191,11 @@ func serve(ctx context.Context, args []string, stderr io.Writer, d serveDeps) er
 		Actors:     []func(context.Context) error{a.Run},
 		OnShutdown: []func(){a.EndStreams},
 		Logger:     log,
+	}
+	vopts := viewer.Options{Store: st, Access: ck, Lister: a, OAuth: oauth, Logger: log}
+	var answers viewerAnswers // its dispatcher is set with the bot, below
+	if vs.signIn() {
+		vopts.Answerer = &answers
 	}
 	// cmd does not import gin; the route func's type comes from the field.
 	opts.Routes = append(opts.Routes, a.Register)
@@ -204,21 +244,31 @@ func serve(ctx context.Context, args []string, stderr io.Writer, d serveDeps) er
 			p := &webhook.Processor{Queue: q, Dispatch: d.dispatch, BotLogin: cfg.BotLogin, Observer: metrics, Workers: cfg.Workers, Logger: log}
 			opts.Actors = append(opts.Actors, p.Run)
 		case runs && cfg.GitHubAuth() != config.AuthNone:
-			bot, err := dispatch.NewGitHubBot(cfg, st, engines(st, cfg.PolicyFile, prof, sb, func(sid, n string) { log.Warn("repository configuration note", "session", sid, "note", n) }), log)
+			bot, err := dispatch.NewGitHubBot(cfg, runStore, engines(runStore, cfg.PolicyFile, prof, sb, func(sid, n string) { log.Warn("repository configuration note", "session", sid, "note", n) }), log)
 			if err != nil {
 				return usageErrorf("serve: %v", err)
 			}
+			traceIDs(bot.Dispatcher.Runs)
 			bot.Dispatcher.Preflight = botPreflight(prof)
 			if leases != nil {
 				bot.Dispatcher.Leases = leases
 			}
 			bot.Dispatcher.Sandbox = string(sb.Mechanism())
+			if strings.HasPrefix(vs.publicURL, "https://") {
+				bot.Dispatcher.ViewerBase = vs.publicURL
+			}
+			answers.d = bot.Dispatcher
 			opts.Actors = append(opts.Actors, func(ctx context.Context) error {
 				login, err := bot.Login(ctx)
 				if err != nil {
 					return nil // shut down before GitHub answered
 				}
 				log.Info("processing webhook deliveries", "bot_login", login)
+				if vs.signIn() {
+					// The viewer checks maintainers like commands: the
+					// same authorizer, which knows the bot's own login.
+					ck.SetAuthorizer(bot.Dispatcher.Auth)
+				}
 				p := &webhook.Processor{Queue: q, Dispatch: bot.Dispatcher, BotLogin: login, Observer: metrics, Workers: cfg.Workers, Logger: log}
 				return p.Run(ctx)
 			})
@@ -231,6 +281,17 @@ func serve(ctx context.Context, args []string, stderr io.Writer, d serveDeps) er
 	} else {
 		log.Warn("webhook intake is off: set AGENTOS_WEBHOOK_SECRET (the app's webhook secret) to receive GitHub deliveries at " + cfg.WebhookPath)
 	}
+
+	if vs.signIn() && answers.d == nil {
+		log.Warn("sign-in with GitHub is configured, but the bot has no GitHub credentials or webhook intake: signed-in maintainers see nothing until it has")
+		vopts.Answerer = nil
+	}
+	v, err := viewer.New(vopts)
+	if err != nil {
+		return err
+	}
+	opts.Routes = append(opts.Routes, v.Register)
+	opts.Actors = append(opts.Actors, v.Run)
 
 	srv, err := server.New(opts)
 	if err != nil {

@@ -238,6 +238,7 @@ func TestServeRunWithApproval(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.url+started.EventsURL, nil)
+	req.Header.Set("Authorization", "Bearer "+serveToken)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -284,13 +285,26 @@ func TestServeRunWithApproval(t *testing.T) {
 		t.Fatalf("the stream ended at %s, want session.close", last.Type)
 	}
 
-	code, body = httpDo(t, http.MethodGet, s.url+"/v1/runs/"+started.SessionID, "", "", nil)
+	code, body = httpDo(t, http.MethodGet, s.url+"/v1/runs/"+started.SessionID, serveToken, "", nil)
 	var snap replay.Snapshot
 	if err := json.Unmarshal(body, &snap); err != nil || code != http.StatusOK {
 		t.Fatalf("snapshot: %d %s", code, body)
 	}
 	if snap.RunStatus != "completed" || len(snap.ResolvedApprovals) != 1 || snap.ResolvedApprovals[0].By != "octocat" {
 		t.Errorf("snapshot: status %s, resolved %+v", snap.RunStatus, snap.ResolvedApprovals)
+	}
+	// The run viewer's page is behind the same check as the API: the
+	// operator's token reads it, nobody else learns it exists.
+	if code, body := httpDo(t, http.MethodGet, s.url+"/runs/"+started.SessionID, serveToken, "", nil); code != http.StatusOK || !bytes.Contains(body, []byte("Terminal report: completed")) {
+		t.Errorf("viewer page with the token: %d %.300s", code, body)
+	}
+	for _, path := range []string{"/runs/" + started.SessionID, "/v1/runs/" + started.SessionID} {
+		if code, _ := httpDo(t, http.MethodGet, s.url+path, "", "", nil); code != http.StatusNotFound {
+			t.Errorf("GET %s without credentials: %d, want 404", path, code)
+		}
+	}
+	if code, body := httpDo(t, http.MethodGet, s.url+"/v1/runs", "", "", nil); code != http.StatusOK || bytes.Contains(body, []byte(started.SessionID)) {
+		t.Errorf("GET /v1/runs without credentials: %d %s, want an empty list", code, body)
 	}
 	if b, _ := os.ReadFile(filepath.Join(repo, "auth.go")); !bytes.Contains(b, []byte("ConstantTimeCompare")) {
 		t.Error("the fix is not in the repository")
@@ -347,6 +361,7 @@ func TestServeRestartWithOpenStream(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s1.url+"/v1/runs/restart-1/events", nil)
+	req.Header.Set("Authorization", "Bearer "+serveToken)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -381,6 +396,7 @@ func TestServeRestartWithOpenStream(t *testing.T) {
 		t.Fatalf("approve on the new server: %d %s", code, body)
 	}
 	req, _ = http.NewRequestWithContext(ctx, http.MethodGet, s2.url+"/v1/runs/restart-1/events?after=1", nil)
+	req.Header.Set("Authorization", "Bearer "+serveToken)
 	resp2, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -395,7 +411,7 @@ func TestServeRestartWithOpenStream(t *testing.T) {
 	if ctx.Err() != nil || last.Type != event.SessionClose {
 		t.Fatalf("resumed run's stream ended at %q (deadline: %v)", last.Type, ctx.Err())
 	}
-	code, body = httpDo(t, http.MethodGet, s2.url+"/v1/runs/restart-1", "", "", nil)
+	code, body = httpDo(t, http.MethodGet, s2.url+"/v1/runs/restart-1", serveToken, "", nil)
 	var snap replay.Snapshot
 	if err := json.Unmarshal(body, &snap); err != nil || code != http.StatusOK || snap.RunStatus != "completed" {
 		t.Fatalf("snapshot: %d %s", code, body)

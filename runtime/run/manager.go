@@ -43,6 +43,10 @@ type Manager struct {
 	// CheckpointEvery writes checkpoint.created after that many events of
 	// a long run (0: DefaultCheckpointEvery; negative: only at pauses).
 	CheckpointEvery int64
+	// TraceID, when set, names the trace of a run (from its run id); it is
+	// written into the run's session.start, so that the log and the run
+	// viewer point at the run's OpenTelemetry trace.
+	TraceID func(runID string) string
 
 	mu     sync.Mutex
 	locks  map[string]*sync.Mutex
@@ -137,6 +141,9 @@ func (m *Manager) Start(ctx context.Context, eng *Engine, req StartRequest) (Out
 	start := map[string]any{"prompt": req.Prompt, "guard": map[string]any{"repair": !noRepair}}
 	if req.SessionKey != "" {
 		start["session_key"] = req.SessionKey
+	}
+	if m.TraceID != nil {
+		start["trace_id"] = m.TraceID(runID)
 	}
 	if _, err := j.Append(ctx, event.SessionStart, "user", start, ""); err != nil {
 		return Outcome{}, err

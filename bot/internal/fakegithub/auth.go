@@ -73,7 +73,7 @@ func (f *Fake) authenticate(r *http.Request) (*identity, int, string) {
 // only) an app's JWT.
 func (f *Fake) identify(cred string, bearer bool) (*identity, int, string) {
 	if id, ok := f.tokens[cred]; ok {
-		if id.installation != 0 && !f.now().Before(id.expires) {
+		if !id.expires.IsZero() && !f.now().Before(id.expires) {
 			return nil, http.StatusUnauthorized, "Bad credentials"
 		}
 		return id, 0, ""

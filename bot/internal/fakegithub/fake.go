@@ -251,6 +251,9 @@ type Fake struct {
 	hooks          hooks
 	rateRemaining  map[string]int
 	gitDirs        map[string]string // lower("owner/name") → bare repository backing its refs
+	oauthClients   map[string]*OAuthClient
+	oauthCodes     map[string]*oauthCode
+	browserUser    string // who is signed in to the web pages (SignInBrowser)
 }
 
 // TB is the part of testing.TB the fake needs; *testing.T satisfies it.
@@ -645,7 +648,7 @@ func (f *Fake) CheckNoViolations(tb TB) {
 // ServeHTTP implements http.Handler.
 func (f *Fake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	path := r.URL.EscapedPath()
-	if f.serveGit(w, r) {
+	if f.serveGit(w, r) || f.serveOAuth(w, r) {
 		return
 	}
 	f.syncGitRefs()
