@@ -39,7 +39,7 @@ func TestDeliveriesDead(t *testing.T) {
 	m := NewMetrics()
 	m.SetDeadLetters(func() float64 { n, _ := q.Dead(ctx); return float64(n) })
 	e := newTestEnv(t, Options{Token: testToken, Deliveries: q, Metrics: m})
-	if r := e.do(t, http.MethodGet, "/v1/deliveries?state=dead", "", ""); r.status != http.StatusUnauthorized {
+	if r := e.do(t, http.MethodGet, "/v1/deliveries?state=dead", "-", ""); r.status != http.StatusUnauthorized {
 		t.Fatalf("without a token: %d", r.status)
 	}
 	r := e.do(t, http.MethodGet, "/v1/deliveries?state=dead", "Bearer "+testToken, "")

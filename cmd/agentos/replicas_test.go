@@ -227,6 +227,7 @@ func TestServeApprovalAtAnotherReplica(t *testing.T) {
 	defer cancel()
 	follow := func(url string, after int64, until string) (int64, string) {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url+"/v1/runs/"+sid+"/events", nil)
+		req.Header.Set("Authorization", "Bearer "+serveToken) // every read is authorized
 		if after > 0 {
 			req.Header.Set("Last-Event-ID", fmt.Sprint(after))
 		}
