@@ -232,3 +232,37 @@ func TestReadmeMCPExamples(t *testing.T) {
 		t.Fatal("no mcp command")
 	}
 }
+
+// TestMCPToolInTheDefaultScope: a request no skill matches runs in the
+// default skill's scope, which takes in the mounted servers' tools
+// (mcp.<server>.*, recorded as scope_extra): an MCP tool is offered and
+// called, and waits for approval as the policy says, instead of being
+// refused as out of scope.
+func TestMCPToolInTheDefaultScope(t *testing.T) {
+	entry := everythingEntry(t)
+	repo := mcpRepo(t, entry)
+	data := t.TempDir()
+	scriptFile := filepath.Join(t.TempDir(), "script.yaml")
+	if err := os.WriteFile(scriptFile, []byte(fmt.Sprintf(mcpGreetScript, "mcp.everything.get-sum", `{a: 2, b: 40}`, "mcp.everything.get-sum")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := cliProcess(t, exitApproval, "run", "--session", "s-scope", "--repo", repo, "--data", data, "--provider", "scripted", "--script", scriptFile, "--json", "add two numbers")
+	var r runReport
+	if err := json.Unmarshal(out, &r); err != nil || r.Status != "paused" || len(r.Pending) != 1 || r.Pending[0].Tool != "mcp.everything.get-sum" {
+		t.Fatalf("run: %v %s", err, out)
+	}
+	evs, err := readJSONL(r.LogPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range evs {
+		if e.Type == event.SkillInvoke {
+			if p := string(e.Payload); !strings.Contains(p, `"scope":"default"`) || !strings.Contains(p, `"scope_extra":["mcp.everything.*"]`) {
+				t.Errorf("skill.invoke %s", p)
+			}
+		}
+		if e.Type == event.ToolRejected {
+			t.Errorf("rejected: %s", e.Payload)
+		}
+	}
+}

@@ -37,6 +37,12 @@ type Engine struct {
 	// repair is on when neither it nor the profile's guard_repair turns
 	// it off (GuardRepair).
 	PolicyNoRepair bool
+	// DefaultScopeExtra widens a scope built from the default tools (the
+	// built-in default skill, or a loaded skill without allowed-tools)
+	// with tools configured for the repository rather than built in: the
+	// mounted MCP servers' tools, as "mcp.<server>.*". They stay gated by
+	// policy (approval unless allowed by name).
+	DefaultScopeExtra []string
 }
 
 // GuardRepair reports whether new runs of this engine let the tool guard
@@ -82,6 +88,9 @@ type state struct {
 	prompt    string
 	skills    []*skills.Skill // loaded skills, in the order they were invoked
 	allowed   []string
+	// defaultScoped: a loaded skill's scope came from the default tools,
+	// so Engine.DefaultScopeExtra applies.
+	defaultScoped bool
 	turns     map[string]int
 	calls     int
 	usage     provider.Usage

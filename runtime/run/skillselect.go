@@ -50,6 +50,10 @@ func (s *state) invokeSkill(ctx context.Context, sk *skills.Skill, by, scopeKind
 	if scopeKind != "" {
 		p["scope"] = scopeKind
 	}
+	defaultTools := scopeKind == "default" || scopeKind == "default_tools"
+	if defaultTools && len(s.e.DefaultScopeExtra) > 0 {
+		p["scope_extra"] = s.e.DefaultScopeExtra
+	}
 	ev, err := s.f.emit(ctx, event.SkillInvoke, "runtime", p, "")
 	if err != nil {
 		return err
@@ -59,7 +63,11 @@ func (s *state) invokeSkill(ctx context.Context, sk *skills.Skill, by, scopeKind
 		return &NonDeterminismError{Seq: ev.Seq, Want: "skill.invoke " + sk.Name, Got: "skill.invoke " + got}
 	}
 	s.skills = append(s.skills, sk)
+	s.defaultScoped = s.defaultScoped || defaultTools
 	s.allowed = scope(s.skills)
+	if s.defaultScoped {
+		s.allowed = append(s.allowed, s.e.DefaultScopeExtra...)
+	}
 	d, err := s.f.hook(ctx, s.e.Hooks, hooks.Input{Event: hooks.SkillStart, SessionID: s.f.j.SessionID(), Cwd: s.in.Cwd, Skill: sk.Name})
 	if err != nil {
 		return err

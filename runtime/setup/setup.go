@@ -242,15 +242,19 @@ func Build(ctx context.Context, o Options) (*Env, error) {
 	// mounted MCP server's tools are listed only when it starts (lazily):
 	// what names one of its tools is not reported.
 	var servers []string
+	var mcpScope []string
 	if e.MCP != nil {
 		servers = e.MCP.Servers()
+		for _, n := range servers {
+			mcpScope = append(mcpScope, "mcp."+n+".*")
+		}
 	}
 	for _, n := range append(e.Hooks.MatcherNotes(toolNames), sk.ToolNotes(toolNames)...) {
 		if !namesMountedServer(n, servers) {
 			e.Notes = append(e.Notes, n)
 		}
 	}
-	e.Engine = &run.Engine{Provider: prov, Tools: tools, Hooks: e.Hooks, Skills: sk, Schemas: schemas.MustDefault(), Profile: o.Profile, Repo: ws.FS(), PolicyNoRepair: !pol.GuardRepair()}
+	e.Engine = &run.Engine{Provider: prov, Tools: tools, Hooks: e.Hooks, Skills: sk, Schemas: schemas.MustDefault(), Profile: o.Profile, Repo: ws.FS(), PolicyNoRepair: !pol.GuardRepair(), DefaultScopeExtra: mcpScope}
 	return e, nil
 }
 
