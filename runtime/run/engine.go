@@ -82,19 +82,19 @@ type Resolution struct {
 }
 
 type state struct {
-	e         *Engine
-	f         *effects
-	in        Input
-	prompt    string
-	skills    []*skills.Skill // loaded skills, in the order they were invoked
-	allowed   []string
+	e       *Engine
+	f       *effects
+	in      Input
+	prompt  string
+	skills  []*skills.Skill // loaded skills, in the order they were invoked
+	allowed []string
 	// defaultScoped: a loaded skill's scope came from the default tools,
 	// so Engine.DefaultScopeExtra applies.
 	defaultScoped bool
-	turns     map[string]int
-	calls     int
-	usage     provider.Usage
-	approvals map[string]Resolution
+	turns         map[string]int
+	calls         int
+	usage         provider.Usage
+	approvals     map[string]Resolution
 }
 
 // Execute runs (or re-runs over its recorded history) one run.
