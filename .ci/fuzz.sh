@@ -17,7 +17,7 @@ while read -r pkg target; do
   [ -z "$pkg" ] && continue
   if [ -n "$only" ] && [ "$only" != "$target" ]; then continue; fi
   log=$(mktemp)
-  if ! go test "$pkg" -run '^$' -fuzz "^${target}\$" -fuzztime "$time" >"$log" 2>&1; then
+  if ! go test "$pkg" -run '^$' -fuzz "^${target}\$" -fuzztime "$time" -fuzzminimizetime "${FUZZ_MINIMIZE_TIME:-2s}" >"$log" 2>&1; then
     echo "--- $target ($pkg) FAILED:"; cat "$log"; status=1
   fi
   execs=$(grep -o 'execs: [0-9]*' "$log" | tail -1 | awk '{print $2}')

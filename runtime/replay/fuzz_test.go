@@ -10,9 +10,9 @@ import (
 	"github.com/agentos/agentos/schemas"
 )
 
-// FuzzVerify feeds VerifyReader any bytes, seeded with the sessions the
-// suite keeps (real runs of the demo, an approval, a rework) and their
-// truncations. It never panics or fails on its own reading; a log it calls
+// FuzzVerify feeds VerifyReader any bytes, seeded with the beginnings of
+// the sessions the suite keeps (real runs of the demo, an approval, a
+// rework) and a line cut in the middle. It never panics or fails on its own reading; a log it calls
 // valid is one event per line, seq 1..n of one session, that replays; a
 // log it rejects names the problem.
 func FuzzVerify(f *testing.F) {
@@ -23,10 +23,18 @@ func FuzzVerify(f *testing.F) {
 		if err != nil {
 			f.Fatal(err)
 		}
-		f.Add(b)
-		f.Add(b[:len(b)/2])
+		// The first lines of each (small inputs keep the fuzzer fast: it
+		// minimizes every new input), one cut mid-line.
+		lines := bytes.SplitAfter(b, []byte("\n"))
+		for _, n := range []int{1, 3, 6} {
+			if n <= len(lines) {
+				f.Add(bytes.Join(lines[:n], nil))
+			}
+		}
+		if len(lines) > 2 {
+			f.Add(append(bytes.Join(lines[:2], nil), lines[2][:len(lines[2])/2]...))
+		}
 	}
-	f.Add(toJSONL(sampleSession(f)))
 	reg := schemas.MustDefault()
 	f.Fuzz(func(t *testing.T, log []byte) {
 		rep, err := VerifyReader(reg, bytes.NewReader(log))
