@@ -3,6 +3,7 @@ package fakegithub
 import (
 	"bytes"
 	"fmt"
+	"github.com/agentos/agentos/schemas/openapi"
 	"net/url"
 	"os"
 	"sort"
@@ -88,7 +89,7 @@ func loadSpec(path string) (*Spec, error) {
 	}
 	// OpenAPI 3.0 marks null-able values with "nullable: true", which JSON
 	// Schema does not know; rewrite it into a "null" type alternative.
-	rewriteNullable(root)
+	openapi.RewriteNullable(root)
 
 	s := &Spec{path: path, ops: map[string][]*Operation{}, compiled: map[string]*jsonschema.Schema{}, compErr: map[string]error{}}
 	paths, _ := root["paths"].(map[string]any)
@@ -294,42 +295,6 @@ func (s *Spec) compile(ptr string, op *Operation) (*jsonschema.Schema, error) {
 }
 
 func sortStrings(s []string) { sort.Strings(s) }
-
-// rewriteNullable turns OpenAPI 3.0 "nullable: true" into JSON Schema.
-func rewriteNullable(v any) {
-	switch x := v.(type) {
-	case map[string]any:
-		for _, c := range x {
-			rewriteNullable(c)
-		}
-		if nb, ok := x["nullable"].(bool); ok {
-			delete(x, "nullable")
-			if !nb {
-				return
-			}
-			if enum, ok := x["enum"].([]any); ok {
-				x["enum"] = append(enum, nil)
-			}
-			switch t := x["type"].(type) {
-			case string:
-				x["type"] = []any{t, "null"}
-			case nil:
-				// No type to widen ($ref, allOf, oneOf…): accept null
-				// beside whatever the schema says.
-				inner := map[string]any{}
-				for k, c := range x {
-					inner[k] = c
-					delete(x, k)
-				}
-				x["anyOf"] = []any{inner, map[string]any{"type": "null"}}
-			}
-		}
-	case []any:
-		for _, c := range x {
-			rewriteNullable(c)
-		}
-	}
-}
 
 // declaredProps lists the properties an object schema declares, or nil
 // when it does not constrain them (no "properties", or additionalProperties

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/agentos/agentos/schemas/openapi"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -230,7 +231,7 @@ func OpenAPI(path string) (*Corpus, error) {
 	if err := json.Unmarshal(raw, &spec); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	rewriteNullable(spec)
+	openapi.RewriteNullable(spec)
 	c := &Corpus{Name: "github-openapi", Root: spec, Draft: jsonschema.Draft4}
 	type example struct {
 		tool string
@@ -353,40 +354,6 @@ func OpenAPI(path string) (*Corpus, error) {
 		c.Calls = append(c.Calls, Call{Tool: ex.tool, Args: args, Source: "example " + ex.name})
 	}
 	return c, nil
-}
-
-// rewriteNullable turns OpenAPI 3.0 "nullable: true" into JSON Schema.
-func rewriteNullable(v any) {
-	switch x := v.(type) {
-	case map[string]any:
-		for _, c := range x {
-			rewriteNullable(c)
-		}
-		if nb, ok := x["nullable"].(bool); ok {
-			delete(x, "nullable")
-			if !nb {
-				return
-			}
-			if enum, ok := x["enum"].([]any); ok {
-				x["enum"] = append(enum, nil)
-			}
-			switch t := x["type"].(type) {
-			case string:
-				x["type"] = []any{t, "null"}
-			case nil:
-				inner := map[string]any{}
-				for k, c := range x {
-					inner[k] = c
-					delete(x, k)
-				}
-				x["anyOf"] = []any{inner, map[string]any{"type": "null"}}
-			}
-		}
-	case []any:
-		for _, c := range x {
-			rewriteNullable(c)
-		}
-	}
 }
 
 // MCPServer names a server to list tools from.
