@@ -199,3 +199,17 @@ func Selected(matcher string, re *regexp.Regexp, registered []string) (selected 
 	sort.Strings(selected)
 	return selected
 }
+
+// OfServer reports whether name (a hook matcher or an allowed tool, in
+// Claude Code's form mcp__server…, or ours, mcp.server.…) names tools of
+// one of servers. A mounted MCP server lists its tools only when it
+// starts, so such a name cannot be checked at load time.
+func OfServer(name string, servers []string) bool {
+	name = strings.TrimSpace(name)
+	for _, s := range servers {
+		if strings.HasPrefix(name, mcpPrefix+s+"__") || name == mcpPrefix+s || strings.HasPrefix(name, "mcp."+s+".") {
+			return true
+		}
+	}
+	return false
+}

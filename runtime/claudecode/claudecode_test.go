@@ -172,3 +172,18 @@ func must(b []byte, err error) []byte {
 	}
 	return b
 }
+
+func TestOfServer(t *testing.T) {
+	servers := []string{"memory"}
+	for name, want := range map[string]bool{
+		"mcp__memory__create_entities": true, "mcp__memory__.*": true, "mcp__memory": true, "mcp.memory.read_graph": true, "mcp.memory.*": true,
+		"mcp__memoryx__a": false, "mcp.memoryx.a": false, "mcp__fs__read": false, "Bash": false, "memory": false,
+	} {
+		if got := OfServer(name, servers); got != want {
+			t.Errorf("OfServer(%q) = %v, want %v", name, got, want)
+		}
+	}
+	if OfServer("mcp__memory__a", nil) {
+		t.Error("no servers mounted, yet a match")
+	}
+}

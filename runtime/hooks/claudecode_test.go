@@ -57,12 +57,16 @@ func TestClaudeCodeSettings(t *testing.T) {
 	}
 
 	tools := []string{"echo", "repo.read", "repo.patch", "repo.write", "process.run", "mcp.memory.create_entities"}
-	mn := r.MatcherNotes(tools)
+	mn := r.MatcherNotes(tools, nil)
 	if len(mn) != 1 || !strings.Contains(mn[0], `hooks.PreToolUse[2]: matcher "WebFetch|Task" matches no tool`) {
 		t.Errorf("matcher notes %v", mn)
 	}
-	if mn := r.MatcherNotes([]string{"process.run"}); len(mn) != 2 || !strings.Contains(mn[1], "no such MCP server") {
+	if mn := r.MatcherNotes([]string{"process.run"}, nil); len(mn) != 2 || !strings.Contains(mn[1], "no such MCP server") {
 		t.Errorf("without the MCP tool: %v", mn)
+	}
+	// The memory server is mounted but has not listed its tools yet.
+	if mn := r.MatcherNotes([]string{"process.run"}, []string{"memory"}); len(mn) != 1 {
+		t.Errorf("with the memory server mounted, not started: %v", mn)
 	}
 
 	j, _ := newJournal(t)

@@ -11,8 +11,10 @@ import (
 // matcher selects none of tools (the kernel's registered tool names),
 // neither by agentos name nor by Claude Code name: such a hook never
 // fires, and a security hook that silently does not apply is fail-open,
-// so the operator is told at load time. One note per matcher group.
-func (r *Registry) MatcherNotes(tools []string) []string {
+// so the operator is told at load time. One note per matcher group. A
+// matcher naming tools of one of lazy (mounted MCP servers, whose tools
+// are listed only when they start) is not reported.
+func (r *Registry) MatcherNotes(tools, lazy []string) []string {
 	var notes []string
 	seen := map[string]bool{}
 	for _, ev := range []Event{PreToolUse, PostToolUse} {
@@ -27,7 +29,7 @@ func (r *Registry) MatcherNotes(tools []string) []string {
 			}
 			seen[key] = true
 			re, invalid := compiled(c.Matcher)
-			if invalid || len(claudecode.Selected(c.Matcher, re, tools)) > 0 {
+			if invalid || len(claudecode.Selected(c.Matcher, re, tools)) > 0 || claudecode.OfServer(c.Matcher, lazy) {
 				continue
 			}
 			notes = append(notes, fmt.Sprintf("%s: %s: matcher %q matches no tool agentos has, so this hook never fires%s", c.Source, c.Where, c.Matcher, hint(c.Matcher)))

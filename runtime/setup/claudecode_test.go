@@ -78,7 +78,7 @@ func TestClaudeCodeNamesReachMCPShapedTools(t *testing.T) {
 	for _, d := range env.Kernel.Tools() {
 		names = append(names, d.Name)
 	}
-	if got := env.Hooks.MatcherNotes(names); len(got) != 1 || !strings.Contains(got[0], "WebFetch") {
+	if got := env.Hooks.MatcherNotes(names, nil); len(got) != 1 || !strings.Contains(got[0], "WebFetch") {
 		t.Errorf("with the MCP tools mounted, notes %v", got)
 	}
 	skill, ok := env.Engine.Skills.Get("notes")

@@ -249,25 +249,10 @@ func Build(ctx context.Context, o Options) (*Env, error) {
 			mcpScope = append(mcpScope, "mcp."+n+".*")
 		}
 	}
-	for _, n := range append(e.Hooks.MatcherNotes(toolNames), sk.ToolNotes(toolNames)...) {
-		if !namesMountedServer(n, servers) {
-			e.Notes = append(e.Notes, n)
-		}
-	}
+	e.Notes = append(e.Notes, e.Hooks.MatcherNotes(toolNames, servers)...)
+	e.Notes = append(e.Notes, sk.ToolNotes(toolNames, servers)...)
 	e.Engine = &run.Engine{Provider: prov, Tools: tools, Hooks: e.Hooks, Skills: sk, Schemas: schemas.MustDefault(), Profile: o.Profile, Repo: ws.FS(), PolicyNoRepair: !pol.GuardRepair(), DefaultScopeExtra: mcpScope}
 	return e, nil
-}
-
-// namesMountedServer reports whether a note is about a hook matcher or an
-// allowed tool naming a tool of one of the mounted MCP servers (in Claude
-// Code's mcp__<server>__ form or ours, mcp.<server>.).
-func namesMountedServer(note string, servers []string) bool {
-	for _, s := range servers {
-		if strings.Contains(note, "mcp__"+s+"__") || strings.Contains(note, "mcp."+s+".") || strings.HasSuffix(note, "mcp__"+s+`"`) {
-			return true
-		}
-	}
-	return false
 }
 
 // mountMCP mounts the repository's .mcp.json servers: nothing starts

@@ -225,8 +225,10 @@ func parseAllowedTools(raw json.RawMessage) []string {
 
 // ToolNotes reports every allowed-tools entry of every skill that names
 // none of registered (the kernel's tool names) once mapped: the skill
-// cannot use it, which its author should know at load time.
-func (r *Registry) ToolNotes(registered []string) []string {
+// cannot use it, which its author should know at load time. An entry
+// naming tools of one of lazy (mounted MCP servers, which list their tools
+// only when they start) is not reported.
+func (r *Registry) ToolNotes(registered, lazy []string) []string {
 	have := map[string]bool{}
 	for _, n := range registered {
 		have[n] = true
@@ -238,7 +240,7 @@ func (r *Registry) ToolNotes(registered []string) []string {
 			if !ok {
 				ours = []string{strings.TrimSpace(d)}
 			}
-			found := false
+			found := claudecode.OfServer(d, lazy)
 			for _, o := range ours {
 				found = found || have[o] || (strings.HasSuffix(o, ".*") && anyInScope(o, registered))
 			}

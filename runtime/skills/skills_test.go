@@ -124,7 +124,7 @@ func TestClaudeCodeAllowedTools(t *testing.T) {
 	if p, _ := r.Get("plain"); p.AllowedTools != nil {
 		t.Errorf("a skill without allowed-tools restricts tools: %v", p.AllowedTools)
 	}
-	notes := r.ToolNotes([]string{"repo.read", "repo.search", "process.run"})
+	notes := r.ToolNotes([]string{"repo.read", "repo.search", "process.run"}, nil)
 	if len(notes) != 2 || !strings.Contains(notes[0], `"WebFetch" matches no tool`) || !strings.Contains(notes[1], `"mcp__github__get_pull_request" maps to mcp.github.get_pull_request, which is not registered`) {
 		t.Errorf("notes %v", notes)
 	}
@@ -140,11 +140,15 @@ func TestClaudeCodeServerWideMCPTools(t *testing.T) {
 	if got := strings.Join(s.AllowedTools, ","); got != "mcp.memory.*,repo.read" {
 		t.Errorf("allowed tools %s", got)
 	}
-	if notes := r.ToolNotes([]string{"repo.read", "mcp.memory.create_entities"}); len(notes) != 0 {
+	if notes := r.ToolNotes([]string{"repo.read", "mcp.memory.create_entities"}, nil); len(notes) != 0 {
 		t.Errorf("notes %v", notes)
 	}
-	if notes := r.ToolNotes([]string{"repo.read"}); len(notes) != 1 || !strings.Contains(notes[0], "mcp.memory.*") {
+	if notes := r.ToolNotes([]string{"repo.read"}, nil); len(notes) != 1 || !strings.Contains(notes[0], "mcp.memory.*") {
 		t.Errorf("notes without the server %v", notes)
+	}
+	// A mounted server whose tools are not listed yet (it starts lazily).
+	if notes := r.ToolNotes([]string{"repo.read"}, []string{"memory"}); len(notes) != 0 {
+		t.Errorf("notes about a mounted server's tools %v", notes)
 	}
 }
 
