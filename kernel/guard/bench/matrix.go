@@ -181,7 +181,7 @@ func Run(ctx context.Context, c *Corpus) (Result, error) {
 				continue
 			}
 			row.RightCode++
-			if !m.pinpointed(ke) {
+			if !m.pinpointed(ke, expected[inj]) {
 				continue
 			}
 			// The scripted repair turn: the ground-truth call, which must pass.
@@ -261,20 +261,30 @@ func selfContained(c *Corpus, t *Tool) map[string]any {
 
 // mutation is an injected call.
 type mutation struct {
-	tool  string
-	args  json.RawMessage
-	param string // JSON pointer of the injected fault, "" for name faults
-	want  string // the tool name a near miss should be matched back to
+	tool    string
+	args    json.RawMessage
+	param   string // JSON pointer of the injected fault, "" for name faults
+	want    string // the tool name a near miss should be matched back to
+	missing string // the required argument left out
 }
 
-// pinpointed reports whether the rejection names the fault well enough
-// for a model to fix it: the parameter, or the right suggested name.
-func (m mutation) pinpointed(ke *kernel.Error) bool {
+// pinpointed reports whether one diagnostic of the rejection names the
+// fault well enough for a model to fix it: the expected class, and the
+// suggested tool name, the parameter, or (for a missing argument) the
+// argument's name.
+func (m mutation) pinpointed(ke *kernel.Error, class string) bool {
 	ds, _ := ke.Details.([]guard.Diagnostic)
 	for _, d := range ds {
+		if d.Class != class {
+			continue
+		}
 		switch {
 		case m.want != "":
 			if d.Suggestion == m.want {
+				return true
+			}
+		case m.missing != "":
+			if strings.Contains(d.Message, "'"+m.missing+"'") {
 				return true
 			}
 		case m.param == "":
@@ -310,7 +320,7 @@ func mutate(c *Corpus, t *Tool, call Call, inj string, names []string) (mutation
 			if _, ok := call.Args[r]; ok {
 				m := clone(call.Args)
 				delete(m, r)
-				return mutation{tool: t.Name, args: args(m), param: ""}, true
+				return mutation{tool: t.Name, args: args(m), missing: r}, true
 			}
 		}
 	case WrongType:
