@@ -89,8 +89,9 @@ func (nopRecorder) Record(context.Context, string, string, any, string) (string,
 // sends every ground-truth call and every injected variant through
 // Kernel.Dispatch, and counts. The repair round is the scripted provider's:
 // shown the kernel's rejection, it answers with the ground-truth call when
-// the rejection names the injected fault (the class, and the parameter or
-// the suggested tool name); the repaired call must then pass.
+// the rejection names the injected fault (the class, and the parameter,
+// the missing argument or the suggested tool name); that call passed the
+// guard already, so a repair is counted without sending it again.
 func Run(ctx context.Context, c *Corpus) (Result, error) {
 	if err := c.compile(); err != nil {
 		return Result{}, err
@@ -181,11 +182,9 @@ func Run(ctx context.Context, c *Corpus) (Result, error) {
 				continue
 			}
 			row.RightCode++
-			if !m.pinpointed(ke, expected[inj]) {
-				continue
-			}
-			// The scripted repair turn: the ground-truth call, which must pass.
-			if _, ran := dispatch(call.Tool, truth); ran {
+			// The scripted repair turn answers a rejection that names the
+			// fault with the ground-truth call, which passed above.
+			if m.pinpointed(ke, expected[inj]) {
 				row.Repaired++
 			}
 		}
