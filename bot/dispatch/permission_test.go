@@ -1,11 +1,8 @@
 package dispatch_test
 
 import (
-	"bytes"
 	"context"
-	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/agentos/agentos/bot/auth"
@@ -15,24 +12,6 @@ import (
 	"github.com/agentos/agentos/runtime/demo"
 	"github.com/agentos/agentos/runtime/event"
 )
-
-// syncBuffer is a log sink the dispatcher writes from its goroutine.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // matrixActor is one row of the permission matrix.
 type matrixActor struct {
@@ -75,7 +54,6 @@ func TestPermissionMatrix(t *testing.T) {
 	}
 	w := newWorld(t)
 	w.script = reworkScript(t)
-	logs := &syncBuffer{}
 	for _, a := range matrixActors {
 		if a.perm != "" {
 			w.fake.SetPermission(repoName, a.login, a.perm)
@@ -83,7 +61,7 @@ func TestPermissionMatrix(t *testing.T) {
 		w.fake.AddToken("tok-"+a.login, a.login)
 	}
 	w.start(t.TempDir())
-	w.d.Log = slog.New(slog.NewTextHandler(logs, nil))
+	logs := w.logTo()
 	gh, err := github.New(github.Config{BaseURL: w.apiURL, Token: botTok})
 	if err != nil {
 		t.Fatal(err)

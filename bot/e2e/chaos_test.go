@@ -141,23 +141,8 @@ func phaseAt(t *testing.T, dataDir string) string {
 func chaosTrial(t *testing.T, bin string, rng *rand.Rand, rep *chaosReport) {
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
-	fake := fakegithub.New(t)
-	srv, err := fakegithub.Start(fake)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close(context.Background())
-	files, err := sampleFiles()
-	if err != nil {
-		t.Fatal(err)
-	}
-	bare, err := fake.AddGitRepo(ctx, fakegithub.Repo{Owner: owner, Name: name}, t.TempDir(), files)
-	if err != nil {
-		t.Fatal(err)
-	}
-	const aliceTok, botTok = "ghp_chaosMaintainerToken00000000000000", "ghp_chaosBotToken0000000000000000000000"
-	fake.AddToken(aliceTok, maintainer)
-	fake.SetPermission(repoName, maintainer, fakegithub.PermMaintain)
+	fake, srv, bare := startGitHub(ctx, t)
+	const botTok = "ghp_chaosBotToken0000000000000000000000"
 	fake.AddToken(botTok, botUser)
 	fake.SetPermission(repoName, botUser, fakegithub.PermWrite)
 	model := fakemodel.Start(t, fakemodel.Options{Key: modelKey, Model: modelName, Seed: 1})

@@ -116,24 +116,7 @@ func runScenario(t *testing.T, bin string, sc scenario) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 
-	// GitHub: a repository with the demo's buggy module, a maintainer.
-	fake := fakegithub.New(t)
-	srv, err := fakegithub.Start(fake)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close(context.Background())
-	files, err := sampleFiles()
-	if err != nil {
-		t.Fatal(err)
-	}
-	bare, err := fake.AddGitRepo(ctx, fakegithub.Repo{Owner: owner, Name: name}, t.TempDir(), files)
-	if err != nil {
-		t.Fatal(err)
-	}
-	const aliceTok = "ghp_e2eMaintainerToken0000000000000000"
-	fake.AddToken(aliceTok, maintainer)
-	fake.SetPermission(repoName, maintainer, fakegithub.PermMaintain)
+	fake, srv, bare := startGitHub(ctx, t)
 
 	env := map[string]string{
 		"AGENTOS_PROVIDER":       "openai",
@@ -282,6 +265,32 @@ func runScenario(t *testing.T, bin string, sc scenario) {
 	if st := model.Stats(); st.Completions == 0 {
 		t.Error("the model server answered no completion")
 	}
+}
+
+// aliceTok is the maintainer's token on the fake GitHub.
+const aliceTok = "ghp_e2eMaintainerToken0000000000000000"
+
+// startGitHub serves the strict fake GitHub (closed when the test ends)
+// with a repository holding the demo's buggy module and a maintainer,
+// alice, with aliceTok; bare is the repository's git directory.
+func startGitHub(ctx context.Context, t *testing.T) (fake *fakegithub.Fake, srv *fakegithub.Server, bare string) {
+	t.Helper()
+	fake = fakegithub.New(t)
+	srv, err := fakegithub.Start(fake)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close(context.Background()) })
+	files, err := sampleFiles()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bare, err = fake.AddGitRepo(ctx, fakegithub.Repo{Owner: owner, Name: name}, t.TempDir(), files); err != nil {
+		t.Fatal(err)
+	}
+	fake.AddToken(aliceTok, maintainer)
+	fake.SetPermission(repoName, maintainer, fakegithub.PermMaintain)
+	return fake, srv, bare
 }
 
 // isBot reports whether login is one of the bot's identities.
