@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"path"
 	"strings"
 	"sync"
 	"time"
@@ -32,6 +33,12 @@ type Call struct {
 	// "repair off"): arguments are taken exactly as the model wrote them
 	// or blocked; trivially broken JSON is not fixed locally.
 	NoRepair bool
+	// WritePaths, when not nil, is the caller's write scope (a workflow
+	// persona's role-permissions): a write tool may change only paths
+	// matching one of these patterns ("dir/**", or path.Match globs). A
+	// write whose paths are not known is refused. Empty and non-nil
+	// allows no write at all.
+	WritePaths []string
 }
 
 // Outcome is a dispatch that did not fail: a result, or an action waiting
@@ -305,6 +312,9 @@ func (k *Kernel) Dispatch(ctx context.Context, rec Recorder, c Call) (Outcome, e
 	if perr != nil {
 		return Outcome{}, k.reject(ctx, rec, c, "policy", perr)
 	}
+	if kerr := writeScope(c, r.def.Category, risk.Paths); kerr != nil {
+		return Outcome{}, k.reject(ctx, rec, c, "scope", kerr)
+	}
 	switch risk.Control {
 	case ControlDeny:
 		return Outcome{}, k.reject(ctx, rec, c, "policy", &Error{Kind: "policy", Code: CodePolicyDenied, Message: risk.Reason})
@@ -510,6 +520,50 @@ func InScope(scope []string, name string) bool {
 		}
 		if prefix, ok := strings.CutSuffix(e, "*"); ok && strings.HasSuffix(prefix, ".") && len(prefix) > 1 && strings.HasPrefix(name, prefix) {
 			return true
+		}
+	}
+	return false
+}
+
+// writeScope enforces a caller's WritePaths on a write tool: every path the
+// change touches must be in scope, and a write that names no path is
+// refused (fail closed).
+func writeScope(c Call, cat Category, paths []string) *Error {
+	if c.WritePaths == nil || cat != CategoryWrite {
+		return nil
+	}
+	if len(paths) == 0 {
+		return &Error{Kind: "gate", Code: CodeToolNotAllowed, Message: fmt.Sprintf("%s: the paths of this write are not known, and %s may write only %v", c.Name, c.Caller, c.WritePaths)}
+	}
+	for _, p := range paths {
+		if !InWriteScope(c.WritePaths, p) {
+			return &Error{Kind: "gate", Code: CodeToolNotAllowed, Message: fmt.Sprintf("%s may not write %s: its write scope is %v", c.Caller, p, c.WritePaths)}
+		}
+	}
+	return nil
+}
+
+// InWriteScope reports whether p (workspace-relative, slash-separated)
+// matches a write-scope pattern: "dir/**" is everything under dir, "**"
+// everything, and anything else a path.Match glob of the whole path.
+func InWriteScope(scope []string, p string) bool {
+	p = path.Clean(strings.TrimPrefix(p, "./"))
+	if p == "." || p == ".." || strings.HasPrefix(p, "../") || path.IsAbs(p) {
+		return false
+	}
+	for _, pat := range scope {
+		switch {
+		case pat == "**":
+			return true
+		case strings.HasSuffix(pat, "/**"):
+			dir := path.Clean(strings.TrimSuffix(pat, "/**"))
+			if strings.HasPrefix(p, dir+"/") {
+				return true
+			}
+		default:
+			if ok, err := path.Match(pat, p); err == nil && ok {
+				return true
+			}
 		}
 	}
 	return false
