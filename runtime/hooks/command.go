@@ -84,6 +84,12 @@ type stdinJSON struct {
 	Source         string          `json:"source,omitempty"`
 	Trigger        string          `json:"trigger,omitempty"`
 	StopHookActive *bool           `json:"stop_hook_active,omitempty"`
+	// Workflow-plane hooks (agentos extensions; Claude Code has none).
+	CycleID   string `json:"cycle_id,omitempty"`
+	Mode      string `json:"mode,omitempty"`
+	FromPhase string `json:"from_phase,omitempty"`
+	ToPhase   string `json:"to_phase,omitempty"`
+	Verdict   string `json:"verdict,omitempty"`
 }
 
 // stdoutJSON is the subset of Claude Code's hook output agentos honours.
@@ -196,7 +202,8 @@ func jsonEqual(a, b json.RawMessage) bool {
 // tool_name and tool_input.
 func (c *Command) handleOne(ctx context.Context, in Input, toolName string, toolInput json.RawMessage) (Decision, error) {
 	in2 := stdinJSON{SessionID: in.SessionID, TranscriptPath: in.Transcript, Cwd: in.Cwd, HookEventName: string(in.Event), PermissionMode: "default",
-		ToolName: toolName, ToolInput: toolInput, ToolResponse: in.ToolResponse, Prompt: in.Prompt, Skill: in.Skill, Source: in.Source, Trigger: in.Trigger}
+		ToolName: toolName, ToolInput: toolInput, ToolResponse: in.ToolResponse, Prompt: in.Prompt, Skill: in.Skill, Source: in.Source, Trigger: in.Trigger,
+		CycleID: in.Cycle, Mode: in.Mode, FromPhase: in.FromPhase, ToPhase: in.ToPhase, Verdict: in.Verdict}
 	if toolName != in.ToolName {
 		in2.AgentosTool = in.ToolName
 	}

@@ -29,10 +29,18 @@ const (
 	SkillStart       Event = "SkillStart"
 	Stop             Event = "Stop"
 	PreCompact       Event = "PreCompact"
+	// The workflow plane's (L8) hooks, seed 000 "Hooks & Audit Events":
+	// WorkflowStart just before a cycle begins (allow / deny / transform
+	// the prompt), PhaseAdvance just before a phase transition (allow /
+	// deny / transform the next phase), WorkflowComplete just after the
+	// verdict is decided (observe and record; it cannot change it).
+	WorkflowStart    Event = "WorkflowStart"
+	PhaseAdvance     Event = "PhaseAdvance"
+	WorkflowComplete Event = "WorkflowComplete"
 )
 
 // Events lists the supported events.
-var Events = []Event{SessionStart, UserPromptSubmit, PreToolUse, PostToolUse, SkillStart, Stop, PreCompact}
+var Events = []Event{SessionStart, UserPromptSubmit, PreToolUse, PostToolUse, SkillStart, Stop, PreCompact, WorkflowStart, PhaseAdvance, WorkflowComplete}
 
 func knownEvent(e Event) bool {
 	for _, k := range Events {
@@ -66,6 +74,12 @@ type Input struct {
 	Source       string          // SessionStart: startup|resume
 	Trigger      string          // PreCompact: auto|manual
 	StopActive   bool            // Stop: a Stop hook already blocked once
+
+	Cycle     string // WorkflowStart, PhaseAdvance, WorkflowComplete: the cycle id
+	Mode      string // WorkflowStart: interactive | autofix | report-only | headless
+	FromPhase string // PhaseAdvance: the phase that ended ("" before the entry phase)
+	ToPhase   string // PhaseAdvance: the phase about to start
+	Verdict   string // WorkflowComplete: done | halted | abort
 }
 
 // Decision is a hook's answer. For transform, Output replaces the event's
@@ -248,6 +262,23 @@ func applyTransform(in *Input, out json.RawMessage) error {
 		in.ToolInput = out
 	case PostToolUse:
 		in.ToolResponse = out
+	case WorkflowStart:
+		var p struct {
+			Prompt *string `json:"prompt"`
+		}
+		if err := json.Unmarshal(out, &p); err != nil || p.Prompt == nil {
+			return errors.New(`WorkflowStart output must be {"prompt": string}`)
+		}
+		in.Prompt = *p.Prompt
+	case PhaseAdvance:
+		// The executor checks that the phase belongs to the cycle.
+		var p struct {
+			ToPhase *string `json:"to_phase"`
+		}
+		if err := json.Unmarshal(out, &p); err != nil || p.ToPhase == nil || *p.ToPhase == "" {
+			return errors.New(`PhaseAdvance output must be {"to_phase": string}`)
+		}
+		in.ToPhase = *p.ToPhase
 	default:
 		return fmt.Errorf("%s hooks cannot transform", in.Event)
 	}

@@ -87,6 +87,9 @@ type Call struct {
 	// NoRepair: guard repair is off for the run (no local argument
 	// repair, no repair round).
 	NoRepair bool
+	// WritePaths is the caller's write scope (kernel.Call.WritePaths); nil
+	// means no restriction beyond policy.
+	WritePaths []string
 }
 
 // Tools is what the runtime needs from the kernel. The kernel records its

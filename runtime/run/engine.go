@@ -43,6 +43,11 @@ type Engine struct {
 	// mounted MCP servers' tools, as "mcp.<server>.*". They stay gated by
 	// policy (approval unless allowed by name).
 	DefaultScopeExtra []string
+	// Plane runs workflow-plane cycles (L8): a run whose Input.Workflow is
+	// set is executed by the cycle Plane.Open returns, over the same
+	// effects as any run (so it pauses and resumes the same way). Nil
+	// refuses workflow runs.
+	Plane Plane
 }
 
 // GuardRepair reports whether new runs of this engine let the tool guard
@@ -61,6 +66,10 @@ type Input struct {
 	// NoRepair turns guard repair off for the run (recorded in
 	// session.start).
 	NoRepair bool
+	// Workflow is a workflow-plane request (recorded in run.started as
+	// "workflow"): the run executes it through Engine.Plane instead of one
+	// Plan-Work-Review pass.
+	Workflow json.RawMessage
 
 	ctl *control // the manager's cancel handle; nil when not cancellable
 }
@@ -91,6 +100,9 @@ type state struct {
 	// defaultScoped: a loaded skill's scope came from the default tools,
 	// so Engine.DefaultScopeExtra applies.
 	defaultScoped bool
+	// writePaths is the Worker's write scope for the current pass (a
+	// workflow persona's role-permissions); nil: unrestricted.
+	writePaths []string
 	turns         map[string]int
 	calls         int
 	usage         provider.Usage
@@ -167,6 +179,30 @@ func (s *state) run(ctx context.Context) (Result, error) {
 		}
 	}
 
+	var res Result
+	if s.in.Workflow != nil {
+		res, err = s.cycle(ctx)
+	} else {
+		res, err = s.pass(ctx)
+	}
+	if err != nil || res.Paused {
+		return res, err
+	}
+	for _, sk := range s.skills {
+		if _, err := s.f.emit(ctx, event.SkillComplete, "runtime", map[string]any{"skill": sk.Name, "ok": true}, ""); err != nil {
+			return Result{}, err
+		}
+	}
+	if _, err := s.f.emit(ctx, event.OutputMessage, "worker", map[string]any{"text": res.Output, "role": "worker"}, ""); err != nil {
+		return Result{}, err
+	}
+	return res, nil
+}
+
+// pass is one Plan-Work-Review pass over s.prompt: LEAD → (ADVISOR) →
+// PLAN → WORK → REVIEW → DONE, with rework. It returns the last worker
+// report and its output, or a paused Result.
+func (s *state) pass(ctx context.Context) (Result, error) {
 	if err := s.transition(ctx, "INTAKE", "LEAD", "lead", ""); err != nil {
 		return Result{}, err
 	}
@@ -267,17 +303,8 @@ func (s *state) run(ctx context.Context) (Result, error) {
 			from = "REWORK"
 		}
 	}
-	for _, sk := range s.skills {
-		if _, err := s.f.emit(ctx, event.SkillComplete, "runtime", map[string]any{"skill": sk.Name, "ok": true}, ""); err != nil {
-			return Result{}, err
-		}
-	}
 	rep := s.lastReport()
-	out := event.FieldString(rep, "output")
-	if _, err := s.f.emit(ctx, event.OutputMessage, "worker", map[string]any{"text": out, "role": "worker"}, ""); err != nil {
-		return Result{}, err
-	}
-	return Result{Output: out, Report: rep}, nil
+	return Result{Output: event.FieldString(rep, "output"), Report: rep}, nil
 }
 
 // selectSkill is the run's skill and why: the skill the prompt selects

@@ -5,6 +5,7 @@ package run
 
 import (
 	"context"
+	"encoding/json"
 	"crypto/rand"
 	"errors"
 	"fmt"
@@ -82,6 +83,10 @@ type StartRequest struct {
 	Trigger       map[string]any // recorded in run.started
 	Cwd           string
 	Transcript    string
+	// Workflow, when set, runs a workflow-plane cycle (Engine.Plane) instead
+	// of one Plan-Work-Review pass; it is recorded in run.started, so a
+	// resumed run executes the same cycle.
+	Workflow json.RawMessage
 }
 
 // Outcome is where a run stands when Start, Resume or Cancel returns.
@@ -155,10 +160,13 @@ func (m *Manager) Start(ctx context.Context, eng *Engine, req StartRequest) (Out
 	if req.SessionKey != "" {
 		started["session_key"] = req.SessionKey
 	}
+	if len(req.Workflow) > 0 {
+		started["workflow"] = req.Workflow
+	}
 	if _, err := j.Append(ctx, event.RunStarted, "runtime", started, ""); err != nil {
 		return Outcome{}, err
 	}
-	in := Input{Prompt: req.Prompt, Cwd: req.Cwd, Transcript: req.Transcript, PrevSummary: prevSummary(snap), RoleTurns: roleTurns(evs), Source: "startup", NoRepair: noRepair}
+	in := Input{Prompt: req.Prompt, Cwd: req.Cwd, Transcript: req.Transcript, PrevSummary: prevSummary(snap), RoleTurns: roleTurns(evs), Source: "startup", NoRepair: noRepair, Workflow: req.Workflow}
 	return m.drive(ctx, eng, j, runID, corr, in, nil)
 }
 
@@ -277,7 +285,7 @@ func (m *Manager) Resume(ctx context.Context, eng *Engine, sessionID, cwd, trans
 		return Outcome{}, err
 	}
 	prevSnap, _, _, _ := replay.Resume(before)
-	in := Input{Prompt: prompt, Cwd: cwd, Transcript: transcript, PrevSummary: prevSummary(prevSnap), RoleTurns: roleTurns(before), Source: "resume", NoRepair: recordedNoRepair(evs, snap.RunID)}
+	in := Input{Prompt: prompt, Cwd: cwd, Transcript: transcript, PrevSummary: prevSummary(prevSnap), RoleTurns: roleTurns(before), Source: "resume", NoRepair: recordedNoRepair(evs, snap.RunID), Workflow: recordedWorkflow(evs, snap.RunID)}
 	return m.drive(ctx, eng, j, snap.RunID, corr, in, history)
 }
 
@@ -520,6 +528,20 @@ func recordedNoRepair(evs []event.Event, runID string) bool {
 		}
 	}
 	return false
+}
+
+// recordedWorkflow is the workflow request of run runID (run.started's
+// "workflow"), nil for a plain run.
+func recordedWorkflow(evs []event.Event, runID string) json.RawMessage {
+	for _, e := range evs {
+		if e.Type == event.RunStarted && e.RunID == runID {
+			if w := event.Field(e.Payload, "workflow"); len(w) > 0 && string(w) != "null" {
+				return json.RawMessage(w)
+			}
+			return nil
+		}
+	}
+	return nil
 }
 
 // HostActor is the actor of events that a host (the GitHub bot, the
