@@ -103,10 +103,10 @@ type state struct {
 	// writePaths is the Worker's write scope for the current pass (a
 	// workflow persona's role-permissions); nil: unrestricted.
 	writePaths []string
-	turns         map[string]int
-	calls         int
-	usage         provider.Usage
-	approvals     map[string]Resolution
+	turns      map[string]int
+	calls      int
+	usage      provider.Usage
+	approvals  map[string]Resolution
 }
 
 // Execute runs (or re-runs over its recorded history) one run.

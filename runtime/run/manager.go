@@ -5,8 +5,8 @@ package run
 
 import (
 	"context"
-	"encoding/json"
 	"crypto/rand"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
