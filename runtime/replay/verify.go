@@ -37,6 +37,11 @@ const (
 	// of seed 000's audit-completeness list. Options.Lenient turns it back
 	// into advice (Report.Audit) for logs written before the rule held.
 	ProblemAuditIncomplete = "audit_incomplete"
+	// ProblemWorkflowAudit: a run through the workflow plane (L8) skipped
+	// one of its audit events — a cycle started but its finished run has
+	// neither workflow.completed nor workflow.aborted, or a phase did work
+	// (or a policy decided) without a workflow.phase_advanced into it.
+	ProblemWorkflowAudit = "workflow_audit"
 )
 
 // Options change what Verify treats as a problem.
@@ -112,8 +117,18 @@ type Verifier struct {
 	openLLM   map[string]open
 	terminals map[string]int // run id → count
 	runs      map[string]open
-	seen      map[string]bool // event types present
-	closeOK   bool            // the last session.close said ok
+	seen      map[string]bool     // event types present
+	closeOK   bool                // the last session.close said ok
+	workflows map[string]*wfAudit // run id → its cycle, while it runs
+	sawWork   bool                // a Plan-Work-Review pass reached WORK
+}
+
+// wfAudit is one run's workflow-plane audit state.
+type wfAudit struct {
+	at    open
+	cycle string
+	phase string // "" until the first workflow.phase_advanced
+	ended bool   // workflow.completed or workflow.aborted seen
 }
 
 type open struct {
@@ -128,7 +143,7 @@ func NewVerifier(reg *schemas.Registry) *Verifier {
 
 // NewVerifierOptions returns a Verifier with options.
 func NewVerifierOptions(reg *schemas.Registry, opts Options) *Verifier {
-	return &Verifier{reg: reg, opts: opts, openTools: map[string]open{}, openLLM: map[string]open{}, terminals: map[string]int{}, runs: map[string]open{}, seen: map[string]bool{}}
+	return &Verifier{reg: reg, opts: opts, openTools: map[string]open{}, openLLM: map[string]open{}, terminals: map[string]int{}, runs: map[string]open{}, seen: map[string]bool{}, workflows: map[string]*wfAudit{}}
 }
 
 // Line checks one raw line (without its newline). final says it is the last
@@ -230,6 +245,13 @@ func (v *Verifier) Event(lineNo int, e *event.Event) *Problem {
 	case event.SessionClose:
 		r.Closed = true
 		v.closeOK = event.FieldBool(e.Payload, "ok")
+	case event.AgentTransition:
+		if event.FieldString(e.Payload, "to") == "WORK" {
+			v.sawWork = true
+		}
+	}
+	if p := v.workflowEvent(lineNo, e); p != nil {
+		return p
 	}
 	v.seen[e.Type] = true
 	r.Events++
@@ -237,6 +259,51 @@ func (v *Verifier) Event(lineNo int, e *event.Event) *Problem {
 	r.LastHash = e.Hash
 	v.prevHash = e.Hash
 	return nil
+}
+
+// workflowEvent checks the workflow plane's audit trail as it goes: the
+// run's work after workflow.started happens inside a phase entered by
+// workflow.phase_advanced, and a run that ends (turn.terminal) with a
+// cycle open has no workflow.completed or workflow.aborted.
+func (v *Verifier) workflowEvent(lineNo int, e *event.Event) *Problem {
+	w := v.workflows[e.RunID]
+	switch e.Type {
+	case event.WorkflowStarted:
+		v.workflows[e.RunID] = &wfAudit{at: open{line: lineNo, seq: e.Seq}, cycle: event.FieldString(e.Payload, "cycle_id")}
+		return nil
+	case event.WorkflowPhaseAdvanced:
+		if w == nil || w.ended {
+			return &Problem{Code: ProblemWorkflowAudit, Line: lineNo, Seq: e.Seq, Message: "workflow.phase_advanced outside a started cycle"}
+		}
+		w.phase = event.FieldString(e.Payload, "to_phase")
+		return nil
+	case event.WorkflowCompleted, event.WorkflowAborted:
+		if w == nil || w.ended {
+			return &Problem{Code: ProblemWorkflowAudit, Line: lineNo, Seq: e.Seq, Message: e.Type + " without an open workflow.started"}
+		}
+		w.ended = true
+		return nil
+	case event.TurnTerminal:
+		if w != nil && !w.ended {
+			return &Problem{Code: ProblemWorkflowAudit, Line: w.at.line, Seq: w.at.seq, Message: fmt.Sprintf("cycle %s started but its run ended (turn.terminal at seq %d) with neither workflow.completed nor workflow.aborted", w.cycle, e.Seq)}
+		}
+		return nil
+	}
+	if w == nil || w.ended || w.phase != "" {
+		if w != nil && !w.ended && e.Type == event.WorkflowPolicyGated {
+			if ph := event.FieldString(e.Payload, "phase"); ph != "" && ph != w.phase {
+				return &Problem{Code: ProblemWorkflowAudit, Line: lineNo, Seq: e.Seq, Message: fmt.Sprintf("policy decision for phase %s while the cycle is in phase %s (no workflow.phase_advanced into it)", ph, w.phase)}
+			}
+		}
+		return nil
+	}
+	// Started, no phase entered yet: only the WorkflowStart/PhaseAdvance
+	// hook decisions and the manager's own events may come before it.
+	switch e.Type {
+	case event.HookFired, event.CheckpointCreated, event.OutputDelta, event.RunPaused, event.RunResumed:
+		return nil
+	}
+	return &Problem{Code: ProblemWorkflowAudit, Line: lineNo, Seq: e.Seq, Message: fmt.Sprintf("%s in cycle %s before any phase was entered (a phase entered without workflow.phase_advanced)", e.Type, w.cycle)}
 }
 
 // Finish runs the whole-log checks (audit completeness) and returns the
@@ -277,6 +344,11 @@ func (v *Verifier) Finish() Report {
 	if r.Closed && v.closeOK {
 		a := &Audit{}
 		for _, typ := range SuccessfulSessionTypes {
+			// A workflow session whose phases were all persona fan-outs
+			// and gates ran no Worker: it has no worker.report to show.
+			if typ == event.WorkerReport && v.seen[event.WorkflowStarted] && !v.sawWork {
+				continue
+			}
 			if !v.seen[typ] {
 				a.Missing = append(a.Missing, typ)
 			}
