@@ -21,7 +21,7 @@ func writeRepoFile(t *testing.T, repo, rel, content string) {
 
 func TestWorkflowsValidateBuiltin(t *testing.T) {
 	out, errOut, code := runCLI(t, "workflows", "validate")
-	if code != exitOK || !strings.HasPrefix(out, "ok: 1 cycles") || errOut != "" {
+	if code != exitOK || !strings.HasPrefix(out, "ok: 3 cycles") || errOut != "" {
 		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
 	out, _, code = runCLI(t, "workflows", "explain", "review")
