@@ -102,7 +102,17 @@ func (r *runner) execute(ctx context.Context, st *run.Steps) (run.Result, error)
 			r.prompt = p.Prompt
 		}
 	}
-	if err := st.Emit(ctx, event.WorkflowStarted, map[string]any{"cycle_id": r.c.ID, "session_id": st.SessionID(), "mode": r.sp.Mode}); err != nil {
+	started := map[string]any{"cycle_id": r.c.ID, "session_id": st.SessionID(), "mode": r.sp.Mode}
+	// A repository's definitions that replace built-in ones are part of
+	// the record: the log says which cycle text actually ran.
+	var overrides []string
+	for _, o := range r.x.Registry.Overrides() {
+		overrides = append(overrides, o.Kind+" "+o.ID+": "+o.Overridden+" overridden by "+o.By)
+	}
+	if len(overrides) > 0 {
+		started["overrides"] = overrides
+	}
+	if err := st.Emit(ctx, event.WorkflowStarted, started); err != nil {
 		return run.Result{}, err
 	}
 	r.started = true
@@ -160,11 +170,6 @@ func (r *runner) execute(ctx context.Context, st *run.Steps) (run.Result, error)
 			stays = 0
 		}
 		if step.Generation > r.act.Loop.Generation {
-			g := grade(r.act.ReviewAggregate)
-			if r.grade >= 0 && g > r.grade {
-				r.act.Loop.GradeRegressions++
-			}
-			r.grade = g
 			r.act.Loop.Generation = step.Generation
 		}
 		from, phase = phase, step.To
@@ -253,6 +258,15 @@ func (r *runner) phase(ctx context.Context, p *workflow.Phase) (run.Result, *sto
 		output = map[string]any{}
 	}
 	r.act.Outputs[p.ID] = output
+	if len(r.c.Phases) > 0 && p.ID == r.c.Phases[len(r.c.Phases)-1] {
+		// The generation ends here: did its findings grade worse than the
+		// last generation's?
+		g := grade(r.act.ReviewAggregate)
+		if r.grade >= 0 && g > r.grade {
+			r.act.Loop.GradeRegressions++
+		}
+		r.grade = g
+	}
 	if err := r.emitArtifact(ctx, artifactOutput, p.ID, output); err != nil {
 		return run.Result{}, nil, err
 	}
