@@ -2,6 +2,7 @@ package cycle_test
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"github.com/agentos/agentos/kernel/sandbox/sandboxtest"
 	"github.com/agentos/agentos/runtime/event"
 	"github.com/agentos/agentos/runtime/hooks"
+	"github.com/agentos/agentos/runtime/journal"
 	"github.com/agentos/agentos/runtime/provider"
 	"github.com/agentos/agentos/runtime/provider/scripted"
 	"github.com/agentos/agentos/runtime/replay"
@@ -138,6 +140,41 @@ func byType(evs []event.Event, typ string) []event.Event {
 		if e.Type == typ {
 			out = append(out, e)
 		}
+	}
+	return out
+}
+
+// rechain writes evs again into a fresh store, so that the result has an
+// intact hash chain (a log that was written without some event, rather
+// than edited afterwards).
+func rechain(t *testing.T, evs []event.Event) []event.Event {
+	t.Helper()
+	sealer, err := event.NewSealer(schemas.MustDefault(), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	st := store.NewMemory(sealer)
+	j, err := journal.Open(ctx, st, evs[0].SessionID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := map[string]string{}
+	for _, e := range evs {
+		j.SetRun(e.RunID)
+		parent := e.Parent()
+		if n, ok := ids[parent]; ok {
+			parent = n
+		}
+		ne, err := j.Append(ctx, e.Type, e.Actor, json.RawMessage(e.Payload), parent)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[e.ID] = ne.ID
+	}
+	out, err := st.Read(ctx, evs[0].SessionID, 1)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return out
 }
