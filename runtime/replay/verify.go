@@ -302,6 +302,11 @@ func (v *Verifier) workflowEvent(lineNo int, e *event.Event) *Problem {
 	switch e.Type {
 	case event.HookFired, event.CheckpointCreated, event.OutputDelta, event.RunPaused, event.RunResumed:
 		return nil
+	case event.ArtifactEmitted:
+		// A cycle stopped before its first phase still records its result.
+		if e.Actor == "workflow" && event.FieldString(e.Payload, "kind") == "workflow_result" {
+			return nil
+		}
 	}
 	return &Problem{Code: ProblemWorkflowAudit, Line: lineNo, Seq: e.Seq, Message: fmt.Sprintf("%s in cycle %s before any phase was entered (a phase entered without workflow.phase_advanced)", e.Type, w.cycle)}
 }
