@@ -218,6 +218,7 @@ func (st *Steps) FanOut(ctx context.Context, limit int, calls []PersonaCall) ([]
 			}
 		}
 		remap := map[string]string{}
+		copied := append([]event.Event(nil), segs[i]...)
 		for _, e := range o.local {
 			parent := e.Parent()
 			if n, ok := remap[parent]; ok {
@@ -228,6 +229,18 @@ func (st *Steps) FanOut(ctx context.Context, limit int, calls []PersonaCall) ([]
 				return nil, fmt.Errorf("fan-out: copying %s's events: %w", calls[i].Role, err)
 			}
 			remap[e.ID] = ne.ID
+			copied = append(copied, ne)
+		}
+		// The session's log holds the events as sealed there (redacted).
+		// The persona's result is what a re-execution will derive from
+		// them, so derive it now, replaying the copy: live and resumed runs
+		// then decide on the same documents.
+		if len(o.local) > 0 {
+			res, err := s.replayPersona(ctx, calls[i], copied)
+			if err != nil {
+				return nil, err
+			}
+			results[i] = res
 		}
 		end := map[string]any{"from": personaStart, "to": personaEnd, "role": calls[i].Role}
 		if results[i].Failure != "" {
@@ -238,6 +251,31 @@ func (st *Steps) FanOut(ctx context.Context, limit int, calls []PersonaCall) ([]
 		}
 	}
 	return results, nil
+}
+
+// replayPersona re-executes a persona's pass over its recorded events
+// only; going live would mean the record is incomplete.
+func (s *state) replayPersona(ctx context.Context, c PersonaCall, seg []event.Event) (PersonaResult, error) {
+	sub, err := s.persona(ctx, c, seg)
+	if err != nil {
+		return PersonaResult{}, err
+	}
+	sub.in.ctl = nil
+	eng := *s.e
+	eng.Provider, eng.Tools = replayOnlyProvider{}, replayOnlyTools{s.e.Tools}
+	sub.e = &eng
+	res, err := sub.personaLoop(ctx, c)
+	if sub.f.j.Seq() > 0 {
+		return PersonaResult{}, &NonDeterminismError{Want: "persona " + c.Role + " to end within its recorded events", Got: "more work"}
+	}
+	if err != nil {
+		var f *Failure
+		if errors.As(err, &f) {
+			return PersonaResult{Role: c.Role, Failure: f.Reason}, nil
+		}
+		return PersonaResult{}, err
+	}
+	return res, nil
 }
 
 // persona is the state of one persona's pass: its own effects over the
