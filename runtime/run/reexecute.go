@@ -58,7 +58,12 @@ func Reexecute(ctx context.Context, eng *Engine, prompt string, history []event.
 	shadow := *eng
 	shadow.Tools = replayOnlyTools{eng.Tools}
 	shadow.Provider = replayOnlyProvider{}
-	s := newState(&shadow, j, Input{Prompt: prompt, Source: "startup"}, history)
+	in := Input{Prompt: prompt, Source: "startup"}
+	if history[0].Type == event.RunStarted {
+		// A workflow run re-executes its recorded cycle (eng.Plane).
+		in.Workflow = recordedWorkflow(history, history[0].RunID)
+	}
+	s := newState(&shadow, j, in, history)
 	res, runErr := s.run(ctx)
 	var nd *NonDeterminismError
 	switch {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/agentos/agentos/runtime/event"
 	"github.com/agentos/agentos/runtime/replay"
+	"github.com/agentos/agentos/runtime/run"
 	"github.com/agentos/agentos/runtime/workflow"
 	"github.com/agentos/agentos/runtime/workflow/cycle"
 )
@@ -175,6 +176,20 @@ func TestReviewFanOutScenario(t *testing.T) {
 	}
 	if wf := snap.Workflow; wf == nil || wf.CycleID != "review" || wf.Phase != "review-gate" || wf.Verdict != "done" || strings.Join(wf.Visited, ",") != "review-fan-out,review-gate" {
 		t.Fatalf("replayed workflow state %+v", snap.Workflow)
+	}
+	// Re-executing the recorded run with the current code (no model, no
+	// tool) replays each persona from its own segment and decides the same.
+	var history []event.Event
+	for i, e := range evs {
+		if e.Type == event.RunStarted {
+			history = evs[i:]
+			break
+		}
+	}
+	eng := *w.env.Engine
+	eng.Plane = w.x
+	if _, err := run.Reexecute(ctx, &eng, "review this pull request", history); err != nil {
+		t.Fatalf("re-execution: %v", err)
 	}
 	// The result is a projection of the log: the same from the events alone.
 	again := cycle.ResultFromLog(evs, res.Outcome.RunID)
