@@ -133,14 +133,15 @@ func helps() map[string]help {
 			examples:    []string{"agentos skills list --repo .", "agentos skills list --json"},
 		},
 		"workflows": {
-			usage:       []string{"workflows list [--repo DIR] [--json]", "workflows validate [--repo DIR] [--json]", "workflows explain CYCLE [--repo DIR] [--json]"},
+			usage:       []string{"workflows list [--repo DIR] [--json]", "workflows validate [--repo DIR] [--json]", "workflows explain CYCLE [--repo DIR] [--json]", "workflows run CYCLE --repo DIR [--mode MODE] [--input NAME=FILE]... [--json] PROMPT"},
 			description: "Show the L8 workflow plane: the built-in cycles, phases, policies, personas and artifact templates (workflows/) and, with --repo, the repository's .agent/workflows, which adds or overrides (each override is printed). Loading is fail-closed: a schema violation, an unknown or dangling id, a cycle without an exit or a signal expression that does not type-check is printed as FILE:LINE: FIELD: MESSAGE and the command exits 1. explain prints a cycle (by id or trigger word) as its phase graph.",
 			subcommands: []subHelp{
 				{"list", "workflows list [--repo DIR] [--json]", "print every loaded definition with where it came from", func(fs *flag.FlagSet) { workflowsFlags(fs) }},
 				{"validate", "workflows validate [--repo DIR] [--json]", "load everything and print the problems (exit 1) or ok", func(fs *flag.FlagSet) { workflowsFlags(fs) }},
 				{"explain", "workflows explain CYCLE [--repo DIR] [--json]", "print a cycle as its phase graph: fan-out, policies, signals, exit and loop bounds", func(fs *flag.FlagSet) { workflowsFlags(fs) }},
+				{"run", "workflows run CYCLE --repo DIR [--mode MODE] [--input NAME=FILE]... [--json] PROMPT", "run a cycle as a run of the session: it pauses for approvals like agentos run (approve, deny, resume continue it); prints the verdict and a review's decisions", func(fs *flag.FlagSet) { workflowRunCmdFlags(fs) }},
 			},
-			examples: []string{"agentos workflows list", "agentos workflows validate --repo .", "agentos workflows explain review --repo ."},
+			examples: []string{"agentos workflows list", "agentos workflows validate --repo .", "agentos workflows explain review --repo .", "agentos workflows run review --repo . --input diff=pr.diff --mode report-only \"review this change\""},
 		},
 		"hooks": {
 			usage:       []string{"hooks test EVENT [--repo DIR] < input.json"},

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/agentos/agentos/bot/webhook"
 	"github.com/agentos/agentos/kernel"
@@ -23,6 +24,7 @@ import (
 	agentrun "github.com/agentos/agentos/runtime/run"
 	"github.com/agentos/agentos/runtime/setup"
 	"github.com/agentos/agentos/runtime/store"
+	"github.com/agentos/agentos/runtime/workflow/cycle"
 	"github.com/agentos/agentos/schemas"
 )
 
@@ -154,6 +156,9 @@ type runtimeEnv struct {
 	notes    []string
 	// mcp stops the session's MCP servers (nil: none mounted).
 	mcp io.Closer
+	// workflows runs the workflow plane's cycles (nil: the plane did not
+	// load).
+	workflows *cycle.Executor
 }
 
 func (r *runtimeEnv) Close() {
@@ -213,6 +218,15 @@ func buildRuntime(ctx context.Context, o envOptions) (*runtimeEnv, error) {
 	// recovered from its exported log.
 	mgr.Logs = agentrun.DirLogs(o.dataDir)
 	r := &runtimeEnv{store: st, ws: env.Workspace, kernel: env.Kernel, hooks: env.Hooks, engine: env.Engine, mgr: mgr, redactor: env.Redactor, notes: env.Notes}
+	// The workflow plane executes cycles (agentos workflows run) and
+	// resumes paused ones (agentos resume). A plane that does not load
+	// leaves workflow runs denied; plain runs are unaffected.
+	if reg, err := loadWorkflows(o.repo); err == nil {
+		r.workflows = &cycle.Executor{Registry: reg, Manager: mgr, Engine: env.Engine, Schemas: schemas.MustDefault()}
+		env.Engine.Plane = r.workflows
+	} else {
+		r.notes = append(r.notes, "workflow plane not loaded: "+strings.SplitN(err.Error(), "\n", 2)[0])
+	}
 	if env.MCP != nil {
 		r.mcp = env.MCP
 	}

@@ -14,7 +14,7 @@ import (
 	"github.com/agentos/agentos/schemas"
 )
 
-const workflowsUsage = "usage: agentos workflows list|validate [--repo DIR] [--json] | agentos workflows explain CYCLE [--repo DIR]"
+const workflowsUsage = "usage: agentos workflows list|validate [--repo DIR] [--json] | agentos workflows explain CYCLE [--repo DIR] | agentos workflows run CYCLE --repo DIR [--mode MODE] [--input NAME=FILE]... \"prompt\""
 
 func workflowsFlags(fs *flag.FlagSet) (repo *string, asJSON *bool) {
 	return fs.String("repo", "", "repository whose .agent/workflows adds to or overrides the built-in definitions"),
@@ -41,6 +41,9 @@ func cmdWorkflows(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return usageErrorf(workflowsUsage)
 	}
 	sub := args[0]
+	if sub == "run" {
+		return cmdWorkflowRun(ctx, args[1:], stdout, stderr)
+	}
 	if sub != "list" && sub != "validate" && sub != "explain" {
 		return usageErrorf("unknown subcommand %q; %s", sub, workflowsUsage)
 	}
@@ -170,14 +173,29 @@ func explainCycle(w io.Writer, reg *workflow.Registry, c *workflow.Cycle) {
 			continue
 		}
 		fmt.Fprintf(w, "  %d. %s\n", i+1, p.ID)
-		if len(p.Personas) > 0 {
-			fmt.Fprintf(w, "       fan-out: %s → fan-in", strings.Join(p.Personas, ", "))
+		var writers, reviewers []string
+		for _, id := range p.Personas {
+			if per, err := reg.Persona(id); err == nil && len(per.WritePaths) > 0 {
+				writers = append(writers, fmt.Sprintf("%s (writes %s)", id, strings.Join(per.WritePaths, ", ")))
+			} else {
+				reviewers = append(reviewers, id)
+			}
+		}
+		if len(writers) > 0 {
+			fmt.Fprintf(w, "       persona passes: %s\n", strings.Join(writers, "; "))
+		}
+		if len(reviewers) > 0 {
+			fmt.Fprintf(w, "       fan-out: %s → fan-in", strings.Join(reviewers, ", "))
 			if p.MaxConcurrency > 0 {
 				fmt.Fprintf(w, " (at most %d at a time)", p.MaxConcurrency)
 			}
 			fmt.Fprintln(w)
-		} else {
-			fmt.Fprintln(w, "       one Plan-Work-Review pass")
+		} else if len(writers) == 0 {
+			if isGate(reg, p) {
+				fmt.Fprintln(w, "       gate: the policies decide on the fanned-in findings (no model call)")
+			} else {
+				fmt.Fprintln(w, "       one Plan-Work-Review pass")
+			}
 		}
 		if len(p.Policies) > 0 {
 			fmt.Fprintf(w, "       policies: %s\n", strings.Join(p.Policies, ", "))
@@ -271,4 +289,19 @@ func listJSON(reg *workflow.Registry) any {
 		out.Artifacts = append(out.Artifacts, entry{a.ID, "", a.Origin.String()})
 	}
 	return out
+}
+
+// isGate mirrors the executor (runtime/workflow/cycle): a phase without
+// personas that takes a review_aggregate_v1 or applies confidence-gating or
+// severity-routing runs no model.
+func isGate(reg *workflow.Registry, p *workflow.Phase) bool {
+	if p.InputSchema == "review_aggregate_v1" {
+		return true
+	}
+	for _, id := range p.Policies {
+		if pol, err := reg.Policy(id); err == nil && (pol.Kind == workflow.KindConfidenceGating || pol.Kind == workflow.KindSeverityRouting) {
+			return true
+		}
+	}
+	return false
 }
