@@ -36,7 +36,7 @@ type world struct {
 }
 
 // writeFiles writes files (relative path → content) under dir.
-func writeFiles(t *testing.T, dir string, files map[string]string) {
+func writeFiles(t testing.TB, dir string, files map[string]string) {
 	t.Helper()
 	for p, c := range files {
 		full := filepath.Join(dir, filepath.FromSlash(p))
@@ -51,7 +51,12 @@ func writeFiles(t *testing.T, dir string, files map[string]string) {
 
 // openWorld builds the runtime over dir with the script, the store in
 // dataDir, and the operator policy file (optional).
-func openWorld(t *testing.T, dir, dataDir, script, policyFile string) *world {
+func openWorld(t testing.TB, dir, dataDir, script, policyFile string) *world {
+	return openWorldWith(t, dir, dataDir, script, policyFile, nil)
+}
+
+// openWorldWith is openWorld with the scripted provider wrapped (nil: as is).
+func openWorldWith(t testing.TB, dir, dataDir, script, policyFile string, wrap func(provider.Provider) provider.Provider) *world {
 	t.Helper()
 	sc, err := scripted.Parse(strings.NewReader(script))
 	if err != nil {
@@ -69,7 +74,13 @@ func openWorld(t *testing.T, dir, dataDir, script, policyFile string) *world {
 	p.Provider, p.Script = "scripted", "embedded"
 	env, err := setup.Build(context.Background(), setup.Options{Dir: dir, Profile: p, SessionID: "s-1", Store: st, PolicyFile: policyFile,
 		Sandbox: sandboxtest.Sandbox(t), DataDir: dataDir,
-		Providers: provider.Registry{"scripted": func(context.Context, provider.Profile) (provider.Provider, error) { return scripted.New(sc), nil }}})
+		Providers: provider.Registry{"scripted": func(context.Context, provider.Profile) (provider.Provider, error) {
+			var p provider.Provider = scripted.New(sc)
+			if wrap != nil {
+				p = wrap(p)
+			}
+			return p, nil
+		}}})
 	if err != nil {
 		st.Close()
 		t.Fatal(err)
