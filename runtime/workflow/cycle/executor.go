@@ -108,8 +108,10 @@ type Result struct {
 	Verdict workflow.Verdict `json:"verdict,omitempty"`
 	Reason  string           `json:"reason,omitempty"`
 	Visited []string         `json:"visited_phases,omitempty"`
-	// Delivery is the merged mode-dispatch decision of the last phase:
-	// allow (deliver: post, apply), advisory (report only), deny.
+	// Delivery is the merged mode-dispatch decision of the last phase
+	// that has one: allow (deliver: post, apply) or advisory (report
+	// only; a deny aborts the cycle). "" means the cycle has no
+	// mode-dispatch policy: callers deliver nothing they were not told to.
 	Delivery  workflow.Decision         `json:"delivery,omitempty"`
 	Aggregate *workflow.ReviewAggregate `json:"aggregate,omitempty"`
 	Decisions []FindingDecision         `json:"decisions,omitempty"`
