@@ -97,6 +97,38 @@ func TestFixCyclePausesAndResumesInAnotherProcess(t *testing.T) {
 	if wf := snap.Workflow; wf == nil || wf.CycleID != "fix" || wf.Phase != "fix" || wf.Verdict != "done" || strings.Join(wf.Visited, ",") != "fix" {
 		t.Fatalf("final workflow state %+v", snap.Workflow)
 	}
+
+	// The same events as a run that was never interrupted: the same cycle
+	// paused, answered and resumed in one process.
+	dir3, data3 := t.TempDir(), t.TempDir()
+	writeFiles(t, dir3, map[string]string{"auth.go": authGo})
+	w3 := openWorld(t, dir3, data3, fixScript, "")
+	r3, err := w3.x.Run(ctx, cycle.Request{SessionID: "fix-1", Cycle: "fix", Prompt: "fix auth.go: Check accepts any token", Mode: cycle.ModeInteractive, Cwd: dir3})
+	if err != nil || len(r3.Paused) != 1 {
+		t.Fatalf("%v %+v", err, r3)
+	}
+	if err := w3.x.Manager.Resolve(ctx, "fix-1", r3.Paused[0].ApprovalID, "approve", "maintainer-alice", ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w3.x.Resume(ctx, "fix-1", dir3, ""); err != nil {
+		t.Fatal(err)
+	}
+	if a, b := shape(evs), shape(w3.events(t, "fix-1")); a != b {
+		t.Fatalf("the resumed run's events differ from an uninterrupted one:\n%s\nvs\n%s", a, b)
+	}
+}
+
+// shape is a log's event types and actors, without ids, times and
+// checkpoints (written at pauses whatever the process).
+func shape(evs []event.Event) string {
+	var b strings.Builder
+	for _, e := range evs {
+		if e.Type == event.CheckpointCreated {
+			continue
+		}
+		b.WriteString(e.Type + " by " + e.Actor + "\n")
+	}
+	return b.String()
 }
 
 // TestVerifyWorkflowAudit: a log with a workflow event missing fails the
