@@ -90,6 +90,8 @@ type Issue struct {
 	User   string
 	State  string // open, closed
 	IsPR   bool
+	// Labels are the names of the issue's labels.
+	Labels []string
 	// Created and Updated default to the fake's clock at creation.
 	Created, Updated time.Time
 }
@@ -116,6 +118,13 @@ type PullRequest struct {
 	// PR's diff; a review comment elsewhere is refused (422), as on GitHub.
 	// When nil, comment positions are not checked.
 	DiffLines map[string][]int
+	// Files, when set, are the PR's diff (see PRFile): review comments
+	// must point into their hunks, on the side (LEFT/RIGHT) they name, and
+	// a multi-line comment must start in the same hunk; GET
+	// .../pulls/{n}/files lists them and GET .../pulls/{n} with the diff
+	// media type answers them as one unified diff. Files take precedence
+	// over DiffLines.
+	Files []PRFile
 	// Created and Updated default to the fake's clock at creation.
 	Created, Updated time.Time
 }
@@ -154,8 +163,12 @@ type ReviewComment struct {
 	Path     string
 	Line     int
 	Side     string
-	CommitID string
-	Created  time.Time
+	// StartLine and StartSide are the first line of a multi-line comment
+	// (0 and "" for a single line).
+	StartLine int
+	StartSide string
+	CommitID  string
+	Created   time.Time
 }
 
 // App is a GitHub App the fake accepts JWTs for.
@@ -222,6 +235,7 @@ type repoState struct {
 	nextNumber     int
 	perms          map[string]string // lower(login) → level
 	installationID int64
+	labels         map[string]*Label // lower(name) → label
 }
 
 // Fake is the fake GitHub server. It is an http.Handler; it is safe for
@@ -347,7 +361,7 @@ func (f *Fake) AddRepo(r Repo) {
 		Repo: r, id: f.id(),
 		refs:   map[string]string{"refs/heads/" + r.DefaultBranch: sha("base-" + r.Owner + "/" + r.Name)},
 		issues: map[int]*Issue{}, prs: map[int]*PullRequest{}, nextNumber: 1,
-		perms: map[string]string{},
+		perms: map[string]string{}, labels: map[string]*Label{},
 	}
 	f.ensureUser(r.Owner, "User")
 }
@@ -498,6 +512,7 @@ func (f *Fake) addPR(rs *repoState, pr PullRequest) *PullRequest {
 	}
 	f.ensureUser(pr.User, "")
 	p := pr
+	p.Files = append([]PRFile(nil), pr.Files...)
 	rs.prs[pr.Number] = &p
 	rs.issues[pr.Number] = &Issue{Number: pr.Number, Title: pr.Title, Body: pr.Body, User: pr.User, State: pr.State, IsPR: true, Created: pr.Created, Updated: pr.Updated}
 	return &p
