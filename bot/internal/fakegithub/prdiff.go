@@ -252,3 +252,13 @@ func listPRFiles(c *call) {
 	}
 	c.page(out)
 }
+
+// SetPRFiles replaces pull request n's diff (as a push to its head
+// would).
+func (f *Fake) SetPRFiles(repo string, n int, files []PRFile) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if rs, ok := f.repos[strings.ToLower(repo)]; ok && rs.prs[n] != nil {
+		rs.prs[n].Files = append([]PRFile(nil), files...)
+	}
+}
