@@ -49,6 +49,11 @@ type Outputs struct {
 	InputTokens  int64
 	OutputTokens int64
 	CostUSD      float64
+	// Verdict is a cycle's verdict (done, halted, abort); "" for a run.
+	Verdict string
+	// LogCommit is the commit that holds the session's log, "" if none
+	// was written.
+	LogCommit string
 }
 
 // Pairs returns the outputs as name/value pairs in a stable order.
@@ -65,6 +70,9 @@ func (o Outputs) Pairs() [][2]string {
 		{"input_tokens", fmt.Sprint(o.InputTokens)},
 		{"output_tokens", fmt.Sprint(o.OutputTokens)},
 		{"cost_usd", fmt.Sprintf("%.6f", o.CostUSD)},
+		{"verdict", o.Verdict},
+		{"tokens", fmt.Sprint(o.InputTokens + o.OutputTokens)},
+		{"log_commit", o.LogCommit},
 	}
 }
 

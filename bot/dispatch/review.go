@@ -15,6 +15,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/agentos/agentos/bot/auth"
 	"github.com/agentos/agentos/bot/github"
 	"github.com/agentos/agentos/bot/tracking"
 	"github.com/agentos/agentos/bot/webhook"
@@ -428,4 +429,60 @@ func plural(n int) string {
 		return ""
 	}
 	return "s"
+}
+
+// Cycles that RunCycle starts.
+const (
+	CycleReview = "review"
+	CycleTriage = "triage"
+	CycleFix    = "fix"
+)
+
+// RunCycle starts a cycle for an event that carries no command (the
+// Action's automation mode: a pull request opened, an issue opened,
+// labelled or assigned): review on a pull request, triage on an issue,
+// or fix — a run on prompt, as `/agent <prompt>` starts. Review and
+// triage only read and comment, and the repository's workflow chose to
+// run them on such events, so the event's author is not checked (a
+// contributor's pull request gets reviewed); fix changes code, so its
+// author needs the same permission as for `/agent <prompt>`. Result
+// reports the outcome as for Dispatch.
+func (d *Dispatcher) RunCycle(ctx context.Context, t webhook.Trigger, cycle, prompt string) error {
+	res, err := d.runCycle(ctx, t, cycle, prompt)
+	if d.Result != nil {
+		d.Result(res)
+	}
+	if err != nil {
+		d.log().Error("cycle failed", "cycle", cycle, "delivery", t.DeliveryID, "repo", t.Repo, "number", t.Number, "session", res.SessionID, "err", err)
+	}
+	return err
+}
+
+func (d *Dispatcher) runCycle(ctx context.Context, t webhook.Trigger, cycle, prompt string) (Result, error) {
+	if d.BotLogin != "" && strings.EqualFold(t.Author, d.BotLogin) {
+		return Result{Outcome: "ignored", Reason: "the bot's own event"}, nil
+	}
+	repo, ok := ParseRepo(t.Repo)
+	if !ok || t.Number <= 0 {
+		return Result{Outcome: "ignored", Reason: "no repository or number"}, nil
+	}
+	d.remember(repo, t.InstallationID)
+	switch cycle {
+	case CycleReview:
+		return d.review(ctx, repo, t)
+	case CycleTriage:
+		return d.triage(ctx, repo, t)
+	case CycleFix:
+		// The prompt may quote an issue's text: what GitHub renders
+		// invisibly is not part of what anyone visibly asked.
+		prompt, _ = untrusted.GitHubText(prompt, 0)
+		if strings.TrimSpace(prompt) == "" {
+			return Result{Outcome: "ignored", Reason: "fix without a prompt"}, nil
+		}
+		if res, refused, err := d.authorize(ctx, repo, t, auth.ActionRun, true); refused || err != nil {
+			return res, err
+		}
+		return d.startRun(ctx, repo, t, prompt)
+	}
+	return Result{Outcome: "ignored", Reason: "unknown cycle " + cycle}, fmt.Errorf("dispatch: unknown cycle %q", cycle)
 }
