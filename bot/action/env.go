@@ -277,6 +277,9 @@ func automationInputs(getenv func(string) string, in *Inputs) []string {
 		}
 		in.AppID = id
 		in.AppPrivateKey = input(getenv, "app_private_key")
+		if input(getenv, "bot_login") == "" {
+			in.BotLogin = "" // learned from GET /app: <app-slug>[bot]
+		}
 		if in.AppPrivateKey == "" {
 			problems = append(problems, "app_id is set but app_private_key is empty")
 		}

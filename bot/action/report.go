@@ -22,6 +22,15 @@ func Mask(w io.Writer, secret string) {
 	if secret != "" {
 		fmt.Fprintf(w, "::add-mask::%s\n", escapeData(secret))
 	}
+	// The runner matches a multi-line mask poorly (a line printed on its
+	// own slips through), so each line of one (a PEM key) is masked too.
+	if strings.Contains(secret, "\n") {
+		for _, l := range strings.Split(secret, "\n") {
+			if l = strings.TrimSpace(l); len(l) >= 8 {
+				fmt.Fprintf(w, "::add-mask::%s\n", escapeData(l))
+			}
+		}
+	}
 }
 
 // Group starts a collapsible group; call the returned func to end it.
