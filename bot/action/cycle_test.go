@@ -66,7 +66,7 @@ func TestActionReviewsAnOpenedPullRequest(t *testing.T) {
 	if len(reviews) != 1 || reviews[0].User != botLogin || len(cs) != 1 || cs[0].Path != "db.go" || cs[0].Line != 2 || cs[0].Side != "RIGHT" {
 		t.Fatalf("reviews = %+v, comments = %+v", reviews, cs)
 	}
-	if out.Verdict != "done" || !strings.Contains(outputs, "verdict=done\n") {
+	if out.Status != "reviewed" || out.Verdict != "done" || !strings.Contains(outputs, "status=reviewed\n") || !strings.Contains(outputs, "verdict=done\n") {
 		t.Errorf("outputs = %+v\n%s", out, outputs)
 	}
 	// The workflow re-run (same run id) posts nothing more.

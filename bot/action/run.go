@@ -131,7 +131,8 @@ func Run(ctx context.Context, env Env, deps Deps, log io.Writer) (Outputs, error
 		InputTokens: res.Spent.InputTokens, OutputTokens: res.Spent.OutputTokens, CostUSD: res.Spent.CostUSD,
 		LogCommit: logCommit(res.LogURL)}
 	if res.Outcome == "reviewed" || res.Outcome == "triaged" {
-		out.Verdict = res.Status
+		// A cycle's status is what it did; its verdict is the cycle's.
+		out.Status, out.Verdict = res.Outcome, res.Status
 	}
 	if out.Status == "" {
 		out.Status = res.Outcome
