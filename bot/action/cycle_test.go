@@ -7,6 +7,7 @@ import (
 
 	"github.com/agentos/agentos/bot/dispatch"
 	"github.com/agentos/agentos/bot/internal/fakegithub"
+	"github.com/agentos/agentos/runtime/demo"
 	"github.com/agentos/agentos/runtime/workflow"
 	"github.com/agentos/agentos/schemas"
 )
@@ -125,4 +126,46 @@ func TestActionAppModeRevokesItsToken(t *testing.T) {
 	if !strings.Contains(a.log, "::add-mask::"+keyLines[1]+"\n") {
 		t.Error("the key's lines are not masked one by one")
 	}
+}
+
+// An issue labelled with label_trigger starts a fix run on the prompt
+// input, authorized like `/agent <prompt>`: the labeller needs write
+// access.
+func TestActionLabelTriggerStartsARun(t *testing.T) {
+	labelled := func(a *actions, login string) map[string]any {
+		ev := firstWith(t, "issues", "labeled", nil)
+		retarget(ev, login)
+		is := obj(ev, "issue")
+		is["number"], is["state"] = a.issue, "open"
+		delete(is, "pull_request")
+		obj(ev, "label")["name"] = "agent"
+		return ev
+	}
+	t.Run("maintainer", func(t *testing.T) {
+		a := newActions(t)
+		a.inputs = map[string]string{"INPUT_LABEL_TRIGGER": "agent", "INPUT_PROMPT": demo.Prompt}
+		out, _, _, err := a.run("issues", labelled(a, "alice"))
+		if err != nil {
+			t.Fatalf("run: %v\n%s", err, a.log)
+		}
+		if out.Status != "paused" || out.PRNumber == 0 || out.LogCommit == "" {
+			t.Errorf("outputs = %+v", out)
+		}
+	})
+	t.Run("reader", func(t *testing.T) {
+		a := newActions(t)
+		a.inputs = map[string]string{"INPUT_LABEL_TRIGGER": "agent", "INPUT_PROMPT": demo.Prompt}
+		out, _, _, err := a.run("issues", labelled(a, "rita"))
+		if err != nil || out.Status != "refused" || len(a.fake.PRs("octo/app")) != 0 {
+			t.Errorf("reader: %+v, %v", out, err)
+		}
+	})
+	t.Run("other label", func(t *testing.T) {
+		a := newActions(t)
+		a.inputs = map[string]string{"INPUT_LABEL_TRIGGER": "ship-it"}
+		out, _, _, err := a.run("issues", labelled(a, "alice"))
+		if err != nil || out.Status != "ignored" {
+			t.Errorf("other label: %+v, %v", out, err)
+		}
+	})
 }
