@@ -190,20 +190,28 @@ func (d *Dispatcher) review(ctx context.Context, repo Repo, t webhook.Trigger) (
 		d.log().Info("review finding decided", "repo", repo.FullName(), "pr", t.Number, "session", sid, "finding", dc.FindingID,
 			"gate", dc.Gate.Decision, "policy", dc.Gate.PolicyID, "reason", dc.Gate.Reason, "route", dc.Route.Decision)
 	}
-	rv := BuildReview(sid, pr.HeadSHA, d.trigger(), dm, out)
+	rv, rec := BuildReview(sid, pr.HeadSHA, d.trigger(), dm, out)
+	rec.PR = t.Number
 	res := Result{Outcome: "reviewed", SessionID: sid, PR: t.Number, Status: out.Verdict, Usage: out.Usage, Spent: out.Usage}
-	_, err = w.GitHub.CreateLineReview(ctx, repo, t.Number, rv)
+	id, err := w.GitHub.CreateLineReview(ctx, repo, t.Number, rv)
 	var apiErr *github.APIError
 	if errors.As(err, &apiErr) && apiErr.Status == 422 && len(rv.Comments) > 0 {
 		// GitHub could not place a comment (the head moved since the files
 		// were read): post the same findings in the body rather than lose
 		// them.
 		d.log().Warn("review comments refused; posting them in the body", "repo", repo.FullName(), "pr", t.Number, "session", sid, "err", err)
-		rv = BuildReview(sid, pr.HeadSHA, d.trigger(), github.DiffMap{}, out)
-		_, err = w.GitHub.CreateLineReview(ctx, repo, t.Number, rv)
+		rv, rec = BuildReview(sid, pr.HeadSHA, d.trigger(), github.DiffMap{}, out)
+		rec.PR, rec.InBodyOnly = t.Number, true
+		id, err = w.GitHub.CreateLineReview(ctx, repo, t.Number, rv)
 	}
 	if err != nil {
 		return res, err
+	}
+	rec.ReviewID = id
+	if res.LogURL, err = d.recordReview(ctx, repo, sid, rec); err != nil {
+		// The review is posted and a retry would find it by its marker
+		// and stop there: say so loudly instead of failing the delivery.
+		d.log().Error("review posted, but its record was not kept in the session log", "repo", repo.FullName(), "pr", t.Number, "session", sid, "err", err)
 	}
 	d.log().Info("review posted", "repo", repo.FullName(), "pr", t.Number, "session", sid, "comments", len(rv.Comments), "verdict", out.Verdict)
 	return res, nil
@@ -260,7 +268,8 @@ func validFinding(f workflow.Finding) bool {
 // maintainer decides; a bot's REQUEST_CHANGES would block merging under
 // branch protection until someone dismissed it, and nobody may approve
 // their own pull request, the bot's follow-up fixes included.
-func BuildReview(sessionID, headSHA, trigger string, dm github.DiffMap, out ReviewOutput) github.NewReview {
+func BuildReview(sessionID, headSHA, trigger string, dm github.DiffMap, out ReviewOutput) (github.NewReview, ReviewRecord) {
+	rec := ReviewRecord{Head: headSHA, Verdict: out.Verdict}
 	decisions := map[string]FindingDecision{}
 	for _, dc := range out.Decisions {
 		if prev, ok := decisions[dc.FindingID]; ok {
@@ -282,26 +291,31 @@ func BuildReview(sessionID, headSHA, trigger string, dm github.DiffMap, out Revi
 	for _, f := range out.Findings {
 		if !validFinding(f) {
 			malformed++
+			rec.Dropped++
 			continue
 		}
 		dc, ok := decisions[f.ID]
 		if !ok || f.ID == "" {
 			heldBack[held{"(none)", "no policy decision: denied by default"}]++
+			rec.HeldBack = append(rec.HeldBack, HeldFinding{Finding: f.ID, Policy: "(none)", Decision: string(workflow.Deny), Reason: "no policy decision: denied by default"})
 			continue
 		}
 		switch dc.Gate.Decision {
 		case workflow.Allow, workflow.Advisory:
 		default:
 			heldBack[held{dc.Gate.PolicyID, dc.Gate.Reason}]++
+			rec.HeldBack = append(rec.HeldBack, HeldFinding{Finding: f.ID, Policy: dc.Gate.PolicyID, Decision: string(dc.Gate.Decision), Reason: dc.Gate.Reason})
 			continue
 		}
 		posted++
 		if c, ok := dm.Place(f.Path, f.Line, f.EndLine); ok && dc.Gate.Decision == workflow.Allow {
 			c.Body = findingText(f, dc, trigger)
 			rv.Comments = append(rv.Comments, c)
+			rec.Comments = append(rec.Comments, PlacedFinding{Finding: f.ID, Path: c.Path, Line: c.Line, StartLine: c.StartLine, Side: c.Side})
 			continue
 		}
 		inBody = append(inBody, f)
+		rec.InBody = append(rec.InBody, f.ID)
 	}
 	var b strings.Builder
 	b.WriteString(ReviewMarker(sessionID) + "\n")
@@ -361,7 +375,67 @@ func BuildReview(sessionID, headSHA, trigger string, dm github.DiffMap, out Revi
 		}
 	}
 	rv.Body = tracking.Fit(b.String())
-	return rv
+	return rv, rec
+}
+
+// ReviewRecord is what the bot did with a review cycle's findings, kept in
+// the session's log (artifact.emitted, kind github.review) beside the
+// cycle's own events: which finding went on which line, which into the
+// body, which a policy held back and why.
+type ReviewRecord struct {
+	PR       int             `json:"pr"`
+	ReviewID int64           `json:"review_id,omitempty"`
+	Head     string          `json:"head,omitempty"`
+	Verdict  string          `json:"verdict,omitempty"`
+	Comments []PlacedFinding `json:"comments,omitempty"`
+	InBody   []string        `json:"in_body,omitempty"`
+	HeldBack []HeldFinding   `json:"held_back,omitempty"`
+	Dropped  int             `json:"dropped,omitempty"`
+	// InBodyOnly is set when GitHub refused the line comments and every
+	// finding went into the body.
+	InBodyOnly bool `json:"in_body_only,omitempty"`
+}
+
+// PlacedFinding is a finding posted as a line comment.
+type PlacedFinding struct {
+	Finding   string `json:"finding"`
+	Path      string `json:"path"`
+	Line      int    `json:"line"`
+	StartLine int    `json:"start_line,omitempty"`
+	Side      string `json:"side"`
+}
+
+// HeldFinding is a finding a policy kept off GitHub.
+type HeldFinding struct {
+	Finding  string `json:"finding"`
+	Policy   string `json:"policy"`
+	Decision string `json:"decision"`
+	Reason   string `json:"reason"`
+}
+
+// reviewKind is the log annotation of a posted review.
+const reviewKind = "github.review"
+
+// recordReview appends rec to the session's log and commits the log to
+// the artifact branch, when the review cycle left a log under the session
+// (the workflow plane's executor does); it returns the link to the log at
+// that commit, "" when there was no log to keep.
+func (d *Dispatcher) recordReview(ctx context.Context, repo Repo, sid string, rec ReviewRecord) (string, error) {
+	evs, err := d.Runs.Store.Read(ctx, sid, 1)
+	if err != nil || len(evs) == 0 {
+		return "", err
+	}
+	if err := d.annotate(ctx, sid, reviewKind, "github", rec); err != nil {
+		return "", err
+	}
+	if d.Git == nil || d.Git.ArtifactBranch() == "" {
+		return "", nil // the log lives on session branches; a review has none
+	}
+	_, sha, err := d.commitArtifact(ctx, repo, sid, nil)
+	if err != nil {
+		return "", err
+	}
+	return d.logURL(repo, sha, sid), nil
 }
 
 // findingText renders one finding: severity, rule, reviewer and title,

@@ -11,7 +11,11 @@ import (
 	"github.com/agentos/agentos/bot/dispatch"
 	"github.com/agentos/agentos/bot/github"
 	"github.com/agentos/agentos/bot/internal/fakegithub"
+	"github.com/agentos/agentos/bot/internal/gittest"
 	"github.com/agentos/agentos/bot/webhook"
+	"github.com/agentos/agentos/runtime/event"
+	"github.com/agentos/agentos/runtime/replay"
+	"github.com/agentos/agentos/runtime/store"
 	"github.com/agentos/agentos/runtime/workflow"
 	"github.com/agentos/agentos/schemas"
 )
@@ -26,6 +30,10 @@ type policyReviewer struct {
 	findings []workflow.Finding
 	mu       sync.Mutex
 	inputs   []dispatch.ReviewInput
+	// log, when set, gets the cycle's events under the session, as the
+	// executor writes them: the run's start and every policy decision
+	// (workflow.policy_gated).
+	log store.Store
 }
 
 func (p *policyReviewer) Review(ctx context.Context, in dispatch.ReviewInput) (dispatch.ReviewOutput, error) {
@@ -53,6 +61,20 @@ func (p *policyReviewer) Review(ctx context.Context, in dispatch.ReviewInput) (d
 			return dispatch.ReviewOutput{}, err
 		}
 		out.Decisions = append(out.Decisions, dispatch.FindingDecision{FindingID: f.ID, Gate: merged, Route: routing.Decide(workflow.Activation{Finding: f})})
+	}
+	if p.log != nil {
+		runID := "run-" + in.SessionID
+		ds := []event.Draft{
+			{RunID: runID, Type: event.SessionStart, Actor: "user", Payload: map[string]any{"prompt": "/agent review"}},
+			{RunID: runID, Type: event.RunStarted, Actor: "runtime", Payload: map[string]any{"run_id": runID, "prompt": "/agent review", "trigger": map[string]any{"repo": in.Repo, "number": in.PR}}},
+		}
+		for _, dc := range out.Decisions {
+			ds = append(ds, event.Draft{RunID: runID, Type: event.WorkflowPolicyGated, Actor: "runtime",
+				Payload: map[string]any{"policy_id": dc.Gate.PolicyID, "decision": string(dc.Gate.Decision), "reason": dc.Gate.Reason, "phase": "review-gate"}})
+		}
+		if _, err := p.log.Append(ctx, in.SessionID, 0, ds...); err != nil {
+			return dispatch.ReviewOutput{}, err
+		}
 	}
 	return out, nil
 }
@@ -103,7 +125,7 @@ func newReviewWorld(t *testing.T) *reviewWorld {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rv := &policyReviewer{t: t, findings: plantedFindings()}
+	rv := &policyReviewer{t: t, findings: plantedFindings(), log: w.store}
 	w.d.Workflows = &dispatch.Workflows{Reviewer: rv, GitHub: dispatch.API{Client: gh}}
 	logs := &bytes.Buffer{}
 	w.d.Log = slog.New(slog.NewTextHandler(logs, nil))
@@ -205,6 +227,30 @@ func TestScenarioReviewPostsOneReviewOnTheDiffLines(t *testing.T) {
 	logs := w.logs.String()
 	if !strings.Contains(logs, "finding=f-forbidden gate=deny policy=role-permissions") || strings.Contains(logs, "FORBIDDEN-PERSONA-TEXT") {
 		t.Errorf("log lacks the role-permissions decision (or leaks the text):\n%s", logs)
+	}
+
+	// The session's log, committed to the artifact branch, holds the
+	// cycle's policy decisions and what the bot posted where.
+	raw := gittest.Git(t, w.bare, "show", "agent-sessions:sessions/"+res.SessionID+"/events.jsonl")
+	for _, s := range []string{
+		`"type":"workflow.policy_gated"`,
+		`"decision":"deny","phase":"review-gate","policy_id":"role-permissions"`,
+		`"kind":"github.review"`,
+		`\"held_back\":[{\"finding\":\"f-unsure\",\"policy\":\"confidence-gating\",\"decision\":\"deny\"`,
+		`{\"finding\":\"f-sqli\",\"path\":\"store/users.go\",\"line\":11,\"side\":\"RIGHT\"}`,
+	} {
+		if !strings.Contains(raw, s) {
+			t.Errorf("committed log lacks %s:\n%s", s, raw)
+		}
+	}
+	if rep, err := replay.VerifyReader(schemas.MustDefault(), strings.NewReader(raw+"\n")); err != nil || !rep.Valid {
+		t.Errorf("committed log does not verify: %v %v", err, rep.Problem)
+	}
+	if strings.Contains(raw, "FORBIDDEN-PERSONA-TEXT") {
+		t.Error("the forbidden persona's text reached the committed log")
+	}
+	if !strings.Contains(res.LogURL, "/blob/") {
+		t.Errorf("LogURL = %q", res.LogURL)
 	}
 
 	// A redelivery of the same webhook posts nothing more.
