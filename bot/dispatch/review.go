@@ -296,8 +296,8 @@ func BuildReview(sessionID, headSHA, trigger string, dm github.DiffMap, out Revi
 		}
 		dc, ok := decisions[f.ID]
 		if !ok || f.ID == "" {
-			heldBack[held{"(none)", "no policy decision: denied by default"}]++
-			rec.HeldBack = append(rec.HeldBack, HeldFinding{Finding: f.ID, Policy: "(none)", Decision: string(workflow.Deny), Reason: "no policy decision: denied by default"})
+			heldBack[held{"", "no policy decision: denied by default"}]++
+			rec.HeldBack = append(rec.HeldBack, HeldFinding{Finding: f.ID, Policy: "", Decision: string(workflow.Deny), Reason: "no policy decision: denied by default"})
 			continue
 		}
 		switch dc.Gate.Decision {
@@ -368,6 +368,10 @@ func BuildReview(sessionID, headSHA, trigger string, dm github.DiffMap, out Revi
 		})
 		for _, k := range keys {
 			n := heldBack[k]
+			if k.policy == "" {
+				fmt.Fprintf(&b, "- %d finding%s held back: no policy decided %s (denied by default)\n", n, plural(n), map[bool]string{true: "it", false: "them"}[n == 1])
+				continue
+			}
 			fmt.Fprintf(&b, "- %d finding%s held back by policy `%s`: %s\n", n, plural(n), oneWord(k.policy), clean(k.reason, 300, trigger))
 		}
 		if malformed > 0 {
@@ -456,12 +460,11 @@ func findingText(f workflow.Finding, dc FindingDecision, trigger string) string 
 	if f.Confidence > 0 {
 		meta = append(meta, fmt.Sprintf("confidence %d", f.Confidence))
 	}
-	route := string(dc.Route.Decision)
-	if route == "" {
-		route = f.AutofixClass
-	}
-	if route != "" {
-		meta = append(meta, "route: "+oneWord(route))
+	switch {
+	case dc.Route.Decision != "":
+		meta = append(meta, "route: "+oneWord(string(dc.Route.Decision)))
+	case f.AutofixClass != "":
+		meta = append(meta, "autofix: "+oneWord(f.AutofixClass))
 	}
 	if len(meta) > 0 {
 		b.WriteString(" _(" + strings.Join(meta, ", ") + ")_")
