@@ -29,10 +29,13 @@
 // bodies over 65,536 characters are rejected (422); REST PATCH /pulls/{n}
 // does not accept "draft"; responses carry rate-limit headers. Calls are
 // counted per endpoint (calls.go). FailNext injects failures (403 +
-// Retry-After, 429, 5xx) for client tests. Not modelled: commit graphs (ref
-// updates are not checked for fast-forward; "commits between" is head SHA
-// != base SHA) and PR diffs (review comment lines are checked only against
-// PullRequest.DiffLines when a test seeds them). Lists are paginated like
+// Retry-After, 429, 5xx) for client tests. On a git-backed repository
+// (BackWithGit) the Git Data API writes real objects and ref updates must
+// fast-forward unless forced (gitdata.go); a pull request seeded with
+// Files has a diff that review comments are checked against (prdiff.go).
+// Not modelled elsewhere: commit graphs ("commits between" is head SHA !=
+// base SHA; refs of repositories without git are not checked for
+// fast-forward). Lists are paginated like
 // GitHub's (per_page, page, Link header).
 package fakegithub
 
@@ -267,7 +270,8 @@ type Fake struct {
 	gitDirs        map[string]string // lower("owner/name") → bare repository backing its refs
 	oauthClients   map[string]*OAuthClient
 	oauthCodes     map[string]*oauthCode
-	browserUser    string // who is signed in to the web pages (SignInBrowser)
+	browserUser    string          // who is signed in to the web pages (SignInBrowser)
+	signed         map[string]bool // commit sha → created through the Git Data API and signed by GitHub
 }
 
 // TB is the part of testing.TB the fake needs; *testing.T satisfies it.

@@ -65,6 +65,10 @@ var routes = map[string]route{
 	"GET /repos/{owner}/{repo}/issues/{issue_number}/labels":  {h: listIssueLabels},
 	"POST /repos/{owner}/{repo}/issues/{issue_number}/labels": {h: addIssueLabels},
 	"DELETE /installation/token":                              {h: revokeInstallationToken},
+	"POST /repos/{owner}/{repo}/git/blobs":                    {h: createBlob},
+	"POST /repos/{owner}/{repo}/git/trees":                    {h: createTree},
+	"POST /repos/{owner}/{repo}/git/commits":                  {h: createGitCommit},
+	"GET /repos/{owner}/{repo}/git/commits/{commit_sha}":      {h: getGitCommit},
 }
 
 // RouteKeys returns the fake's routes as "METHOD template", sorted.
@@ -925,6 +929,9 @@ func createRef(c *call) {
 		writeError(c.w, http.StatusUnprocessableEntity, "Reference already exists")
 		return
 	}
+	if backed, ok := c.gitRef(rs, in.Ref, in.SHA, "", false); backed && !ok {
+		return
+	}
 	rs.refs[in.Ref] = in.SHA
 	writeJSON(c.w, http.StatusCreated, c.f.refJSON(rs, in.Ref, in.SHA))
 }
@@ -935,18 +942,23 @@ func updateRef(c *call) {
 		return
 	}
 	name := fullRef(c.params["ref"])
-	if _, ok := rs.refs[name]; !ok {
+	old, ok := rs.refs[name]
+	if !ok {
 		writeError(c.w, http.StatusUnprocessableEntity, "Reference does not exist")
 		return
 	}
 	var in struct {
-		SHA string `json:"sha"`
+		SHA   string `json:"sha"`
+		Force bool   `json:"force"`
 	}
 	if !c.decode(&in) {
 		return
 	}
 	if !hexSHA(in.SHA) {
 		writeError(c.w, http.StatusUnprocessableEntity, "Object does not exist")
+		return
+	}
+	if backed, ok := c.gitRef(rs, name, in.SHA, old, in.Force); backed && !ok {
 		return
 	}
 	rs.refs[name] = in.SHA
