@@ -9,11 +9,15 @@
 package action
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/agentos/agentos/runtime/provider"
 )
 
 // Env is the Actions environment and the action's inputs.
@@ -52,7 +56,43 @@ type Inputs struct {
 	// session branch instead of the artifact branch.
 	LogOnSessionBranch bool
 	BotLogin           string
+
+	// Automation (no comment needed), as claude-code-action's inputs:
+	// Prompt is the request for a run started by label_trigger or
+	// assignee_trigger (default: the issue's title and body).
+	Prompt string
+	// Cycle is the cycle an event without a command runs: review on
+	// pull_request opened/reopened/ready_for_review, triage on issues
+	// opened (the defaults), or "none" to run none.
+	Cycle string
+	// LabelTrigger starts a run when an issue gets this label;
+	// AssigneeTrigger when this account is assigned to an issue.
+	LabelTrigger, AssigneeTrigger string
+	// BaseBranch is the branch an issue's run starts from (default: the
+	// repository's default branch).
+	BaseBranch string
+	// BranchPrefix starts session branches; only agent/ is supported.
+	BranchPrefix string
+	// CustomInstructions are passed to every cycle and appended to a
+	// run's request.
+	CustomInstructions string
+	// MCPServers come from mcp_config (.mcp.json's shape) and are mounted
+	// in every run beside the profile's.
+	MCPServers map[string]provider.MCPServer
+	// AppID and AppPrivateKey make the Action act as a GitHub App: it
+	// mints installation tokens (its commits and comments are the app's)
+	// and revokes them when it ends.
+	AppID         int64
+	AppPrivateKey string
 }
+
+// Cycles an event may run without a command.
+const (
+	CycleReview = "review"
+	CycleTriage = "triage"
+	CycleFix    = "fix"
+	CycleNone   = "none"
+)
 
 // EnvError lists what is wrong with the environment, all at once.
 type EnvError struct{ Problems []string }
@@ -92,7 +132,9 @@ func FromEnv(getenv func(string) string) (Env, error) {
 	need("GITHUB_EVENT_PATH", e.EventPath)
 	need("GITHUB_REPOSITORY", e.Repository)
 	need("RUNNER_TEMP", e.RunnerTemp)
-	need("github_token (or GITHUB_TOKEN)", e.Token)
+	if input(getenv, "app_id") == "" {
+		need("github_token (or GITHUB_TOKEN)", e.Token)
+	}
 	if e.Repository != "" && strings.Count(e.Repository, "/") != 1 {
 		problems = append(problems, fmt.Sprintf("GITHUB_REPOSITORY %q is not owner/name", e.Repository))
 	}
@@ -137,6 +179,7 @@ func FromEnv(getenv func(string) string) (Env, error) {
 		in.Timeout = time.Duration(n) * time.Minute
 	}
 	in.AllowedUsers = strings.FieldsFunc(input(getenv, "allowed_users"), func(r rune) bool { return r == ',' || r == ' ' || r == '\n' })
+	problems = append(problems, automationInputs(getenv, &in)...)
 	if strings.ContainsAny(in.ArtifactBranch, " ~^:?*[\\") || strings.HasPrefix(in.ArtifactBranch, "-") {
 		problems = append(problems, fmt.Sprintf("artifact_branch %q is not a valid branch name", in.ArtifactBranch))
 	}
@@ -150,7 +193,7 @@ func FromEnv(getenv func(string) string) (Env, error) {
 // Secrets are the values to mask in the job's log.
 func (e Env) Secrets() []string {
 	var s []string
-	for _, v := range []string{e.Token, e.Inputs.OpenAIKey, e.Inputs.AnthropicKey, e.Inputs.GeminiKey} {
+	for _, v := range []string{e.Token, e.Inputs.OpenAIKey, e.Inputs.AnthropicKey, e.Inputs.GeminiKey, e.Inputs.AppPrivateKey} {
 		if v != "" {
 			s = append(s, v)
 		}
@@ -178,4 +221,105 @@ func orDefault(v, def string) string {
 		return def
 	}
 	return v
+}
+
+func list(v string) []string {
+	return strings.FieldsFunc(v, func(r rune) bool { return r == ',' || r == ' ' || r == '\n' })
+}
+
+func badBranch(b string) bool {
+	return strings.ContainsAny(b, " ~^:?*[\\") || strings.HasPrefix(b, "-") || strings.Contains(b, "..") || strings.HasSuffix(b, "/") || strings.HasSuffix(b, ".lock")
+}
+
+// automationInputs reads the inputs of automation mode and the App
+// credentials, and says what is wrong with them.
+func automationInputs(getenv func(string) string, in *Inputs) []string {
+	var problems []string
+	in.Prompt = input(getenv, "prompt")
+	in.Cycle = input(getenv, "cycle")
+	switch in.Cycle {
+	case "", CycleReview, CycleTriage, CycleFix, CycleNone:
+	default:
+		problems = append(problems, fmt.Sprintf("cycle %q is not review, triage, fix or none", in.Cycle))
+	}
+	in.LabelTrigger = input(getenv, "label_trigger")
+	in.AssigneeTrigger = strings.TrimPrefix(input(getenv, "assignee_trigger"), "@")
+	in.BaseBranch = input(getenv, "base_branch")
+	if in.BaseBranch != "" && badBranch(in.BaseBranch) {
+		problems = append(problems, fmt.Sprintf("base_branch %q is not a valid branch name", in.BaseBranch))
+	}
+	in.BranchPrefix = orDefault(input(getenv, "branch_prefix"), "agent/")
+	if in.BranchPrefix != "agent/" {
+		// Session branches are how every process finds a session
+		// (agent/<session>); another prefix would lose paused runs.
+		problems = append(problems, fmt.Sprintf("branch_prefix %q: only agent/ is supported (session branches are agent/<session id>)", in.BranchPrefix))
+	}
+	in.CustomInstructions = input(getenv, "custom_instructions")
+	// Tool lists would have to narrow the kernel's tool scope; until they
+	// do, a list is refused rather than ignored: a workflow that forbids a
+	// tool must not get a run that may use it.
+	for _, nv := range [][2]string{{"allowed_tools", input(getenv, "allowed_tools")}, {"disallowed_tools", input(getenv, "disallowed_tools")}} {
+		if name, l := nv[0], list(nv[1]); len(l) > 0 {
+			problems = append(problems, fmt.Sprintf("%s is not supported yet (the run's tools are set by the policy file, policy_file); refusing rather than ignoring %v", name, l))
+		}
+	}
+	if raw := input(getenv, "mcp_config"); raw != "" {
+		servers, err := parseMCPConfig(raw)
+		if err != nil {
+			problems = append(problems, "mcp_config: "+err.Error())
+		}
+		in.MCPServers = servers
+	}
+	if v := input(getenv, "app_id"); v != "" {
+		id, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || id <= 0 {
+			problems = append(problems, fmt.Sprintf("app_id %q is not a positive whole number", v))
+		}
+		in.AppID = id
+		in.AppPrivateKey = input(getenv, "app_private_key")
+		if input(getenv, "bot_login") == "" {
+			in.BotLogin = "" // learned from GET /app: <app-slug>[bot]
+		}
+		if in.AppPrivateKey == "" {
+			problems = append(problems, "app_id is set but app_private_key is empty")
+		}
+	} else if input(getenv, "app_private_key") != "" {
+		problems = append(problems, "app_private_key is set but app_id is empty")
+	}
+	return problems
+}
+
+// parseMCPConfig reads mcp_config: .mcp.json's shape, {"mcpServers":
+// {"name": {"command", "args", "env"} or {"type", "url", "headers"}}}.
+// Unknown fields are errors.
+func parseMCPConfig(raw string) (map[string]provider.MCPServer, error) {
+	var doc struct {
+		MCPServers map[string]struct {
+			Type    string            `json:"type"`
+			Command string            `json:"command"`
+			Args    []string          `json:"args"`
+			Env     map[string]string `json:"env"`
+			URL     string            `json:"url"`
+			Headers map[string]string `json:"headers"`
+		} `json:"mcpServers"`
+	}
+	dec := json.NewDecoder(bytes.NewReader([]byte(raw)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&doc); err != nil {
+		return nil, fmt.Errorf("not .mcp.json's shape: %v", err)
+	}
+	if len(doc.MCPServers) == 0 {
+		return nil, errors.New(`no servers under "mcpServers"`)
+	}
+	out := map[string]provider.MCPServer{}
+	for name, s := range doc.MCPServers {
+		if name == "" || strings.ContainsAny(name, " ./*") {
+			return nil, fmt.Errorf("server name %q: letters, digits, - and _ only", name)
+		}
+		if (s.Command == "") == (s.URL == "") {
+			return nil, fmt.Errorf("server %s: give either command or url", name)
+		}
+		out[name] = provider.MCPServer{Type: s.Type, Command: s.Command, Args: s.Args, Env: s.Env, URL: s.URL, Headers: s.Headers}
+	}
+	return out, nil
 }

@@ -22,6 +22,15 @@ func Mask(w io.Writer, secret string) {
 	if secret != "" {
 		fmt.Fprintf(w, "::add-mask::%s\n", escapeData(secret))
 	}
+	// The runner matches a multi-line mask poorly (a line printed on its
+	// own slips through), so each line of one (a PEM key) is masked too.
+	if strings.Contains(secret, "\n") {
+		for _, l := range strings.Split(secret, "\n") {
+			if l = strings.TrimSpace(l); len(l) >= 8 {
+				fmt.Fprintf(w, "::add-mask::%s\n", escapeData(l))
+			}
+		}
+	}
 }
 
 // Group starts a collapsible group; call the returned func to end it.
@@ -49,6 +58,11 @@ type Outputs struct {
 	InputTokens  int64
 	OutputTokens int64
 	CostUSD      float64
+	// Verdict is a cycle's verdict (done, halted, abort); "" for a run.
+	Verdict string
+	// LogCommit is the commit that holds the session's log, "" if none
+	// was written.
+	LogCommit string
 }
 
 // Pairs returns the outputs as name/value pairs in a stable order.
@@ -65,6 +79,9 @@ func (o Outputs) Pairs() [][2]string {
 		{"input_tokens", fmt.Sprint(o.InputTokens)},
 		{"output_tokens", fmt.Sprint(o.OutputTokens)},
 		{"cost_usd", fmt.Sprintf("%.6f", o.CostUSD)},
+		{"verdict", o.Verdict},
+		{"tokens", fmt.Sprint(o.InputTokens + o.OutputTokens)},
+		{"log_commit", o.LogCommit},
 	}
 }
 

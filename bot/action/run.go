@@ -35,6 +35,10 @@ type Deps struct {
 	// Sandbox is the mechanism commands run under (sandbox.Mechanism), for
 	// the tracking comment's warning.
 	Sandbox string
+	// Reviewer and Triager run the workflow plane's review and triage
+	// cycles (nil: the cycle answers that it is not configured).
+	Reviewer dispatch.Reviewer
+	Triager  dispatch.Triager
 }
 
 // Run handles the event that started the workflow run: it answers
@@ -49,7 +53,15 @@ func Run(ctx context.Context, env Env, deps Deps, log io.Writer) (Outputs, error
 	if err != nil {
 		return Outputs{}, fmt.Errorf("read the event: %w", err)
 	}
-	t, ok, err := webhook.Normalize(env.EventName, fmt.Sprintf("actions-%s", env.RunID), body)
+	deliveryID := fmt.Sprintf("actions-%s", env.RunID)
+	auto, automated, err := Automate(env.EventName, body, env.Inputs, deliveryID)
+	if err != nil {
+		return Outputs{}, err
+	}
+	t, ok, err := webhook.Normalize(env.EventName, deliveryID, body)
+	if automated {
+		t, ok, err = auto.Trigger, true, nil
+	}
 	if err != nil {
 		return Outputs{}, fmt.Errorf("the %s event: %w", env.EventName, err)
 	}
@@ -77,6 +89,11 @@ func Run(ctx context.Context, env Env, deps Deps, log io.Writer) (Outputs, error
 	// The bot's login is an input: a workflow token cannot read GET /user.
 	cfg := config.Default()
 	cfg.DataDir, cfg.GitHubAPIURL, cfg.GitHubToken = data, env.APIURL, env.Token
+	if env.Inputs.AppID != 0 {
+		// App mode: the run mints its own installation tokens (revoked at
+		// the end), so the workflow's token is not used for the API.
+		cfg.GitHubAppID, cfg.GitHubPrivateKey, cfg.GitHubToken = env.Inputs.AppID, []byte(env.Inputs.AppPrivateKey), ""
+	}
 	cfg.TriggerWord, cfg.AllowedUsers, cfg.BotLogin = env.Inputs.Trigger, env.Inputs.AllowedUsers, env.Inputs.BotLogin
 	cfg.ArtifactBranch, cfg.LogOnSessionBranch = env.Inputs.ArtifactBranch, env.Inputs.LogOnSessionBranch
 	bot, err := dispatch.NewGitHubBot(cfg, st, deps.Engines(st), slog.New(slog.NewTextHandler(log, nil)))
@@ -92,11 +109,31 @@ func Run(ctx context.Context, env Env, deps Deps, log io.Writer) (Outputs, error
 	d.Preflight = deps.Preflight
 	d.Sandbox = deps.Sandbox
 	d.Result = func(r dispatch.Result) { res = r }
-	end := Group(log, fmt.Sprintf("agentos: %s on %s#%d by %s", env.EventName, t.Repo, t.Number, t.Author))
-	derr := d.Dispatch(ctx, t)
-	end()
+	d.Workflows = &dispatch.Workflows{Reviewer: deps.Reviewer, Triager: deps.Triager, GitHub: dispatch.API{Client: bot.Client},
+		Mode: dispatch.ModeHeadless, Instructions: env.Inputs.CustomInstructions}
+	var derr error
+	if automated {
+		end := Group(log, fmt.Sprintf("agentos: %s cycle for %s %s on %s#%d", auto.Cycle, env.EventName, t.Action, t.Repo, t.Number))
+		derr = d.RunCycle(ctx, t, auto.Cycle, auto.Prompt)
+		end()
+	} else {
+		end := Group(log, fmt.Sprintf("agentos: %s on %s#%d by %s", env.EventName, t.Repo, t.Number, t.Author))
+		derr = d.Dispatch(ctx, t)
+		end()
+	}
+	// The installation tokens this run minted (App mode) end with it.
+	if n, err := bot.Client.RevokeMintedTokens(context.WithoutCancel(ctx)); err != nil {
+		Warningf(log, "agentos: revoking the run's installation tokens: %v", err)
+	} else if n > 0 {
+		fmt.Fprintf(log, "agentos: revoked %d installation token(s) this run minted\n", n)
+	}
 	out := Outputs{SessionID: res.SessionID, Status: res.Status, PRNumber: res.PR, Branch: res.Branch,
-		InputTokens: res.Spent.InputTokens, OutputTokens: res.Spent.OutputTokens, CostUSD: res.Spent.CostUSD}
+		InputTokens: res.Spent.InputTokens, OutputTokens: res.Spent.OutputTokens, CostUSD: res.Spent.CostUSD,
+		LogCommit: logCommit(res.LogURL)}
+	if res.Outcome == "reviewed" || res.Outcome == "triaged" {
+		// A cycle's status is what it did; its verdict is the cycle's.
+		out.Status, out.Verdict = res.Outcome, res.Status
+	}
 	if out.Status == "" {
 		out.Status = res.Outcome
 	}
@@ -166,4 +203,18 @@ func fillSummary(ctx context.Context, st store.Store, sid string, sum *SummaryIn
 		sum.Approvals = append(sum.Approvals, fmt.Sprintf("`%s` %s: waiting for a maintainer", a.ID, a.Tool))
 	}
 	sort.Strings(sum.Approvals)
+}
+
+// logCommit is the commit of a session log link (…/blob/<commit>/…), ""
+// when there is none.
+func logCommit(url string) string {
+	_, rest, ok := strings.Cut(url, "/blob/")
+	if !ok {
+		return ""
+	}
+	c, _, _ := strings.Cut(rest, "/")
+	if len(c) != 40 || strings.Trim(c, "0123456789abcdef") != "" {
+		return ""
+	}
+	return c
 }

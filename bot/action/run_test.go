@@ -102,6 +102,11 @@ type actions struct {
 	log     string // the last run's log
 	// preflight is Deps.Preflight of the next runs.
 	preflight func(context.Context) error
+	// inputs are added to (or, empty, remove) the next runs' variables.
+	inputs map[string]string
+	// reviewer and triager are Deps.Reviewer and Deps.Triager.
+	reviewer dispatch.Reviewer
+	triager  dispatch.Triager
 }
 
 func newActions(t *testing.T) *actions {
@@ -153,6 +158,13 @@ func (a *actions) run(eventName string, ev map[string]any) (action.Outputs, stri
 		"RUNNER_TEMP": tmp, "GITHUB_OUTPUT": outPath, "GITHUB_STEP_SUMMARY": sumPath,
 		"INPUT_GITHUB_TOKEN": ghToken, "INPUT_PROVIDER": "scripted",
 	}
+	for k, v := range a.inputs {
+		if v == "" {
+			delete(vars, k)
+		} else {
+			vars[k] = v
+		}
+	}
 	env, err := action.FromEnv(func(k string) string { return vars[k] })
 	if err != nil {
 		t.Fatal(err)
@@ -181,6 +193,8 @@ func (a *actions) run(eventName string, ev map[string]any) (action.Outputs, stri
 			}
 		},
 		Preflight: a.preflight,
+		Reviewer:  a.reviewer,
+		Triager:   a.triager,
 	}
 	var log strings.Builder
 	out, runErr := action.Run(context.Background(), env, deps, &log)

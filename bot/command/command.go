@@ -1,7 +1,7 @@
 // Package command owns the comment-command language of the bot: it turns
 // the body of a GitHub comment into at most one command (`/agent <prompt>`,
 // `/agent approve`, `/agent deny`, `/agent status`, `/agent cancel`,
-// `/agent help`), and renders the help text from the commands' own
+// `/agent help`, `/agent review`, `/agent triage`), and renders the help text from the commands' own
 // descriptions. It is pure: no I/O, no GitHub types, no authorization —
 // who may run a command is described here and enforced by the caller.
 package command
@@ -55,6 +55,12 @@ const (
 	Status  Name = "status"
 	Cancel  Name = "cancel"
 	HelpCmd Name = "help"
+	// Review runs the review cycle on a pull request: personas review the
+	// diff and the findings come back as one PR review with line comments.
+	Review Name = "review"
+	// Triage runs the triage cycle on an issue: labels and a summary
+	// comment, applied as far as policy allows.
+	Triage Name = "triage"
 )
 
 // Reason says why a comment was ignored (Kind Ignore); it is meant for logs
@@ -271,7 +277,9 @@ func parseCommand(rest string, more []string, line int, trigger string) Result {
 		if args == "" {
 			return Result{Kind: Help, Name: HelpCmd}
 		}
-	case Status, Cancel:
+	case Status, Cancel, Review, Triage:
+		// Bare, these are commands; with more words ("review the auth
+		// code") they stay a request in free text, as they always were.
 		if args == "" {
 			return Result{Kind: Command, Command: Cmd{Name: Name(strings.ToLower(word)), Line: line}}
 		}

@@ -51,6 +51,16 @@ var descriptions = []Description{
 		Examples:   []string{"{trigger} deny ap-3f9c2a1b7d4e do not touch the lockfile"},
 	},
 	{
+		Name: Review, Summary: "On a pull request: review the diff with the review cycle (security, correctness and tests personas) and post one review with line comments; findings outside the diff go in the review's body. The bot only comments: it never approves or requests changes.",
+		Permission: Write,
+		Examples:   []string{"{trigger} review"},
+	},
+	{
+		Name: Triage, Summary: "On an issue: propose labels (only ones the repository has) and a summary comment with the triage cycle; they are applied as far as the policy allows.",
+		Permission: Write,
+		Examples:   []string{"{trigger} triage"},
+	},
+	{
 		Name: Status, Summary: "Show the state of the run for this issue or pull request and its pending approvals.",
 		Permission: Read,
 		Examples:   []string{"{trigger} status"},

@@ -95,6 +95,9 @@ type Dispatcher struct {
 	// webhook queue retries with backoff: the delivery is handed back
 	// through the queue, and the session is never worked twice at once.
 	Leases SessionLeases
+	// Workflows, when set, runs the workflow plane's cycles for
+	// `/agent review` and `/agent triage` (see review.go, triage.go).
+	Workflows *Workflows
 
 	mu    sync.Mutex
 	locks map[string]*sync.Mutex
@@ -102,7 +105,7 @@ type Dispatcher struct {
 
 // Result is how one trigger ended.
 type Result struct {
-	Outcome   string // ignored | refused | help | started | answered | cancelled | status | replied | recorded
+	Outcome   string // ignored | refused | help | started | answered | cancelled | status | replied | recorded | reviewed | triaged
 	Reason    string
 	SessionID string
 	Status    string // the run's status after the trigger: paused | completed | failed | denied
@@ -305,6 +308,10 @@ func (d *Dispatcher) onComment(ctx context.Context, repo Repo, t webhook.Trigger
 		return d.status(ctx, repo, t)
 	case command.Cancel:
 		return d.cancel(ctx, repo, t, "cancelled with "+d.trigger()+" cancel")
+	case command.Review:
+		return d.review(ctx, repo, t)
+	case command.Triage:
+		return d.triage(ctx, repo, t)
 	}
 	return Result{Outcome: "ignored", Reason: "unknown command " + string(c.Name)}, nil
 }

@@ -68,6 +68,14 @@ func runAction(ctx context.Context, getenv func(string) string, deps action.Deps
 		action.Errorf(stdout, "%v", err)
 		return &exitError{code: exitUsage, err: err}
 	}
+	// mcp_config's servers join the profile's (the workflow's wins on a
+	// name both define).
+	for name, srv := range env.Inputs.MCPServers {
+		if prof.MCPServers == nil {
+			prof.MCPServers = map[string]provider.MCPServer{}
+		}
+		prof.MCPServers[name] = srv
+	}
 	// The provider is checked before a new run, before anything reaches
 	// GitHub (no comment or pull request for a run whose model cannot be
 	// reached); events that start no run (other comments, reviews of other

@@ -29,10 +29,13 @@
 // bodies over 65,536 characters are rejected (422); REST PATCH /pulls/{n}
 // does not accept "draft"; responses carry rate-limit headers. Calls are
 // counted per endpoint (calls.go). FailNext injects failures (403 +
-// Retry-After, 429, 5xx) for client tests. Not modelled: commit graphs (ref
-// updates are not checked for fast-forward; "commits between" is head SHA
-// != base SHA) and PR diffs (review comment lines are checked only against
-// PullRequest.DiffLines when a test seeds them). Lists are paginated like
+// Retry-After, 429, 5xx) for client tests. On a git-backed repository
+// (BackWithGit) the Git Data API writes real objects and ref updates must
+// fast-forward unless forced (gitdata.go); a pull request seeded with
+// Files has a diff that review comments are checked against (prdiff.go).
+// Not modelled elsewhere: commit graphs ("commits between" is head SHA !=
+// base SHA; refs of repositories without git are not checked for
+// fast-forward). Lists are paginated like
 // GitHub's (per_page, page, Link header).
 package fakegithub
 
@@ -90,6 +93,8 @@ type Issue struct {
 	User   string
 	State  string // open, closed
 	IsPR   bool
+	// Labels are the names of the issue's labels.
+	Labels []string
 	// Created and Updated default to the fake's clock at creation.
 	Created, Updated time.Time
 }
@@ -116,6 +121,13 @@ type PullRequest struct {
 	// PR's diff; a review comment elsewhere is refused (422), as on GitHub.
 	// When nil, comment positions are not checked.
 	DiffLines map[string][]int
+	// Files, when set, are the PR's diff (see PRFile): review comments
+	// must point into their hunks, on the side (LEFT/RIGHT) they name, and
+	// a multi-line comment must start in the same hunk; GET
+	// .../pulls/{n}/files lists them and GET .../pulls/{n} with the diff
+	// media type answers them as one unified diff. Files take precedence
+	// over DiffLines.
+	Files []PRFile
 	// Created and Updated default to the fake's clock at creation.
 	Created, Updated time.Time
 }
@@ -154,8 +166,12 @@ type ReviewComment struct {
 	Path     string
 	Line     int
 	Side     string
-	CommitID string
-	Created  time.Time
+	// StartLine and StartSide are the first line of a multi-line comment
+	// (0 and "" for a single line).
+	StartLine int
+	StartSide string
+	CommitID  string
+	Created   time.Time
 }
 
 // App is a GitHub App the fake accepts JWTs for.
@@ -222,6 +238,7 @@ type repoState struct {
 	nextNumber     int
 	perms          map[string]string // lower(login) → level
 	installationID int64
+	labels         map[string]*Label // lower(name) → label
 }
 
 // Fake is the fake GitHub server. It is an http.Handler; it is safe for
@@ -253,7 +270,8 @@ type Fake struct {
 	gitDirs        map[string]string // lower("owner/name") → bare repository backing its refs
 	oauthClients   map[string]*OAuthClient
 	oauthCodes     map[string]*oauthCode
-	browserUser    string // who is signed in to the web pages (SignInBrowser)
+	browserUser    string          // who is signed in to the web pages (SignInBrowser)
+	signed         map[string]bool // commit sha → created through the Git Data API and signed by GitHub
 }
 
 // TB is the part of testing.TB the fake needs; *testing.T satisfies it.
@@ -347,7 +365,7 @@ func (f *Fake) AddRepo(r Repo) {
 		Repo: r, id: f.id(),
 		refs:   map[string]string{"refs/heads/" + r.DefaultBranch: sha("base-" + r.Owner + "/" + r.Name)},
 		issues: map[int]*Issue{}, prs: map[int]*PullRequest{}, nextNumber: 1,
-		perms: map[string]string{},
+		perms: map[string]string{}, labels: map[string]*Label{},
 	}
 	f.ensureUser(r.Owner, "User")
 }
@@ -498,6 +516,7 @@ func (f *Fake) addPR(rs *repoState, pr PullRequest) *PullRequest {
 	}
 	f.ensureUser(pr.User, "")
 	p := pr
+	p.Files = append([]PRFile(nil), pr.Files...)
 	rs.prs[pr.Number] = &p
 	rs.issues[pr.Number] = &Issue{Number: pr.Number, Title: pr.Title, Body: pr.Body, User: pr.User, State: pr.State, IsPR: true, Created: pr.Created, Updated: pr.Updated}
 	return &p

@@ -107,6 +107,9 @@ func (s *Spec) ValidateResponse(op *Operation, status int, contentType string, b
 	if len(trimmed) == 0 {
 		return fmt.Errorf("response %d of %s %s has no body; the description expects JSON", status, op.Method, op.Path)
 	}
+	if mediaType(contentType) {
+		return nil // a diff or patch media type GitHub documents beside the JSON
+	}
 	if !strings.HasPrefix(contentType, "application/json") {
 		return fmt.Errorf("response %d of %s %s is %q, not application/json", status, op.Method, op.Path, contentType)
 	}
@@ -131,4 +134,16 @@ func declaredStatuses(op *Operation) string {
 	}
 	sortStrings(codes)
 	return strings.Join(codes, ", ")
+}
+
+// mediaType reports whether contentType is one of GitHub's non-JSON media
+// types (application/vnd.github.diff, .patch), which the description
+// mentions in prose only ("Pass the appropriate media type").
+func mediaType(contentType string) bool {
+	ct, _, _ := strings.Cut(contentType, ";")
+	switch strings.TrimSpace(ct) {
+	case "application/vnd.github.diff", "application/vnd.github.patch":
+		return true
+	}
+	return false
 }

@@ -59,6 +59,16 @@ var routes = map[string]route{
 	"POST /repos/{owner}/{repo}/git/refs":                                          {h: createRef},
 	"PATCH /repos/{owner}/{repo}/git/refs/{ref}":                                   {h: updateRef},
 	"DELETE /repos/{owner}/{repo}/git/refs/{ref}":                                  {h: deleteRef},
+
+	"GET /repos/{owner}/{repo}/pulls/{pull_number}/files":     {h: listPRFiles},
+	"GET /repos/{owner}/{repo}/labels":                        {h: listRepoLabels},
+	"GET /repos/{owner}/{repo}/issues/{issue_number}/labels":  {h: listIssueLabels},
+	"POST /repos/{owner}/{repo}/issues/{issue_number}/labels": {h: addIssueLabels},
+	"DELETE /installation/token":                              {h: revokeInstallationToken},
+	"POST /repos/{owner}/{repo}/git/blobs":                    {h: createBlob},
+	"POST /repos/{owner}/{repo}/git/trees":                    {h: createTree},
+	"POST /repos/{owner}/{repo}/git/commits":                  {h: createGitCommit},
+	"GET /repos/{owner}/{repo}/git/commits/{commit_sha}":      {h: getGitCommit},
 }
 
 // RouteKeys returns the fake's routes as "METHOD template", sorted.
@@ -573,10 +583,25 @@ func createPR(c *call) {
 	c.f.deliverPR(rs, "opened", c.login(), p, nil)
 }
 
+// getPR answers the pull request as JSON, or (Accept:
+// application/vnd.github.diff) as its unified diff, which is only
+// available for a pull request seeded with Files.
 func getPR(c *call) {
-	if rs, p := c.repoPR(); p != nil {
-		writeJSON(c.w, http.StatusOK, c.f.prJSON(rs, p))
+	rs, p := c.repoPR()
+	if p == nil {
+		return
 	}
+	if wantsDiff(c.r) {
+		if p.Files == nil {
+			writeError(c.w, http.StatusNotAcceptable, "the fake has no diff for this pull request (seed PullRequest.Files)")
+			return
+		}
+		c.w.Header().Set("Content-Type", "application/vnd.github.diff; charset=utf-8")
+		c.w.WriteHeader(http.StatusOK)
+		_, _ = c.w.Write([]byte(unifiedDiff(p)))
+		return
+	}
+	writeJSON(c.w, http.StatusOK, c.f.prJSON(rs, p))
 }
 
 func updatePR(c *call) {
@@ -657,11 +682,13 @@ func createReview(c *call) {
 		Body     string `json:"body"`
 		Event    string `json:"event"`
 		Comments []struct {
-			Path     string `json:"path"`
-			Position int    `json:"position"`
-			Line     int    `json:"line"`
-			Side     string `json:"side"`
-			Body     string `json:"body"`
+			Path      string `json:"path"`
+			Position  int    `json:"position"`
+			Line      int    `json:"line"`
+			Side      string `json:"side"`
+			StartLine int    `json:"start_line"`
+			StartSide string `json:"start_side"`
+			Body      string `json:"body"`
 		} `json:"comments"`
 	}
 	if !c.decode(&in) || tooLong(c.w, "PullRequestReview", "body", in.Body) {
@@ -710,8 +737,10 @@ func createReview(c *call) {
 		if line == 0 {
 			line = cm.Position
 		}
-		if !inDiff(p, cm.Path, line) {
-			notInDiff(c.w, true)
+		// GitHub checks every comment before it keeps any: a review is
+		// created whole or not at all.
+		if msg := placeComment(p, cm.Path, line, cm.Side, cm.StartLine, cm.StartSide); msg != "" {
+			writeSimpleError(c.w, http.StatusUnprocessableEntity, "Unprocessable Entity", msg)
 			return
 		}
 	}
@@ -721,7 +750,18 @@ func createReview(c *call) {
 		if line == 0 {
 			line = cm.Position
 		}
-		rc := &ReviewComment{ID: c.f.id(), PR: p.Number, ReviewID: rv.ID, User: me, Body: cm.Body, Path: cm.Path, Line: line, Side: cm.Side, CommitID: commit, Created: c.f.now()}
+		side := cm.Side
+		if side == "" {
+			side = "RIGHT"
+		}
+		startSide := ""
+		if cm.StartLine != 0 {
+			startSide = cm.StartSide
+			if startSide == "" {
+				startSide = side
+			}
+		}
+		rc := &ReviewComment{ID: c.f.id(), PR: p.Number, ReviewID: rv.ID, User: me, Body: cm.Body, Path: cm.Path, Line: line, Side: side, StartLine: cm.StartLine, StartSide: startSide, CommitID: commit, Created: c.f.now()}
 		c.f.reviewComments[rk] = append(c.f.reviewComments[rk], rc)
 		rv.Comments = append(rv.Comments, rc.ID)
 	}
@@ -780,12 +820,14 @@ func createReviewComment(c *call) {
 		return
 	}
 	var in struct {
-		Body     string `json:"body"`
-		CommitID string `json:"commit_id"`
-		Path     string `json:"path"`
-		Line     int    `json:"line"`
-		Position int    `json:"position"`
-		Side     string `json:"side"`
+		Body      string `json:"body"`
+		CommitID  string `json:"commit_id"`
+		Path      string `json:"path"`
+		Line      int    `json:"line"`
+		Position  int    `json:"position"`
+		Side      string `json:"side"`
+		StartLine int    `json:"start_line"`
+		StartSide string `json:"start_side"`
 	}
 	if !c.decode(&in) || tooLong(c.w, "PullRequestReviewComment", "body", in.Body) {
 		return
@@ -798,11 +840,11 @@ func createReviewComment(c *call) {
 	if line == 0 {
 		line = in.Position
 	}
-	if !inDiff(p, in.Path, line) {
-		notInDiff(c.w, false)
+	if msg := placeComment(p, in.Path, line, in.Side, in.StartLine, in.StartSide); msg != "" {
+		notInDiff(c.w, msg)
 		return
 	}
-	rc := &ReviewComment{ID: c.f.id(), PR: p.Number, User: c.login(), Body: in.Body, Path: in.Path, Line: line, Side: in.Side, CommitID: in.CommitID, Created: c.f.now()}
+	rc := &ReviewComment{ID: c.f.id(), PR: p.Number, User: c.login(), Body: in.Body, Path: in.Path, Line: line, Side: in.Side, StartLine: in.StartLine, StartSide: in.StartSide, CommitID: in.CommitID, Created: c.f.now()}
 	rk := key(rs.Owner, rs.Name)
 	c.f.reviewComments[rk] = append(c.f.reviewComments[rk], rc)
 	writeJSON(c.w, http.StatusCreated, c.f.reviewCommentJSON(rs, rc))
@@ -820,17 +862,22 @@ func inDiff(p *PullRequest, path string, line int) bool {
 	return false
 }
 
-// notInDiff refuses a line comment outside the diff: a review answers
-// with a validation-error-simple (errors are strings), a single review
-// comment with a validation-error.
-func notInDiff(w http.ResponseWriter, inReview bool) {
-	const msg = "Pull request review thread line must be part of the diff"
-	if inReview {
-		writeSimpleError(w, http.StatusUnprocessableEntity, "Unprocessable Entity", msg)
-		return
+// notInDiff refuses a single review comment GitHub cannot place, with a
+// validation-error (a review answers a validation-error-simple, whose
+// errors are strings, instead): "pull_request_review_thread.line could not
+// be resolved", as GitHub words it.
+func notInDiff(w http.ResponseWriter, msg string) {
+	field, text := "pull_request_review_thread.line", "could not be resolved"
+	switch msg {
+	case msgPathNotResolved:
+		field = "pull_request_review_thread.path"
+	case msgStartOtherHunk, msgStartAfterLine:
+		field, text = "pull_request_review_thread.start_line", msg
+	case msgBadSide:
+		field, text = "pull_request_review_thread.side", msg
 	}
 	writeError(w, http.StatusUnprocessableEntity, "Validation Failed", map[string]any{
-		"resource": "PullRequestReviewComment", "code": "custom", "field": "pull_request_review_thread.line", "message": msg,
+		"resource": "PullRequestReviewComment", "code": "custom", "field": field, "message": text,
 	})
 }
 
@@ -882,6 +929,9 @@ func createRef(c *call) {
 		writeError(c.w, http.StatusUnprocessableEntity, "Reference already exists")
 		return
 	}
+	if backed, ok := c.gitRef(rs, in.Ref, in.SHA, "", false); backed && !ok {
+		return
+	}
 	rs.refs[in.Ref] = in.SHA
 	writeJSON(c.w, http.StatusCreated, c.f.refJSON(rs, in.Ref, in.SHA))
 }
@@ -892,18 +942,23 @@ func updateRef(c *call) {
 		return
 	}
 	name := fullRef(c.params["ref"])
-	if _, ok := rs.refs[name]; !ok {
+	old, ok := rs.refs[name]
+	if !ok {
 		writeError(c.w, http.StatusUnprocessableEntity, "Reference does not exist")
 		return
 	}
 	var in struct {
-		SHA string `json:"sha"`
+		SHA   string `json:"sha"`
+		Force bool   `json:"force"`
 	}
 	if !c.decode(&in) {
 		return
 	}
 	if !hexSHA(in.SHA) {
 		writeError(c.w, http.StatusUnprocessableEntity, "Object does not exist")
+		return
+	}
+	if backed, ok := c.gitRef(rs, name, in.SHA, old, in.Force); backed && !ok {
 		return
 	}
 	rs.refs[name] = in.SHA

@@ -116,6 +116,12 @@ func bodyFor(method, tmpl string) string {
 		return `{"ref":"refs/heads/x","sha":"` + strings.Repeat("a", 40) + `"}`
 	case "PATCH /repos/{owner}/{repo}/git/refs/{ref}":
 		return `{"sha":"` + strings.Repeat("a", 40) + `"}`
+	case "POST /repos/{owner}/{repo}/git/blobs":
+		return `{"content":"x"}`
+	case "POST /repos/{owner}/{repo}/git/trees":
+		return `{"tree":[{"path":"a","mode":"100644","type":"blob","content":"x"}]}`
+	case "POST /repos/{owner}/{repo}/git/commits":
+		return `{"message":"m","tree":"` + strings.Repeat("a", 40) + `"}`
 	}
 	return ""
 }

@@ -140,7 +140,7 @@ func (f *Fake) issueJSON(rs *repoState, is *Issue) map[string]any {
 	m := map[string]any{
 		"id": rs.id*100000 + int64(is.Number), "node_id": fmt.Sprintf("I_fake%d_%d", rs.id, is.Number),
 		"number": is.Number, "title": is.Title, "body": is.Body, "state": is.State,
-		"user": f.userJSON(is.User), "labels": []any{}, "assignee": nil, "assignees": []any{}, "milestone": nil,
+		"user": f.userJSON(is.User), "labels": f.issueLabelsJSON(rs, is), "assignee": nil, "assignees": []any{}, "milestone": nil,
 		"comments": n, "locked": false, "closed_at": closedAt,
 		"author_association": f.association(rs, is.User),
 		"created_at":         ts(is.Created), "updated_at": ts(is.Updated),
@@ -265,7 +265,12 @@ func (f *Fake) reviewCommentJSON(rs *repoState, rc *ReviewComment) map[string]an
 	if side == "" {
 		side = "RIGHT"
 	}
+	var startLine, startSide any
+	if rc.StartLine != 0 {
+		startLine, startSide = rc.StartLine, rc.StartSide
+	}
 	return map[string]any{
+		"start_line": startLine, "original_start_line": startLine, "start_side": startSide,
 		"id": rc.ID, "node_id": fmt.Sprintf("PRRC_fake%d", rc.ID), "user": f.userJSON(rc.User), "body": rc.Body,
 		"path": rc.Path, "line": rc.Line, "original_line": rc.Line, "side": side, "commit_id": rc.CommitID, "original_commit_id": rc.CommitID,
 		"pull_request_review_id": review, "diff_hunk": fmt.Sprintf("@@ -%d +%d @@", rc.Line, rc.Line),

@@ -4,16 +4,16 @@
 # 202), also with the Processor running, a bare go-github
 # ValidatePayload+ParseWebHook server, and a
 # minimal Probot app (probot@14.3.2, one issue_comment.created handler),
-# measured by bot/webhook/internal/loadgen in alternating order.
+# measured by bench/loadgen in alternating order.
 #
 # Everything listens on 127.0.0.1 only. Probot is installed with npm into
 # $PROBOT_DIR (default ~/.cache/agentos-probot), never into the repository.
 #
-#   bash bot/webhook/loadtest/run.sh [loadgen flags...]
-#   e.g. bash bot/webhook/loadtest/run.sh -rounds 3 -sat-duration 8s -rate-duration 8s
+#   bash bench/loadtest/run.sh [loadgen flags...]
+#   e.g. bash bench/loadtest/run.sh -rounds 3 -sat-duration 8s -rate-duration 8s
 set -euo pipefail
 
-repo=$(cd "$(dirname "$0")/../../.." && pwd)
+repo=$(cd "$(dirname "$0")/../.." && pwd)
 PROBOT_DIR=${PROBOT_DIR:-$HOME/.cache/agentos-probot}
 PROBOT_VERSION=14.3.2
 BASE_PORT=${BASE_PORT:-18091}
@@ -36,7 +36,7 @@ fi
 secret=$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')
 openssl genrsa -out "$work/app-key.pem" 2048 2>/dev/null
 
-(cd "$repo" && go build -o "$work/benchserver" ./bot/webhook/internal/benchserver)
+(cd "$repo" && go build -o "$work/benchserver" ./bench/benchserver)
 
 # wait_listening FILE: wait for the "listening on" line a server prints.
 wait_listening() {
@@ -63,13 +63,13 @@ start_go bare bare "$((BASE_PORT + 2))"
 
 PROBOT_DIR="$PROBOT_DIR" APP_ID=1 PRIVATE_KEY_PATH="$work/app-key.pem" WEBHOOK_SECRET="$secret" \
   HOST=127.0.0.1 PORT=$((BASE_PORT + 3)) LOG_LEVEL=warn NODE_ENV=production \
-  node "$repo/bot/webhook/loadtest/probot-app.mjs" >"$work/probot.out" 2>&1 &
+  node "$repo/bench/loadtest/probot-app.mjs" >"$work/probot.out" 2>&1 &
 pids+=($!)
 wait_listening "$work/probot.out"
 targets+=(-target "probot=http://127.0.0.1:$((BASE_PORT + 3))/api/github/webhooks@$!")
 
 echo "node $(node --version), probot $PROBOT_VERSION, $(go version | cut -d' ' -f3), $(nproc) CPUs" >&2
-(cd "$repo" && go run ./bot/webhook/internal/loadgen -secret "$secret" "${targets[@]}" "$@")
+(cd "$repo" && go run ./bench/loadgen -secret "$secret" "${targets[@]}" "$@")
 
 # Stop the servers; each Go server reports what it stored and dispatched,
 # to compare with the 2xx answers loadgen counted.

@@ -1,5 +1,5 @@
 // Command benchserver is the server side of the webhook benchmark (see
-// bot/webhook/loadtest/run.sh). It serves POST /webhook on a loopback
+// bench/loadtest/run.sh). It serves POST /webhook on a loopback
 // address in one of two ways:
 //
 //	-kind ours  the bot's intake as `agentos serve` runs it: the
@@ -34,7 +34,6 @@ import (
 
 	"github.com/agentos/agentos/bot/server"
 	"github.com/agentos/agentos/bot/webhook"
-	"github.com/gin-gonic/gin"
 	"github.com/google/go-github/v62/github"
 )
 
@@ -96,14 +95,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if *kind == "bare" {
 		return runBare(ctx, ln, []byte(*secret), stdout)
 	}
-	webhookHandler, finish, err := ours(ctx, *dir, *commitDelay, []byte(*secret), *process, stderr)
+	hook, finish, err := ours(ctx, *dir, *commitDelay, []byte(*secret), *process, stderr)
 	if err != nil {
 		ln.Close()
 		return err
 	}
 	// The server `agentos serve` runs: its middleware (request ids,
 	// request log, recovery) and its timeouts.
-	srv, err := server.New(server.Options{Listener: ln, WebhookPath: "/webhook", Webhook: webhookHandler,
+	srv, err := server.New(server.Options{Listener: ln, WebhookPath: "/webhook", Webhook: hook.Serve,
 		Logger: slog.New(slog.NewTextHandler(stderr, nil))})
 	if err != nil {
 		ln.Close()
@@ -151,7 +150,7 @@ func (c *counter) Dispatch(ctx context.Context, t webhook.Trigger) error {
 	return nil
 }
 
-func ours(ctx context.Context, dir string, commitDelay time.Duration, secret []byte, process bool, stderr io.Writer) (gin.HandlerFunc, func() error, error) {
+func ours(ctx context.Context, dir string, commitDelay time.Duration, secret []byte, process bool, stderr io.Writer) (*webhook.Handler, func() error, error) {
 	cleanup := func() error { return nil }
 	if dir == "" {
 		d, err := os.MkdirTemp("", "agentos-webhook-bench-")
@@ -189,7 +188,7 @@ func ours(ctx context.Context, dir string, commitDelay time.Duration, secret []b
 		obs.mu.Unlock()
 		return errors.Join(derr, q.Close(), cleanup())
 	}
-	return h.Serve, finish, nil
+	return h, finish, nil
 }
 
 func bare(secret []byte) http.Handler {

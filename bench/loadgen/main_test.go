@@ -4,8 +4,6 @@ import (
 	"os"
 	"strings"
 	"testing"
-
-	"github.com/agentos/agentos/bot/internal/corpus"
 )
 
 func TestTargetOnlyLoopback(t *testing.T) {
@@ -54,7 +52,14 @@ func TestCPUTimeOfSelf(t *testing.T) {
 }
 
 func TestLoadBodies(t *testing.T) {
-	path := corpus.WebhookExamples(t)
+	path := webhookExamples()
+	if _, err := os.Stat(path); err != nil {
+		msg := "npm corpus @octokit/webhooks-examples is missing (" + path + "): run `bash .ci/npm-deps.sh` (or set AGENTOS_NPM_DIR)"
+		if os.Getenv("CI") == "true" {
+			t.Fatal(msg)
+		}
+		t.Skip("SKIPPING: " + msg)
+	}
 	bodies, err := loadBodies(path)
 	if err != nil {
 		t.Fatal(err)

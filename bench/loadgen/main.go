@@ -7,7 +7,7 @@
 // drift of a shared machine hits them alike. Every phase is bounded in
 // requests and in time.
 //
-//	go run ./bot/webhook/internal/loadgen -secret S \
+//	go run ./bench/loadgen -secret S \
 //	  -target ours=http://127.0.0.1:18091/webhook@PID -target probot=...@PID
 package main
 
@@ -28,6 +28,7 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -36,8 +37,6 @@ import (
 	"syscall"
 	"text/tabwriter"
 	"time"
-
-	"github.com/agentos/agentos/bot/internal/corpus"
 )
 
 func main() {
@@ -106,7 +105,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var targets targetList
 	fs.Var(&targets, "target", "name=http://127.0.0.1:PORT/path@PID (repeat)")
 	secret := fs.String("secret", "", "webhook secret")
-	examples := fs.String("examples", corpus.WebhookExamplesLocation(), "webhooks-examples api.github.com/index.json")
+	examples := fs.String("examples", webhookExamples(), "webhooks-examples api.github.com/index.json")
 	rounds := fs.Int("rounds", 3, "rounds; targets alternate within and across rounds")
 	conc := fs.Int("concurrency", 32, "concurrent requests at saturation")
 	satN := fs.Int("sat-requests", 20000, "max requests per saturation phase")
@@ -472,4 +471,18 @@ func maxLen(bs [][]byte) int {
 		m = max(m, len(b))
 	}
 	return m
+}
+
+// webhookExamples is where .ci/npm-deps.sh installs the webhook examples
+// index: $AGENTOS_NPM_DIR (default ~/.cache/agentos-npm). The bench tree
+// sits outside bot/, so it cannot import bot/internal/corpus; this is the
+// same rule.
+func webhookExamples() string {
+	dir := os.Getenv("AGENTOS_NPM_DIR")
+	if dir == "" {
+		if home, err := os.UserHomeDir(); err == nil {
+			dir = filepath.Join(home, ".cache", "agentos-npm")
+		}
+	}
+	return filepath.Join(dir, "node_modules", "@octokit", "webhooks-examples", "api.github.com", "index.json")
 }

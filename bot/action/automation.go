@@ -1,0 +1,146 @@
+package action
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/agentos/agentos/bot/webhook"
+)
+
+// Automation is a cycle an event starts without a comment: the Action's
+// automation mode.
+type Automation struct {
+	Cycle   string // review, triage or fix
+	Prompt  string // the request of a fix run
+	Trigger webhook.Trigger
+}
+
+// automationEvent is the part of a pull_request or issues payload the
+// automation reads.
+type automationEvent struct {
+	Action     string `json:"action"`
+	Repository struct {
+		FullName      string `json:"full_name"`
+		DefaultBranch string `json:"default_branch"`
+	} `json:"repository"`
+	Installation struct {
+		ID int64 `json:"id"`
+	} `json:"installation"`
+	Sender   account                `json:"sender"`
+	Label    *struct{ Name string } `json:"label"`
+	Assignee *account               `json:"assignee"`
+	Issue    *struct {
+		Number      int             `json:"number"`
+		State       string          `json:"state"`
+		Title       string          `json:"title"`
+		Body        string          `json:"body"`
+		User        account         `json:"user"`
+		PullRequest json.RawMessage `json:"pull_request"`
+	} `json:"issue"`
+	PullRequest *struct {
+		Number  int    `json:"number"`
+		State   string `json:"state"`
+		Draft   bool   `json:"draft"`
+		NodeID  string `json:"node_id"`
+		HTMLURL string `json:"html_url"`
+		User    account
+		Head    prRef `json:"head"`
+		Base    prRef `json:"base"`
+	} `json:"pull_request"`
+}
+
+type account struct {
+	Login string `json:"login"`
+	Type  string `json:"type"`
+}
+
+type prRef struct {
+	Ref  string `json:"ref"`
+	SHA  string `json:"sha"`
+	Repo *struct {
+		FullName string `json:"full_name"`
+	} `json:"repo"`
+}
+
+// Automate decides whether an event runs a cycle without a command:
+//   - pull_request opened, reopened or ready_for_review: the review cycle
+//     (or the cycle input);
+//   - issues opened: the triage cycle (or the cycle input);
+//   - issues labeled with label_trigger, or assigned to assignee_trigger:
+//     a fix run on the prompt input, or the issue's title and body.
+//
+// The cycle input "none" turns the first two off. ok is false for any
+// other event (comments and reviews go through the command path).
+func Automate(eventName string, body []byte, in Inputs, deliveryID string) (Automation, bool, error) {
+	if eventName != "pull_request" && eventName != "pull_request_target" && eventName != "issues" {
+		if (eventName == "schedule" || eventName == "workflow_dispatch") && in.Prompt != "" {
+			return Automation{}, false, fmt.Errorf("a prompt on %s needs an issue or pull request to work on, and this event has none: start it from an issue (label_trigger, assignee_trigger) instead", eventName)
+		}
+		return Automation{}, false, nil
+	}
+	var ev automationEvent
+	if err := json.Unmarshal(body, &ev); err != nil {
+		return Automation{}, false, fmt.Errorf("the %s event: %w", eventName, err)
+	}
+	t := webhook.Trigger{
+		DeliveryID: deliveryID, Event: eventName, Action: ev.Action, Repo: ev.Repository.FullName,
+		DefaultBranch: ev.Repository.DefaultBranch, InstallationID: ev.Installation.ID,
+		Author: ev.Sender.Login, AuthorType: ev.Sender.Type,
+	}
+	t.Owner, t.Name, _ = strings.Cut(t.Repo, "/")
+	if in.BaseBranch != "" {
+		t.DefaultBranch = in.BaseBranch
+	}
+	cycle := func(def string) string {
+		if in.Cycle == "" {
+			return def
+		}
+		return in.Cycle
+	}
+	if p := ev.PullRequest; p != nil && eventName != "issues" {
+		switch ev.Action {
+		case "opened", "reopened", "ready_for_review":
+		default:
+			return Automation{}, false, nil
+		}
+		c := cycle(CycleReview)
+		if c != CycleReview {
+			return Automation{}, false, nil // triage and fix are issue cycles
+		}
+		t.Kind, t.Number, t.IsPR, t.IssueState, t.Draft = webhook.KindComment, p.Number, true, p.State, p.Draft
+		t.HeadSHA, t.HeadRef, t.BaseRef, t.PRNodeID, t.PRURL = p.Head.SHA, p.Head.Ref, p.Base.Ref, p.NodeID, p.HTMLURL
+		if p.Head.Repo != nil {
+			t.HeadRepo = p.Head.Repo.FullName
+		}
+		if p.Base.Repo != nil {
+			t.BaseRepo = p.Base.Repo.FullName
+		}
+		return Automation{Cycle: c, Trigger: t}, true, nil
+	}
+	is := ev.Issue
+	if is == nil || len(is.PullRequest) > 0 && string(is.PullRequest) != "null" {
+		return Automation{}, false, nil
+	}
+	t.Kind, t.Number, t.IssueState = webhook.KindComment, is.Number, is.State
+	prompt := in.Prompt
+	if prompt == "" {
+		prompt = strings.TrimSpace(is.Title + "\n\n" + is.Body)
+	}
+	if in.CustomInstructions != "" {
+		prompt += "\n\nInstructions from the repository's workflow:\n" + in.CustomInstructions
+	}
+	switch {
+	case ev.Action == "opened":
+		c := cycle(CycleTriage)
+		if c != CycleTriage {
+			return Automation{}, false, nil
+		}
+		return Automation{Cycle: c, Trigger: t}, true, nil
+	case ev.Action == "labeled" && in.LabelTrigger != "" && ev.Label != nil && strings.EqualFold(ev.Label.Name, in.LabelTrigger):
+		return Automation{Cycle: CycleFix, Prompt: prompt, Trigger: t}, true, nil
+	case ev.Action == "assigned" && in.AssigneeTrigger != "" && ev.Assignee != nil && strings.EqualFold(ev.Assignee.Login, in.AssigneeTrigger):
+		return Automation{Cycle: CycleFix, Prompt: prompt, Trigger: t}, true, nil
+	}
+	return Automation{}, false, nil
+}

@@ -1,0 +1,128 @@
+package action
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestAutomationInputs(t *testing.T) {
+	m := baseEnv()
+	m["INPUT_CYCLE"] = "review"
+	m["INPUT_LABEL_TRIGGER"] = "agent"
+	m["INPUT_ASSIGNEE_TRIGGER"] = "@agentos-bot"
+	m["INPUT_BASE_BRANCH"] = "develop"
+	m["INPUT_CUSTOM_INSTRUCTIONS"] = "Prefer small changes."
+	m["INPUT_MCP_CONFIG"] = `{"mcpServers":{"everything":{"command":"npx","args":["-y","@modelcontextprotocol/server-everything"]},"docs":{"type":"http","url":"https://mcp.example/docs"}}}`
+	e, err := FromEnv(envFrom(m))
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := e.Inputs
+	if in.Cycle != "review" || in.LabelTrigger != "agent" || in.AssigneeTrigger != "agentos-bot" || in.BaseBranch != "develop" || in.BranchPrefix != "agent/" || in.CustomInstructions != "Prefer small changes." {
+		t.Errorf("inputs = %+v", in)
+	}
+	if len(in.MCPServers) != 2 || in.MCPServers["everything"].Command != "npx" || in.MCPServers["docs"].URL != "https://mcp.example/docs" {
+		t.Errorf("mcp servers = %+v", in.MCPServers)
+	}
+}
+
+func TestAutomationInputsRefused(t *testing.T) {
+	cases := []struct {
+		name, key, value, want string
+	}{
+		{"unknown cycle", "INPUT_CYCLE", "deploy", `cycle "deploy" is not review, triage, fix or none`},
+		{"other branch prefix", "INPUT_BRANCH_PREFIX", "bot/", `branch_prefix "bot/": only agent/ is supported`},
+		{"bad base branch", "INPUT_BASE_BRANCH", "a..b", `base_branch "a..b" is not a valid branch name`},
+		{"allowed tools", "INPUT_ALLOWED_TOOLS", "repo.read, repo.search", "allowed_tools is not supported yet"},
+		{"disallowed tools", "INPUT_DISALLOWED_TOOLS", "process.run", "disallowed_tools is not supported yet"},
+		{"mcp config not JSON", "INPUT_MCP_CONFIG", "{", "mcp_config: not .mcp.json's shape"},
+		{"mcp config unknown field", "INPUT_MCP_CONFIG", `{"mcpServers":{"x":{"command":"a","cwd":"/"}}}`, "mcp_config: not .mcp.json's shape"},
+		{"mcp server with both", "INPUT_MCP_CONFIG", `{"mcpServers":{"x":{"command":"a","url":"https://x"}}}`, "give either command or url"},
+		{"mcp bad name", "INPUT_MCP_CONFIG", `{"mcpServers":{"a.b":{"command":"a"}}}`, `server name "a.b"`},
+		{"app id without key", "INPUT_APP_ID", "77", "app_id is set but app_private_key is empty"},
+		{"app id not a number", "INPUT_APP_ID", "x", `app_id "x" is not a positive whole number`},
+		{"key without app id", "INPUT_APP_PRIVATE_KEY", "-----BEGIN", "app_private_key is set but app_id is empty"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			m := baseEnv()
+			m[c.key] = c.value
+			_, err := FromEnv(envFrom(m))
+			var ee *EnvError
+			if !errors.As(err, &ee) || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("err = %v, want an EnvError with %q", err, c.want)
+			}
+		})
+	}
+	// An App needs no workflow token; its key is masked.
+	m := baseEnv()
+	delete(m, "INPUT_GITHUB_TOKEN")
+	m["INPUT_APP_ID"], m["INPUT_APP_PRIVATE_KEY"] = "77", "-----BEGIN RSA PRIVATE KEY-----\nabc\n-----END RSA PRIVATE KEY-----"
+	e, err := FromEnv(envFrom(m))
+	if err != nil || e.Inputs.AppID != 77 {
+		t.Fatalf("app mode: %+v, %v", e.Inputs, err)
+	}
+	if s := e.Secrets(); len(s) != 1 || !strings.Contains(s[0], "abc") {
+		t.Errorf("secrets = %v, want the private key", s)
+	}
+}
+
+func TestAutomate(t *testing.T) {
+	pr := `{"action":"%s","repository":{"full_name":"octo/app","default_branch":"main"},"sender":{"login":"dev","type":"User"},
+		"pull_request":{"number":7,"state":"open","draft":false,"head":{"ref":"f","sha":"` + strings.Repeat("a", 40) + `","repo":{"full_name":"fork/app"}},"base":{"ref":"main","repo":{"full_name":"octo/app"}}}}`
+	issue := `{"action":"%s","repository":{"full_name":"octo/app","default_branch":"main"},"sender":{"login":"alice","type":"User"},
+		"label":{"name":"Agent"},"assignee":{"login":"agentos-bot"},
+		"issue":{"number":3,"state":"open","title":"Crash on save","body":"Steps: ...","user":{"login":"rita"}}}`
+	sprintf := func(f, a string) []byte { return []byte(strings.Replace(f, "%s", a, 1)) }
+	cases := []struct {
+		name, event string
+		body        []byte
+		in          Inputs
+		ok          bool
+		cycle       string
+		prompt      string
+	}{
+		{"pr opened reviews", "pull_request", sprintf(pr, "opened"), Inputs{}, true, "review", ""},
+		{"pr ready reviews", "pull_request", sprintf(pr, "ready_for_review"), Inputs{}, true, "review", ""},
+		{"pr synchronize does not", "pull_request", sprintf(pr, "synchronize"), Inputs{}, false, "", ""},
+		{"pr cycle none", "pull_request", sprintf(pr, "opened"), Inputs{Cycle: "none"}, false, "", ""},
+		{"issue opened triages", "issues", sprintf(issue, "opened"), Inputs{}, true, "triage", ""},
+		{"issue opened, cycle none", "issues", sprintf(issue, "opened"), Inputs{Cycle: "none"}, false, "", ""},
+		{"label trigger", "issues", sprintf(issue, "labeled"), Inputs{LabelTrigger: "agent", CustomInstructions: "Be brief."}, true, "fix", "Crash on save\n\nSteps: ...\n\nInstructions from the repository's workflow:\nBe brief."},
+		{"other label", "issues", sprintf(issue, "labeled"), Inputs{LabelTrigger: "bug"}, false, "", ""},
+		{"no label trigger", "issues", sprintf(issue, "labeled"), Inputs{}, false, "", ""},
+		{"assignee trigger with prompt", "issues", sprintf(issue, "assigned"), Inputs{AssigneeTrigger: "agentos-bot", Prompt: "fix it"}, true, "fix", "fix it"},
+		{"comments take the command path", "issue_comment", []byte(`{}`), Inputs{}, false, "", ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			a, ok, err := Automate(c.event, c.body, c.in, "actions-1")
+			if err != nil || ok != c.ok || a.Cycle != c.cycle || a.Prompt != c.prompt {
+				t.Fatalf("Automate = %+v, %v, %v; want ok %v cycle %q prompt %q", a, ok, err, c.ok, c.cycle, c.prompt)
+			}
+			if !ok {
+				return
+			}
+			tr := a.Trigger
+			if tr.Repo != "octo/app" || tr.Owner != "octo" || tr.DeliveryID != "actions-1" || tr.Author == "" {
+				t.Errorf("trigger = %+v", tr)
+			}
+			if c.event == "pull_request" && (!tr.IsPR || tr.Number != 7 || tr.HeadRepo != "fork/app" || !tr.IsFork()) {
+				t.Errorf("pr trigger = %+v", tr)
+			}
+			if c.event == "issues" && (tr.IsPR || tr.Number != 3 || tr.Author != "alice" || tr.DefaultBranch != "main") {
+				t.Errorf("issue trigger = %+v", tr)
+			}
+		})
+	}
+	if _, _, err := Automate("workflow_dispatch", []byte(`{}`), Inputs{Prompt: "do it"}, "x"); err == nil || !strings.Contains(err.Error(), "needs an issue") {
+		t.Errorf("prompt on workflow_dispatch: %v", err)
+	}
+	if a, ok, _ := Automate("issues", sprintf(issue, "labeled"), Inputs{LabelTrigger: "agent", BaseBranch: "develop"}, "x"); !ok || a.Trigger.DefaultBranch != "develop" {
+		t.Errorf("base_branch: %+v", a.Trigger)
+	}
+	if _, _, err := Automate("issues", []byte(`{`), Inputs{}, "x"); err == nil {
+		t.Error("a broken payload was accepted")
+	}
+}

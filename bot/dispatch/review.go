@@ -1,0 +1,565 @@
+package dispatch
+
+// `/agent review` on a pull request (and the Action's review cycle on
+// pull_request): fetch the PR's files, hand the diff to the workflow
+// plane's review cycle (Reviewer), then post what it found as one PR
+// review: findings the policies let through go on the diff lines GitHub
+// accepts, the rest of them in the review's body, and what the policies
+// held back is counted by policy and reason, never quoted.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"sort"
+	"strings"
+
+	"github.com/agentos/agentos/bot/auth"
+	"github.com/agentos/agentos/bot/github"
+	"github.com/agentos/agentos/bot/tracking"
+	"github.com/agentos/agentos/bot/webhook"
+	"github.com/agentos/agentos/runtime/replay"
+	"github.com/agentos/agentos/runtime/untrusted"
+	"github.com/agentos/agentos/runtime/workflow"
+)
+
+// Modes of a cycle (the mode-dispatch policy's input): a command in a
+// comment is interactive; the Action on pull_request or issues is
+// headless.
+const (
+	ModeInteractive = "interactive"
+	ModeHeadless    = "headless"
+)
+
+// ReviewInput is what the review cycle reviews.
+type ReviewInput struct {
+	SessionID string
+	Repo      string // owner/name
+	PR        int
+	HeadSHA   string
+	// Diff is the pull request's unified diff, built from its files'
+	// patches (binary and oversized files have none).
+	Diff string
+	// Files are the paths the pull request changes.
+	Files []string
+	Mode  string // ModeInteractive or ModeHeadless
+	// Instructions are the maintainer's extra instructions (the Action's
+	// custom_instructions), "" for none.
+	Instructions string
+}
+
+// FindingDecision is the policies' decision on one finding (by
+// workflow.Finding.ID), as the review gate merged it (the most
+// conservative outcome wins). Gate decides what the bot does with it:
+// allow posts it (as a line comment when the diff shows its lines),
+// advisory puts it in the review's body only, anything else — deny, an
+// unknown decision, no decision at all — holds it back. Route is the
+// severity-routing outcome (safe_auto, gated_auto, manual, advisory),
+// shown beside the finding.
+type FindingDecision struct {
+	FindingID string
+	Gate      workflow.Outcome
+	Route     workflow.Outcome
+}
+
+// ReviewOutput is what the review cycle returns.
+type ReviewOutput struct {
+	Findings  []workflow.Finding
+	Decisions []FindingDecision
+	// Verdict is the cycle's verdict: done, halted or abort.
+	Verdict string
+	// Usage is what the cycle spent on models.
+	Usage replay.Usage
+}
+
+// Reviewer runs the review cycle (the workflow plane's executor).
+type Reviewer interface {
+	Review(ctx context.Context, in ReviewInput) (ReviewOutput, error)
+}
+
+// WorkflowGitHub is the part of the GitHub API the review and triage
+// cycles use. API satisfies it.
+type WorkflowGitHub interface {
+	// PRFiles lists a pull request's files with their patches (all pages).
+	PRFiles(ctx context.Context, repo Repo, number int) ([]github.PRFile, error)
+	// CreateLineReview submits a review with line comments in one request
+	// and returns its id.
+	CreateLineReview(ctx context.Context, repo Repo, number int, r github.NewReview) (int64, error)
+	// HasReview reports whether author already posted a review on the
+	// pull request whose body contains marker.
+	HasReview(ctx context.Context, repo Repo, number int, author, marker string) (bool, error)
+	// Issue returns an issue's title, body and labels.
+	Issue(ctx context.Context, repo Repo, number int) (Issue, error)
+	// RepoLabels lists the repository's label names.
+	RepoLabels(ctx context.Context, repo Repo) ([]string, error)
+	// AddLabels adds labels to an issue.
+	AddLabels(ctx context.Context, repo Repo, number int, labels []string) error
+}
+
+// Issue is what the triage cycle reads of an issue.
+type Issue struct {
+	Title, Body string
+	Labels      []string
+	State       string
+}
+
+// Workflows wires the workflow plane's cycles to GitHub (see
+// Dispatcher.Workflows). A nil Reviewer or Triager makes the command
+// answer that the cycle is not set up here.
+type Workflows struct {
+	Reviewer Reviewer
+	Triager  Triager
+	GitHub   WorkflowGitHub
+	// Mode is the mode the cycles run in: ModeInteractive unless set (the
+	// Action sets ModeHeadless).
+	Mode string
+	// Instructions are passed to every cycle (custom_instructions).
+	Instructions string
+}
+
+func (w *Workflows) mode() string {
+	if w.Mode == "" {
+		return ModeInteractive
+	}
+	return w.Mode
+}
+
+// ReviewMarker starts the body of every review the bot posts for a
+// session, so a redelivered trigger finds it instead of posting twice.
+func ReviewMarker(sessionID string) string {
+	return "<!-- agentos:review session=" + sessionID + " -->"
+}
+
+// ErrNoWorkflows is the reason given when a cycle command reaches a bot
+// without the workflow plane configured.
+var ErrNoWorkflows = errors.New("the workflow plane is not configured on this bot")
+
+// review handles `/agent review` (and the Action's review cycle).
+func (d *Dispatcher) review(ctx context.Context, repo Repo, t webhook.Trigger) (Result, error) {
+	if !t.IsPR {
+		_, err := d.GitHub.CreateComment(ctx, repo, t.Number, fmt.Sprintf("@%s `%s review` works on pull requests. On an issue, `%s triage` proposes labels and a summary.", t.Author, d.trigger(), d.trigger()))
+		return Result{Outcome: "replied", Reason: "review on an issue"}, err
+	}
+	w := d.Workflows
+	if w == nil || w.Reviewer == nil || w.GitHub == nil {
+		_, err := d.GitHub.CreateComment(ctx, repo, t.Number, fmt.Sprintf("@%s %s, so `%s review` cannot run here.", t.Author, ErrNoWorkflows, d.trigger()))
+		return Result{Outcome: "replied", Reason: ErrNoWorkflows.Error()}, err
+	}
+	pr, err := d.GitHub.PullRequest(ctx, repo, t.Number)
+	if err != nil {
+		return Result{}, err
+	}
+	if pr.State == "closed" {
+		_, err := d.GitHub.CreateComment(ctx, repo, t.Number, fmt.Sprintf("@%s this pull request is closed, so I won't review it.", t.Author))
+		return Result{Outcome: "replied", Reason: "closed"}, err
+	}
+	sid := newSessionID(t.Number, d.now())
+	if t.DeliveryID != "" {
+		sid = deliverySessionID(t.Number, t.DeliveryID)
+	}
+	unlock, err := d.lease(ctx, sid)
+	if err != nil {
+		return Result{}, err
+	}
+	defer unlock()
+	marker := ReviewMarker(sid)
+	if done, err := w.GitHub.HasReview(ctx, repo, t.Number, d.BotLogin, marker); err != nil {
+		return Result{}, err
+	} else if done {
+		return Result{Outcome: "ignored", Reason: "review already posted", SessionID: sid, PR: t.Number}, nil
+	}
+	files, err := w.GitHub.PRFiles(ctx, repo, t.Number)
+	if err != nil {
+		return Result{}, err
+	}
+	dm, err := github.NewDiffMap(files)
+	if err != nil {
+		return Result{}, err
+	}
+	in := ReviewInput{SessionID: sid, Repo: repo.FullName(), PR: t.Number, HeadSHA: pr.HeadSHA, Diff: unifiedDiff(files), Mode: w.mode(), Instructions: w.Instructions}
+	for _, f := range files {
+		in.Files = append(in.Files, f.Path)
+	}
+	out, err := w.Reviewer.Review(ctx, in)
+	if err != nil {
+		return Result{SessionID: sid, PR: t.Number}, fmt.Errorf("review cycle: %w", err)
+	}
+	for _, dc := range out.Decisions {
+		// The decisions, never the findings' text, go to the bot's log.
+		d.log().Info("review finding decided", "repo", repo.FullName(), "pr", t.Number, "session", sid, "finding", dc.FindingID,
+			"gate", dc.Gate.Decision, "policy", dc.Gate.PolicyID, "reason", dc.Gate.Reason, "route", dc.Route.Decision)
+	}
+	rv, rec := BuildReview(sid, pr.HeadSHA, d.trigger(), dm, out)
+	rec.PR = t.Number
+	res := Result{Outcome: "reviewed", SessionID: sid, PR: t.Number, Status: out.Verdict, Usage: out.Usage, Spent: out.Usage}
+	id, err := w.GitHub.CreateLineReview(ctx, repo, t.Number, rv)
+	var apiErr *github.APIError
+	if errors.As(err, &apiErr) && apiErr.Status == 422 && len(rv.Comments) > 0 {
+		// GitHub could not place a comment (the head moved since the files
+		// were read): post the same findings in the body rather than lose
+		// them.
+		d.log().Warn("review comments refused; posting them in the body", "repo", repo.FullName(), "pr", t.Number, "session", sid, "err", err)
+		rv, rec = BuildReview(sid, pr.HeadSHA, d.trigger(), github.DiffMap{}, out)
+		rec.PR, rec.InBodyOnly = t.Number, true
+		id, err = w.GitHub.CreateLineReview(ctx, repo, t.Number, rv)
+	}
+	if err != nil {
+		return res, err
+	}
+	rec.ReviewID = id
+	if res.LogURL, err = d.recordReview(ctx, repo, sid, rec); err != nil {
+		// The review is posted and a retry would find it by its marker
+		// and stop there: say so loudly instead of failing the delivery.
+		d.log().Error("review posted, but its record was not kept in the session log", "repo", repo.FullName(), "pr", t.Number, "session", sid, "err", err)
+	}
+	d.log().Info("review posted", "repo", repo.FullName(), "pr", t.Number, "session", sid, "comments", len(rv.Comments), "verdict", out.Verdict)
+	return res, nil
+}
+
+// unifiedDiff joins the files' patches under git-style headers: the
+// review cycle's input.
+func unifiedDiff(files []github.PRFile) string {
+	var b strings.Builder
+	for _, f := range files {
+		old := f.Path
+		if f.PreviousPath != "" {
+			old = f.PreviousPath
+		}
+		fmt.Fprintf(&b, "diff --git a/%s b/%s\n", old, f.Path)
+		if f.Patch == "" {
+			b.WriteString("(no patch: binary or too large)\n")
+			continue
+		}
+		from, to := "a/"+old, "b/"+f.Path
+		switch f.Status {
+		case "added":
+			from = "/dev/null"
+		case "removed":
+			to = "/dev/null"
+		}
+		fmt.Fprintf(&b, "--- %s\n+++ %s\n%s", from, to, f.Patch)
+		if !strings.HasSuffix(f.Patch, "\n") {
+			b.WriteString("\n")
+		}
+	}
+	return b.String()
+}
+
+var severities = map[string]bool{"P0": true, "P1": true, "P2": true, "P3": true}
+
+// validFinding checks what a model produced before any of it is shown:
+// a relative, clean path (or none), lines that make sense, a known
+// severity and a title.
+func validFinding(f workflow.Finding) bool {
+	if f.Path != "" && (path.IsAbs(f.Path) || path.Clean(f.Path) != f.Path || strings.HasPrefix(f.Path, "../") || f.Path == ".." || strings.ContainsAny(f.Path, "\x00\n\r`")) {
+		return false
+	}
+	if f.Line < 0 || f.EndLine < 0 || (f.Line == 0 && f.EndLine != 0) {
+		return false
+	}
+	return severities[f.Severity] && strings.TrimSpace(f.Title) != ""
+}
+
+// BuildReview renders the review for out: the allowed findings on the
+// lines dm places them on, the others in the body; findings the policies
+// held back (or that no decision covers: default deny) and malformed ones
+// are only counted. The event is always COMMENT: the bot reports, and a
+// maintainer decides; a bot's REQUEST_CHANGES would block merging under
+// branch protection until someone dismissed it, and nobody may approve
+// their own pull request, the bot's follow-up fixes included.
+func BuildReview(sessionID, headSHA, trigger string, dm github.DiffMap, out ReviewOutput) (github.NewReview, ReviewRecord) {
+	rec := ReviewRecord{Head: headSHA, Verdict: out.Verdict}
+	decisions := map[string]FindingDecision{}
+	for _, dc := range out.Decisions {
+		if prev, ok := decisions[dc.FindingID]; ok {
+			// Two decisions on one finding: the conservative one stands.
+			m, err := workflow.Merge(prev.Gate, dc.Gate)
+			if err != nil {
+				m = workflow.Outcome{PolicyID: "(merge)", Decision: workflow.Deny, Reason: err.Error()}
+			}
+			dc.Gate = m
+		}
+		decisions[dc.FindingID] = dc
+	}
+	type held struct{ policy, reason string }
+	heldBack := map[held]int{}
+	malformed := 0
+	var inBody []workflow.Finding
+	rv := github.NewReview{CommitID: headSHA, Event: "COMMENT"}
+	posted := 0
+	for _, f := range out.Findings {
+		if !validFinding(f) {
+			malformed++
+			rec.Dropped++
+			continue
+		}
+		dc, ok := decisions[f.ID]
+		if !ok || f.ID == "" {
+			heldBack[held{"", "no policy decision: denied by default"}]++
+			rec.HeldBack = append(rec.HeldBack, HeldFinding{Finding: f.ID, Policy: "", Decision: string(workflow.Deny), Reason: "no policy decision: denied by default"})
+			continue
+		}
+		switch dc.Gate.Decision {
+		case workflow.Allow, workflow.Advisory:
+		default:
+			heldBack[held{dc.Gate.PolicyID, dc.Gate.Reason}]++
+			rec.HeldBack = append(rec.HeldBack, HeldFinding{Finding: f.ID, Policy: dc.Gate.PolicyID, Decision: string(dc.Gate.Decision), Reason: dc.Gate.Reason})
+			continue
+		}
+		posted++
+		if c, ok := dm.Place(f.Path, f.Line, f.EndLine); ok && dc.Gate.Decision == workflow.Allow {
+			c.Body = findingText(f, dc, trigger)
+			rv.Comments = append(rv.Comments, c)
+			rec.Comments = append(rec.Comments, PlacedFinding{Finding: f.ID, Path: c.Path, Line: c.Line, StartLine: c.StartLine, Side: c.Side})
+			continue
+		}
+		inBody = append(inBody, f)
+		rec.InBody = append(rec.InBody, f.ID)
+	}
+	var b strings.Builder
+	b.WriteString(ReviewMarker(sessionID) + "\n")
+	fmt.Fprintf(&b, "### agentos review: %d finding%s\n\n", posted, plural(posted))
+	if headSHA != "" {
+		fmt.Fprintf(&b, "Reviewed at `%s`", oneWord(short(headSHA)))
+	} else {
+		b.WriteString("Reviewed")
+	}
+	if out.Verdict != "" {
+		fmt.Fprintf(&b, "; the review cycle ended %s", oneWord(out.Verdict))
+	}
+	b.WriteString(". ")
+	switch {
+	case posted == 0:
+		b.WriteString("Nothing to report.\n")
+	case len(rv.Comments) > 0:
+		fmt.Fprintf(&b, "%d on the diff as line comments.\n", len(rv.Comments))
+	default:
+		b.WriteString("\n")
+	}
+	if len(inBody) > 0 {
+		b.WriteString("\n#### Not on the diff\n\nOutside the diff's lines, or advisory by policy.\n\n")
+		for _, f := range inBody {
+			where := "(no location)"
+			if f.Path != "" {
+				where = "`" + f.Path
+				if f.Line > 0 {
+					where += fmt.Sprintf(":%d", f.Line)
+					if f.EndLine > f.Line {
+						where += fmt.Sprintf("-%d", f.EndLine)
+					}
+				}
+				where += "`"
+			}
+			fmt.Fprintf(&b, "- %s — %s\n", where, findingText(f, decisions[f.ID], trigger))
+		}
+	}
+	if len(heldBack) > 0 || malformed > 0 {
+		b.WriteString("\n#### Held back\n\n")
+		keys := make([]held, 0, len(heldBack))
+		for k := range heldBack {
+			keys = append(keys, k)
+		}
+		sort.Slice(keys, func(i, j int) bool {
+			if keys[i].policy != keys[j].policy {
+				return keys[i].policy < keys[j].policy
+			}
+			return keys[i].reason < keys[j].reason
+		})
+		for _, k := range keys {
+			n := heldBack[k]
+			if k.policy == "" {
+				fmt.Fprintf(&b, "- %d finding%s held back: no policy decided %s (denied by default)\n", n, plural(n), map[bool]string{true: "it", false: "them"}[n == 1])
+				continue
+			}
+			fmt.Fprintf(&b, "- %d finding%s held back by policy `%s`: %s\n", n, plural(n), oneWord(k.policy), clean(k.reason, 300, trigger))
+		}
+		if malformed > 0 {
+			fmt.Fprintf(&b, "- %d malformed finding%s dropped (bad path, line or severity)\n", malformed, plural(malformed))
+		}
+	}
+	rv.Body = tracking.Fit(b.String())
+	return rv, rec
+}
+
+// ReviewRecord is what the bot did with a review cycle's findings, kept in
+// the session's log (artifact.emitted, kind github.review) beside the
+// cycle's own events: which finding went on which line, which into the
+// body, which a policy held back and why.
+type ReviewRecord struct {
+	PR       int             `json:"pr"`
+	ReviewID int64           `json:"review_id,omitempty"`
+	Head     string          `json:"head,omitempty"`
+	Verdict  string          `json:"verdict,omitempty"`
+	Comments []PlacedFinding `json:"comments,omitempty"`
+	InBody   []string        `json:"in_body,omitempty"`
+	HeldBack []HeldFinding   `json:"held_back,omitempty"`
+	Dropped  int             `json:"dropped,omitempty"`
+	// InBodyOnly is set when GitHub refused the line comments and every
+	// finding went into the body.
+	InBodyOnly bool `json:"in_body_only,omitempty"`
+}
+
+// PlacedFinding is a finding posted as a line comment.
+type PlacedFinding struct {
+	Finding   string `json:"finding"`
+	Path      string `json:"path"`
+	Line      int    `json:"line"`
+	StartLine int    `json:"start_line,omitempty"`
+	Side      string `json:"side"`
+}
+
+// HeldFinding is a finding a policy kept off GitHub.
+type HeldFinding struct {
+	Finding  string `json:"finding"`
+	Policy   string `json:"policy"`
+	Decision string `json:"decision"`
+	Reason   string `json:"reason"`
+}
+
+// reviewKind is the log annotation of a posted review.
+const reviewKind = "github.review"
+
+// recordReview appends rec to the session's log and commits the log to
+// the artifact branch, when the review cycle left a log under the session
+// (the workflow plane's executor does); it returns the link to the log at
+// that commit, "" when there was no log to keep.
+func (d *Dispatcher) recordReview(ctx context.Context, repo Repo, sid string, rec ReviewRecord) (string, error) {
+	evs, err := d.Runs.Store.Read(ctx, sid, 1)
+	if err != nil || len(evs) == 0 {
+		return "", err
+	}
+	if err := d.annotate(ctx, sid, reviewKind, "github", rec); err != nil {
+		return "", err
+	}
+	if d.Git == nil || d.Git.ArtifactBranch() == "" {
+		return "", nil // the log lives on session branches; a review has none
+	}
+	_, sha, err := d.commitArtifact(ctx, repo, sid, nil)
+	if err != nil {
+		return "", err
+	}
+	return d.logURL(repo, sha, sid), nil
+}
+
+// findingText renders one finding: severity, rule, reviewer and title,
+// the route when severity-routing gave one. Everything from the model is
+// cleaned of hidden text, @mentions, images and command lines.
+func findingText(f workflow.Finding, dc FindingDecision, trigger string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "**%s**", oneWord(f.Severity))
+	if f.Rule != "" {
+		fmt.Fprintf(&b, " `%s`", oneWord(f.Rule))
+	}
+	b.WriteString(" ")
+	b.WriteString(clean(f.Title, 500, trigger))
+	var meta []string
+	if f.Reviewer != "" {
+		meta = append(meta, "reviewer: "+oneWord(f.Reviewer))
+	}
+	if f.Confidence > 0 {
+		meta = append(meta, fmt.Sprintf("confidence %d", f.Confidence))
+	}
+	switch {
+	case dc.Route.Decision != "":
+		meta = append(meta, "route: "+oneWord(string(dc.Route.Decision)))
+	case f.AutofixClass != "":
+		meta = append(meta, "autofix: "+oneWord(f.AutofixClass))
+	}
+	if len(meta) > 0 {
+		b.WriteString(" _(" + strings.Join(meta, ", ") + ")_")
+	}
+	return b.String()
+}
+
+// clean makes model text safe to show: what GitHub renders invisibly is
+// removed (an HTML comment could fake the bot's marker), it is cut to one
+// line of at most max characters, and mentions, images and command lines
+// are neutralised.
+func clean(s string, max int, trigger string) string {
+	s, _ = untrusted.GitHubText(s, 4*max)
+	return tracking.Plain(s, max, trigger)
+}
+
+// oneWord keeps identifier-like model text (severity, rule, reviewer,
+// route, verdict) to letters, digits and -_.:/ so it cannot leave its
+// code span or carry markup.
+func oneWord(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if b.Len() >= 64 {
+			break
+		}
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', strings.ContainsRune("-_.:/", r):
+			b.WriteRune(r)
+		}
+	}
+	if b.Len() == 0 {
+		return "?"
+	}
+	return b.String()
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}
+
+// Cycles that RunCycle starts.
+const (
+	CycleReview = "review"
+	CycleTriage = "triage"
+	CycleFix    = "fix"
+)
+
+// RunCycle starts a cycle for an event that carries no command (the
+// Action's automation mode: a pull request opened, an issue opened,
+// labelled or assigned): review on a pull request, triage on an issue,
+// or fix — a run on prompt, as `/agent <prompt>` starts. Review and
+// triage only read and comment, and the repository's workflow chose to
+// run them on such events, so the event's author is not checked (a
+// contributor's pull request gets reviewed); fix changes code, so its
+// author needs the same permission as for `/agent <prompt>`. Result
+// reports the outcome as for Dispatch.
+func (d *Dispatcher) RunCycle(ctx context.Context, t webhook.Trigger, cycle, prompt string) error {
+	res, err := d.runCycle(ctx, t, cycle, prompt)
+	if d.Result != nil {
+		d.Result(res)
+	}
+	if err != nil {
+		d.log().Error("cycle failed", "cycle", cycle, "delivery", t.DeliveryID, "repo", t.Repo, "number", t.Number, "session", res.SessionID, "err", err)
+	}
+	return err
+}
+
+func (d *Dispatcher) runCycle(ctx context.Context, t webhook.Trigger, cycle, prompt string) (Result, error) {
+	if d.BotLogin != "" && strings.EqualFold(t.Author, d.BotLogin) {
+		return Result{Outcome: "ignored", Reason: "the bot's own event"}, nil
+	}
+	repo, ok := ParseRepo(t.Repo)
+	if !ok || t.Number <= 0 {
+		return Result{Outcome: "ignored", Reason: "no repository or number"}, nil
+	}
+	d.remember(repo, t.InstallationID)
+	switch cycle {
+	case CycleReview:
+		return d.review(ctx, repo, t)
+	case CycleTriage:
+		return d.triage(ctx, repo, t)
+	case CycleFix:
+		// The prompt may quote an issue's text: what GitHub renders
+		// invisibly is not part of what anyone visibly asked.
+		prompt, _ = untrusted.GitHubText(prompt, 0)
+		if strings.TrimSpace(prompt) == "" {
+			return Result{Outcome: "ignored", Reason: "fix without a prompt"}, nil
+		}
+		if res, refused, err := d.authorize(ctx, repo, t, auth.ActionRun, true); refused || err != nil {
+			return res, err
+		}
+		return d.startRun(ctx, repo, t, prompt)
+	}
+	return Result{Outcome: "ignored", Reason: "unknown cycle " + cycle}, fmt.Errorf("dispatch: unknown cycle %q", cycle)
+}
