@@ -35,8 +35,8 @@ type Deps struct {
 	// Sandbox is the mechanism commands run under (sandbox.Mechanism), for
 	// the tracking comment's warning.
 	Sandbox string
-	// Reviewer and Triager run the workflow plane's review and triage
-	// cycles (nil: the cycle answers that it is not configured).
+	// Reviewer and Triager, when set, replace the workflow plane's
+	// executor (dispatch.Plane) for the review and triage cycles.
 	Reviewer dispatch.Reviewer
 	Triager  dispatch.Triager
 }
@@ -109,8 +109,13 @@ func Run(ctx context.Context, env Env, deps Deps, log io.Writer) (Outputs, error
 	d.Preflight = deps.Preflight
 	d.Sandbox = deps.Sandbox
 	d.Result = func(r dispatch.Result) { res = r }
-	d.Workflows = &dispatch.Workflows{Reviewer: deps.Reviewer, Triager: deps.Triager, GitHub: dispatch.API{Client: bot.Client},
-		Mode: dispatch.ModeHeadless, Instructions: env.Inputs.CustomInstructions}
+	d.Workflows.Mode, d.Workflows.Instructions = dispatch.ModeHeadless, env.Inputs.CustomInstructions
+	if deps.Reviewer != nil {
+		d.Workflows.Reviewer = deps.Reviewer
+	}
+	if deps.Triager != nil {
+		d.Workflows.Triager = deps.Triager
+	}
 	var derr error
 	if automated {
 		end := Group(log, fmt.Sprintf("agentos: %s cycle for %s %s on %s#%d", auto.Cycle, env.EventName, t.Action, t.Repo, t.Number))

@@ -107,6 +107,10 @@ func NewGitHubBot(cfg config.Config, st store.Store, engines Engines, log *slog.
 	if client.IsApp() {
 		d.Installations = client
 	}
+	// `/agent review` and `/agent triage` run the workflow plane's cycles
+	// on the same worktrees, engines and store as every run.
+	plane := &Plane{D: d}
+	d.Workflows = &Workflows{Reviewer: plane, Triager: plane, GitHub: API{Client: client}}
 	return &GitHubBot{Client: client, Dispatcher: d, cfg: cfg, log: log}, nil
 }
 

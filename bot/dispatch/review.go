@@ -47,6 +47,12 @@ type ReviewInput struct {
 	// Instructions are the maintainer's extra instructions (the Action's
 	// custom_instructions), "" for none.
 	Instructions string
+	// Base is where the pull request's head is fetched from (its branch,
+	// or refs/pull/N/head for a fork's), Untrusted whether the head comes
+	// from outside the repository (a fork): its own hooks and workflow
+	// definitions must not run.
+	Base      Base
+	Untrusted bool
 }
 
 // FindingDecision is the policies' decision on one finding (by
@@ -177,7 +183,11 @@ func (d *Dispatcher) review(ctx context.Context, repo Repo, t webhook.Trigger) (
 	if err != nil {
 		return Result{}, err
 	}
-	in := ReviewInput{SessionID: sid, Repo: repo.FullName(), PR: t.Number, HeadSHA: pr.HeadSHA, Diff: unifiedDiff(files), Mode: w.mode(), Instructions: w.Instructions}
+	in := ReviewInput{SessionID: sid, Repo: repo.FullName(), PR: t.Number, HeadSHA: pr.HeadSHA, Diff: unifiedDiff(files), Mode: w.mode(), Instructions: w.Instructions,
+		Base: Base{Ref: pr.HeadRef, SHA: pr.HeadSHA}}
+	if pr.HeadRepo != repo.FullName() {
+		in.Base, in.Untrusted = Base{PullNumber: pr.Number, SHA: pr.HeadSHA}, true
+	}
 	for _, f := range files {
 		in.Files = append(in.Files, f.Path)
 	}
@@ -455,7 +465,15 @@ func findingText(f workflow.Finding, dc FindingDecision, trigger string) string 
 	b.WriteString(clean(f.Title, 500, trigger))
 	var meta []string
 	if f.Reviewer != "" {
-		meta = append(meta, "reviewer: "+oneWord(f.Reviewer))
+		// A finding fan-in merged names every persona that reported it,
+		// comma-separated.
+		var who []string
+		for _, r := range strings.Split(f.Reviewer, ",") {
+			if r = strings.TrimSpace(r); r != "" {
+				who = append(who, oneWord(r))
+			}
+		}
+		meta = append(meta, "reviewer: "+strings.Join(who, ", "))
 	}
 	if f.Confidence > 0 {
 		meta = append(meta, fmt.Sprintf("confidence %d", f.Confidence))

@@ -1,0 +1,194 @@
+package dispatch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/agentos/agentos/runtime/replay"
+	"github.com/agentos/agentos/runtime/workflow"
+	"github.com/agentos/agentos/runtime/workflow/cycle"
+	"github.com/agentos/agentos/schemas"
+)
+
+// Plane runs the workflow plane's review and triage cycles
+// (runtime/workflow/cycle) on the dispatcher's own machinery: each cycle
+// is a run of the session, in a worktree of the repository (the pull
+// request's head for a review, the default branch for triage) jailed like
+// any run, with the dispatcher's engines and run manager, so the cycle's
+// events land in the session's log. It satisfies Reviewer and Triager.
+//
+// The registry is the built-in plane plus the repository's own
+// .agent/workflows — except for a fork's pull request, whose definitions
+// are not the repository's: it gets the built-in plane only.
+type Plane struct {
+	D *Dispatcher
+}
+
+var (
+	_ Reviewer = (*Plane)(nil)
+	_ Triager  = (*Plane)(nil)
+)
+
+// errCyclePaused is returned when a review or triage cycle stops for an
+// approval: their personas only read, so nothing in them should ask; the
+// bot posts nothing rather than a half-finished result.
+var errCyclePaused = errors.New("the cycle paused for an approval; review and triage never write, so nothing is posted")
+
+// execute runs cycle id in a fresh worktree at base and returns its
+// result and the session's usage.
+func (p *Plane) execute(ctx context.Context, repo Repo, number int, base Base, untrusted bool, req cycle.Request) (cycle.Result, replay.Usage, error) {
+	d := p.D
+	wt, err := d.Git.Start(ctx, repo, BranchPrefix+req.SessionID, base)
+	if err != nil {
+		return cycle.Result{}, replay.Usage{}, fmt.Errorf("prepare the worktree: %w", err)
+	}
+	defer wt.Close()
+	var reg *workflow.Registry
+	if untrusted {
+		reg, err = workflow.Load(schemas.MustDefault(), workflow.Builtin())
+	} else {
+		reg, err = workflow.LoadRepo(schemas.MustDefault(), wt.Dir())
+	}
+	if err != nil {
+		return cycle.Result{}, replay.Usage{}, err
+	}
+	eng, release, err := d.Engines(ctx, EngineRequest{Dir: wt.Dir(), SessionID: req.SessionID, Untrusted: untrusted})
+	if err != nil {
+		return cycle.Result{}, replay.Usage{}, fmt.Errorf("set up the runtime: %w", err)
+	}
+	defer release()
+	x := &cycle.Executor{Registry: reg, Manager: d.Runs, Engine: eng, Schemas: schemas.MustDefault()}
+	req.Cwd = wt.Dir()
+	req.SessionKey = fmt.Sprintf("%s#%d", repo.FullName(), number)
+	res, err := x.Run(ctx, req)
+	if err != nil {
+		return res, replay.Usage{}, err
+	}
+	if res.Outcome.Status == "paused" {
+		return res, replay.Usage{}, errCyclePaused
+	}
+	snap, err := d.snapshot(ctx, req.SessionID)
+	if err != nil {
+		return res, replay.Usage{}, err
+	}
+	return res, snap.Usage, nil
+}
+
+// Review implements Reviewer: the review cycle over the pull request's
+// diff.
+func (p *Plane) Review(ctx context.Context, in ReviewInput) (ReviewOutput, error) {
+	repo, ok := ParseRepo(in.Repo)
+	if !ok {
+		return ReviewOutput{}, fmt.Errorf("review: repository %q", in.Repo)
+	}
+	prompt := fmt.Sprintf("Review pull request #%d of %s at %s.", in.PR, in.Repo, short(in.HeadSHA))
+	if in.Instructions != "" {
+		prompt += "\n\nThe maintainers' instructions:\n" + in.Instructions
+	}
+	res, usage, err := p.execute(ctx, repo, in.PR, in.Base, in.Untrusted, cycle.Request{SessionID: in.SessionID, Cycle: "review", Prompt: prompt, Mode: in.Mode,
+		Inputs:  map[string]string{"diff": in.Diff},
+		Trigger: map[string]any{"repo": in.Repo, "number": in.PR, "kind": "review", "head_sha": in.HeadSHA}})
+	if err != nil {
+		return ReviewOutput{}, err
+	}
+	return reviewOutput(res, usage), nil
+}
+
+// reviewOutput turns the cycle's per-finding gates into the review's
+// decisions. The cycle's mode-dispatch decision (Delivery) bounds them:
+// allow posts as the gates say, advisory puts every surviving finding in
+// the body, anything else (deny, none) holds every finding back.
+func reviewOutput(res cycle.Result, usage replay.Usage) ReviewOutput {
+	out := ReviewOutput{Verdict: string(res.Verdict), Usage: usage}
+	for _, dc := range res.Decisions {
+		f := dc.Finding
+		// Fan-in merged findings by fingerprint: the fingerprint, not a
+		// persona's own id, names the merged one.
+		f.ID = dc.Fingerprint
+		out.Findings = append(out.Findings, f)
+		policy, reason := "", dc.Reason
+		// The cycle gives "policy-id: reason".
+		if id, why, ok := strings.Cut(reason, ": "); ok && !strings.ContainsAny(id, " ") {
+			policy, reason = id, why
+		}
+		gate := workflow.Outcome{PolicyID: policy, Reason: reason}
+		switch dc.Gate {
+		case cycle.GatePosted:
+			gate.Decision = workflow.Allow
+		case cycle.GateBodyOnly:
+			gate.Decision = workflow.Advisory
+		default:
+			gate.Decision = workflow.Deny
+		}
+		switch res.Delivery {
+		case workflow.Allow:
+		case workflow.Advisory:
+			if gate.Decision == workflow.Allow {
+				gate = workflow.Outcome{PolicyID: "mode-dispatch", Decision: workflow.Advisory, Reason: "report only: " + res.Mode}
+			}
+		default:
+			if gate.Decision != workflow.Deny {
+				gate = workflow.Outcome{PolicyID: "mode-dispatch", Decision: workflow.Deny, Reason: "the cycle's mode delivers nothing"}
+			}
+		}
+		out.Decisions = append(out.Decisions, FindingDecision{FindingID: f.ID, Gate: gate, Route: workflow.Outcome{Decision: dc.Route}})
+	}
+	return out
+}
+
+// Triage implements Triager: the triage cycle over the issue.
+func (p *Plane) Triage(ctx context.Context, in TriageInput) (TriageOutput, error) {
+	repo, ok := ParseRepo(in.Repo)
+	if !ok {
+		return TriageOutput{}, fmt.Errorf("triage: repository %q", in.Repo)
+	}
+	def, err := p.D.GitHub.DefaultBranch(ctx, repo)
+	if err != nil {
+		return TriageOutput{}, err
+	}
+	var issue strings.Builder
+	fmt.Fprintf(&issue, "Title: %s\n", in.Title)
+	fmt.Fprintf(&issue, "Labels the repository has (propose only these): %s\n", strings.Join(in.Labels, ", "))
+	fmt.Fprintf(&issue, "Labels the issue has now: %s\n\n", strings.Join(in.Current, ", "))
+	issue.WriteString(in.Body)
+	prompt := fmt.Sprintf("Triage issue #%d of %s.", in.Issue, in.Repo)
+	if in.Instructions != "" {
+		prompt += "\n\nThe maintainers' instructions:\n" + in.Instructions
+	}
+	res, usage, err := p.execute(ctx, repo, in.Issue, Base{Ref: def}, false, cycle.Request{SessionID: in.SessionID, Cycle: "triage", Prompt: prompt, Mode: in.Mode,
+		Inputs:  map[string]string{"issue": issue.String()},
+		Trigger: map[string]any{"repo": in.Repo, "number": in.Issue, "kind": "triage"}})
+	if err != nil {
+		return TriageOutput{}, err
+	}
+	return triageOutput(res, usage), nil
+}
+
+// triageOutput reads the triager's proposal (triage_proposal_v1, checked
+// by the cycle) and gates both halves with the cycle's delivery decision.
+func triageOutput(res cycle.Result, usage replay.Usage) TriageOutput {
+	out := TriageOutput{Verdict: string(res.Verdict), Usage: usage}
+	gate := workflow.Outcome{PolicyID: "mode-dispatch", Decision: res.Delivery, Reason: "the cycle's delivery decision"}
+	if res.Verdict != workflow.VerdictDone || gate.Decision == "" {
+		gate = workflow.Outcome{PolicyID: "triage", Decision: workflow.Deny, Reason: fmt.Sprintf("the cycle ended %q without a delivery decision", res.Verdict)}
+	}
+	out.LabelDecision, out.SummaryDecision = gate, gate
+	prop, _ := res.Outputs["triage-propose"]["triager"].(map[string]any)
+	if s, ok := prop["summary"].(string); ok {
+		out.Summary = s
+	}
+	if ls, ok := prop["labels"].([]any); ok {
+		for _, l := range ls {
+			if s, ok := l.(string); ok {
+				out.Labels = append(out.Labels, s)
+			}
+		}
+	}
+	if out.Summary == "" {
+		out.LabelDecision = workflow.Outcome{PolicyID: "triage", Decision: workflow.Deny, Reason: "no proposal"}
+		out.SummaryDecision = out.LabelDecision
+	}
+	return out
+}
