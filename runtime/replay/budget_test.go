@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"math"
 	"testing"
 
 	"github.com/agentos/agentos/runtime/event"
@@ -54,4 +55,23 @@ func TestReplayBudget(t *testing.T) {
 			t.Errorf("budget %s: got %+v, want none", hostile, b)
 		}
 	}
+}
+
+// FuzzBudgetOf: any run.started payload folds without a panic into no
+// budget or one whose limits are all finite and not negative, one of them
+// positive.
+func FuzzBudgetOf(f *testing.F) {
+	for _, s := range []string{`{"run_id":"r","budget":{"max_cost_usd":0.5,"max_tokens":100,"max_turns":3}}`, `{"budget":{"max_cost_usd":1e999}}`,
+		`{"budget":"x"}`, `{"budget":{"max_tokens":99999999999999999999}}`, `{"budget":{`, `{"budget":{"max_cost_usd":-0}}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, payload []byte) {
+		b := budgetOf(payload)
+		if b == nil {
+			return
+		}
+		if math.IsNaN(b.MaxCostUSD) || math.IsInf(b.MaxCostUSD, 0) || b.MaxCostUSD < 0 || b.MaxTokens < 0 || b.MaxTurns < 0 || *b == (Budget{}) {
+			t.Fatalf("budgetOf(%q) = %+v", payload, *b)
+		}
+	})
 }
