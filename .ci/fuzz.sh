@@ -51,6 +51,7 @@ done <<'TARGETS'
 ./runtime/skills FuzzSkillFile
 ./runtime/replay FuzzVerify
 ./runtime/event FuzzParseLineFast
+./runtime/replay FuzzBudgetOf
 TARGETS
 printf '%-22s %-34s %12s %8s %8s\n' target package execs corpus coverage
 printf '%s\n' "${report[@]}"

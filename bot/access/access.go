@@ -12,6 +12,9 @@
 //     (through auth.Authorizer, so the same rules as for commands: never
 //     the bot itself, allow-lists, fail closed) must report read or more
 //     on the session's repository to view, write or more to approve;
+//   - maintainers outside a browser: the GitHub user access token of
+//     `agentos login` (the device flow) as the bearer token; GitHub names
+//     its user (GET /user) and the same check applies;
 //   - everyone else, who may read nothing.
 //
 // A session started outside GitHub (the API's POST /v1/runs, `agentos
@@ -67,6 +70,9 @@ type Principal struct {
 	Kind    Kind
 	Login   string    // User: the GitHub login
 	Expires time.Time // User: when the cookie expires
+	// Bearer: a User identified by a GitHub user token (agentos login),
+	// not a cookie.
+	Bearer bool
 	// csrf is the CSRF token of the cookie's session (User only).
 	csrf string
 }
@@ -101,6 +107,13 @@ type Options struct {
 	CookieTTL time.Duration
 	// Secure marks cookies Secure (set it when served behind TLS).
 	Secure bool
+	// Users resolves a GitHub user access token sent as the bearer token
+	// (agentos login's) to its login; nil: only the operator's token is a
+	// valid bearer token.
+	Users Users
+	// UserTokenTTL is how long a resolved user token is remembered
+	// (default one minute: a revoked token reads for at most that long).
+	UserTokenTTL time.Duration
 	// Open admits every request as an operator: `agentos view` serving one
 	// local file read-only on the loopback interface. Never for serve.
 	Open bool
@@ -114,6 +127,7 @@ type Checker struct {
 	tokenH [sha256.Size]byte
 	secret []byte
 	authz  atomic.Pointer[authorizerBox]
+	users  userCache
 }
 
 // Authorizer is the permission check (*auth.Authorizer).
@@ -135,6 +149,9 @@ func New(o Options) (*Checker, error) {
 	}
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	if o.UserTokenTTL <= 0 {
+		o.UserTokenTTL = time.Minute
 	}
 	c := &Checker{o: o, secret: o.Secret}
 	if o.Authorizer != nil {
@@ -185,14 +202,21 @@ func (c *Checker) Identify(r *http.Request) (Principal, error) {
 	if h := r.Header.Get("Authorization"); h != "" {
 		scheme, tok, ok := strings.Cut(h, " ")
 		tok = strings.TrimSpace(tok)
-		if !ok || !strings.EqualFold(scheme, "Bearer") || tok == "" || c.o.Token == "" {
+		if !ok || !strings.EqualFold(scheme, "Bearer") || tok == "" {
 			return Principal{}, ErrBadBearer
 		}
 		got := sha256.Sum256([]byte(tok))
-		if subtle.ConstantTimeCompare(got[:], c.tokenH[:]) != 1 {
-			return Principal{}, ErrBadBearer
+		if c.o.Token != "" && subtle.ConstantTimeCompare(got[:], c.tokenH[:]) == 1 {
+			return Principal{Kind: Operator}, nil
 		}
-		return Principal{Kind: Operator}, nil
+		// A maintainer's GitHub user token (agentos login): the same
+		// permission check as a signed-in browser, without a CSRF token
+		// (it cannot post the viewer's forms).
+		login, err := c.userLogin(r.Context(), tok)
+		if err != nil {
+			return Principal{}, err
+		}
+		return Principal{Kind: User, Login: login, Bearer: true}, nil
 	}
 	if ck, err := r.Cookie(CookieName); err == nil {
 		if p, ok := c.parseCookie(ck.Value); ok {

@@ -25,6 +25,15 @@ func (a *API) identify(c *gin.Context) (access.Principal, bool) {
 	case errors.Is(err, access.ErrTokenInQuery):
 		Abort(c, http.StatusBadRequest, "token_in_query", err.Error())
 		return p, false
+	case errors.Is(err, access.ErrGitHubUnavailable):
+		// Not the caller's fault, and not a "no": retry later.
+		c.Header("Retry-After", "5")
+		Abort(c, http.StatusServiceUnavailable, "github_unavailable", access.ErrGitHubUnavailable.Error())
+		return p, false
+	case errors.Is(err, access.ErrUserTokenRejected):
+		c.Header("WWW-Authenticate", `Bearer realm="agentos", error="invalid_token", error_description="expired or revoked"`)
+		Abort(c, http.StatusUnauthorized, "token_rejected", err.Error())
+		return p, false
 	case err != nil:
 		c.Header("WWW-Authenticate", `Bearer realm="agentos", error="invalid_token"`)
 		Abort(c, http.StatusUnauthorized, "invalid_token", err.Error())

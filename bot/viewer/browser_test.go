@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -116,7 +117,7 @@ func TestBrowserLiveSession(t *testing.T) {
 	sid, run := "live-1", "run-live-1"
 	appendTo(t, st, sid,
 		event.Draft{RunID: run, Type: event.SessionStart, Actor: "user", Payload: map[string]any{"prompt": "fix the token check"}},
-		event.Draft{RunID: run, Type: event.RunStarted, Actor: "runtime", Payload: map[string]any{"run_id": run, "prompt": "fix the token check", "trigger": map[string]any{"repo": "octo/app", "number": 7}}},
+		event.Draft{RunID: run, Type: event.RunStarted, Actor: "runtime", Payload: map[string]any{"run_id": run, "prompt": "fix the token check", "trigger": map[string]any{"repo": "octo/app", "number": 7}, "budget": map[string]any{"max_tokens": 2000}}},
 	)
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	a, err := api.New(api.Options{Store: st, Token: opToken, Access: ck, Logger: quiet, KeepAlive: time.Second})
@@ -204,6 +205,12 @@ func TestBrowserLiveSession(t *testing.T) {
 		event.Draft{RunID: run, Type: event.ToolResult, Actor: "kernel", Payload: map[string]any{"call_id": "t1", "ok": true, "tool": "test.run", "result": map[string]any{"passed": false, "exit_code": 1}}},
 	)
 	waitFor("the model and tool bars", func() bool { return count("svg.timeline rect.bar") == 2 && count("svg.timeline rect.bar-running") == 0 })
+	// The cost chart, refreshed live, draws the run's budget (930 of
+	// 2,000 tokens) and says it.
+	waitFor("the budget line", func() bool { return count("svg.cost line.budget-line") == 1 })
+	if txt, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("p.budget"))); err != nil || !strings.Contains(txt, "930 tokens of a 2000 tokens budget (46%)") {
+		t.Errorf("the budget text says %q (%v)", txt, err)
+	}
 	// Rows added live say what happened, like the server's.
 	if txt, err := chromedp.Run(ctx, chromedp.TextContent(chromedp.CSS("#ev-5 summary"))); err != nil || txt != "test.run t1" {
 		t.Errorf("the live row of tool.invoke says %q (%v)", txt, err)

@@ -176,11 +176,23 @@ type CostBar struct {
 }
 
 // Chart is the server-rendered SVG bar chart of cost (or tokens, when no
-// cost was priced) per role.
+// cost was priced) per role. With a budget in the chart's unit it adds a
+// total bar and a vertical budget line on the same scale.
 type Chart struct {
 	Unit   string
 	Height float64
 	Bars   []ChartBar
+	Budget *BudgetLine
+}
+
+// BudgetLine is the run's budget drawn on the cost chart, and said in
+// words (Text) so that over budget is not told by colour alone.
+type BudgetLine struct {
+	X      float64 // of the line, in the chart's units (label column included)
+	Label  string  // "budget $0.25"
+	Over   bool    // the total passed the budget
+	Text   string  // "$0.31 of a $0.25 budget: over budget"
+	TotalY float64 // the total bar's row
 }
 
 // ChartBar is one bar of Chart.
@@ -239,7 +251,7 @@ func BuildRows(sessionID string, evs []event.Event, now time.Time, maxRows int) 
 	for _, r := range snap.ResolvedApprovals {
 		s.Resolved = append(s.Resolved, Resolved{ID: r.ID, Tool: r.Tool, Decision: r.Decision, By: r.By, Reason: r.Reason})
 	}
-	s.Costs = costs(evs)
+	s.Costs = costs(evs, snap.Budget)
 	return s, nil
 }
 
@@ -608,7 +620,7 @@ func diffLines(d string) []DiffLine {
 	return out
 }
 
-func costs(evs []event.Event) Costs {
+func costs(evs []event.Event, budget *replay.Budget) Costs {
 	roles := map[string]*CostBar{}
 	models := map[string]*CostBar{}
 	var c Costs
@@ -644,7 +656,7 @@ func costs(evs []event.Event) Costs {
 		c.Total += usd
 	}
 	c.Roles, c.Models = sorted(roles), sorted(models)
-	c.Chart = chart(c.Roles, c.Total > 0)
+	c.Chart = chart(c.Roles, c.Total > 0, budget)
 	return c
 }
 
@@ -667,7 +679,14 @@ func sorted(m map[string]*CostBar) []CostBar {
 	return out
 }
 
-func chart(bars []CostBar, priced bool) Chart {
+// Chart geometry: a label column, then bars up to barW.
+const (
+	chartLabelW = 110.0
+	chartBarW   = 260.0
+	chartRowH   = 24.0
+)
+
+func chart(bars []CostBar, priced bool, budget *replay.Budget) Chart {
 	ch := Chart{Unit: "tokens"}
 	if priced {
 		ch.Unit = "USD"
@@ -678,21 +697,68 @@ func chart(bars []CostBar, priced bool) Chart {
 		}
 		return float64(b.InputTokens + b.OutputTokens)
 	}
-	maxV := 0.0
+	format := func(v float64) string {
+		// A recorded budget can be any finite number: past a million
+		// the value is written in exponent form, never 300 digits.
+		switch {
+		case priced && v >= 1e6:
+			return fmt.Sprintf("$%.4g", v)
+		case priced:
+			return fmt.Sprintf("$%.4f", v)
+		case v >= 1e15:
+			return fmt.Sprintf("%.4g tokens", v)
+		}
+		return fmt.Sprintf("%.0f tokens", v)
+	}
+	// The budget in the chart's unit: the cost limit when the calls were
+	// priced, the token limit when they were not. replay keeps only
+	// finite, positive limits.
+	var limit, total float64
+	if budget != nil {
+		if priced {
+			limit = budget.MaxCostUSD
+		} else {
+			limit = float64(budget.MaxTokens)
+		}
+	}
+	maxV := limit
 	for _, b := range bars {
 		maxV = max(maxV, value(b))
+		total += value(b)
+	}
+	if limit > 0 {
+		maxV = max(maxV, total)
+	}
+	width := func(v float64) float64 {
+		if maxV <= 0 || v <= 0 {
+			return 1
+		}
+		return max(v/maxV*chartBarW, 1)
 	}
 	for i, b := range bars {
-		w := 0.0
-		if maxV > 0 {
-			w = value(b) / maxV * 260
-		}
-		v := fmt.Sprintf("%d tokens", b.InputTokens+b.OutputTokens)
-		if priced {
-			v = fmt.Sprintf("$%.4f", b.CostUSD)
-		}
-		ch.Bars = append(ch.Bars, ChartBar{Y: float64(i) * 24, W: max(w, 1), Label: b.Name, Value: v})
+		ch.Bars = append(ch.Bars, ChartBar{Y: float64(i) * chartRowH, W: width(value(b)), Label: b.Name, Value: format(value(b))})
 	}
-	ch.Height = float64(len(bars))*24 + 4
+	rows := len(bars)
+	if limit > 0 {
+		over := total > limit
+		bl := &BudgetLine{X: chartLabelW + limit/maxV*chartBarW, Label: "budget " + format(limit), Over: over, TotalY: float64(rows) * chartRowH}
+		pct := fmt.Sprintf("%.0f%%", total/limit*100)
+		if total/limit > 10 {
+			pct = "more than 1000%"
+		}
+		bl.Text = fmt.Sprintf("%s of a %s budget (%s)", format(total), format(limit), pct)
+		v := format(total)
+		if over {
+			bl.Text += ": over budget"
+			v += " — over budget"
+		}
+		ch.Bars = append(ch.Bars, ChartBar{Y: bl.TotalY, W: width(total), Label: "total", Value: v})
+		ch.Budget = bl
+		rows++
+	}
+	ch.Height = float64(rows)*chartRowH + 4
+	if ch.Budget != nil {
+		ch.Height += 14 // the line's label under the bars
+	}
 	return ch
 }

@@ -188,3 +188,19 @@ func doJSON(hc *http.Client, req *http.Request, v any) error {
 	}
 	return json.Unmarshal(b, v)
 }
+
+// DeviceInfo is the body of GET /v1/auth/device: what `agentos login
+// --server URL` needs for GitHub's device flow, so that the CLI is given
+// only the server's URL. The client ID is the GitHub App's (public: the
+// device flow uses no client secret); the app must have "Enable Device
+// Flow" on.
+type DeviceInfo struct {
+	ClientID  string `json:"client_id"`
+	GitHubURL string `json:"github_url"` // https://github.com or https://HOST
+	APIURL    string `json:"api_url"`    // https://api.github.com or https://HOST/api/v3
+}
+
+func (v *Viewer) deviceInfo(c *gin.Context) {
+	c.Header("Cache-Control", "no-store")
+	c.JSON(http.StatusOK, DeviceInfo{ClientID: v.o.OAuth.ClientID, GitHubURL: strings.TrimRight(v.o.OAuth.WebURL, "/"), APIURL: strings.TrimRight(v.o.OAuth.APIURL, "/")})
+}

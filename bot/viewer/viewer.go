@@ -141,6 +141,7 @@ func (v *Viewer) Register(r gin.IRouter) {
 		r.GET("/login", v.secure, v.login)
 		r.GET("/login/callback", v.secure, v.callback)
 		r.POST("/logout", v.secure, v.logout)
+		r.GET("/v1/auth/device", v.deviceInfo)
 	}
 }
 
@@ -207,8 +208,12 @@ func (v *Viewer) identify(c *gin.Context) (access.Principal, bool) {
 		d := v.base(c, access.Principal{}, "Refused")
 		d.Heading, d.Message = "Refused", err.Error()
 		status := http.StatusUnauthorized
-		if errors.Is(err, access.ErrTokenInQuery) {
+		switch {
+		case errors.Is(err, access.ErrTokenInQuery):
 			status = http.StatusBadRequest
+		case errors.Is(err, access.ErrGitHubUnavailable):
+			status = http.StatusServiceUnavailable
+			d.Message = access.ErrGitHubUnavailable.Error() // not GitHub's detail
 		}
 		v.render(c, status, "error", d)
 		return p, false

@@ -111,7 +111,8 @@ func newWorld(t *testing.T) *world {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.access, err = access.New(access.Options{Token: opToken, Secret: []byte(strings.Repeat("k", 32)), Authorizer: auth.New(gh, auth.Policy{BotLogin: botLogin, TTL: -1}), Now: w.clock})
+	w.access, err = access.New(access.Options{Token: opToken, Secret: []byte(strings.Repeat("k", 32)), Authorizer: auth.New(gh, auth.Policy{BotLogin: botLogin, TTL: -1}), Now: w.clock,
+		Users: access.GitHubUsers{APIURL: ghURL}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,7 +23,8 @@ const exitCodesHelp = `exit codes:
   2  usage error (unknown command or flag, missing argument); the provider check failed
   3  denied: a run was denied or cancelled; a tool call was blocked; a hook denied
   4  paused: a run waits for an approval; a tool call needs one
-  5  failed: a run ended with a failed terminal report (provider error, timeout, ...)`
+  5  failed: a run ended with a failed terminal report (provider error, timeout, ...)
+  6  signed out: login, runs and view --server have no token the server and GitHub accept`
 
 // help is one command's documentation. Flags registers exactly the flags
 // the command parses (the command calls the same function), so the help
@@ -172,11 +173,23 @@ func helps() map[string]help {
 			description: "The GitHub Action's entrypoint (the image's ENTRYPOINT): handle the event that started the workflow run, configured by the Actions environment (GITHUB_EVENT_PATH, GITHUB_TOKEN, RUNNER_TEMP, ...) and the action's inputs (INPUT_*; see action.yml). A pause for approval, a denial or a cancellation exits 0 (the maintainer's review starts the next run); a failed run exits 5, so the workflow run shows it.",
 			examples:    []string{"uses: owner/agentos@v1   # in a workflow step; see docs/examples/agentos-workflow.yml"},
 		},
+		"login": {
+			usage:       []string{"login [--server URL]"},
+			description: "Sign in to an agentos server as your GitHub user, with GitHub's device flow for the server's GitHub App: the server names the app's client ID (GET /v1/auth/device), you enter the printed code at GitHub's verification page, and the user access token is stored for that server in the user configuration directory (agentos/credentials.json, mode 0600; never printed or logged). agentos runs and agentos view --server send it; the server shows the sessions of the repositories you may read. The app must have \"Enable Device Flow\" on. GitHub's tokens last eight hours; then sign in again. http:// servers are refused except on localhost. Exit 6 when the sign-in is cancelled, expires or refused.",
+			flags:       func(fs *flag.FlagSet) { loginFlags(fs) },
+			examples:    []string{"agentos login --server https://agentos.example.com", "AGENTOS_SERVER=https://agentos.example.com agentos login"},
+		},
+		"runs": {
+			usage:       []string{"runs [--server URL] [--repo OWNER/NAME] [--state STATE] [--since TIME] [--limit N] [--json]"},
+			description: "List the sessions of an agentos server that you may read (GET /v1/runs with the token of agentos login), newest activity first: state, repository, events, pending approvals, cost and prompt. --server defaults to $AGENTOS_SERVER, or the only server you signed in to. Exit 6 when not signed in or the token expired or was revoked.",
+			flags:       func(fs *flag.FlagSet) { runsFlags(fs) },
+			examples:    []string{"agentos runs --repo octo/app --state paused", "agentos runs --server https://agentos.example.com --json"},
+		},
 		"view": {
-			usage:       []string{"view <events.jsonl> [--addr 127.0.0.1:0]"},
-			description: "Serve a finished session's log (an events.jsonl, e.g. from the agent-sessions branch or `agentos demo`) as the run viewer's page: the timeline of model and tool calls, approvals and their diffs, tokens and cost, the terminal report and every event. Read-only, no GitHub and no sign-in, so it listens on the loopback interface only. The log must verify (agentos verify). Runs until Ctrl-C.",
+			usage:       []string{"view <events.jsonl> [--addr 127.0.0.1:0]", "view --server URL SESSION [--json]"},
+			description: "Serve a finished session's log (an events.jsonl, e.g. from the agent-sessions branch or `agentos demo`) as the run viewer's page: the timeline of model and tool calls, approvals and their diffs, tokens and cost, the terminal report and every event. Read-only, no GitHub and no sign-in, so it listens on the loopback interface only. The log must verify (agentos verify). Runs until Ctrl-C. With --server URL (after agentos login), print the session as that server shows it instead: state, prompt, cost against the budget, pending approvals, terminal report and the page's link (exit 6 when the token expired or was revoked; not found when you may not read it).",
 			flags:       func(fs *flag.FlagSet) { viewFlags(fs) },
-			examples:    []string{"agentos view testdata/sessions/approval.events.jsonl", "agentos view /tmp/agentos-demo/events.jsonl --addr 127.0.0.1:8081"},
+			examples:    []string{"agentos view testdata/sessions/approval.events.jsonl", "agentos view /tmp/agentos-demo/events.jsonl --addr 127.0.0.1:8081", "agentos view --server https://agentos.example.com gh-01k9xyz"},
 		},
 		"doctor": {
 			usage:       []string{"doctor [--config FILE] [--data DIR] [--json]"},

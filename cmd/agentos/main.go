@@ -66,6 +66,8 @@ func commands() map[string]command {
 		"view":      {"serve a session log as the run viewer's page, read-only, on localhost: agentos view <events.jsonl>", cmdView},
 		"doctor":    {"check the sandbox commands run in and what they can see: agentos doctor [--config FILE] [--json]", cmdDoctor},
 		"mcp":       {"serve the kernel's governed tools to MCP clients: agentos mcp serve --workspace DIR [--http ADDR]", cmdMCP},
+		"login":     {"sign in to an agentos server with GitHub (device flow): agentos login --server URL", cmdLogin},
+		"runs":      {"list a server's sessions you may read: agentos runs [--server URL] [--repo R] [--state S]", cmdRuns},
 	}
 }
 

@@ -157,7 +157,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, d serveDeps) er
 		}
 		apiRuns = sr
 	}
-	ck, err := vs.checker(cfg.APIToken)
+	ck, err := vs.checkerWith(cfg.APIToken, cfg.GitHubAPIURL)
 	if err != nil {
 		return usageErrorf("serve: %v", err)
 	}

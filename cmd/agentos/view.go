@@ -17,8 +17,17 @@ import (
 	"github.com/agentos/agentos/schemas"
 )
 
-func viewFlags(fs *flag.FlagSet) *string {
-	return fs.String("addr", "127.0.0.1:0", "listen address (loopback; port 0 picks a free one)")
+type viewOptions struct {
+	addr, server *string
+	asJSON       *bool
+}
+
+func viewFlags(fs *flag.FlagSet) viewOptions {
+	return viewOptions{
+		addr:   fs.String("addr", "127.0.0.1:0", "listen address (loopback; port 0 picks a free one)"),
+		server: fs.String("server", "", "print SESSION as this agentos server shows it, with the token of agentos login (default $"+envServer+" when the argument is no file)"),
+		asJSON: fs.Bool("json", false, "with --server: print the server's snapshot as JSON"),
+	}
 }
 
 // cmdView serves one events.jsonl as the run viewer's page, read-only, on
@@ -26,13 +35,20 @@ func viewFlags(fs *flag.FlagSet) *string {
 // answers.
 func cmdView(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("view", flag.ContinueOnError)
-	addr := viewFlags(fs)
+	o := viewFlags(fs)
+	addr := o.addr
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
 	}
 	if len(pos) != 1 {
-		return usageErrorf("usage: agentos view <events.jsonl> [--addr 127.0.0.1:0]")
+		return usageErrorf("usage: agentos view <events.jsonl> [--addr 127.0.0.1:0], or agentos view --server URL SESSION")
+	}
+	if *o.server != "" {
+		return viewRemote(ctx, *o.server, pos[0], *o.asJSON, stdout)
+	}
+	if _, err := os.Stat(pos[0]); err != nil && os.Getenv(envServer) != "" {
+		return viewRemote(ctx, "", pos[0], *o.asJSON, stdout)
 	}
 	host, _, err := net.SplitHostPort(*addr)
 	if err != nil {

@@ -75,7 +75,21 @@ func (s viewerSettings) signIn() bool { return s.clientID != "" }
 
 // checker builds the access checker of every read.
 func (s viewerSettings) checker(apiToken string) (*access.Checker, error) {
-	return access.New(access.Options{Token: apiToken, Secret: []byte(s.secret), Secure: strings.HasPrefix(s.publicURL, "https://")})
+	return s.checkerWith(apiToken, "")
+}
+
+// checkerWith is checker that, with sign-in configured, also takes a
+// maintainer's GitHub user token (agentos login) as the bearer token of a
+// read, asking GitHub's API at apiURL ("": api.github.com) whose it is.
+func (s viewerSettings) checkerWith(apiToken, apiURL string) (*access.Checker, error) {
+	o := access.Options{Token: apiToken, Secret: []byte(s.secret), Secure: strings.HasPrefix(s.publicURL, "https://")}
+	if s.signIn() {
+		if apiURL == "" {
+			apiURL = "https://api.github.com"
+		}
+		o.Users = access.GitHubUsers{APIURL: apiURL}
+	}
+	return access.New(o)
 }
 
 // oauth is the sign-in configuration, or nil.

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"sort"
 
 	"github.com/agentos/agentos/runtime/event"
@@ -42,7 +43,10 @@ type Snapshot struct {
 	Review json.RawMessage   `json:"review,omitempty"` // last review_result_v1 (artifact.emitted kind "review")
 	Report json.RawMessage   `json:"report,omitempty"` // last worker.report payload
 
-	Usage        Usage      `json:"usage"`
+	Usage Usage `json:"usage"`
+	// Budget is the latest run's budget as its run.started (or a later
+	// run.resumed) records it; nil when the run has none.
+	Budget       *Budget    `json:"budget,omitempty"`
 	LLMCalls     int        `json:"llm_calls"`
 	ToolsInvoked []ToolCall `json:"tools_invoked"`
 	Rejected     int        `json:"tools_rejected"`
@@ -307,6 +311,9 @@ func (f *Folder) Apply(e *event.Event) error {
 		s.CloseOK = &ok
 	case event.RunStarted, event.RunResumed:
 		setRun("running")
+		if b := budgetOf(e.Payload); b != nil || e.Type == event.RunStarted {
+			s.Budget = b // a new run starts with its own budget (or none)
+		}
 	case event.RunPaused:
 		var p pPaused
 		if err := decode(&p); err != nil {
@@ -487,4 +494,36 @@ func turnState(typ, cur string) string {
 		return "committing"
 	}
 	return ""
+}
+
+// Budget is a run's limits (provider.Limits) as the run records them.
+// Zero means no limit of that kind.
+type Budget struct {
+	MaxCostUSD float64 `json:"max_cost_usd,omitempty"`
+	MaxTokens  int64   `json:"max_tokens,omitempty"`
+	MaxTurns   int64   `json:"max_turns,omitempty"`
+}
+
+// budgetOf reads the optional budget member of run.started or
+// run.resumed. It never fails a replay: a member of the wrong type, a
+// negative, zero, infinite or fractional count is no limit.
+func budgetOf(payload []byte) *Budget {
+	raw := event.Field(payload, "budget")
+	if len(raw) == 0 || raw[0] != '{' {
+		return nil
+	}
+	var b Budget
+	if f := event.FieldFloat(raw, "max_cost_usd"); f > 0 && !math.IsInf(f, 0) {
+		b.MaxCostUSD = f
+	}
+	if n := event.FieldInt(raw, "max_tokens"); n > 0 {
+		b.MaxTokens = n
+	}
+	if n := event.FieldInt(raw, "max_turns"); n > 0 {
+		b.MaxTurns = n
+	}
+	if b == (Budget{}) {
+		return nil
+	}
+	return &b
 }

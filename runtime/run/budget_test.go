@@ -9,6 +9,7 @@ import (
 
 	"github.com/agentos/agentos/runtime/event"
 	"github.com/agentos/agentos/runtime/provider"
+	"github.com/agentos/agentos/runtime/replay"
 )
 
 // stallingProvider answers like the wrapped provider except for one role,
@@ -109,5 +110,48 @@ roles:
 				t.Errorf("last event %s, want session.close", last.Type)
 			}
 		})
+	}
+}
+
+// TestRunRecordsItsBudget: run.started records the limits checkBudget
+// enforces, a resume in a process with other limits records those, and
+// the snapshot carries the latest (the viewer's budget line).
+func TestRunRecordsItsBudget(t *testing.T) {
+	worker := []string{`    - tool_calls: [{id: w1, name: write, args: {path: a.txt}}]`, echoCall, finalReport}
+	f1 := newFixture(t, script(worker...), nil)
+	f1.eng.Profile.Limits.MaxCostUSD, f1.eng.Profile.Limits.MaxTokens = 2.5, 90000
+	ctx := context.Background()
+	if out, err := f1.mgr.Start(ctx, f1.eng, StartRequest{SessionID: "b", Prompt: "greet"}); err != nil || out.Status != "paused" {
+		t.Fatalf("%+v %v", out, err)
+	}
+	snap, err := replay.Replay(f1.events(t, "b"))
+	if err != nil || snap.Budget == nil || *snap.Budget != (replay.Budget{MaxCostUSD: 2.5, MaxTokens: 90000, MaxTurns: int64(f1.eng.Profile.Limits.MaxTurns)}) {
+		t.Fatalf("budget after start: %+v %v", snap.Budget, err)
+	}
+	must(t, f1.mgr.Resolve(ctx, "b", "ap-1", "approve", "octocat", ""))
+	f2 := newFixture(t, script(worker...), f1.store)
+	f2.eng.Profile.Limits.MaxCostUSD = 4
+	if f2.eng.Profile.Limits.MaxTokens == 90000 {
+		t.Fatal("the second process must enforce other limits than the first")
+	}
+	if out, err := f2.mgr.Resume(ctx, f2.eng, "b", "", ""); err != nil || out.Status != "completed" {
+		t.Fatalf("resume: %+v %v", out, err)
+	}
+	evs := f2.events(t, "b")
+	verify(t, evs)
+	snap, _ = replay.Replay(evs)
+	if snap.Budget == nil || *snap.Budget != (replay.Budget{MaxCostUSD: 4, MaxTokens: f2.eng.Profile.Limits.MaxTokens, MaxTurns: int64(f2.eng.Profile.Limits.MaxTurns)}) {
+		t.Fatalf("budget after resume: %+v", snap.Budget)
+	}
+	// Without limits nothing is recorded.
+	f3 := newFixture(t, script(echoCall, finalReport), nil)
+	f3.eng.Profile.Limits = provider.Limits{}
+	if _, err := f3.mgr.Start(ctx, f3.eng, StartRequest{SessionID: "n", Prompt: "greet"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range f3.events(t, "n") {
+		if e.Type == event.RunStarted && len(event.Field(e.Payload, "budget")) != 0 {
+			t.Fatalf("run.started without limits records a budget: %s", e.Payload)
+		}
 	}
 }

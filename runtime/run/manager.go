@@ -14,6 +14,7 @@ import (
 
 	"github.com/agentos/agentos/runtime/event"
 	"github.com/agentos/agentos/runtime/journal"
+	"github.com/agentos/agentos/runtime/provider"
 	"github.com/agentos/agentos/runtime/replay"
 	"github.com/agentos/agentos/runtime/store"
 	"github.com/oklog/ulid/v2"
@@ -163,6 +164,9 @@ func (m *Manager) Start(ctx context.Context, eng *Engine, req StartRequest) (Out
 	if len(req.Workflow) > 0 {
 		started["workflow"] = req.Workflow
 	}
+	if b := runBudget(eng.Profile.Limits); b != nil {
+		started["budget"] = b
+	}
 	if _, err := j.Append(ctx, event.RunStarted, "runtime", started, ""); err != nil {
 		return Outcome{}, err
 	}
@@ -281,7 +285,11 @@ func (m *Manager) Resume(ctx context.Context, eng *Engine, sessionID, cwd, trans
 	}
 	history, prompt, corr, before := runHistory(evs, snap.RunID)
 	j.SetRun(snap.RunID)
-	if _, err := j.Append(ctx, event.RunResumed, "runtime", map[string]any{"reason": "approval answered"}, ""); err != nil {
+	resumed := map[string]any{"reason": "approval answered"}
+	if b := runBudget(eng.Profile.Limits); b != nil {
+		resumed["budget"] = b // the limits this process enforces from here on
+	}
+	if _, err := j.Append(ctx, event.RunResumed, "runtime", resumed, ""); err != nil {
 		return Outcome{}, err
 	}
 	prevSnap, _, _, _ := replay.Resume(before)
@@ -584,4 +592,25 @@ func prevSummary(s replay.Snapshot) string {
 		sum += "\noutput: " + clip(s.Output, 2000)
 	}
 	return sum
+}
+
+// runBudget is the run's budget as run.started records it (checkBudget
+// enforces the same limits), or nil without one: the viewer draws it on
+// the cost chart. run.started v1 allows members it does not name, so the
+// optional member needs no new schema version (ADR 11's rule for plan_v1).
+func runBudget(l provider.Limits) map[string]any {
+	b := map[string]any{}
+	if l.MaxCostUSD > 0 {
+		b["max_cost_usd"] = l.MaxCostUSD
+	}
+	if l.MaxTokens > 0 {
+		b["max_tokens"] = l.MaxTokens
+	}
+	if l.MaxTurns > 0 {
+		b["max_turns"] = l.MaxTurns
+	}
+	if len(b) == 0 {
+		return nil
+	}
+	return b
 }

@@ -270,8 +270,9 @@ type Fake struct {
 	gitDirs        map[string]string // lower("owner/name") → bare repository backing its refs
 	oauthClients   map[string]*OAuthClient
 	oauthCodes     map[string]*oauthCode
-	browserUser    string          // who is signed in to the web pages (SignInBrowser)
-	signed         map[string]bool // commit sha → created through the Git Data API and signed by GitHub
+	browserUser    string                 // who is signed in to the web pages (SignInBrowser)
+	signed         map[string]bool        // commit sha → created through the Git Data API and signed by GitHub
+	devices        map[string]*deviceAuth // device_code → the device flow's state
 }
 
 // TB is the part of testing.TB the fake needs; *testing.T satisfies it.

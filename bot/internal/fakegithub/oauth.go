@@ -4,9 +4,9 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -38,6 +38,10 @@ type OAuthClient struct {
 	ClientID, ClientSecret string
 	CallbackURL            string
 	AppID                  int64
+	// DeviceFlow is the app's "Enable Device Flow" setting (off by
+	// default, as on GitHub): without it the device flow's endpoints
+	// answer device_flow_disabled.
+	DeviceFlow bool
 }
 
 type oauthCode struct {
@@ -72,6 +76,9 @@ func (f *Fake) SignInBrowser(login string) {
 // serveOAuth answers the OAuth web flow's endpoints; it returns false for
 // every other request.
 func (f *Fake) serveOAuth(w http.ResponseWriter, r *http.Request) bool {
+	if f.serveDevice(w, r) {
+		return true
+	}
 	switch r.URL.Path {
 	case "/login/oauth/authorize":
 		f.oauthAuthorize(w, r)
@@ -138,21 +145,13 @@ func (f *Fake) oauthAccessToken(w http.ResponseWriter, r *http.Request) {
 	defer f.mu.Unlock()
 	rec := Request{Method: r.Method, Path: r.URL.Path, Op: "oauth access_token", Status: http.StatusOK}
 	defer func() { f.requests = append(f.requests, rec) }()
-	reply := func(v map[string]string) {
-		if strings.Contains(r.Header.Get("Accept"), "application/json") {
-			w.Header().Set("Content-Type", "application/json; charset=utf-8")
-			_ = json.NewEncoder(w).Encode(v)
-			return
-		}
-		form := url.Values{}
-		for k, s := range v {
-			form.Set(k, s)
-		}
-		w.Header().Set("Content-Type", "application/x-www-form-urlencoded; charset=utf-8")
-		_, _ = w.Write([]byte(form.Encode()))
+	if r.Form.Get("grant_type") == DeviceGrantType || r.Form.Get("device_code") != "" {
+		f.deviceAccessToken(w, r, &rec)
+		return
 	}
+	reply := func(v map[string]any) { oauthReply(w, r, v) }
 	fail := func(code, desc string) {
-		reply(map[string]string{"error": code, "error_description": desc, "error_uri": "https://docs.github.com/apps/managing-oauth-apps/troubleshooting-oauth-app-access-token-request-errors/#" + strings.ReplaceAll(code, "_", "-")})
+		reply(map[string]any{"error": code, "error_description": desc, "error_uri": "https://docs.github.com/apps/managing-oauth-apps/troubleshooting-oauth-app-access-token-request-errors/#" + strings.ReplaceAll(code, "_", "-")})
 	}
 	c := f.oauthClients[r.Form.Get("client_id")]
 	if c == nil || r.Form.Get("client_secret") != c.ClientSecret {
@@ -172,9 +171,9 @@ func (f *Fake) oauthAccessToken(w http.ResponseWriter, r *http.Request) {
 	tok := "ghu_" + randomHex(18)
 	f.tokens[tok] = &identity{user: f.ensureUser(code.login, "User"), expires: f.now().Add(UserTokenLifetime)}
 	rec.Actor = code.login
-	reply(map[string]string{
-		"access_token": tok, "expires_in": strconv.Itoa(int(UserTokenLifetime / time.Second)),
-		"refresh_token": "ghr_" + randomHex(30), "refresh_token_expires_in": "15897600",
+	reply(map[string]any{
+		"access_token": tok, "expires_in": int(UserTokenLifetime / time.Second),
+		"refresh_token": "ghr_" + randomHex(30), "refresh_token_expires_in": 15897600,
 		"scope": "", "token_type": "bearer",
 	})
 }
@@ -193,6 +192,23 @@ func callbackMatches(callback, redirect string) bool {
 	}
 	p := strings.TrimSuffix(cb.Path, "/")
 	return ru.Path == cb.Path || strings.HasPrefix(ru.Path, p+"/")
+}
+
+// oauthReply answers an OAuth endpoint as github.com does: JSON when the
+// request accepts application/json (numbers as numbers), else
+// form-encoded.
+func oauthReply(w http.ResponseWriter, r *http.Request, v map[string]any) {
+	if strings.Contains(r.Header.Get("Accept"), "application/json") {
+		w.Header().Set("Content-Type", "application/json; charset=utf-8")
+		_ = json.NewEncoder(w).Encode(v)
+		return
+	}
+	form := url.Values{}
+	for k, s := range v {
+		form.Set(k, fmt.Sprint(s))
+	}
+	w.Header().Set("Content-Type", "application/x-www-form-urlencoded; charset=utf-8")
+	_, _ = w.Write([]byte(form.Encode()))
 }
 
 func withQuery(u string, v url.Values) string {

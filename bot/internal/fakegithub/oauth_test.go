@@ -43,7 +43,7 @@ func TestOAuthWebFlow(t *testing.T) {
 	if r.StatusCode != http.StatusFound || loc.Host != "viewer.example" || code == "" || loc.Query().Get("state") != "st" {
 		t.Fatalf("authorize: %d → %s", r.StatusCode, loc)
 	}
-	exchange := func(secret, code string) map[string]string {
+	exchange := func(secret, code string) map[string]any {
 		t.Helper()
 		form := url.Values{"client_id": {"Iv1.c"}, "client_secret": {secret}, "code": {code}, "redirect_uri": {"https://viewer.example/login/callback"}}
 		req, _ := http.NewRequest(http.MethodPost, base+"/login/oauth/access_token", strings.NewReader(form.Encode()))
@@ -54,7 +54,7 @@ func TestOAuthWebFlow(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer resp.Body.Close()
-		var out map[string]string
+		var out map[string]any
 		if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&out) != nil {
 			t.Fatalf("access_token: %d", resp.StatusCode)
 		}
@@ -64,7 +64,7 @@ func TestOAuthWebFlow(t *testing.T) {
 		t.Errorf("wrong secret: %v", got)
 	}
 	tok := exchange("s", code)
-	if !strings.HasPrefix(tok["access_token"], "ghu_") || tok["token_type"] != "bearer" || tok["expires_in"] != "28800" {
+	if at, _ := tok["access_token"].(string); !strings.HasPrefix(at, "ghu_") || tok["token_type"] != "bearer" || tok["expires_in"] != 28800.0 {
 		t.Fatalf("token = %v", tok)
 	}
 	if got := exchange("s", code); got["error"] != "bad_verification_code" {
@@ -72,7 +72,7 @@ func TestOAuthWebFlow(t *testing.T) {
 	}
 	user := func() int {
 		req, _ := http.NewRequest(http.MethodGet, base+"/user", nil)
-		req.Header.Set("Authorization", "Bearer "+tok["access_token"])
+		req.Header.Set("Authorization", "Bearer "+tok["access_token"].(string))
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
