@@ -355,3 +355,49 @@ func TestTakeoverAfterDeathMidRun(t *testing.T) {
 		})
 	}
 }
+
+// TestNoTakeoverWhenTheWorktreeCannotBeRebuilt: a run that died after a
+// command ran (process.run: what it did to the worktree is not in the
+// log) is not taken over — the worktree cannot be rebuilt — so it gets
+// one report_missing terminal report that says why, and a further
+// redelivery changes nothing.
+func TestNoTakeoverWhenTheWorktreeCannotBeRebuilt(t *testing.T) {
+	w := newWorld(t)
+	ctx := context.Background()
+	tr := webhook.Trigger{Kind: webhook.KindComment, Number: w.issue, Author: "alice", Body: "/agent " + demo.Prompt, IssueState: "open", DeliveryID: "d-dead",
+		Repo: repoName, Owner: "octo", Name: "app", AuthorType: "User", Attempt: 2}
+	sid := dispatch.DeliverySessionID(w.issue, tr.DeliveryID)
+	evs, err := w.store.Append(ctx, sid, 0,
+		event.Draft{RunID: "run-dead", Type: event.SessionStart, Actor: "user", Payload: map[string]any{"prompt": demo.Prompt}},
+		event.Draft{RunID: "run-dead", Type: event.RunStarted, Actor: "runtime", Payload: map[string]any{"run_id": "run-dead", "prompt": demo.Prompt}},
+		event.Draft{RunID: "run-dead", Type: event.ToolInvoke, Actor: "worker", Payload: map[string]any{"call_id": "c1", "tool": "process.run", "args": map[string]any{"command": "make generate"}}},
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.store.Append(ctx, sid, 3, event.Draft{RunID: "run-dead", Type: event.ToolResult, Actor: "kernel", ParentID: evs[2].ID, Payload: map[string]any{"call_id": "c1", "tool": "process.run", "ok": true}}); err != nil {
+		t.Fatal(err)
+	}
+	for attempt := 0; attempt < 2; attempt++ {
+		n := len(w.results)
+		if err := w.d.Dispatch(ctx, tr); err != nil {
+			t.Fatal(err)
+		}
+		if got := w.results[n:]; len(got) != 1 || got[0].Status != "failed" || got[0].SessionID != sid {
+			t.Fatalf("attempt %d: %+v", attempt, got)
+		}
+	}
+	snap := w.snapshot(sid)
+	if snap.Terminal == nil || snap.Terminal.ErrorClass != "report_missing" || !strings.Contains(snap.Terminal.Reason, "process.run") {
+		t.Fatalf("terminal = %+v, want report_missing saying the command's effect is not in the log", snap.Terminal)
+	}
+	c := 0
+	for _, e := range w.events(sid) {
+		if e.Type == event.TurnTerminal {
+			c++
+		}
+	}
+	if c != 1 || len(w.fake.PRs(repoName)) != 0 {
+		t.Fatalf("%d terminal reports, %d PRs; want 1 and none", c, len(w.fake.PRs(repoName)))
+	}
+}
