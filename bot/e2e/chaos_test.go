@@ -96,7 +96,13 @@ func TestChaosKillServe(t *testing.T) {
 			chaosTrial(t, bin, rand.New(rand.NewPCG(uint64(i), 7)), rep)
 		})
 		rep.add(func(r *chaosReport) {
-			t.Logf("after trial %d: %d kills, %d violations, phases %v", i, r.kills, len(r.violations), r.phases)
+			ds := slices.Clone(r.takeover)
+			slices.Sort(ds)
+			med := time.Duration(0)
+			if len(ds) > 0 {
+				med = ds[len(ds)/2]
+			}
+			t.Logf("after trial %d: %d kills, %d violations, %d runs ended by a kill, median restart to takeover %v over %d, phases %v", i, r.kills, len(r.violations), r.interrupted, med, len(ds), r.phases)
 		})
 	}
 	median := func(ds []time.Duration) time.Duration {
@@ -154,7 +160,7 @@ func phaseAt(t *testing.T, dataDir, dbURL string) string {
 		return "model call"
 	case event.ToolInvoke:
 		return "tool execution"
-	case event.ApprovalRequested, event.RunPaused:
+	case event.ApprovalRequested, event.RunPaused, event.CheckpointCreated:
 		return "pause (approval posting, artifact push)"
 	case event.SessionClose, event.TurnTerminal, event.RunCompleted:
 		return "finish (artifact push, PR ready)"
@@ -294,12 +300,23 @@ func chaosTrial(t *testing.T, bin string, rng *rand.Rand, rep *chaosReport) {
 		// scale at random): the flow's phases take from milliseconds
 		// (intake, group commit, publication) to seconds (the sandboxed
 		// go test), so moments land in all of them.
-		scale := []time.Duration{50 * time.Millisecond, 500 * time.Millisecond, 2 * time.Second, 6 * time.Second}[rng.IntN(4)]
-		wait := time.Duration(rng.Int64N(int64(scale)))
-		select {
-		case <-time.After(wait):
-		case <-ctx.Done():
-			t.Fatalf("timed out; delivery errors %v\n%s", fake.DeliveryErrors(), tail(allLogs.String()+bot.logs(), 20000))
+		// One kill in five instead comes right after the bot's next (or
+		// second, third) write to GitHub is answered — a PR, a review, a
+		// comment edit, the PR marked ready — before the process can
+		// record it: the moments of publication.
+		if rng.IntN(5) == 0 {
+			n := botWrites(fake) + 1 + rng.IntN(3)
+			for deadline := time.Now().Add(6 * time.Second); botWrites(fake) < n && time.Now().Before(deadline) && ctx.Err() == nil; {
+				time.Sleep(2 * time.Millisecond)
+			}
+		} else {
+			scale := []time.Duration{50 * time.Millisecond, 500 * time.Millisecond, 2 * time.Second, 6 * time.Second}[rng.IntN(4)]
+			wait := time.Duration(rng.Int64N(int64(scale)))
+			select {
+			case <-time.After(wait):
+			case <-ctx.Done():
+				t.Fatalf("timed out; delivery errors %v\n%s", fake.DeliveryErrors(), tail(allLogs.String()+bot.logs(), 20000))
+			}
 		}
 		if done() {
 			break
@@ -423,4 +440,15 @@ func chaosTrial(t *testing.T, bin string, rng *rand.Rand, rep *chaosReport) {
 	if t.Failed() || os.Getenv("E2E_SHOW_LOG") != "" {
 		_ = os.WriteFile(filepath.Join(t.TempDir(), "serve.log"), []byte(allLogs.String()), 0o644)
 	}
+}
+
+// botWrites counts the bot's writes GitHub answered so far.
+func botWrites(fake *fakegithub.Fake) int {
+	n := 0
+	for _, r := range fake.Requests() {
+		if r.Actor == botUser && r.Method != "GET" && r.Status < 300 {
+			n++
+		}
+	}
+	return n
 }
