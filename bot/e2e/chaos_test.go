@@ -300,13 +300,15 @@ func chaosTrial(t *testing.T, bin string, rng *rand.Rand, rep *chaosReport) {
 		// scale at random): the flow's phases take from milliseconds
 		// (intake, group commit, publication) to seconds (the sandboxed
 		// go test), so moments land in all of them.
-		// One kill in five instead comes right after the bot's next (or
-		// second, third) write to GitHub is answered — a PR, a review, a
-		// comment edit, the PR marked ready — before the process can
-		// record it: the moments of publication.
-		if rng.IntN(5) == 0 {
+		// Two kills in five instead come right after the bot's next (or
+		// second, third) write to GitHub is answered — the tracking
+		// comment, the draft PR, the approval review, a comment edit, the
+		// PR marked ready — before the process can record it: the moments
+		// of publication, which timed kills rarely hit (the sandboxed go
+		// test takes most of a run's time).
+		if rng.IntN(5) < 2 {
 			n := botWrites(fake) + 1 + rng.IntN(3)
-			for deadline := time.Now().Add(6 * time.Second); botWrites(fake) < n && time.Now().Before(deadline) && ctx.Err() == nil; {
+			for deadline := time.Now().Add(90 * time.Second); botWrites(fake) < n && time.Now().Before(deadline) && ctx.Err() == nil && !done(); {
 				time.Sleep(2 * time.Millisecond)
 			}
 		} else {
