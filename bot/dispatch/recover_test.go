@@ -196,6 +196,19 @@ func (w *world) checkOneOfEach(sid string) {
 		}
 		t.Errorf("%d bot comments on the issue, want the tracking comment only:\n%s", comments, strings.Join(bodies, "\n----\n"))
 	}
+	// GitHub's own count of the bot's writes: every create once, the PR
+	// marked ready once (the fake counts failed requests too).
+	calls := w.fake.CallsBy(botLogin)
+	for op, want := range map[string]int{
+		"POST /repos/{owner}/{repo}/pulls":                          1,
+		"POST /repos/{owner}/{repo}/pulls/{pull_number}/reviews":    1,
+		"POST /repos/{owner}/{repo}/issues/{issue_number}/comments": 1,
+		"POST /graphql": 1,
+	} {
+		if calls[op] != want {
+			t.Errorf("%s: %d calls by the bot, want %d", op, calls[op], want)
+		}
+	}
 	snap := w.snapshot(sid)
 	if snap.Terminal == nil || snap.Terminal.Status != "completed" {
 		t.Fatalf("terminal = %+v", snap.Terminal)
