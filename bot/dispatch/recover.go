@@ -76,6 +76,11 @@ func (d *Dispatcher) recoverSession(ctx context.Context, repo Repo, sid string, 
 			return res, err
 		}
 	}
+	if base == nil && l.BaseRef != "" && !l.Untrusted {
+		// Where startRun began the branch (a fork's work starts from its
+		// pull request's head, which the link does not keep).
+		base = &Base{Ref: l.BaseRef}
+	}
 	takeover := snap.RunStatus == "running"
 	answered := snap.RunStatus == "paused" && len(snap.PendingApprovals) == 0 && len(snap.ResolvedApprovals) > 0
 	wt, onRemote, rerr := d.rebuild(ctx, repo, sid, l, base, evs, takeover || answered)
