@@ -523,6 +523,15 @@ func (d *Dispatcher) answerSession(ctx context.Context, repo Repo, t webhook.Tri
 	if err != nil {
 		return Result{SessionID: sid}, err
 	}
+	if t.Attempt > 1 && answeredBy(evs, t.DeliveryID) {
+		// An earlier attempt of this delivery applied the answer: it is
+		// never applied again (it could approve a later request); what
+		// that attempt left unfinished is finished.
+		if snap.RunStatus == "paused" || d.recoverable(snap, l, t, sid) {
+			return d.recoverSession(ctx, repo, sid, l, nil, "answered", pr)
+		}
+		return Result{Outcome: "recorded", Reason: "this answer was applied by an earlier attempt", SessionID: sid, Status: snap.RunStatus, PR: l.PR}, nil
+	}
 	if recover := d.recoverable(snap, l, t, sid); recover {
 		// An earlier attempt of this answer (or of the run's publication)
 		// stopped half-way: finish that instead of answering something the
@@ -548,6 +557,12 @@ func (d *Dispatcher) answerSession(ctx context.Context, repo Repo, t webhook.Tri
 	requestedOn, err := d.requestedOn(ctx, repo, pr, l, sid)
 	if err != nil {
 		return Result{SessionID: sid}, err
+	}
+	if t.DeliveryID != "" {
+		// Which delivery answered: a retried delivery must not answer again.
+		if err := d.annotate(ctx, sid, answeredKind, "answer", map[string]any{"delivery_id": t.DeliveryID, "by": t.Author, "decision": a.decision}); err != nil {
+			return Result{SessionID: sid}, err
+		}
 	}
 	if pr != nil && requestedOn != "" && pr.HeadSHA != requestedOn {
 		// Someone pushed after the request: the approvals no longer

@@ -282,3 +282,24 @@ func runBegun(evs []event.Event) bool {
 	}
 	return false
 }
+
+// answeredKind records which delivery answered a session's approvals.
+const answeredKind = "github.answer"
+
+// answeredBy reports whether delivery answered the session already.
+func answeredBy(evs []event.Event, delivery string) bool {
+	if delivery == "" {
+		return false
+	}
+	for _, e := range evs {
+		if e.Type == event.ArtifactEmitted && event.FieldString(e.Payload, "kind") == answeredKind {
+			var a struct {
+				DeliveryID string `json:"delivery_id"`
+			}
+			if json.Unmarshal([]byte(event.FieldString(e.Payload, "content")), &a) == nil && a.DeliveryID == delivery {
+				return true
+			}
+		}
+	}
+	return false
+}

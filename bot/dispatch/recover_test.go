@@ -414,3 +414,41 @@ func TestNoTakeoverWhenTheWorktreeCannotBeRebuilt(t *testing.T) {
 		t.Fatalf("%d terminal reports, %d PRs; want 1 and none", c, len(w.fake.PRs(repoName)))
 	}
 }
+
+// TestRetriedAnswerIsNotAppliedTwice: an Approve review's delivery handled
+// again after its first attempt applied it (the session went on, here to
+// completed) applies nothing again and replies nothing: the delivery's
+// answer is recorded in the log, so a retry can never approve a later
+// request the maintainer has not seen.
+func TestRetriedAnswerIsNotAppliedTwice(t *testing.T) {
+	w := newWorld(t)
+	res := w.comment(w.issue, false, "alice", "/agent "+demo.Prompt)
+	p, _ := w.fake.PR(repoName, res.PR)
+	review := webhook.Trigger{Kind: webhook.KindReview, Number: res.PR, IsPR: true, Author: "alice", ReviewState: "approved", HeadSHA: p.HeadSHA, DeliveryID: "d-approve", Attempt: 1,
+		Repo: repoName, Owner: "octo", Name: "app", AuthorType: "User"}
+	if err := w.d.Dispatch(context.Background(), review); err != nil {
+		t.Fatal(err)
+	}
+	resolved := func() int {
+		n := 0
+		for _, e := range w.events(res.SessionID) {
+			if e.Type == event.ApprovalResolved {
+				n++
+			}
+		}
+		return n
+	}
+	before, comments := resolved(), len(w.fake.Comments(repoName, res.PR))
+	review.Attempt = 2
+	n := len(w.results)
+	if err := w.d.Dispatch(context.Background(), review); err != nil {
+		t.Fatal(err)
+	}
+	if got := w.results[n]; got.Status != "completed" || got.Outcome == "replied" {
+		t.Fatalf("retried answer: %+v", got)
+	}
+	if resolved() != before || len(w.fake.Comments(repoName, res.PR)) != comments {
+		t.Fatalf("the retried answer was applied again or replied to: %d → %d resolutions", before, resolved())
+	}
+	w.checkOneOfEach(res.SessionID)
+}
