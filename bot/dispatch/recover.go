@@ -60,6 +60,14 @@ type recovery struct {
 // on the remote). The caller holds the session's lease.
 func (d *Dispatcher) recoverSession(ctx context.Context, repo Repo, sid string, l link, base *Base, outcome string, known *PullRequest) (Result, error) {
 	res := Result{Outcome: "recorded", Reason: "this delivery's session was begun by an earlier attempt", SessionID: sid, PR: l.PR}
+	if d.Runs.Running(sid) {
+		return res, nil // this process runs it; its flow publishes
+	}
+	// A process that died between the run's terminal report and its
+	// session.close left the log unclosed.
+	if _, err := d.Runs.CloseEnded(ctx, sid); err != nil {
+		return res, err
+	}
 	evs, err := d.Runs.Store.Read(ctx, sid, 1)
 	if err != nil {
 		return res, err
@@ -67,9 +75,6 @@ func (d *Dispatcher) recoverSession(ctx context.Context, repo Repo, sid string, 
 	snap, err := replay.Replay(evs)
 	if err != nil {
 		return res, err
-	}
-	if d.Runs.Running(sid) {
-		return res, nil // this process runs it; its flow publishes
 	}
 	if l.TrackingComment == 0 && l.Issue != 0 {
 		if l.TrackingComment, err = d.trackingComment(ctx, repo, l.Issue, sid); err != nil {

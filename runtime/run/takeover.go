@@ -277,3 +277,32 @@ func applyRecorded(ws *workspace.Root, inv, res event.Event) error {
 	}
 	return fail("is not a recorded workspace change")
 }
+
+// CloseEnded appends the session.close that a run's end lacks when its
+// process died between the run's turn.terminal and its session.close
+// (finish appends them one after the other). It does nothing otherwise,
+// and reports whether it appended.
+func (m *Manager) CloseEnded(ctx context.Context, sessionID string) (bool, error) {
+	unlock := m.lock(sessionID)
+	defer unlock()
+	j, err := journal.Open(ctx, m.Store, sessionID)
+	if err != nil {
+		return false, err
+	}
+	evs, err := j.Events(ctx)
+	if err != nil {
+		return false, err
+	}
+	for i := len(evs) - 1; i >= 0; i-- {
+		switch e := evs[i]; e.Type {
+		case event.SessionClose, event.RunStarted, event.RunResumed, event.SessionStart:
+			return false, nil
+		case event.TurnTerminal:
+			j.SetRun(e.RunID)
+			ok := event.FieldString(e.Payload, "status") == string(StatusCompleted)
+			_, err := j.Append(ctx, event.SessionClose, "runtime", map[string]any{"ok": ok}, "")
+			return err == nil, err
+		}
+	}
+	return false, nil
+}

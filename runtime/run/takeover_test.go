@@ -146,3 +146,35 @@ func TestTakeover(t *testing.T) {
 		t.Fatalf("a finished session taken over: %v", err)
 	}
 }
+
+// TestCloseEnded: a run whose process died between its turn.terminal and
+// its session.close gets the close (once, not ok for a failed run); a
+// closed or running session is left alone.
+func TestCloseEnded(t *testing.T) {
+	f := newFixture(t, script(finalReport), nil)
+	ctx := context.Background()
+	j, err := journal.Open(ctx, f.store, "unclosed")
+	must(t, err)
+	j.SetRun("run-1")
+	_, err = j.Append(ctx, event.SessionStart, "user", map[string]any{"prompt": "greet"}, "")
+	must(t, err)
+	_, err = j.Append(ctx, event.RunStarted, "runtime", map[string]any{"run_id": "run-1", "prompt": "greet"}, "")
+	must(t, err)
+	if done, err := f.mgr.CloseEnded(ctx, "unclosed"); done || err != nil {
+		t.Fatalf("a running session was closed: %v %v", done, err)
+	}
+	_, err = j.Append(ctx, event.RunFailed, "runtime", map[string]any{"reason": "a test", "error_class": string(ClassToolRuntimeError)}, "")
+	must(t, err)
+	_, err = j.Append(ctx, event.TurnTerminal, "runtime", Report{Status: StatusFailed, Reason: "a test", NextAction: "none", TraceID: "run-1", CorrelationID: "unclosed", ErrorClass: ClassToolRuntimeError, SchemaVersion: "v1"}, "")
+	must(t, err)
+	for i, want := range []bool{true, false} {
+		if done, err := f.mgr.CloseEnded(ctx, "unclosed"); done != want || err != nil {
+			t.Fatalf("call %d: %v %v, want %v", i, done, err, want)
+		}
+	}
+	evs := f.events(t, "unclosed")
+	verify(t, evs)
+	if last := evs[len(evs)-1]; last.Type != event.SessionClose || event.FieldBool(last.Payload, "ok") {
+		t.Fatalf("last event %s %s", last.Type, last.Payload)
+	}
+}
