@@ -81,9 +81,11 @@ func (d *Dispatcher) startRun(ctx context.Context, repo Repo, t webhook.Trigger,
 	if err != nil {
 		return Result{}, err
 	}
-	if len(evs) > 0 {
-		return d.redelivered(ctx, repo, sid, evs)
+	if runBegun(evs) {
+		return d.redelivered(ctx, repo, sid, evs, l, base)
 	}
+	// No run began (an earlier attempt died before its run.started, or
+	// none came this far): start it; Start continues the session.
 
 	// An earlier attempt may have posted the tracking comment and died
 	// before the session's first event: reuse that comment.
@@ -120,7 +122,7 @@ func (d *Dispatcher) startRun(ctx context.Context, repo Repo, t webhook.Trigger,
 	if runErr != nil && out.Status == "" {
 		return Result{}, d.failEarly(ctx, repo, l, runErr)
 	}
-	return d.publish(ctx, repo, sid, wt, l, out, "started", replay.Usage{}, nil)
+	return d.publish(ctx, repo, sid, wt, l, out, "started", replay.Usage{}, nil, nil)
 }
 
 // trackingComment finds the bot's tracking comment of session sid on an
@@ -139,37 +141,18 @@ func (d *Dispatcher) trackingComment(ctx context.Context, repo Repo, number int,
 }
 
 // redelivered handles a `/agent` delivery whose session an earlier attempt
-// began (with replicas, a delivery is dispatched again when the replica
-// working it died, or its outcome was not recorded): it never starts a
-// second run. A run left without a terminal report gets its
-// report_missing one (the work cannot continue: the dead replica's
-// uncommitted worktree is gone), and the tracking comment says so.
-func (d *Dispatcher) redelivered(ctx context.Context, repo Repo, sid string, evs []event.Event) (Result, error) {
-	before, err := replay.Replay(evs)
-	if err != nil {
-		return Result{SessionID: sid}, err
+// began (its process was killed, or the replica working it died, or its
+// outcome was not recorded): it never starts a second run. A run left
+// running is taken over and continues from the log; a stopped run's
+// publication is completed, each step looking before it creates
+// (recoverSession). cur is the link this attempt computed (the earlier
+// one may have died before saving its own), base where the branch starts.
+func (d *Dispatcher) redelivered(ctx context.Context, repo Repo, sid string, evs []event.Event, cur link, base Base) (Result, error) {
+	l, ok := loadLink(evs)
+	if !ok {
+		l = cur
 	}
-	out, err := d.Runs.CloseOrphan(ctx, sid)
-	if err != nil {
-		return Result{SessionID: sid}, err
-	}
-	l, _ := loadLink(evs)
-	res := Result{Outcome: "recorded", Reason: "this delivery's session was begun by an earlier attempt", SessionID: sid, Status: out.Status, PR: l.PR}
-	if before.RunStatus != "running" || out.Status == "running" {
-		return res, nil // finished or paused: nothing was lost
-	}
-	snap, artSHA, err := d.commitArtifact(ctx, repo, sid, nil)
-	if err != nil {
-		return res, err
-	}
-	if l.TrackingComment != 0 {
-		if err := d.GitHub.EditComment(ctx, repo, l.TrackingComment, d.renderTracking("", snap, d.logURL(repo, artSHA, sid))); err != nil {
-			return res, err
-		}
-	}
-	res.Usage = snap.Usage
-	d.logOutcome(repo, l, res, snap)
-	return res, nil
+	return d.recoverSession(ctx, repo, sid, l, &base, "recorded", nil)
 }
 
 // followUp starts another run of an existing session (a new request on the
@@ -210,13 +193,17 @@ func (d *Dispatcher) followUp(ctx context.Context, repo Repo, t webhook.Trigger,
 	if runErr != nil && out.Status == "" {
 		return Result{}, runErr
 	}
-	return d.publish(ctx, repo, sid, wt, l, out, "started", snap.Usage, pr)
+	return d.publish(ctx, repo, sid, wt, l, out, "started", snap.Usage, pr, nil)
 }
 
 // failEarly reports a session that could not start on its tracking comment.
 func (d *Dispatcher) failEarly(ctx context.Context, repo Repo, l link, cause error) error {
 	if l.TrackingComment != 0 {
 		body := fmt.Sprintf("**agentos** could not start: %s\n\nNothing was changed.", cause.Error())
+		if sid, ok := sessionFromBranch(l.Branch); ok {
+			// Kept, so that a retried delivery finds this comment.
+			body = tracking.Marker(sid) + "\n" + body
+		}
 		if err := d.GitHub.EditComment(ctx, repo, l.TrackingComment, body); err != nil {
 			return errors.Join(cause, err)
 		}
@@ -230,15 +217,32 @@ func (d *Dispatcher) failEarly(ctx context.Context, repo Repo, l link, cause err
 // branch, and edit the PR description and the tracking comment. known is
 // the session's pull request as the trigger's payload (or an earlier
 // call) showed it, nil when unknown: it spares reading it back.
-func (d *Dispatcher) publish(ctx context.Context, repo Repo, sid string, wt Worktree, l link, out run.Outcome, outcome string, before replay.Usage, known *PullRequest) (Result, error) {
+//
+// again is set when a retried delivery publishes what an earlier attempt
+// may have published in part: each step looks on GitHub before it
+// creates (the PR by its head branch, the approval review by its marker
+// and approval ids), so nothing is published twice.
+func (d *Dispatcher) publish(ctx context.Context, repo Repo, sid string, wt Worktree, l link, out run.Outcome, outcome string, before replay.Usage, known *PullRequest, again *recovery) (Result, error) {
 	res := Result{Outcome: outcome, SessionID: sid, Status: out.Status, Branch: l.Branch}
-	msg := commitMessage(l.Prompt, out)
-	snap, err := d.snapshot(ctx, sid)
+	snap, lastSeq, err := d.snapshotAt(ctx, sid)
 	if err != nil {
 		return res, err
 	}
-	// The draft PR needs a commit; later pauses commit only changes.
-	head, made, err := wt.Commit(ctx, msg, out.RunID, out.Status == "paused" && l.PR == 0)
+	msg := commitMessageAt(l.Prompt, out, lastSeq)
+	if again != nil && l.PR == 0 {
+		pr, found, err := d.GitHub.PullRequestByHead(ctx, repo, l.Branch)
+		if err != nil {
+			return res, err
+		}
+		if found {
+			l.PR, l.PRNodeID, l.PRURL = pr.Number, pr.NodeID, pr.URL
+			known = &pr
+		}
+	}
+	// The draft PR needs a commit; later pauses commit only changes. A
+	// branch an earlier attempt pushed has its commit already.
+	empty := out.Status == "paused" && l.PR == 0 && (again == nil || !again.onRemote)
+	head, made, err := wt.Commit(ctx, msg, out.RunID, empty)
 	if err != nil {
 		return res, err
 	}
@@ -248,7 +252,7 @@ func (d *Dispatcher) publish(ctx context.Context, repo Repo, sid string, wt Work
 		}
 	}
 	created := false
-	if l.PR == 0 && (made || out.Status == "paused") {
+	if l.PR == 0 && (made || out.Status == "paused" || (again != nil && again.onRemote)) {
 		pr, err := d.GitHub.CreateDraftPR(ctx, repo, l.Branch, l.BaseRef, "agentos: "+oneLine(l.Prompt, 72), renderPRBody(l, snap, d.logRefURL(repo, sid), d.trigger()))
 		if err != nil {
 			return res, err
@@ -292,10 +296,18 @@ func (d *Dispatcher) publish(ctx context.Context, repo Repo, sid string, wt Work
 		head = artSHA // the log went on the session branch
 	}
 	if out.Status == "paused" {
+		posted := false
+		if again != nil && !created {
+			if posted, err = d.reviewPosted(ctx, repo, l.PR, sid, snap); err != nil {
+				return res, err
+			}
+		}
 		// GitHub records the review's commit: that is the head the
 		// approvals bind to (see answer).
-		if _, err := d.GitHub.CreateReview(ctx, repo, l.PR, head, renderApprovalReview(d.trigger(), snap, head)); err != nil {
-			return res, err
+		if !posted {
+			if _, err := d.GitHub.CreateReview(ctx, repo, l.PR, head, renderApprovalReview(d.trigger(), snap, head)); err != nil {
+				return res, err
+			}
 		}
 		if l.RequestedOn == "" {
 			// On the session branch the head is the log's own commit: the
@@ -325,12 +337,17 @@ func (d *Dispatcher) publish(ctx context.Context, repo Repo, sid string, wt Work
 	return res, nil
 }
 
-func (d *Dispatcher) snapshot(ctx context.Context, sid string) (replay.Snapshot, error) {
+// snapshotAt is the session's state and the seq of its last event.
+func (d *Dispatcher) snapshotAt(ctx context.Context, sid string) (replay.Snapshot, int64, error) {
 	evs, err := d.Runs.Store.Read(ctx, sid, 1)
 	if err != nil {
-		return replay.Snapshot{}, err
+		return replay.Snapshot{}, 0, err
 	}
-	return replay.Replay(evs)
+	if len(evs) == 0 {
+		return replay.Snapshot{}, 0, fmt.Errorf("session %s has no events", sid)
+	}
+	snap, err := replay.Replay(evs)
+	return snap, evs[len(evs)-1].Seq, err
 }
 
 // commitArtifact exports the session's log and snapshot to the artifact
@@ -506,6 +523,21 @@ func (d *Dispatcher) answerSession(ctx context.Context, repo Repo, t webhook.Tri
 	if err != nil {
 		return Result{SessionID: sid}, err
 	}
+	if t.Attempt > 1 && answeredBy(evs, t.DeliveryID) {
+		// An earlier attempt of this delivery applied the answer: it is
+		// never applied again (it could approve a later request); what
+		// that attempt left unfinished is finished.
+		if snap.RunStatus == "paused" || d.recoverable(snap, l, t, sid) {
+			return d.recoverSession(ctx, repo, sid, l, nil, "answered", pr)
+		}
+		return Result{Outcome: "recorded", Reason: "this answer was applied by an earlier attempt", SessionID: sid, Status: snap.RunStatus, PR: l.PR}, nil
+	}
+	if recover := d.recoverable(snap, l, t, sid); recover {
+		// An earlier attempt of this answer (or of the run's publication)
+		// stopped half-way: finish that instead of answering something the
+		// maintainer was not shown.
+		return d.recoverSession(ctx, repo, sid, l, nil, "answered", pr)
+	}
 	if snap.RunStatus != "paused" || len(snap.PendingApprovals) == 0 {
 		_, err := d.GitHub.CreateComment(ctx, repo, t.Number, fmt.Sprintf("@%s nothing in session `%s` is waiting for approval (it is %s).", t.Author, sid, orWord(snap.RunStatus, "idle")))
 		return Result{Outcome: "replied", Reason: "not paused", SessionID: sid}, err
@@ -525,6 +557,12 @@ func (d *Dispatcher) answerSession(ctx context.Context, repo Repo, t webhook.Tri
 	requestedOn, err := d.requestedOn(ctx, repo, pr, l, sid)
 	if err != nil {
 		return Result{SessionID: sid}, err
+	}
+	if t.DeliveryID != "" {
+		// Which delivery answered: a retried delivery must not answer again.
+		if err := d.annotate(ctx, sid, answeredKind, "answer", map[string]any{"delivery_id": t.DeliveryID, "by": t.Author, "decision": a.decision}); err != nil {
+			return Result{SessionID: sid}, err
+		}
 	}
 	if pr != nil && requestedOn != "" && pr.HeadSHA != requestedOn {
 		// Someone pushed after the request: the approvals no longer
@@ -590,7 +628,7 @@ func (d *Dispatcher) resume(ctx context.Context, repo Repo, sid string, l link, 
 	if runErr != nil && out.Status == "" {
 		return Result{SessionID: sid}, runErr
 	}
-	return d.publish(ctx, repo, sid, wt, l, out, "answered", before, pr)
+	return d.publish(ctx, repo, sid, wt, l, out, "answered", before, pr, nil)
 }
 
 // pendingRevision is the commit the pending approvals were computed

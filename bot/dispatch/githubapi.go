@@ -112,3 +112,33 @@ func (a API) ReviewCommit(ctx context.Context, repo Repo, number int, author, ma
 	}
 	return "", nil
 }
+
+// PullRequestByHead implements GitHub.
+func (a API) PullRequestByHead(ctx context.Context, repo Repo, branch string) (PullRequest, bool, error) {
+	p, err := a.Client.PullRequestByHead(ctx, repo.Owner, repo.Name, branch)
+	if err != nil || p == nil {
+		return PullRequest{}, false, err
+	}
+	return prFrom(p), true, nil
+}
+
+// HasReview implements GitHub.
+func (a API) HasReview(ctx context.Context, repo Repo, number int, author string, parts ...string) (bool, error) {
+	rs, err := a.Client.ListReviews(ctx, repo.Owner, repo.Name, number)
+	if err != nil {
+		return false, err
+	}
+	for _, r := range rs {
+		if author != "" && !strings.EqualFold(r.GetUser().GetLogin(), author) {
+			continue
+		}
+		all := true
+		for _, p := range parts {
+			all = all && strings.Contains(r.GetBody(), p)
+		}
+		if all {
+			return true, nil
+		}
+	}
+	return false, nil
+}

@@ -68,7 +68,7 @@ func (w Worktrees) Reopen(ctx context.Context, repo Repo, branch, head string) (
 	}
 	if !s.Resumed {
 		s.Close()
-		return nil, fmt.Errorf("session branch %s is gone from %s", branch, repo.FullName())
+		return nil, fmt.Errorf("session branch %s is gone from %s: %w", branch, repo.FullName(), ErrBranchGone)
 	}
 	t := &sessionTree{s: s, tip: s.BaseSHA}
 	if head != "" && head != s.BaseSHA {
@@ -162,6 +162,29 @@ func (t *sessionTree) Commit(ctx context.Context, message, runID string, allowEm
 }
 
 func (t *sessionTree) Push(ctx context.Context) error { return t.s.Push(ctx) }
+
+// ErrBranchGone is returned by Reopen when the remote has no such session
+// branch (it was deleted, or no attempt pushed it yet).
+var ErrBranchGone = errors.New("the session branch is not on the remote")
+
+// logSeq reads the Agent-Log-Seq line of the newest of the branch's last
+// few commits that has one (the session branch may end with the log's own
+// commit): the seq of the last event whose worktree changes that commit
+// holds. false when none says.
+func (t *sessionTree) logSeq() (int64, bool) {
+	sha := t.tip
+	for i := 0; i < 4 && sha != ""; i++ {
+		msg, parent, err := t.s.CommitMessage(sha)
+		if err != nil {
+			return 0, false
+		}
+		if n, ok := parseLogSeq(msg); ok {
+			return n, true
+		}
+		sha = parent
+	}
+	return 0, false
+}
 
 func (t *sessionTree) Close() error { return t.s.Close() }
 

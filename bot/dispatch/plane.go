@@ -69,7 +69,7 @@ func (p *Plane) execute(ctx context.Context, repo Repo, number int, base Base, u
 	if res.Outcome.Status == "paused" {
 		return res, replay.Usage{}, errCyclePaused
 	}
-	snap, err := d.snapshot(ctx, req.SessionID)
+	snap, _, err := d.snapshotAt(ctx, req.SessionID)
 	if err != nil {
 		return res, replay.Usage{}, err
 	}

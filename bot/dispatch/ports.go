@@ -63,6 +63,14 @@ type GitHub interface {
 	// contains marker ("" when there is none): GitHub's own record of the
 	// head an approval request was made on.
 	ReviewCommit(ctx context.Context, repo Repo, number int, author, marker string) (string, error)
+	// PullRequestByHead finds the pull request (open or closed) whose head
+	// is the repository's branch; false when there is none. Recovery looks
+	// before it creates one.
+	PullRequestByHead(ctx context.Context, repo Repo, branch string) (PullRequest, bool, error)
+	// HasReview reports whether author has a review on pull request
+	// number whose body contains every part (the session's review marker
+	// and the approval ids of one request).
+	HasReview(ctx context.Context, repo Repo, number int, author string, parts ...string) (bool, error)
 }
 
 // Authorizer decides whether a user may drive the bot on a repository

@@ -197,8 +197,9 @@ func TestRedeliveredRequestRunsOnce(t *testing.T) {
 // TestRedeliveredRequestAfterDeath: the replica that began an `/agent`
 // request died mid-run (its session has run.started and no terminal
 // report). The delivery, dispatched again on another replica, does not
-// start a second run: the orphaned run gets exactly one terminal report
-// (report_missing), and a further redelivery changes nothing.
+// start a second run: it takes the run over from the log (issue 18) up to
+// its approval request, and a further redelivery publishes nothing
+// twice; the approval then completes the one run.
 func TestRedeliveredRequestAfterDeath(t *testing.T) {
 	w, _ := replicaWorld(t)
 	ctx := context.Background()
@@ -227,19 +228,35 @@ func TestRedeliveredRequestAfterDeath(t *testing.T) {
 	); err != nil {
 		t.Fatal(err)
 	}
+	var first dispatch.Result
 	for attempt := 0; attempt < 2; attempt++ {
 		n := len(w.results)
+		comment.Attempt = attempt + 2
 		if err := w.bot.Dispatcher.Dispatch(ctx, comment); err != nil {
 			t.Fatalf("attempt %d: %v", attempt, err)
 		}
-		if got := w.results[n:]; len(got) != 1 || got[0].Outcome != "recorded" || got[0].Status != "failed" {
-			t.Fatalf("attempt %d: %+v", attempt, got)
+		want := map[int]string{0: "resumed", 1: "recorded"}[attempt]
+		got := w.results[n:]
+		if len(got) != 1 || got[0].Outcome != want || got[0].Status != "paused" || got[0].PR == 0 {
+			t.Fatalf("attempt %d: %+v, want %s and paused on a PR", attempt, got, want)
 		}
+		first = got[0]
 	}
 	evs, _ := st.Read(ctx, sid, 1)
 	c := countTypes(evs)
-	if c[event.RunStarted] != 1 || c[event.TurnTerminal] != 1 {
+	if c[event.RunStarted] != 1 || c[event.RunResumed] != 1 || c[event.TurnTerminal] != 0 {
 		t.Fatalf("after the redeliveries: %v", c)
+	}
+	if prs := w.fake.PRs(repoName); len(prs) != 1 {
+		t.Fatalf("%d pull requests, want 1", len(prs))
+	}
+	if rv := w.fake.Reviews(repoName, first.PR); len(rv) != 1 {
+		t.Fatalf("%d approval reviews, want 1", len(rv))
+	}
+	w.approve(first)
+	evs, _ = st.Read(ctx, sid, 1)
+	if c := countTypes(evs); c[event.RunStarted] != 1 || c[event.TurnTerminal] != 1 {
+		t.Fatalf("after the approval: %v", c)
 	}
 	if rep := replay.VerifyEvents(schemas.MustDefault(), evs); !rep.Valid {
 		t.Fatalf("log: %v", rep.Problem)

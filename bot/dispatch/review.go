@@ -93,8 +93,8 @@ type WorkflowGitHub interface {
 	// and returns its id.
 	CreateLineReview(ctx context.Context, repo Repo, number int, r github.NewReview) (int64, error)
 	// HasReview reports whether author already posted a review on the
-	// pull request whose body contains marker.
-	HasReview(ctx context.Context, repo Repo, number int, author, marker string) (bool, error)
+	// pull request whose body contains every one of parts (a marker).
+	HasReview(ctx context.Context, repo Repo, number int, author string, parts ...string) (bool, error)
 	// Issue returns an issue's title, body and labels.
 	Issue(ctx context.Context, repo Repo, number int) (Issue, error)
 	// RepoLabels lists the repository's label names.

@@ -22,12 +22,6 @@ func (a API) CreateLineReview(ctx context.Context, repo Repo, number int, r gith
 	return rv.GetID(), nil
 }
 
-// HasReview implements WorkflowGitHub.
-func (a API) HasReview(ctx context.Context, repo Repo, number int, author, marker string) (bool, error) {
-	rs, err := a.Client.ListReviewsBy(ctx, repo.Owner, repo.Name, number, author, marker)
-	return len(rs) > 0, err
-}
-
 // Issue implements WorkflowGitHub.
 func (a API) Issue(ctx context.Context, repo Repo, number int) (Issue, error) {
 	is, err := a.Client.GetIssue(ctx, repo.Owner, repo.Name, number)

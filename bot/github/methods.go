@@ -392,3 +392,21 @@ func fullRef(ref string) string {
 	}
 	return "refs/" + ref
 }
+
+// PullRequestByHead returns the pull request (open or closed, the newest)
+// whose head is branch of the repository itself, nil when there is none:
+// a publication that may have happened already looks before it creates.
+func (c *Client) PullRequestByHead(ctx context.Context, owner, repo, branch string) (*gh.PullRequest, error) {
+	g, err := c.on(ctx, owner, repo)
+	if err != nil {
+		return nil, err
+	}
+	prs, _, err := g.PullRequests.List(ctx, owner, repo, &gh.PullRequestListOptions{State: "all", Head: owner + ":" + branch, ListOptions: gh.ListOptions{PerPage: 10}})
+	if err != nil {
+		return nil, wrap("PullRequestByHead", err)
+	}
+	if len(prs) == 0 {
+		return nil, nil
+	}
+	return prs[0], nil
+}

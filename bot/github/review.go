@@ -138,23 +138,6 @@ func (c *Client) PullRequestDiff(ctx context.Context, owner, repo string, number
 	return s, wrap("PullRequestDiff", err)
 }
 
-// ListReviewsBy returns the reviews of pull request number whose author is
-// login and whose body contains marker, oldest first: how the bot finds
-// a review it already posted (a redelivered trigger must not post twice).
-func (c *Client) ListReviewsBy(ctx context.Context, owner, repo string, number int, login, marker string) ([]*gh.PullRequestReview, error) {
-	all, err := c.ListReviews(ctx, owner, repo, number)
-	if err != nil {
-		return nil, err
-	}
-	var out []*gh.PullRequestReview
-	for _, r := range all {
-		if strings.EqualFold(r.GetUser().GetLogin(), login) && strings.Contains(r.GetBody(), marker) {
-			out = append(out, r)
-		}
-	}
-	return out, nil
-}
-
 // RepoLabels returns the names of owner/repo's labels (every page).
 func (c *Client) RepoLabels(ctx context.Context, owner, repo string) ([]string, error) {
 	g, err := c.on(ctx, owner, repo)

@@ -457,3 +457,24 @@ func execGit(ctx context.Context, path, dir string, env []string, stdin *strings
 	}
 	return nil
 }
+
+// CommitMessage returns the message of commit sha (a commit of the session
+// branch, e.g. its tip) and its first parent ("" for a root commit):
+// recovery reads what session commits recorded.
+func (s *Session) CommitMessage(sha string) (msg, parent string, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.check(); err != nil {
+		return "", "", err
+	}
+	st := s.m.openStorage(s.repo, s.Dir)
+	defer st.Close()
+	c, err := object.GetCommit(st, plumbing.NewHash(sha))
+	if err != nil {
+		return "", "", fmt.Errorf("worktree: commit %s: %w", sha, err)
+	}
+	if len(c.ParentHashes) > 0 {
+		parent = c.ParentHashes[0].String()
+	}
+	return c.Message, parent, nil
+}

@@ -138,6 +138,13 @@ func (m *Manager) Start(ctx context.Context, eng *Engine, req StartRequest) (Out
 		return Outcome{}, err
 	}
 	runID := newRunID(m.Now())
+	// A process that died between session.start and run.started left a
+	// session.start of a run that never began: the run begins now under
+	// its id, so every run id in the log has its run and its terminal.
+	reuse := false
+	if n := len(evs); n > 0 && evs[n-1].Type == event.SessionStart && evs[n-1].RunID != "" && event.FieldString(evs[n-1].Payload, "prompt") == req.Prompt {
+		runID, reuse = evs[n-1].RunID, true
+	}
 	j.SetRun(runID)
 	corr := req.CorrelationID
 	if corr == "" {
@@ -151,7 +158,11 @@ func (m *Manager) Start(ctx context.Context, eng *Engine, req StartRequest) (Out
 	if m.TraceID != nil {
 		start["trace_id"] = m.TraceID(runID)
 	}
-	if _, err := j.Append(ctx, event.SessionStart, "user", start, ""); err != nil {
+	if reuse {
+		// Its own session.start records the guard setting re-execution
+		// keeps; this process's may differ.
+		noRepair = recordedNoRepairAt(evs, len(evs)-1)
+	} else if _, err := j.Append(ctx, event.SessionStart, "user", start, ""); err != nil {
 		return Outcome{}, err
 	}
 	started := map[string]any{"run_id": runID, "prompt": req.Prompt, "trigger": map[string]any{"correlation_id": corr}}
@@ -177,10 +188,18 @@ func (m *Manager) Start(ctx context.Context, eng *Engine, req StartRequest) (Out
 // closeOrphan gives a run that ended without a terminal report (a crash)
 // its report_missing terminal report, so every run has exactly one.
 func (m *Manager) closeOrphan(ctx context.Context, j *journal.Journal, snap replay.Snapshot, sessionID string) error {
+	return m.closeOrphanWhy(ctx, j, snap, sessionID, "")
+}
+
+func (m *Manager) closeOrphanWhy(ctx context.Context, j *journal.Journal, snap replay.Snapshot, sessionID, why string) error {
 	if snap.RunID == "" || snap.RunStatus == "" || snap.Runs[snap.RunID] == nil || snap.Runs[snap.RunID].Terminal != nil {
 		return nil
 	}
-	rep := Report{Status: StatusFailed, Reason: "the run ended without a terminal report (the process stopped mid-run)", NextAction: "start the request again", TraceID: snap.RunID, CorrelationID: sessionID, ErrorClass: ClassReportMissing, SchemaVersion: "v1"}
+	reason := "the run ended without a terminal report (the process stopped mid-run)"
+	if why != "" {
+		reason += "; it could not be taken over: " + why
+	}
+	rep := Report{Status: StatusFailed, Reason: reason, NextAction: "start the request again", TraceID: snap.RunID, CorrelationID: sessionID, ErrorClass: ClassReportMissing, SchemaVersion: "v1"}
 	j.SetRun(snap.RunID)
 	if _, err := j.Append(ctx, event.TurnTerminal, "runtime", rep, ""); err != nil {
 		return err
@@ -196,6 +215,12 @@ func (m *Manager) closeOrphan(ctx context.Context, j *journal.Journal, snap repl
 // finished is left as it is. The caller must know that no process is
 // still running the session (it holds the session's lease).
 func (m *Manager) CloseOrphan(ctx context.Context, sessionID string) (Outcome, error) {
+	return m.CloseOrphanReason(ctx, sessionID, "")
+}
+
+// CloseOrphanReason is CloseOrphan with the reason the run could not be
+// taken over (see Takeover), written into its terminal report.
+func (m *Manager) CloseOrphanReason(ctx context.Context, sessionID, why string) (Outcome, error) {
 	unlock := m.lock(sessionID)
 	defer unlock()
 	j, err := journal.Open(ctx, m.Store, sessionID)
@@ -214,7 +239,7 @@ func (m *Manager) CloseOrphan(ctx context.Context, sessionID string) (Outcome, e
 		// Paused (waiting for an answer), finished, or no run at all.
 		return Outcome{SessionID: sessionID, RunID: snap.RunID, Status: snap.RunStatus}, nil
 	}
-	if err := m.closeOrphan(ctx, j, snap, sessionID); err != nil {
+	if err := m.closeOrphanWhy(ctx, j, snap, sessionID, why); err != nil {
 		return Outcome{}, err
 	}
 	if evs, err = j.Events(ctx); err != nil {
@@ -528,9 +553,7 @@ func recordedNoRepair(evs []event.Event, runID string) bool {
 	for i, e := range evs {
 		if e.Type == event.RunStarted && e.RunID == runID {
 			if i > 0 && evs[i-1].Type == event.SessionStart {
-				if g := event.Field(evs[i-1].Payload, "guard"); g != nil {
-					return !event.FieldBool(g, "repair")
-				}
+				return recordedNoRepairAt(evs, i-1)
 			}
 			return false
 		}
@@ -550,6 +573,15 @@ func recordedWorkflow(evs []event.Event, runID string) json.RawMessage {
 		}
 	}
 	return nil
+}
+
+// recordedNoRepairAt reads the guard repair setting of the session.start
+// at evs[i].
+func recordedNoRepairAt(evs []event.Event, i int) bool {
+	if g := event.Field(evs[i].Payload, "guard"); g != nil {
+		return !event.FieldBool(g, "repair")
+	}
+	return false
 }
 
 // HostActor is the actor of events that a host (the GitHub bot, the

@@ -1,0 +1,454 @@
+package dispatch_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/agentos/agentos/bot/dispatch"
+	"github.com/agentos/agentos/bot/internal/gittest"
+	"github.com/agentos/agentos/bot/webhook"
+	"github.com/agentos/agentos/runtime/demo"
+	"github.com/agentos/agentos/runtime/event"
+	"github.com/agentos/agentos/runtime/provider"
+	"github.com/agentos/agentos/runtime/provider/scripted"
+	"github.com/agentos/agentos/runtime/run"
+	"github.com/agentos/agentos/runtime/setup"
+	"github.com/agentos/agentos/runtime/store"
+)
+
+// errDied stands for a process killed at that point: the call returns it
+// and nothing after it happens; the test then starts a new bot process
+// over the same data directory and delivers the trigger again.
+var errDied = errors.New("the process was killed here")
+
+// mortal is the fake GitHub as a dying process sees it: after budget
+// writes (creates, edits, reviews, ready) the next write dies, either
+// before GitHub got it (after=false) or after GitHub did it and before the
+// process learnt so (after=true).
+type mortal struct {
+	dispatch.GitHub
+	mu     sync.Mutex
+	budget int
+	after  bool
+	writes []string
+	// dead, when set, says the process died elsewhere (its store): every
+	// later write fails.
+	dead func() bool
+}
+
+func (m *mortal) write(name string, do func() error) error {
+	m.mu.Lock()
+	m.writes = append(m.writes, name)
+	dead := m.budget == 0 || (m.dead != nil && m.dead())
+	m.budget--
+	m.mu.Unlock()
+	if !dead {
+		return do()
+	}
+	if m.after {
+		if err := do(); err != nil {
+			return err
+		}
+	}
+	return fmt.Errorf("%s: %w", name, errDied)
+}
+
+func (m *mortal) CreateComment(ctx context.Context, repo dispatch.Repo, n int, body string) (id int64, err error) {
+	err = m.write("comment", func() (e error) { id, e = m.GitHub.CreateComment(ctx, repo, n, body); return })
+	return id, err
+}
+func (m *mortal) EditComment(ctx context.Context, repo dispatch.Repo, id int64, body string) error {
+	return m.write("edit comment", func() error { return m.GitHub.EditComment(ctx, repo, id, body) })
+}
+func (m *mortal) CreateDraftPR(ctx context.Context, repo dispatch.Repo, head, base, title, body string) (pr dispatch.PullRequest, err error) {
+	err = m.write("draft PR", func() (e error) { pr, e = m.GitHub.CreateDraftPR(ctx, repo, head, base, title, body); return })
+	return pr, err
+}
+func (m *mortal) EditPRBody(ctx context.Context, repo dispatch.Repo, n int, body string) error {
+	return m.write("PR body", func() error { return m.GitHub.EditPRBody(ctx, repo, n, body) })
+}
+func (m *mortal) MarkReady(ctx context.Context, repo dispatch.Repo, pr dispatch.PullRequest) error {
+	return m.write("ready", func() error { return m.GitHub.MarkReady(ctx, repo, pr) })
+}
+func (m *mortal) CreateReview(ctx context.Context, repo dispatch.Repo, n int, sha, body string) (id int64, err error) {
+	err = m.write("review", func() (e error) { id, e = m.GitHub.CreateReview(ctx, repo, n, sha, body); return })
+	return id, err
+}
+
+// mortalStore dies after budget more events: that append and every later
+// one fail, as if the process had been killed before its commit.
+type mortalStore struct {
+	store.Store
+	mu     sync.Mutex
+	budget int
+	died   bool
+}
+
+func (s *mortalStore) isDead() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.died
+}
+
+func (s *mortalStore) Append(ctx context.Context, sid string, seq int64, drafts ...event.Draft) ([]event.Event, error) {
+	s.mu.Lock()
+	dead := s.budget < len(drafts)
+	if !dead {
+		s.budget -= len(drafts)
+	} else {
+		s.budget = 0
+	}
+	s.died = s.died || dead
+	s.mu.Unlock()
+	if dead {
+		return nil, errDied
+	}
+	return s.Store.Append(ctx, sid, seq, drafts...)
+}
+
+// mortalRuns makes the world's bot process die after events more events
+// of its runs (the dispatcher's own annotations included).
+func (w *world) mortalRuns(events int) {
+	st := &mortalStore{Store: w.store, budget: events}
+	profile := provider.DefaultProfile()
+	profile.Provider, profile.Model, profile.Script = "scripted", "scripted-demo", "embedded"
+	profile.Pricing = provider.Pricing{InputPerMTok: 3, OutputPerMTok: 15}
+	script := w.script
+	reg := provider.Registry{"scripted": func(context.Context, provider.Profile) (provider.Provider, error) { return scripted.New(script), nil }}
+	w.d.Runs = run.NewManager(st)
+	w.d.GitHub = &mortal{GitHub: w.d.GitHub, budget: -1, dead: st.isDead}
+	w.d.Engines = func(ctx context.Context, r dispatch.EngineRequest) (*run.Engine, func(), error) {
+		env, err := setup.Build(ctx, setup.Options{Dir: r.Dir, Profile: profile, Providers: reg, SessionID: r.SessionID, Store: st, UntrustedRepo: r.Untrusted})
+		if err != nil {
+			return nil, nil, err
+		}
+		return env.Engine, env.Close, nil
+	}
+}
+
+// deliverUntilDone dispatches tr; while the process dies, it starts a new
+// one over the same data directory and delivers tr again as the queue does
+// (the next attempt). It returns the result of the attempt that finished.
+func (w *world) deliverUntilDone(tr webhook.Trigger) dispatch.Result {
+	w.t.Helper()
+	if tr.Repo == "" {
+		tr.Repo, tr.Owner, tr.Name = repoName, "octo", "app"
+	}
+	if tr.AuthorType == "" {
+		tr.AuthorType = "User"
+	}
+	for attempt := 1; attempt <= 5; attempt++ {
+		tr.Attempt = attempt
+		n := len(w.results)
+		err := w.d.Dispatch(context.Background(), tr)
+		if err == nil {
+			return w.results[n]
+		}
+		if !errors.Is(err, errDied) {
+			w.t.Fatalf("attempt %d: %v", attempt, err)
+		}
+		w.start(w.dataDir) // the restarted process: same store, new worktrees
+	}
+	w.t.Fatal("still dying after 5 attempts")
+	return dispatch.Result{}
+}
+
+// checkOneOfEach: one draft PR (ready), one approval review, one tracking
+// comment and nothing else from the bot on the issue, a completed
+// session whose committed log verifies with one terminal report, and
+// auth.go fixed on the branch exactly once.
+func (w *world) checkOneOfEach(sid string) {
+	t := w.t
+	t.Helper()
+	prs := w.fake.PRs(repoName)
+	if len(prs) != 1 {
+		t.Fatalf("%d pull requests, want 1", len(prs))
+	}
+	if prs[0].Draft {
+		t.Error("the PR is still a draft")
+	}
+	bot := 0
+	for _, r := range w.fake.Reviews(repoName, prs[0].Number) {
+		if r.User == botLogin {
+			bot++
+		}
+	}
+	if bot != 1 {
+		t.Errorf("%d approval reviews by the bot, want 1", bot)
+	}
+	comments := 0
+	for _, c := range w.fake.Comments(repoName, w.issue) {
+		if c.User == botLogin {
+			comments++
+		}
+	}
+	if comments != 1 {
+		var bodies []string
+		for _, c := range w.fake.Comments(repoName, w.issue) {
+			if c.User == botLogin {
+				bodies = append(bodies, c.Body)
+			}
+		}
+		t.Errorf("%d bot comments on the issue, want the tracking comment only:\n%s", comments, strings.Join(bodies, "\n----\n"))
+	}
+	// GitHub's own count of the bot's writes: every create once, the PR
+	// marked ready once (the fake counts failed requests too).
+	calls := w.fake.CallsBy(botLogin)
+	for op, want := range map[string]int{
+		"POST /repos/{owner}/{repo}/pulls":                          1,
+		"POST /repos/{owner}/{repo}/pulls/{pull_number}/reviews":    1,
+		"POST /repos/{owner}/{repo}/issues/{issue_number}/comments": 1,
+		"POST /graphql": 1,
+	} {
+		if calls[op] != want {
+			t.Errorf("%s: %d calls by the bot, want %d", op, calls[op], want)
+		}
+	}
+	snap := w.snapshot(sid)
+	if snap.Terminal == nil || snap.Terminal.Status != "completed" {
+		t.Fatalf("terminal = %+v", snap.Terminal)
+	}
+	rep := w.artifactVerifies(sid)
+	if !rep.Closed {
+		t.Error("the committed log is not closed")
+	}
+	terminals, patches, interrupted := 0, 0, 0
+	for _, e := range w.events(sid) {
+		switch {
+		case e.Type == event.TurnTerminal:
+			terminals++
+		case e.Type == event.ToolResult && event.FieldString(e.Payload, "tool") == "repo.patch":
+			if event.FieldBool(e.Payload, "ok") {
+				patches++
+			} else if event.FieldString(event.Field(e.Payload, "error"), "code") == run.CodeInterrupted {
+				interrupted++
+			}
+		}
+	}
+	if terminals != 1 {
+		t.Errorf("%d terminal reports, want 1", terminals)
+	}
+	src := gittest.Git(t, w.bare, "show", prs[0].Head+":auth.go")
+	fixed := strings.Contains(src, "ConstantTimeCompare")
+	switch {
+	case patches == 1 && interrupted == 0:
+		if !fixed || strings.Count(src, "import \"crypto/subtle\"") != 1 {
+			t.Errorf("the patch is recorded once but auth.go on the branch is:\n%s", src)
+		}
+	case patches == 0 && interrupted == 1:
+		// The kill landed during the approved call: it was not repeated,
+		// and the worktree was rebuilt without it.
+		t.Logf("the approved patch was interrupted; not repeated")
+		if fixed {
+			t.Errorf("an interrupted patch is in the branch:\n%s", src)
+		}
+	default:
+		t.Errorf("%d applied and %d interrupted repo.patch results, want one", patches, interrupted)
+	}
+	if p := prs[0]; p.HeadSHA != strings.TrimSpace(gittest.Git(t, w.bare, "rev-parse", p.Head)) {
+		t.Errorf("the PR's head %s is not the branch's", p.HeadSHA)
+	}
+}
+
+// TestRepublishAfterDeathAtEachStep (issue 21): the bot process dies at
+// each GitHub write of the /agent fix flow in turn — the tracking
+// comment, the draft PR, the approval review, the tracking comment edit,
+// and after the approval the PR marked ready, the PR description, the
+// tracking comment — once before GitHub got the write and once after
+// GitHub did it. The trigger is delivered again to a new process over the
+// same data directory. Whatever the moment, the flow ends with one PR,
+// one approval review and one tracking comment; nothing is lost or
+// repeated.
+func TestRepublishAfterDeathAtEachStep(t *testing.T) {
+	for _, after := range []bool{false, true} {
+		for budget := 0; ; budget++ {
+			name := fmt.Sprintf("write-%d-%s", budget, map[bool]string{false: "before", true: "after"}[after])
+			var total int
+			ok := t.Run(name, func(t *testing.T) {
+				w := newWorld(t)
+				m := &mortal{GitHub: w.d.GitHub, budget: budget, after: after}
+				w.d.GitHub = m
+				w.fake.AddComment(repoName, w.issue, "alice", "/agent "+demo.Prompt)
+				first := w.deliverUntilDone(webhook.Trigger{Kind: webhook.KindComment, Number: w.issue, Author: "alice", Body: "/agent " + demo.Prompt, IssueState: "open", DeliveryID: "d-request"})
+				if first.Status != "paused" || first.PR == 0 {
+					t.Fatalf("after the request: %+v", first)
+				}
+				if w.d.GitHub != m { // a restart: keep dying at the later writes
+					w.d.GitHub = &mortal{GitHub: w.d.GitHub, budget: -1}
+				}
+				p, _ := w.fake.PR(repoName, first.PR)
+				res := w.deliverUntilDone(webhook.Trigger{Kind: webhook.KindReview, Number: first.PR, IsPR: true, Author: "alice", ReviewState: "approved", HeadSHA: p.HeadSHA, DeliveryID: "d-approve"})
+				if res.Status != "completed" {
+					t.Fatalf("after the approval: %+v", res)
+				}
+				w.checkOneOfEach(first.SessionID)
+				total = len(m.writes)
+			})
+			if !ok || budget >= total {
+				break // every write of the flow has been a death point
+			}
+		}
+	}
+}
+
+// TestTakeoverAfterDeathMidRun (issue 18): the process dies after n events
+// of the run (in model calls, tool calls, group commit, the pause, the
+// resumed run after the approval), for n over the whole flow. The
+// delivery handled again takes the run over from its log in a worktree
+// rebuilt from the branch and the log — no report_missing, no second run
+// — and the flow ends as an undisturbed one does: one PR, one review, one
+// tracking comment, one terminal report.
+func TestTakeoverAfterDeathMidRun(t *testing.T) {
+	// The events of an undisturbed flow, to place the deaths over it.
+	ref := newWorld(t)
+	r1 := ref.comment(ref.issue, false, "alice", "/agent "+demo.Prompt)
+	paused := len(ref.events(r1.SessionID))
+	ref.review(r1.PR, "alice", "approved", "")
+	total := len(ref.events(r1.SessionID))
+	step := max(1, total/12)
+	var points []int
+	for n := 1; n < total; n += step {
+		points = append(points, n)
+	}
+	// Deaths inside calls: with a model request and no response, and
+	// with the approved patch invoked and no result (the call is not
+	// repeated; the run goes on without it).
+	for _, e := range ref.events(r1.SessionID) {
+		if e.Type == event.ToolInvoke && event.FieldString(e.Payload, "approval_id") != "" {
+			points = append(points, int(e.Seq))
+		}
+		if e.Type == event.LLMRequest && event.FieldString(e.Payload, "role") == "worker" && len(points) < 16 {
+			points = append(points, int(e.Seq))
+		}
+	}
+	slices.Sort(points)
+	for _, n := range slices.Compact(points) {
+		t.Run(fmt.Sprintf("after-%d-events", n), func(t *testing.T) {
+			w := newWorld(t)
+			phase := "request"
+			if n >= paused {
+				phase = "approval"
+			} else {
+				w.mortalRuns(n)
+			}
+			w.fake.AddComment(repoName, w.issue, "alice", "/agent "+demo.Prompt)
+			first := w.deliverUntilDone(webhook.Trigger{Kind: webhook.KindComment, Number: w.issue, Author: "alice", Body: "/agent " + demo.Prompt, IssueState: "open", DeliveryID: "d-request"})
+			if first.Status != "paused" || first.PR == 0 {
+				t.Fatalf("after the request: %+v", first)
+			}
+			if phase == "approval" {
+				w.mortalRuns(n - len(w.events(first.SessionID)))
+			}
+			p, _ := w.fake.PR(repoName, first.PR)
+			res := w.deliverUntilDone(webhook.Trigger{Kind: webhook.KindReview, Number: first.PR, IsPR: true, Author: "alice", ReviewState: "approved", HeadSHA: p.HeadSHA, DeliveryID: "d-approve"})
+			if res.Status != "completed" {
+				t.Fatalf("after the approval: %+v", res)
+			}
+			w.checkOneOfEach(first.SessionID)
+			starts, resumed := 0, 0
+			for _, e := range w.events(first.SessionID) {
+				switch e.Type {
+				case event.RunStarted:
+					starts++
+				case event.RunResumed:
+					resumed++
+				}
+			}
+			if starts != 1 {
+				t.Errorf("%d runs, want 1 (taken over, not started again)", starts)
+			}
+			if resumed < 1 {
+				t.Errorf("no run.resumed: the run was not resumed")
+			}
+		})
+	}
+}
+
+// TestNoTakeoverWhenTheWorktreeCannotBeRebuilt: a run that died after a
+// command ran (process.run: what it did to the worktree is not in the
+// log) is not taken over — the worktree cannot be rebuilt — so it gets
+// one report_missing terminal report that says why, and a further
+// redelivery changes nothing.
+func TestNoTakeoverWhenTheWorktreeCannotBeRebuilt(t *testing.T) {
+	w := newWorld(t)
+	ctx := context.Background()
+	tr := webhook.Trigger{Kind: webhook.KindComment, Number: w.issue, Author: "alice", Body: "/agent " + demo.Prompt, IssueState: "open", DeliveryID: "d-dead",
+		Repo: repoName, Owner: "octo", Name: "app", AuthorType: "User", Attempt: 2}
+	sid := dispatch.DeliverySessionID(w.issue, tr.DeliveryID)
+	evs, err := w.store.Append(ctx, sid, 0,
+		event.Draft{RunID: "run-dead", Type: event.SessionStart, Actor: "user", Payload: map[string]any{"prompt": demo.Prompt}},
+		event.Draft{RunID: "run-dead", Type: event.RunStarted, Actor: "runtime", Payload: map[string]any{"run_id": "run-dead", "prompt": demo.Prompt}},
+		event.Draft{RunID: "run-dead", Type: event.ToolInvoke, Actor: "worker", Payload: map[string]any{"call_id": "c1", "tool": "process.run", "args": map[string]any{"command": "make generate"}}},
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.store.Append(ctx, sid, 3, event.Draft{RunID: "run-dead", Type: event.ToolResult, Actor: "kernel", ParentID: evs[2].ID, Payload: map[string]any{"call_id": "c1", "tool": "process.run", "ok": true}}); err != nil {
+		t.Fatal(err)
+	}
+	for attempt := 0; attempt < 2; attempt++ {
+		n := len(w.results)
+		if err := w.d.Dispatch(ctx, tr); err != nil {
+			t.Fatal(err)
+		}
+		if got := w.results[n:]; len(got) != 1 || got[0].Status != "failed" || got[0].SessionID != sid {
+			t.Fatalf("attempt %d: %+v", attempt, got)
+		}
+	}
+	snap := w.snapshot(sid)
+	if snap.Terminal == nil || snap.Terminal.ErrorClass != "report_missing" || !strings.Contains(snap.Terminal.Reason, "process.run") {
+		t.Fatalf("terminal = %+v, want report_missing saying the command's effect is not in the log", snap.Terminal)
+	}
+	c := 0
+	for _, e := range w.events(sid) {
+		if e.Type == event.TurnTerminal {
+			c++
+		}
+	}
+	if c != 1 || len(w.fake.PRs(repoName)) != 0 {
+		t.Fatalf("%d terminal reports, %d PRs; want 1 and none", c, len(w.fake.PRs(repoName)))
+	}
+}
+
+// TestRetriedAnswerIsNotAppliedTwice: an Approve review's delivery handled
+// again after its first attempt applied it (the session went on, here to
+// completed) applies nothing again and replies nothing: the delivery's
+// answer is recorded in the log, so a retry can never approve a later
+// request the maintainer has not seen.
+func TestRetriedAnswerIsNotAppliedTwice(t *testing.T) {
+	w := newWorld(t)
+	res := w.comment(w.issue, false, "alice", "/agent "+demo.Prompt)
+	p, _ := w.fake.PR(repoName, res.PR)
+	review := webhook.Trigger{Kind: webhook.KindReview, Number: res.PR, IsPR: true, Author: "alice", ReviewState: "approved", HeadSHA: p.HeadSHA, DeliveryID: "d-approve", Attempt: 1,
+		Repo: repoName, Owner: "octo", Name: "app", AuthorType: "User"}
+	if err := w.d.Dispatch(context.Background(), review); err != nil {
+		t.Fatal(err)
+	}
+	resolved := func() int {
+		n := 0
+		for _, e := range w.events(res.SessionID) {
+			if e.Type == event.ApprovalResolved {
+				n++
+			}
+		}
+		return n
+	}
+	before, comments := resolved(), len(w.fake.Comments(repoName, res.PR))
+	review.Attempt = 2
+	n := len(w.results)
+	if err := w.d.Dispatch(context.Background(), review); err != nil {
+		t.Fatal(err)
+	}
+	if got := w.results[n]; got.Status != "completed" || got.Outcome == "replied" {
+		t.Fatalf("retried answer: %+v", got)
+	}
+	if resolved() != before || len(w.fake.Comments(repoName, res.PR)) != comments {
+		t.Fatalf("the retried answer was applied again or replied to: %d → %d resolutions", before, resolved())
+	}
+	w.checkOneOfEach(res.SessionID)
+}
