@@ -16,6 +16,7 @@ import (
 	"github.com/agentos/agentos/runtime/replay"
 	"github.com/agentos/agentos/runtime/run"
 	"github.com/agentos/agentos/runtime/store"
+	"github.com/agentos/agentos/runtime/workflow/cycle"
 )
 
 // startRun begins a session for `/agent <prompt>`. On the bot's own PR it
@@ -106,12 +107,12 @@ func (d *Dispatcher) startRun(ctx context.Context, repo Repo, t webhook.Trigger,
 		return Result{}, d.failEarly(ctx, repo, l, fmt.Errorf("prepare the worktree: %w", err))
 	}
 	defer wt.Close()
-	eng, release, err := d.Engines(ctx, EngineRequest{Dir: wt.Dir(), SessionID: sid, Untrusted: l.Untrusted})
+	eng, x, release, err := d.engine(ctx, EngineRequest{Dir: wt.Dir(), SessionID: sid, Untrusted: l.Untrusted})
 	if err != nil {
 		return Result{}, d.failEarly(ctx, repo, l, fmt.Errorf("set up the runtime: %w", err))
 	}
 	defer release()
-	out, runErr := d.Runs.Start(ctx, eng, run.StartRequest{
+	sr, err := d.fixRequest(x, cycle.Request{
 		SessionID:     sid,
 		Prompt:        prompt,
 		SessionKey:    fmt.Sprintf("%s#%d", repo.FullName(), t.Number),
@@ -119,6 +120,10 @@ func (d *Dispatcher) startRun(ctx context.Context, repo Repo, t webhook.Trigger,
 		Trigger:       map[string]any{"repo": repo.FullName(), "number": t.Number, "author": t.Author, "delivery_id": t.DeliveryID, "kind": string(t.Kind)},
 		Cwd:           wt.Dir(),
 	})
+	if err != nil {
+		return Result{}, d.failEarly(ctx, repo, l, fmt.Errorf("resolve the fix cycle: %w", err))
+	}
+	out, runErr := d.Runs.Start(ctx, eng, sr)
 	if runErr != nil && out.Status == "" {
 		return Result{}, d.failEarly(ctx, repo, l, runErr)
 	}
@@ -182,14 +187,18 @@ func (d *Dispatcher) followUp(ctx context.Context, repo Repo, t webhook.Trigger,
 		return Result{}, err
 	}
 	defer wt.Close()
-	eng, release, err := d.Engines(ctx, EngineRequest{Dir: wt.Dir(), SessionID: sid, Untrusted: l.Untrusted})
+	eng, x, release, err := d.engine(ctx, EngineRequest{Dir: wt.Dir(), SessionID: sid, Untrusted: l.Untrusted})
 	if err != nil {
 		return Result{}, err
 	}
 	defer release()
 	l.Prompt = prompt
-	out, runErr := d.Runs.Start(ctx, eng, run.StartRequest{SessionID: sid, Prompt: prompt, SessionKey: fmt.Sprintf("%s#%d", repo.FullName(), l.Issue), CorrelationID: t.DeliveryID,
+	sr, err := d.fixRequest(x, cycle.Request{SessionID: sid, Prompt: prompt, SessionKey: fmt.Sprintf("%s#%d", repo.FullName(), l.Issue), CorrelationID: t.DeliveryID,
 		Trigger: map[string]any{"repo": repo.FullName(), "number": t.Number, "author": t.Author, "delivery_id": t.DeliveryID, "kind": string(t.Kind)}, Cwd: wt.Dir()})
+	if err != nil {
+		return Result{}, err
+	}
+	out, runErr := d.Runs.Start(ctx, eng, sr)
 	if runErr != nil && out.Status == "" {
 		return Result{}, runErr
 	}
@@ -619,7 +628,7 @@ func (d *Dispatcher) resume(ctx context.Context, repo Repo, sid string, l link, 
 		return Result{SessionID: sid}, err
 	}
 	defer wt.Close()
-	eng, release, err := d.Engines(ctx, EngineRequest{Dir: wt.Dir(), SessionID: sid, Untrusted: l.Untrusted})
+	eng, _, release, err := d.engine(ctx, EngineRequest{Dir: wt.Dir(), SessionID: sid, Untrusted: l.Untrusted})
 	if err != nil {
 		return Result{SessionID: sid}, err
 	}

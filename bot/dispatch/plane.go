@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/agentos/agentos/runtime/replay"
+	"github.com/agentos/agentos/runtime/run"
 	"github.com/agentos/agentos/runtime/workflow"
 	"github.com/agentos/agentos/runtime/workflow/cycle"
 	"github.com/agentos/agentos/schemas"
@@ -45,21 +46,11 @@ func (p *Plane) execute(ctx context.Context, repo Repo, number int, base Base, u
 		return cycle.Result{}, replay.Usage{}, fmt.Errorf("prepare the worktree: %w", err)
 	}
 	defer wt.Close()
-	var reg *workflow.Registry
-	if untrusted {
-		reg, err = workflow.Load(schemas.MustDefault(), workflow.Builtin())
-	} else {
-		reg, err = workflow.LoadRepo(schemas.MustDefault(), wt.Dir())
-	}
-	if err != nil {
-		return cycle.Result{}, replay.Usage{}, err
-	}
-	eng, release, err := d.Engines(ctx, EngineRequest{Dir: wt.Dir(), SessionID: req.SessionID, Untrusted: untrusted})
+	_, x, release, err := d.engine(ctx, EngineRequest{Dir: wt.Dir(), SessionID: req.SessionID, Untrusted: untrusted})
 	if err != nil {
 		return cycle.Result{}, replay.Usage{}, fmt.Errorf("set up the runtime: %w", err)
 	}
 	defer release()
-	x := &cycle.Executor{Registry: reg, Manager: d.Runs, Engine: eng, Schemas: schemas.MustDefault()}
 	req.Cwd = wt.Dir()
 	req.SessionKey = fmt.Sprintf("%s#%d", repo.FullName(), number)
 	res, err := x.Run(ctx, req)
@@ -74,6 +65,42 @@ func (p *Plane) execute(ctx context.Context, repo Repo, number int, base Base, u
 		return res, replay.Usage{}, err
 	}
 	return res, snap.Usage, nil
+}
+
+// engine builds the engine of a session's worktree with the workflow
+// plane as its Plane, so a run that records a cycle (every `/agent` run
+// is the fix cycle) starts, resumes and is taken over as that cycle in
+// any process. The plane is the built-in one plus the worktree's
+// .agent/workflows, except for untrusted code (a fork's pull request):
+// the built-in plane only. A repository whose definitions do not load
+// gets no run (fail closed); the error names the file and field.
+func (d *Dispatcher) engine(ctx context.Context, r EngineRequest) (*run.Engine, *cycle.Executor, func(), error) {
+	var reg *workflow.Registry
+	var err error
+	if r.Untrusted {
+		reg, err = workflow.Load(schemas.MustDefault(), workflow.Builtin())
+	} else {
+		reg, err = workflow.LoadRepo(schemas.MustDefault(), r.Dir)
+	}
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	eng, release, err := d.Engines(ctx, r)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	x := &cycle.Executor{Registry: reg, Manager: d.Runs, Engine: eng, Schemas: schemas.MustDefault()}
+	return x.PlaneEngine(), x, release, nil
+}
+
+// fixRequest is the run request of an `/agent` request: the fix cycle,
+// in the mode the bot runs cycles in.
+func (d *Dispatcher) fixRequest(x *cycle.Executor, req cycle.Request) (run.StartRequest, error) {
+	req.Cycle, req.Mode = "fix", ModeInteractive
+	if d.Workflows != nil {
+		req.Mode = d.Workflows.mode()
+	}
+	return x.StartRequest(req)
 }
 
 // Review implements Reviewer: the review cycle over the pull request's

@@ -105,7 +105,7 @@ func (d *Dispatcher) recoverSession(ctx context.Context, repo Repo, sid string, 
 	defer wt.Close()
 	out := run.Outcome{SessionID: sid, RunID: snap.RunID, Status: snap.RunStatus}
 	if takeover || answered {
-		eng, release, err := d.Engines(ctx, EngineRequest{Dir: wt.Dir(), SessionID: sid, Untrusted: l.Untrusted})
+		eng, _, release, err := d.engine(ctx, EngineRequest{Dir: wt.Dir(), SessionID: sid, Untrusted: l.Untrusted})
 		if err != nil {
 			return res, err
 		}

@@ -201,10 +201,52 @@ func (m *Manager) closeOrphanWhy(ctx context.Context, j *journal.Journal, snap r
 	}
 	rep := Report{Status: StatusFailed, Reason: reason, NextAction: "start the request again", TraceID: snap.RunID, CorrelationID: sessionID, ErrorClass: ClassReportMissing, SchemaVersion: "v1"}
 	j.SetRun(snap.RunID)
+	if err := abortCycle(ctx, j, snap.RunID, "the run ended without a terminal report"); err != nil {
+		return err
+	}
 	if _, err := j.Append(ctx, event.TurnTerminal, "runtime", rep, ""); err != nil {
 		return err
 	}
 	_, err := j.Append(ctx, event.SessionClose, "runtime", map[string]any{"ok": false, "reason": "report_missing"}, "")
+	return err
+}
+
+// abortCycle records workflow.aborted for run runID of j when the run's
+// workflow cycle started (workflow.started) and the run ends without the cycle's own end: cancelled
+// while paused, closed after a crash. (A cycle that fails while it runs
+// records its own.) Every finished run that started a cycle then has
+// exactly one of workflow.completed|aborted, as verify requires.
+func abortCycle(ctx context.Context, j *journal.Journal, runID, reason string) error {
+	evs, err := j.Events(ctx)
+	if err != nil {
+		return err
+	}
+	raw := recordedWorkflow(evs, runID)
+	if raw == nil {
+		return nil
+	}
+	started := false
+	for _, e := range evs {
+		if e.RunID != runID {
+			continue
+		}
+		switch e.Type {
+		case event.WorkflowStarted:
+			started = true
+		case event.WorkflowCompleted, event.WorkflowAborted:
+			return nil
+		}
+	}
+	if !started {
+		return nil // refused before it started (a WorkflowStart hook)
+	}
+	var sp struct {
+		Cycle string `json:"cycle_id"`
+	}
+	if err := json.Unmarshal(raw, &sp); err != nil || sp.Cycle == "" {
+		sp.Cycle = "unknown"
+	}
+	_, err = j.Append(ctx, event.WorkflowAborted, "runtime", map[string]any{"cycle_id": sp.Cycle, "reason": reason, "verdict": "abort"}, "")
 	return err
 }
 
@@ -500,6 +542,9 @@ func (m *Manager) finish(ctx context.Context, j *journal.Journal, runID, corr st
 			}
 		}
 		rep = f.report(runID, corr)
+		if err := abortCycle(ctx, j, runID, rep.Reason); err != nil {
+			return out, errors.Join(runErr, err)
+		}
 		if f.Status == StatusCancelled {
 			p := f.cancelled
 			if p == nil {

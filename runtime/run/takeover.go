@@ -89,7 +89,7 @@ func (m *Manager) Takeover(ctx context.Context, eng *Engine, sessionID, cwd, tra
 		return Outcome{}, err
 	}
 	prevSnap, _, _, _ := replay.Resume(before)
-	in := Input{Prompt: prompt, Cwd: cwd, Transcript: transcript, PrevSummary: prevSummary(prevSnap), RoleTurns: roleTurns(before), Source: "resume", NoRepair: recordedNoRepair(evs, snap.RunID)}
+	in := Input{Prompt: prompt, Cwd: cwd, Transcript: transcript, PrevSummary: prevSummary(prevSnap), RoleTurns: roleTurns(before), Source: "resume", NoRepair: recordedNoRepair(evs, snap.RunID), Workflow: recordedWorkflow(evs, snap.RunID)}
 	return m.drive(ctx, eng, j, snap.RunID, corr, in, history)
 }
 

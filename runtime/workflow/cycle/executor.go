@@ -179,37 +179,58 @@ func (x *Executor) engine() *run.Engine {
 	return &e
 }
 
-// Run starts a cycle and drives it until it ends or pauses. The cycle and
-// the mode are checked before anything is recorded: an unknown cycle is
-// workflow.ErrUnknownID, a mode the cycle does not allow ErrMode.
-func (x *Executor) Run(ctx context.Context, req Request) (Result, error) {
+// StartRequest checks req (the cycle and the mode before anything is
+// recorded: an unknown cycle is workflow.ErrUnknownID, a mode the cycle
+// does not allow ErrMode, a bad input ErrInput) and returns the run
+// request that starts the cycle. A host that drives runs itself (the bot)
+// starts it with Manager.Start on an engine whose Plane is the executor
+// (Executor.Engine's copy from PlaneEngine); Run does both.
+func (x *Executor) StartRequest(req Request) (run.StartRequest, error) {
 	c, err := x.Registry.CycleForTrigger(req.Cycle)
 	if err != nil {
-		return Result{}, err
+		return run.StartRequest{}, err
 	}
 	mode := req.Mode
 	if mode == "" {
 		mode = ModeInteractive
 	}
 	if err := x.check(c, mode); err != nil {
-		return Result{}, err
+		return run.StartRequest{}, err
 	}
 	for k, v := range req.Inputs {
 		if !validInputName(k) {
-			return Result{}, fmt.Errorf("%w: name %q (want [a-z0-9_-]+)", ErrInput, k)
+			return run.StartRequest{}, fmt.Errorf("%w: name %q (want [a-z0-9_-]+)", ErrInput, k)
 		}
 		if len(v) > maxInput {
-			return Result{}, fmt.Errorf("%w: %s is %d bytes, at most %d", ErrInput, k, len(v), maxInput)
+			return run.StartRequest{}, fmt.Errorf("%w: %s is %d bytes, at most %d", ErrInput, k, len(v), maxInput)
 		}
 	}
 	raw, err := json.Marshal(spec{Cycle: c.ID, Mode: mode, Inputs: req.Inputs})
 	if err != nil {
+		return run.StartRequest{}, err
+	}
+	return run.StartRequest{SessionID: req.SessionID, Prompt: req.Prompt, SessionKey: req.SessionKey,
+		CorrelationID: req.CorrelationID, Trigger: req.Trigger, Cwd: req.Cwd, Transcript: req.Transcript, Workflow: raw}, nil
+}
+
+// PlaneEngine is the executor's engine with the executor as its workflow
+// Plane: the engine that starts, resumes and takes over cycle runs.
+func (x *Executor) PlaneEngine() *run.Engine { return x.engine() }
+
+// Run starts a cycle and drives it until it ends or pauses. The cycle and
+// the mode are checked before anything is recorded (see StartRequest).
+func (x *Executor) Run(ctx context.Context, req Request) (Result, error) {
+	sr, err := x.StartRequest(req)
+	if err != nil {
 		return Result{}, err
 	}
-	out, err := x.Manager.Start(ctx, x.engine(), run.StartRequest{SessionID: req.SessionID, Prompt: req.Prompt, SessionKey: req.SessionKey,
-		CorrelationID: req.CorrelationID, Trigger: req.Trigger, Cwd: req.Cwd, Transcript: req.Transcript, Workflow: raw})
+	var sp spec
+	if err := json.Unmarshal(sr.Workflow, &sp); err != nil {
+		return Result{}, err
+	}
+	out, err := x.Manager.Start(ctx, x.engine(), sr)
 	if err != nil {
-		return Result{Outcome: out, Cycle: c.ID, Mode: mode}, err
+		return Result{Outcome: out, Cycle: sp.Cycle, Mode: sp.Mode}, err
 	}
 	return x.result(ctx, out)
 }
