@@ -268,10 +268,10 @@ func automationInputs(getenv func(string) string, in *Inputs) []string {
 	// (run.ToolLimits); a name that cannot be read fails the Action
 	// rather than being skipped.
 	var err error
-	if in.AllowedTools, err = toolList(getenv, "allowed_tools", false, &in.ToolNotes); err != nil {
+	if in.AllowedTools, err = toolList("allowed_tools", input(getenv, "allowed_tools"), false, &in.ToolNotes); err != nil {
 		problems = append(problems, err.Error())
 	}
-	if in.DisallowedTools, err = toolList(getenv, "disallowed_tools", true, &in.ToolNotes); err != nil {
+	if in.DisallowedTools, err = toolList("disallowed_tools", input(getenv, "disallowed_tools"), true, &in.ToolNotes); err != nil {
 		problems = append(problems, err.Error())
 	}
 	if raw := input(getenv, "mcp_config"); raw != "" {
@@ -339,8 +339,7 @@ func parseMCPConfig(raw string) (map[string]provider.MCPServer, error) {
 // (claudecode.ResolveList), separated by commas or newlines. A tool
 // agentos does not have cannot be allowed (the run could not use it);
 // disallowing one is honoured by there being none, and said.
-func toolList(getenv func(string) string, name string, deny bool, notes *[]string) ([]string, error) {
-	raw := input(getenv, name)
+func toolList(name, raw string, deny bool, notes *[]string) ([]string, error) {
 	if raw == "" {
 		return nil, nil
 	}
