@@ -80,3 +80,56 @@ func TestActionToolLimits(t *testing.T) {
 		})
 	}
 }
+
+// With a limit that leaves the demo's tools alone, run 1 pauses for the
+// patch's approval and run 2, on a fresh machine with the same inputs,
+// replays the recorded skill.invoke (limits and scope included) and
+// completes: approval is still asked for, and resuming works.
+func TestActionToolLimitsPauseAndResume(t *testing.T) {
+	a := newActions(t)
+	a.inputs = map[string]string{"INPUT_DISALLOWED_TOOLS": "Bash", "INPUT_ALLOWED_TOOLS": "Read, Edit, Grep, test.run"}
+	out, _, _, err := a.run("issue_comment", a.commentEvent("alice", "/agent "+demo.Prompt))
+	if err != nil || out.Status != "paused" {
+		t.Fatalf("run 1: %+v %v\n%s", out, err, a.log)
+	}
+	out2, _, _, err := a.run("pull_request_review", a.reviewEvent(out.PRNumber, "alice", "approved"))
+	if err != nil || out2.Status != "completed" {
+		t.Fatalf("run 2: %+v %v\n%s", out2, err, a.log)
+	}
+	raw := gittest.Git(t, a.bare, "show", "agent-sessions:sessions/"+out.SessionID+"/events.jsonl")
+	if !strings.Contains(raw, `"tool_limits":{"allowed":["repo.read","repo.patch","repo.write","repo.search","test.run"],"disallowed":["process.run"]}`) {
+		t.Errorf("skill.invoke does not record the limits:\n%s", raw)
+	}
+	if !strings.Contains(raw, `"type":"tool.invoke"`) || !strings.Contains(raw, `"tool":"repo.patch"`) {
+		t.Errorf("the approved patch was not invoked")
+	}
+}
+
+// A paused run resumed under other limits than it recorded does not go
+// on: its log would not show the scope it acted under.
+func TestActionToolLimitsChangedOnResume(t *testing.T) {
+	a := newActions(t)
+	a.inputs = map[string]string{"INPUT_DISALLOWED_TOOLS": "Bash"}
+	out, _, _, err := a.run("issue_comment", a.commentEvent("alice", "/agent "+demo.Prompt))
+	if err != nil || out.Status != "paused" {
+		t.Fatalf("run 1: %+v %v\n%s", out, err, a.log)
+	}
+	a.inputs = map[string]string{"INPUT_DISALLOWED_TOOLS": ""}
+	out2, _, summary, err := a.run("pull_request_review", a.reviewEvent(out.PRNumber, "alice", "approved"))
+	if out2.Status != "failed" {
+		t.Fatalf("run 2 under other limits: %+v, want failed", out2)
+	}
+	if !strings.Contains(a.log+summary, "tool limits none (this run's)") {
+		t.Errorf("run 2 (%+v, %v) does not say why:\n%s\n%s", out2, err, a.log, summary)
+	}
+	raw := gittest.Git(t, a.bare, "show", "agent-sessions:sessions/"+out.SessionID+"/events.jsonl")
+	for _, line := range strings.Split(strings.TrimSpace(raw), "\n") {
+		var ev event.Event
+		if err := json.Unmarshal([]byte(line), &ev); err != nil {
+			t.Fatal(err)
+		}
+		if ev.Type == event.ToolInvoke && event.FieldString(ev.Payload, "tool") == "repo.patch" {
+			t.Errorf("the patch ran: %s", line)
+		}
+	}
+}

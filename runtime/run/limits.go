@@ -2,6 +2,10 @@ package run
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"slices"
 
 	"github.com/agentos/agentos/kernel"
 	"github.com/agentos/agentos/runtime/event"
@@ -31,7 +35,8 @@ func (l ToolLimits) Permits(name string) bool {
 
 // Narrow applies the limits to a scope: its entries within Allow (an
 // entry "p.*" meeting a narrower allowed "p.x" becomes "p.x"), less every
-// entry a denied one covers. A nil scope (no restriction) becomes Allow.
+// entry a denied one covers. A nil scope (no restriction) becomes Allow,
+// or stays nil when there is no Allow.
 // A "p.*" entry under which only some tools are denied stays; Limit's
 // Dispatch refuses those tools call by call.
 func (l ToolLimits) Narrow(scope []string) []string {
@@ -40,6 +45,11 @@ func (l ToolLimits) Narrow(scope []string) []string {
 	}
 	base := scope
 	if base == nil {
+		if l.Allow == nil {
+			// Unscoped (a run recorded before every run had a scope): it
+			// stays unrestricted but for Deny, which forCall enforces.
+			return nil
+		}
 		base = l.Allow
 	}
 	out := []string{}
@@ -95,6 +105,37 @@ func (l ToolLimits) record() map[string]any {
 		m["disallowed"] = l.Deny
 	}
 	return m
+}
+
+// sameAsRecorded checks a skill.invoke against the limits: a run resumed
+// (another Actions job) under other limits than it recorded would act on
+// a scope its log does not show, so it stops instead.
+func (l ToolLimits) sameAsRecorded(ev event.Event) error {
+	var p struct {
+		Limits *struct {
+			Allowed    []string `json:"allowed"`
+			Disallowed []string `json:"disallowed"`
+		} `json:"tool_limits"`
+	}
+	if err := json.Unmarshal(ev.Payload, &p); err != nil {
+		return &NonDeterminismError{Seq: ev.Seq, Want: "a skill.invoke payload", Got: err.Error()}
+	}
+	var rec ToolLimits
+	if p.Limits != nil {
+		rec = ToolLimits{Allow: p.Limits.Allowed, Deny: p.Limits.Disallowed}
+	}
+	if reflect.DeepEqual(rec.Allow, l.Allow) && slices.Equal(rec.Deny, l.Deny) {
+		return nil
+	}
+	return &NonDeterminismError{Seq: ev.Seq, Want: fmt.Sprintf("tool limits %s (this run's)", l.String()), Got: fmt.Sprintf("tool limits %s (recorded; resume with the allowed_tools and disallowed_tools the run started with)", rec.String())}
+}
+
+// String is the limits for messages.
+func (l ToolLimits) String() string {
+	if l.Empty() {
+		return "none"
+	}
+	return fmt.Sprintf("allowed %v, disallowed %v", l.Allow, l.Deny)
 }
 
 // Limit narrows every run of the engine: its tools see each call with

@@ -21,6 +21,7 @@ func TestToolLimitsNarrow(t *testing.T) {
 		{"deny removes", ToolLimits{Deny: []string{"repo.patch", "mcp.docs.*"}}, skill, []string{"repo.read", "test.run"}},
 		{"deny under a pattern leaves the pattern", ToolLimits{Deny: []string{"mcp.docs.delete"}}, skill, skill},
 		{"unscoped takes allow", ToolLimits{Allow: []string{"repo.read"}, Deny: []string{"repo.read"}}, nil, []string{}},
+		{"unscoped stays unscoped under deny", ToolLimits{Deny: []string{"repo.read"}}, nil, nil},
 		{"allow nothing in common", ToolLimits{Allow: []string{"process.run"}}, skill, []string{}},
 	}
 	for _, c := range cases {
@@ -44,5 +45,15 @@ func TestToolLimitsForCall(t *testing.T) {
 		if got := l.Permits(name) && kernel.InScope(scope, name); got != want {
 			t.Errorf("%s: Permits = %v, want %v", name, got, want)
 		}
+	}
+}
+
+func TestToolLimitsForCallUnscoped(t *testing.T) {
+	l := ToolLimits{Deny: []string{"process.run"}}
+	if s := l.forCall(nil, "repo.read"); s != nil {
+		t.Errorf("an unscoped call to a permitted tool got scope %v", s)
+	}
+	if s := l.forCall(nil, "process.run"); s == nil || kernel.InScope(s, "process.run") {
+		t.Errorf("an unscoped call to a denied tool got scope %v", s)
 	}
 }

@@ -83,6 +83,9 @@ func (s *state) invokeSkill(ctx context.Context, sk *skills.Skill, by, scopeKind
 		// A recorded run loaded another skill: another scope.
 		return &NonDeterminismError{Seq: ev.Seq, Want: "skill.invoke " + sk.Name, Got: "skill.invoke " + got}
 	}
+	if err := lim.sameAsRecorded(ev); err != nil {
+		return err
+	}
 	s.skills, s.defaultScoped, s.allowed = loaded, defaultScoped, allowed
 	d, err := s.f.hook(ctx, s.e.Hooks, hooks.Input{Event: hooks.SkillStart, SessionID: s.f.j.SessionID(), Cwd: s.in.Cwd, Skill: sk.Name})
 	if err != nil {
