@@ -232,10 +232,6 @@ func orDefault(v, def string) string {
 	return v
 }
 
-func list(v string) []string {
-	return strings.FieldsFunc(v, func(r rune) bool { return r == ',' || r == ' ' || r == '\n' })
-}
-
 func badBranch(b string) bool {
 	return strings.ContainsAny(b, " ~^:?*[\\") || strings.HasPrefix(b, "-") || strings.Contains(b, "..") || strings.HasSuffix(b, "/") || strings.HasSuffix(b, ".lock")
 }
