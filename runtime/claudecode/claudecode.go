@@ -270,7 +270,8 @@ type Resolved struct {
 
 // ResolveList maps the names of a tool list: Claude Code's names through
 // the table (with or without a permission rule's argument), mcp__server
-// and mcp__server__tool, and agentos's own names when known lists them.
+// and mcp__server__tool, and agentos's own names: those the table maps
+// to, mcp.server.tool and mcp.server.*, and those known lists.
 // A name that is none of these is an error naming it: a list that
 // narrows a run must not skip what it cannot read.
 func ResolveList(names []string, known []string) ([]Resolved, error) {
@@ -291,7 +292,7 @@ func ResolveList(names []string, known []string) ([]Resolved, error) {
 		default:
 			if ours, ok := Ours(base); ok {
 				r.Ours = ours
-			} else if r.Argument == "" && (slicesContains(known, base) || validMCPOurs(base)) {
+			} else if r.Argument == "" && (slicesContains(known, base) || len(Aliases(base)) > 0 || validMCPOurs(base)) {
 				r.Ours = []string{base}
 			} else {
 				unknown = append(unknown, n)

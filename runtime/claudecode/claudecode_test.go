@@ -206,7 +206,7 @@ func TestSplitList(t *testing.T) {
 }
 
 func TestResolveList(t *testing.T) {
-	rs, err := ResolveList([]string{"Bash(go test ./...)", "Grep", "mcp__docs__search", "mcp__github", "mcp__fs__*", "mcp.x.y", "test.run", "WebFetch"}, []string{"test.run"})
+	rs, err := ResolveList([]string{"Bash(go test ./...)", "Grep", "mcp__docs__search", "mcp__github", "mcp__fs__*", "mcp.x.y", "test.run", "process.run", "WebFetch"}, []string{"test.run"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -214,7 +214,7 @@ func TestResolveList(t *testing.T) {
 	for _, r := range rs {
 		got = append(got, fmt.Sprintf("%s=%s[%s]%v", r.Name, strings.Join(r.Ours, "+"), r.Argument, r.Absent))
 	}
-	want := "Bash(go test ./...)=process.run[go test ./...]false Grep=repo.search[]false mcp__docs__search=mcp.docs.search[]false mcp__github=mcp.github.*[]false mcp__fs__*=mcp.fs.*[]false mcp.x.y=mcp.x.y[]false test.run=test.run[]false WebFetch=[]true"
+	want := "Bash(go test ./...)=process.run[go test ./...]false Grep=repo.search[]false mcp__docs__search=mcp.docs.search[]false mcp__github=mcp.github.*[]false mcp__fs__*=mcp.fs.*[]false mcp.x.y=mcp.x.y[]false test.run=test.run[]false process.run=process.run[]false WebFetch=[]true"
 	if strings.Join(got, " ") != want {
 		t.Errorf("ResolveList =\n%s\nwant\n%s", strings.Join(got, " "), want)
 	}
