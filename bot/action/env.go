@@ -17,7 +17,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentos/agentos/runtime/claudecode"
 	"github.com/agentos/agentos/runtime/provider"
+	"github.com/agentos/agentos/runtime/skills"
 )
 
 // Env is the Actions environment and the action's inputs.
@@ -84,6 +86,13 @@ type Inputs struct {
 	// and revokes them when it ends.
 	AppID         int64
 	AppPrivateKey string
+	// AllowedTools and DisallowedTools are allowed_tools and
+	// disallowed_tools in agentos's names (an entry may be
+	// "mcp.server.*"); AllowedTools is nil when the input is empty.
+	// ToolNotes say what of them the scope cannot express (a permission
+	// rule's argument, a tool agentos does not have), for the job's log.
+	AllowedTools, DisallowedTools []string
+	ToolNotes                     []string
 }
 
 // Cycles an event may run without a command.
@@ -223,10 +232,6 @@ func orDefault(v, def string) string {
 	return v
 }
 
-func list(v string) []string {
-	return strings.FieldsFunc(v, func(r rune) bool { return r == ',' || r == ' ' || r == '\n' })
-}
-
 func badBranch(b string) bool {
 	return strings.ContainsAny(b, " ~^:?*[\\") || strings.HasPrefix(b, "-") || strings.Contains(b, "..") || strings.HasSuffix(b, "/") || strings.HasSuffix(b, ".lock")
 }
@@ -255,13 +260,15 @@ func automationInputs(getenv func(string) string, in *Inputs) []string {
 		problems = append(problems, fmt.Sprintf("branch_prefix %q: only agent/ is supported (session branches are agent/<session id>)", in.BranchPrefix))
 	}
 	in.CustomInstructions = input(getenv, "custom_instructions")
-	// Tool lists would have to narrow the kernel's tool scope; until they
-	// do, a list is refused rather than ignored: a workflow that forbids a
-	// tool must not get a run that may use it.
-	for _, nv := range [][2]string{{"allowed_tools", input(getenv, "allowed_tools")}, {"disallowed_tools", input(getenv, "disallowed_tools")}} {
-		if name, l := nv[0], list(nv[1]); len(l) > 0 {
-			problems = append(problems, fmt.Sprintf("%s is not supported yet (the run's tools are set by the policy file, policy_file); refusing rather than ignoring %v", name, l))
-		}
+	// allowed_tools and disallowed_tools narrow every run's tool scope
+	// (run.ToolLimits); a name that cannot be read fails the Action
+	// rather than being skipped.
+	var err error
+	if in.AllowedTools, err = toolList("allowed_tools", input(getenv, "allowed_tools"), false, &in.ToolNotes); err != nil {
+		problems = append(problems, err.Error())
+	}
+	if in.DisallowedTools, err = toolList("disallowed_tools", input(getenv, "disallowed_tools"), true, &in.ToolNotes); err != nil {
+		problems = append(problems, err.Error())
 	}
 	if raw := input(getenv, "mcp_config"); raw != "" {
 		servers, err := parseMCPConfig(raw)
@@ -320,6 +327,48 @@ func parseMCPConfig(raw string) (map[string]provider.MCPServer, error) {
 			return nil, fmt.Errorf("server %s: give either command or url", name)
 		}
 		out[name] = provider.MCPServer{Type: s.Type, Command: s.Command, Args: s.Args, Env: s.Env, URL: s.URL, Headers: s.Headers}
+	}
+	return out, nil
+}
+
+// toolList reads allowed_tools or disallowed_tools: Claude Code's names
+// (claudecode.ResolveList), separated by commas or newlines. A tool
+// agentos does not have cannot be allowed (the run could not use it);
+// disallowing one is honoured by there being none, and said.
+func toolList(name, raw string, deny bool, notes *[]string) ([]string, error) {
+	if raw == "" {
+		return nil, nil
+	}
+	names, err := claudecode.SplitList(raw)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", name, err)
+	}
+	if len(names) == 0 {
+		return nil, fmt.Errorf("%s names no tool (leave it unset for no limit)", name)
+	}
+	rs, err := claudecode.ResolveList(names, skills.DefaultTools)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", name, err)
+	}
+	out := []string{}
+	seen := map[string]bool{}
+	for _, r := range rs {
+		switch {
+		case r.Absent && !deny:
+			return nil, fmt.Errorf("%s: %q is a Claude Code tool agentos does not have, so a run cannot be allowed it", name, r.Name)
+		case r.Absent:
+			*notes = append(*notes, fmt.Sprintf("%s: %s: agentos has no such tool", name, r.Name))
+		case r.Argument != "" && !deny:
+			*notes = append(*notes, fmt.Sprintf("%s: %s allows %s with any arguments; which commands run without approval is the policy file's (policy_file) decision", name, r.Name, strings.Join(r.Ours, ", ")))
+		case r.Argument != "":
+			*notes = append(*notes, fmt.Sprintf("%s: %s disallows %s with any arguments, not only %q", name, r.Name, strings.Join(r.Ours, ", "), r.Argument))
+		}
+		for _, o := range r.Ours {
+			if !seen[o] {
+				seen[o] = true
+				out = append(out, o)
+			}
+		}
 	}
 	return out, nil
 }

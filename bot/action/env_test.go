@@ -124,3 +124,37 @@ func TestSummary(t *testing.T) {
 		}
 	}
 }
+
+func TestFromEnvToolLists(t *testing.T) {
+	m := baseEnv()
+	// Commas and newlines both separate; a comma inside a rule's
+	// parentheses does not; Claude Code's and agentos's names both work.
+	m["INPUT_ALLOWED_TOOLS"] = "Read,Edit\nBash(go test ./...)\n  mcp__docs__search , Bash(git add:*, git commit:*)\ntest.run"
+	m["INPUT_DISALLOWED_TOOLS"] = "Write\nmcp__github\nWebFetch,Bash(rm:*)"
+	e, err := FromEnv(envFrom(m))
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := e.Inputs
+	if got := strings.Join(in.AllowedTools, " "); got != "repo.read repo.patch repo.write process.run mcp.docs.search test.run" {
+		t.Errorf("allowed = %q", got)
+	}
+	if got := strings.Join(in.DisallowedTools, " "); got != "repo.write repo.patch mcp.github.* process.run" {
+		t.Errorf("disallowed = %q", got)
+	}
+	notes := strings.Join(in.ToolNotes, "\n")
+	for _, want := range []string{
+		"allowed_tools: Bash(go test ./...) allows process.run with any arguments",
+		"disallowed_tools: WebFetch: agentos has no such tool",
+		`disallowed_tools: Bash(rm:*) disallows process.run with any arguments, not only "rm:*"`,
+	} {
+		if !strings.Contains(notes, want) {
+			t.Errorf("notes lack %q:\n%s", want, notes)
+		}
+	}
+	// Unset inputs limit nothing.
+	e, err = FromEnv(envFrom(baseEnv()))
+	if err != nil || e.Inputs.AllowedTools != nil || e.Inputs.DisallowedTools != nil {
+		t.Errorf("unset: %v %v %v", e.Inputs.AllowedTools, e.Inputs.DisallowedTools, err)
+	}
+}

@@ -17,6 +17,7 @@ import (
 	"github.com/agentos/agentos/bot/webhook"
 	"github.com/agentos/agentos/runtime/event"
 	"github.com/agentos/agentos/runtime/replay"
+	agentrun "github.com/agentos/agentos/runtime/run"
 	"github.com/agentos/agentos/runtime/store"
 	"github.com/agentos/agentos/runtime/store/sqlite"
 )
@@ -96,7 +97,11 @@ func Run(ctx context.Context, env Env, deps Deps, log io.Writer) (Outputs, error
 	}
 	cfg.TriggerWord, cfg.AllowedUsers, cfg.BotLogin = env.Inputs.Trigger, env.Inputs.AllowedUsers, env.Inputs.BotLogin
 	cfg.ArtifactBranch, cfg.LogOnSessionBranch = env.Inputs.ArtifactBranch, env.Inputs.LogOnSessionBranch
-	bot, err := dispatch.NewGitHubBot(cfg, st, deps.Engines(st), slog.New(slog.NewTextHandler(log, nil)))
+	for _, n := range env.Inputs.ToolNotes {
+		Warningf(log, "agentos: %s", n)
+	}
+	engines := limitEngines(deps.Engines(st), env.Inputs.AllowedTools, env.Inputs.DisallowedTools)
+	bot, err := dispatch.NewGitHubBot(cfg, st, engines, slog.New(slog.NewTextHandler(log, nil)))
 	if err != nil {
 		return Outputs{}, err
 	}
@@ -222,4 +227,22 @@ func logCommit(url string) string {
 		return ""
 	}
 	return c
+}
+
+// limitEngines narrows every engine's runs by allowed_tools and
+// disallowed_tools (run.Engine.Limit): the kernel refuses what they
+// exclude, and skill.invoke records them with the scope that results.
+func limitEngines(next dispatch.Engines, allow, deny []string) dispatch.Engines {
+	lim := agentrun.ToolLimits{Allow: allow, Deny: deny}
+	if lim.Empty() {
+		return next
+	}
+	return func(ctx context.Context, r dispatch.EngineRequest) (*agentrun.Engine, func(), error) {
+		e, closeFn, err := next(ctx, r)
+		if err != nil || e == nil {
+			return e, closeFn, err
+		}
+		e.Limit(lim)
+		return e, closeFn, nil
+	}
 }

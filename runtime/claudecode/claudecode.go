@@ -11,6 +11,7 @@
 package claudecode
 
 import (
+	"fmt"
 	"regexp"
 	"sort"
 	"strings"
@@ -212,4 +213,126 @@ func OfServer(name string, servers []string) bool {
 		}
 	}
 	return false
+}
+
+// Absent are Claude Code tools that agentos has no counterpart for: a
+// list that allows one of them cannot be honoured, and one that
+// disallows it is honoured by there being no such tool.
+var Absent = []string{"Agent", "BashOutput", "ExitPlanMode", "KillBash", "KillShell", "LS", "NotebookEdit", "NotebookRead", "SlashCommand", "Task", "TodoRead", "TodoWrite", "WebFetch", "WebSearch"}
+
+// SplitList splits a tool list as claude-code-action's allowed_tools and
+// disallowed_tools are written: names separated by commas or newlines,
+// where a comma inside a permission rule's parentheses
+// (Bash(git add:*, git commit:*)) does not separate. Blank entries are
+// dropped. An unbalanced parenthesis is an error.
+func SplitList(raw string) ([]string, error) {
+	var out []string
+	var cur strings.Builder
+	depth := 0
+	flush := func() {
+		if n := strings.TrimSpace(cur.String()); n != "" {
+			out = append(out, n)
+		}
+		cur.Reset()
+	}
+	for _, r := range raw {
+		switch {
+		case r == '(':
+			depth++
+		case r == ')':
+			if depth == 0 {
+				return nil, fmt.Errorf("%q: a ')' without its '('", strings.TrimSpace(cur.String()+")"))
+			}
+			depth--
+		case (r == ',' || r == '\n' || r == '\r') && depth == 0:
+			flush()
+			continue
+		}
+		cur.WriteRune(r)
+	}
+	if depth != 0 {
+		return nil, fmt.Errorf("%q: a '(' without its ')'", strings.TrimSpace(cur.String()))
+	}
+	flush()
+	return out, nil
+}
+
+// Resolved is one name of a tool list mapped to agentos tools.
+type Resolved struct {
+	Name string   // as written
+	Ours []string // agentos tools (an entry may be "mcp.server.*")
+	// Argument is a permission rule's argument (Bash(npm test) → "npm
+	// test"): a scope is by tool, so it is not enforced by the scope.
+	Argument string
+	// Absent: a Claude Code tool agentos does not have (Ours is empty).
+	Absent bool
+}
+
+// ResolveList maps the names of a tool list: Claude Code's names through
+// the table (with or without a permission rule's argument), mcp__server
+// and mcp__server__tool, and agentos's own names: those the table maps
+// to, mcp.server.tool and mcp.server.*, and those known lists.
+// A name that is none of these is an error naming it: a list that
+// narrows a run must not skip what it cannot read.
+func ResolveList(names []string, known []string) ([]Resolved, error) {
+	var out []Resolved
+	var unknown []string
+	for _, n := range names {
+		r := Resolved{Name: n}
+		base := n
+		if i := strings.IndexByte(n, '('); i > 0 && strings.HasSuffix(n, ")") {
+			base, r.Argument = strings.TrimSpace(n[:i]), strings.TrimSpace(n[i+1:len(n)-1])
+		}
+		switch {
+		case strings.ContainsAny(base, "() \t"):
+			unknown = append(unknown, n)
+			continue
+		case isAbsent(base):
+			r.Absent = true
+		default:
+			if ours, ok := Ours(base); ok {
+				r.Ours = ours
+			} else if r.Argument == "" && (slicesContains(known, base) || len(Aliases(base)) > 0 || validMCPOurs(base)) {
+				r.Ours = []string{base}
+			} else {
+				unknown = append(unknown, n)
+				continue
+			}
+		}
+		out = append(out, r)
+	}
+	if len(unknown) > 0 {
+		return nil, fmt.Errorf("unknown tool name(s) %q: use Claude Code's names (%s, mcp__server__tool) or agentos's", unknown, strings.Join(tableNames(), ", "))
+	}
+	return out, nil
+}
+
+func isAbsent(n string) bool { return slicesContains(Absent, n) }
+
+func slicesContains(l []string, n string) bool {
+	for _, x := range l {
+		if x == n {
+			return true
+		}
+	}
+	return false
+}
+
+// validMCPOurs: mcp.<server>.<tool> or mcp.<server>.*, agentos's form of
+// an MCP tool.
+func validMCPOurs(n string) bool {
+	rest, ok := strings.CutPrefix(n, "mcp.")
+	if !ok {
+		return false
+	}
+	server, tool, ok := strings.Cut(rest, ".")
+	return ok && server != "" && tool != "" && !strings.Contains(server, "*") && (tool == "*" || !strings.Contains(tool, "*"))
+}
+
+func tableNames() []string {
+	var out []string
+	for _, t := range Table {
+		out = append(out, t.Name)
+	}
+	return out
 }

@@ -2,6 +2,7 @@ package claudecode
 
 import (
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"regexp"
 	"strings"
@@ -185,5 +186,42 @@ func TestOfServer(t *testing.T) {
 	}
 	if OfServer("mcp__memory__a", nil) {
 		t.Error("no servers mounted, yet a match")
+	}
+}
+
+func TestSplitList(t *testing.T) {
+	got, err := SplitList("Read,Edit\nBash(go test ./...)\r\n , Bash(git add:*, git commit:*),\nmcp__docs__search,,")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"Read", "Edit", "Bash(go test ./...)", "Bash(git add:*, git commit:*)", "mcp__docs__search"}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("SplitList = %q, want %q", got, want)
+	}
+	for _, bad := range []string{"Bash(go test", "Read)", "Bash(a))"} {
+		if _, err := SplitList(bad); err == nil {
+			t.Errorf("SplitList(%q): no error", bad)
+		}
+	}
+}
+
+func TestResolveList(t *testing.T) {
+	rs, err := ResolveList([]string{"Bash(go test ./...)", "Grep", "mcp__docs__search", "mcp__github", "mcp__fs__*", "mcp.x.y", "test.run", "process.run", "WebFetch"}, []string{"test.run"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range rs {
+		got = append(got, fmt.Sprintf("%s=%s[%s]%v", r.Name, strings.Join(r.Ours, "+"), r.Argument, r.Absent))
+	}
+	want := "Bash(go test ./...)=process.run[go test ./...]false Grep=repo.search[]false mcp__docs__search=mcp.docs.search[]false mcp__github=mcp.github.*[]false mcp__fs__*=mcp.fs.*[]false mcp.x.y=mcp.x.y[]false test.run=test.run[]false process.run=process.run[]false WebFetch=[]true"
+	if strings.Join(got, " ") != want {
+		t.Errorf("ResolveList =\n%s\nwant\n%s", strings.Join(got, " "), want)
+	}
+	for _, bad := range []string{"Bsh", "bash", "repo.nuke", "mcp__", "mcp.x", "lint.run(x)", "Read Write"} {
+		_, err := ResolveList([]string{"Read", bad}, []string{"lint.run"})
+		if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("%q", bad)) {
+			t.Errorf("ResolveList(%q): err = %v, want one naming it", bad, err)
+		}
 	}
 }

@@ -43,6 +43,9 @@ type Engine struct {
 	// mounted MCP servers' tools, as "mcp.<server>.*". They stay gated by
 	// policy (approval unless allowed by name).
 	DefaultScopeExtra []string
+	// Limits narrow every run's tools from outside the repository (set
+	// with Limit, which also wraps Tools so that the kernel enforces them).
+	Limits ToolLimits
 	// Plane runs workflow-plane cycles (L8): a run whose Input.Workflow is
 	// set is executed by the cycle Plane.Open returns, over the same
 	// effects as any run (so it pauses and resumes the same way). Nil

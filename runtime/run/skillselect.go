@@ -51,8 +51,29 @@ func (s *state) invokeSkill(ctx context.Context, sk *skills.Skill, by, scopeKind
 		p["scope"] = scopeKind
 	}
 	defaultTools := scopeKind == "default" || scopeKind == "default_tools"
-	if defaultTools && len(s.e.DefaultScopeExtra) > 0 {
+	if defaultTools && len(s.e.DefaultScopeExtra) > 0 && s.e.Limits.Allow == nil {
 		p["scope_extra"] = s.e.DefaultScopeExtra
+	}
+	// The engine's limits (the Action's allowed_tools / disallowed_tools):
+	// an allowed list takes the place of the default tools and their MCP
+	// extra, and narrows a skill's own list; the scope that results is
+	// recorded as "limited_scope" beside the limits.
+	lim := s.e.Limits
+	if lim.Allow != nil && (defaultTools || sk.AllowedTools == nil) {
+		c := *sk
+		c.AllowedTools = lim.Allow
+		sk = &c
+	}
+	loaded := append(append([]*skills.Skill(nil), s.skills...), sk)
+	defaultScoped := s.defaultScoped || defaultTools
+	allowed := scope(loaded)
+	if defaultScoped && lim.Allow == nil {
+		allowed = append(allowed, s.e.DefaultScopeExtra...)
+	}
+	if !lim.Empty() {
+		allowed = lim.Narrow(allowed)
+		p["tool_limits"] = lim.record()
+		p["limited_scope"] = allowed
 	}
 	ev, err := s.f.emit(ctx, event.SkillInvoke, "runtime", p, "")
 	if err != nil {
@@ -62,12 +83,10 @@ func (s *state) invokeSkill(ctx context.Context, sk *skills.Skill, by, scopeKind
 		// A recorded run loaded another skill: another scope.
 		return &NonDeterminismError{Seq: ev.Seq, Want: "skill.invoke " + sk.Name, Got: "skill.invoke " + got}
 	}
-	s.skills = append(s.skills, sk)
-	s.defaultScoped = s.defaultScoped || defaultTools
-	s.allowed = scope(s.skills)
-	if s.defaultScoped {
-		s.allowed = append(s.allowed, s.e.DefaultScopeExtra...)
+	if err := lim.sameAsRecorded(ev); err != nil {
+		return err
 	}
+	s.skills, s.defaultScoped, s.allowed = loaded, defaultScoped, allowed
 	d, err := s.f.hook(ctx, s.e.Hooks, hooks.Input{Event: hooks.SkillStart, SessionID: s.f.j.SessionID(), Cwd: s.in.Cwd, Skill: sk.Name})
 	if err != nil {
 		return err
