@@ -64,14 +64,7 @@ func (d *Dispatcher) startRun(ctx context.Context, repo Repo, t webhook.Trigger,
 		base = Base{Ref: def}
 		l.BaseRef = def
 	}
-	// A delivery's session derives from its delivery ID, so a delivery
-	// handled again (its process died mid-way, or a replica's outcome was
-	// lost) finds the session an earlier attempt began instead of starting
-	// a second one.
-	sid := newSessionID(t.Number, d.now())
-	if t.DeliveryID != "" {
-		sid = deliverySessionID(t.Number, t.DeliveryID)
-	}
+	sid := d.triggerSession(t)
 	l.Branch = BranchPrefix + sid
 	unlock, err := d.lease(ctx, sid)
 	if err != nil {
@@ -128,6 +121,17 @@ func (d *Dispatcher) startRun(ctx context.Context, repo Repo, t webhook.Trigger,
 		return Result{}, d.failEarly(ctx, repo, l, runErr)
 	}
 	return d.publish(ctx, repo, sid, wt, l, out, "started", replay.Usage{}, nil, nil)
+}
+
+// triggerSession is the session a new request starts. It derives from
+// the delivery ID, so a delivery handled again (its process died mid-way,
+// or a replica's outcome was lost) finds the session an earlier attempt
+// began instead of starting a second one.
+func (d *Dispatcher) triggerSession(t webhook.Trigger) string {
+	if t.DeliveryID != "" {
+		return deliverySessionID(t.Number, t.DeliveryID)
+	}
+	return newSessionID(t.Number, d.now())
 }
 
 // trackingComment finds the bot's tracking comment of session sid on an

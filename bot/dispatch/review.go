@@ -160,10 +160,7 @@ func (d *Dispatcher) review(ctx context.Context, repo Repo, t webhook.Trigger) (
 		_, err := d.GitHub.CreateComment(ctx, repo, t.Number, fmt.Sprintf("@%s this pull request is closed, so I won't review it.", t.Author))
 		return Result{Outcome: "replied", Reason: "closed"}, err
 	}
-	sid := newSessionID(t.Number, d.now())
-	if t.DeliveryID != "" {
-		sid = deliverySessionID(t.Number, t.DeliveryID)
-	}
+	sid := d.triggerSession(t)
 	unlock, err := d.lease(ctx, sid)
 	if err != nil {
 		return Result{}, err

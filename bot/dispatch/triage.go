@@ -71,10 +71,7 @@ func (d *Dispatcher) triage(ctx context.Context, repo Repo, t webhook.Trigger) (
 		_, err := d.GitHub.CreateComment(ctx, repo, t.Number, fmt.Sprintf("@%s %s, so `%s triage` cannot run here.", t.Author, ErrNoWorkflows, d.trigger()))
 		return Result{Outcome: "replied", Reason: ErrNoWorkflows.Error()}, err
 	}
-	sid := newSessionID(t.Number, d.now())
-	if t.DeliveryID != "" {
-		sid = deliverySessionID(t.Number, t.DeliveryID)
-	}
+	sid := d.triggerSession(t)
 	unlock, err := d.lease(ctx, sid)
 	if err != nil {
 		return Result{}, err

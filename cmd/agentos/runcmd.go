@@ -90,6 +90,30 @@ type runReport struct {
 	Output    string             `json:"output,omitempty"`
 }
 
+// openRuntime builds the runtime for a new session (f.session, or a new
+// id): the profile, a provider check, and the repository's configuration
+// notes on stderr.
+func (f *runFlags) openRuntime(ctx context.Context, stderr io.Writer) (*runtimeEnv, error) {
+	if f.session == "" {
+		f.session = newSessionID()
+	}
+	prof, err := f.loadProfile()
+	if err != nil {
+		return nil, err
+	}
+	if err := checkProvider(ctx, prof, stderr); err != nil {
+		return nil, err
+	}
+	env, err := buildRuntime(ctx, envOptions{repo: f.repo, dataDir: f.data, policyFile: f.policy, profile: prof, sessionID: f.session})
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range env.notes {
+		fmt.Fprintln(stderr, "note:", n)
+	}
+	return env, nil
+}
+
 func finishRun(ctx context.Context, env *runtimeEnv, f runFlags, out agentrun.Outcome, stdout io.Writer) error {
 	path, err := exportSession(ctx, env.store, f.data, out.SessionID)
 	if err != nil {
@@ -161,24 +185,11 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return usageErrorf("usage: agentos run --repo DIR [--profile FILE | --provider scripted --script FILE] [--json] \"prompt\"")
 	}
 	prompt := strings.Join(pos, " ")
-	if f.session == "" {
-		f.session = newSessionID()
-	}
-	prof, err := f.loadProfile()
-	if err != nil {
-		return err
-	}
-	if err := checkProvider(ctx, prof, stderr); err != nil {
-		return err
-	}
-	env, err := buildRuntime(ctx, envOptions{repo: f.repo, dataDir: f.data, policyFile: f.policy, profile: prof, sessionID: f.session})
+	env, err := f.openRuntime(ctx, stderr)
 	if err != nil {
 		return err
 	}
 	defer env.Close()
-	for _, n := range env.notes {
-		fmt.Fprintln(stderr, "note:", n)
-	}
 	var stop func(settled bool)
 	if !f.asJSON {
 		stop = watchProgress(ctx, env, f.session, stdout)

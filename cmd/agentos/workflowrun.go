@@ -72,24 +72,11 @@ func cmdWorkflowRun(ctx context.Context, args []string, stdout, stderr io.Writer
 		}
 		inputs[name] = string(b)
 	}
-	if f.session == "" {
-		f.session = newSessionID()
-	}
-	prof, err := f.loadProfile()
-	if err != nil {
-		return err
-	}
-	if err := checkProvider(ctx, prof, stderr); err != nil {
-		return err
-	}
-	env, err := buildRuntime(ctx, envOptions{repo: f.repo, dataDir: f.data, policyFile: f.policy, profile: prof, sessionID: f.session})
+	env, err := f.openRuntime(ctx, stderr)
 	if err != nil {
 		return err
 	}
 	defer env.Close()
-	for _, n := range env.notes {
-		fmt.Fprintln(stderr, "note:", n)
-	}
 	if env.workflows == nil {
 		return usageErrorf("the workflow plane did not load (agentos workflows validate --repo %s)", f.repo)
 	}
