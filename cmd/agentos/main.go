@@ -55,7 +55,7 @@ func commands() map[string]command {
 		"cancel":    {"cancel a paused session's run (status cancelled, run.cancelled)", cmdCancel},
 		"tool":      {"list tools, or call one through the full kernel: agentos tool call NAME --args JSON --workspace DIR", cmdTool},
 		"skills":    {"list the skills: agentos skills list [--repo DIR] [--json]", cmdSkills},
-		"workflows": {"list, validate or explain the workflow plane: agentos workflows list|validate|explain [CYCLE] [--repo DIR]", cmdWorkflows},
+		"workflows": {"list, validate, explain or run the workflow plane: agentos workflows list|validate|explain|run [CYCLE] [--repo DIR]", cmdWorkflows},
 		"hooks":     {"fire an event's hooks with stdin as input: agentos hooks test EVENT < input.json", cmdHooks},
 		"demo":      {"run the bundled demo: fix a real bug in a sample repository", cmdDemo},
 		"replay":    {"fold a session log into its snapshot", cmdReplay},
