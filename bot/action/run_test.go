@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -18,6 +17,7 @@ import (
 	"github.com/agentos/agentos/bot/internal/corpus"
 	"github.com/agentos/agentos/bot/internal/fakegithub"
 	"github.com/agentos/agentos/bot/internal/gittest"
+	goldenfile "github.com/agentos/agentos/bot/internal/golden"
 	"github.com/agentos/agentos/runtime/demo"
 	"github.com/agentos/agentos/runtime/event"
 	"github.com/agentos/agentos/runtime/provider"
@@ -28,8 +28,6 @@ import (
 	"github.com/agentos/agentos/runtime/store"
 	"github.com/agentos/agentos/schemas"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files")
 
 const (
 	// The workflow's token serves the API and git, as GITHUB_TOKEN does.
@@ -239,23 +237,7 @@ var volatile = regexp.MustCompile(`\b[0-9]+-[0-9a-z]{8}\b|\b[0-9a-f]{40}\b|ap-[0
 
 func golden(t *testing.T, name, got string) {
 	t.Helper()
-	got = volatile.ReplaceAllString(got, "<id>")
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update)", err)
-	}
-	if got != string(want) {
-		t.Errorf("%s differs from the golden file:\n--- got\n%s\n--- want\n%s", name, got, want)
-	}
+	goldenfile.Check(t, name, volatile.ReplaceAllString(got, "<id>"))
 }
 
 // Run 1 (issue_comment) pauses and exits cleanly with outputs; run 2

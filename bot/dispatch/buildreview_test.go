@@ -1,40 +1,16 @@
 package dispatch_test
 
 import (
-	"flag"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"unicode/utf8"
 
 	"github.com/agentos/agentos/bot/dispatch"
 	"github.com/agentos/agentos/bot/github"
+	"github.com/agentos/agentos/bot/internal/golden"
 	"github.com/agentos/agentos/runtime/workflow"
 )
-
-var updateGolden = flag.Bool("update", false, "rewrite the golden files")
-
-func goldenFile(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *updateGolden {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update)", err)
-	}
-	if got != string(want) {
-		t.Errorf("%s differs from the golden file:\n--- got\n%s\n--- want\n%s", name, got, want)
-	}
-}
 
 func allow(policy string) workflow.Outcome {
 	return workflow.Outcome{PolicyID: policy, Decision: workflow.Allow, Reason: "ok"}
@@ -70,7 +46,7 @@ func TestBuildReviewGolden(t *testing.T) {
 	for _, c := range rv.Comments {
 		fmt.Fprintf(&b, "%s %s start=%d line=%d start_side=%s\n  %s\n", c.Path, c.Side, c.StartLine, c.Line, c.StartSide, c.Body)
 	}
-	goldenFile(t, "review.golden", b.String())
+	golden.Check(t, "review.golden", b.String())
 	for _, secret := range []string{"UNDECIDED-TEXT", "FORBIDDEN-PERSONA-TEXT", "LOW-CONFIDENCE-TEXT", "MALFORMED-TEXT"} {
 		if strings.Contains(b.String(), secret) {
 			t.Errorf("%s was rendered", secret)

@@ -2,36 +2,19 @@ package tracking
 
 import (
 	"encoding/json"
-	"flag"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
+	goldenfile "github.com/agentos/agentos/bot/internal/golden"
 	"github.com/agentos/agentos/kernel"
 	"github.com/agentos/agentos/runtime/replay"
 )
 
-var update = flag.Bool("update", false, "rewrite testdata/*.golden")
-
 // golden compares got with testdata/name.golden (rewritten with -update).
 func golden(t *testing.T, name, got string) {
 	t.Helper()
-	path := filepath.Join("testdata", name+".golden")
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if got != string(want) {
-		t.Errorf("%s differs from the golden file (run go test -update and review the diff)\n--- got ---\n%s", path, cutRunes(got, 3000))
-	}
+	goldenfile.Check(t, name+".golden", got)
 }
 
 func raw(t testing.TB, v any) json.RawMessage {
