@@ -8,19 +8,29 @@ import (
 	"github.com/agentos/agentos/runtime/journal"
 )
 
+// startedRun writes what a process leaves when it dies right after
+// starting run runID of session sid: session.start and run.started (prompt
+// "greet"). It returns the session's journal, set to that run.
+func startedRun(t *testing.T, f *fixture, sid, runID string) *journal.Journal {
+	t.Helper()
+	ctx := context.Background()
+	j, err := journal.Open(ctx, f.store, sid)
+	must(t, err)
+	j.SetRun(runID)
+	_, err = j.Append(ctx, event.SessionStart, "runtime", map[string]any{"prompt": "greet"}, "")
+	must(t, err)
+	_, err = j.Append(ctx, event.RunStarted, "runtime", map[string]any{"run_id": runID, "prompt": "greet"}, "")
+	must(t, err)
+	return j
+}
+
 // TestCloseOrphan: a run that died mid-way gets exactly one report_missing
 // terminal report and no new run; calling again changes nothing; a paused
 // or finished session is left alone.
 func TestCloseOrphan(t *testing.T) {
 	f := newFixture(t, script(finalReport), nil)
 	ctx := context.Background()
-	j, err := journal.Open(ctx, f.store, "crashed")
-	must(t, err)
-	j.SetRun("run-dead")
-	_, err = j.Append(ctx, event.SessionStart, "runtime", map[string]any{"prompt": "greet"}, "")
-	must(t, err)
-	_, err = j.Append(ctx, event.RunStarted, "runtime", map[string]any{"run_id": "run-dead", "prompt": "greet"}, "")
-	must(t, err)
+	startedRun(t, f, "crashed", "run-dead")
 	for i := 0; i < 2; i++ {
 		out, err := f.mgr.CloseOrphan(ctx, "crashed")
 		if err != nil || out.Status != "failed" || out.RunID != "run-dead" {

@@ -153,17 +153,11 @@ func TestTakeover(t *testing.T) {
 func TestCloseEnded(t *testing.T) {
 	f := newFixture(t, script(finalReport), nil)
 	ctx := context.Background()
-	j, err := journal.Open(ctx, f.store, "unclosed")
-	must(t, err)
-	j.SetRun("run-1")
-	_, err = j.Append(ctx, event.SessionStart, "user", map[string]any{"prompt": "greet"}, "")
-	must(t, err)
-	_, err = j.Append(ctx, event.RunStarted, "runtime", map[string]any{"run_id": "run-1", "prompt": "greet"}, "")
-	must(t, err)
+	j := startedRun(t, f, "unclosed", "run-1")
 	if done, err := f.mgr.CloseEnded(ctx, "unclosed"); done || err != nil {
 		t.Fatalf("a running session was closed: %v %v", done, err)
 	}
-	_, err = j.Append(ctx, event.RunFailed, "runtime", map[string]any{"reason": "a test", "error_class": string(ClassToolRuntimeError)}, "")
+	_, err := j.Append(ctx, event.RunFailed, "runtime", map[string]any{"reason": "a test", "error_class": string(ClassToolRuntimeError)}, "")
 	must(t, err)
 	_, err = j.Append(ctx, event.TurnTerminal, "runtime", Report{Status: StatusFailed, Reason: "a test", NextAction: "none", TraceID: "run-1", CorrelationID: "unclosed", ErrorClass: ClassToolRuntimeError, SchemaVersion: "v1"}, "")
 	must(t, err)
