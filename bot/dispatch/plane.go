@@ -135,12 +135,7 @@ func reviewOutput(res cycle.Result, usage replay.Usage) ReviewOutput {
 		// persona's own id, names the merged one.
 		f.ID = dc.Fingerprint
 		out.Findings = append(out.Findings, f)
-		policy, reason := "", dc.Reason
-		// The cycle gives "policy-id: reason".
-		if id, why, ok := strings.Cut(reason, ": "); ok && !strings.ContainsAny(id, " ") {
-			policy, reason = id, why
-		}
-		gate := workflow.Outcome{PolicyID: policy, Reason: reason}
+		gate := workflow.Outcome{PolicyID: dc.Policy, Reason: strings.TrimPrefix(dc.Reason, dc.Policy+": ")}
 		switch dc.Gate {
 		case cycle.GatePosted:
 			gate.Decision = workflow.Allow

@@ -92,6 +92,9 @@ func TestScenarioReviewThroughTheWorkflowPlane(t *testing.T) {
 	if strings.Count(joined, "`sql-injection`") != 1 {
 		t.Errorf("the two personas' sql-injection findings were not merged: %q", joined)
 	}
+	if !strings.Contains(reviews[0].Body, "1 finding held back by policy `confidence-gating`: no rule matched") {
+		t.Errorf("the review body does not name the gating policy and its reason once:\n%s", reviews[0].Body)
+	}
 	if strings.Contains(reviews[0].Body+joined, "LOW-CONFIDENCE-TEXT") {
 		t.Error("a finding the confidence gate drops reached GitHub")
 	}

@@ -83,7 +83,8 @@ type FindingDecision struct {
 	Body        string            `json:"body,omitempty"`
 	Reviewers   []string          `json:"reviewers"`
 	Gate        Gate              `json:"gate"`
-	Route       workflow.Decision `json:"route,omitempty"` // safe_auto | gated_auto | manual | advisory
+	Route       workflow.Decision `json:"route,omitempty"`  // safe_auto | gated_auto | manual | advisory
+	Policy      string            `json:"policy,omitempty"` // the confidence-gating policy that decided Gate
 	Reason      string            `json:"reason"`
 }
 

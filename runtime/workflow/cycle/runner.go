@@ -569,7 +569,7 @@ func (r *runner) gate(ctx context.Context, p *workflow.Phase, conf, routing []*w
 			if err != nil {
 				return nil, err
 			}
-			d.Reason = o.PolicyID + ": " + o.Reason
+			d.Policy, d.Reason = o.PolicyID, o.PolicyID+": "+o.Reason
 			switch o.Decision {
 			case workflow.Allow:
 				d.Gate = GatePosted
