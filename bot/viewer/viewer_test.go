@@ -95,7 +95,10 @@ func githubSession(t testing.TB, s store.Store, sid, repo, prompt string) {
 
 func newWorld(t *testing.T) *world {
 	t.Helper()
-	w := &world{t: t, fake: fakegithub.New(t), now: time.Date(2026, 11, 25, 9, 0, 0, 0, time.UTC), ans: &answers{}}
+	// The clock starts at the wall clock's time: the client's cookie jar
+	// drops a cookie whose Expires is past by its own (real) clock, so a
+	// fixed date here made sign-in fail once the calendar passed it.
+	w := &world{t: t, fake: fakegithub.New(t), now: time.Now().UTC().Truncate(time.Second), ans: &answers{}}
 	w.clock = func() time.Time { w.mu.Lock(); defer w.mu.Unlock(); return w.now }
 	f := w.fake
 	f.AddRepo(fakegithub.Repo{Owner: "octo", Name: "app", Private: true})
