@@ -167,8 +167,8 @@ func Parse(diff string) ([]File, error) {
 				case '+':
 					newN++
 				case '\\':
-					if n := len(h.Lines); n > 0 {
-						h.Lines[n-1].NoNewline = true
+					if err := markNoNewline(&h, i+1); err != nil {
+						return nil, err
 					}
 					continue
 				default:
@@ -181,8 +181,8 @@ func Parse(diff string) ([]File, error) {
 			}
 			if i+1 < len(lines) && strings.HasPrefix(lines[i+1], `\`) {
 				i++
-				if n := len(h.Lines); n > 0 {
-					h.Lines[n-1].NoNewline = true
+				if err := markNoNewline(&h, i+1); err != nil {
+					return nil, err
 				}
 			}
 			cur.Hunks = append(cur.Hunks, h)
@@ -418,4 +418,21 @@ func find(src []srcLine, want []string, expected, min int) int {
 		}
 	}
 	return -1
+}
+
+// markNoNewline applies a "\ No newline at end of file" marker to the hunk's
+// last line. A file cannot end in an empty line that lacks its newline (an
+// empty unterminated last line is no line at all), so git never writes the
+// marker after an empty line; such a diff is refused rather than applied
+// with the line silently vanishing.
+func markNoNewline(h *Hunk, lineNo int) error {
+	n := len(h.Lines)
+	if n == 0 {
+		return nil
+	}
+	if h.Lines[n-1].Text == "" {
+		return &ParseError{Line: lineNo, Msg: fmt.Sprintf("hunk %s: \\ No newline at end of file follows an empty line", h.Header)}
+	}
+	h.Lines[n-1].NoNewline = true
+	return nil
 }
