@@ -3,6 +3,8 @@ package tracking
 import (
 	"regexp"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/agentos/agentos/kernel/redact"
 	"github.com/agentos/agentos/runtime/untrusted"
@@ -44,6 +46,8 @@ func Neutralize(s, trigger string) string {
 		trigger = "/agent"
 	}
 	s = untrusted.Visible(shapes.String(s), false)
+	// A lone carriage return ends a line for GitHub and for bot/command.
+	s = strings.ReplaceAll(strings.ReplaceAll(s, "\r\n", "\n"), "\r", "\n")
 	lines := strings.SplitAfter(s, "\n")
 	fence := "" // the open fence's marker
 	html := false
@@ -201,9 +205,12 @@ func neutralText(s, trigger string, lineStart bool) string {
 	s = htmlImgRe.ReplaceAllStringFunc(s, func(m string) string { return "&lt;" + m[1:] })
 	s = htmlOpenRe.ReplaceAllString(s, "&lt;!--")
 	if lineStart {
-		t := strings.TrimLeft(s, " \t>")
-		if strings.HasPrefix(strings.ToLower(t), strings.ToLower(trigger)) {
-			k := len(s) - len(t) + 1
+		// As bot/command reads a line: any Unicode space (a vertical tab
+		// too) before the command word, compared case-insensitively.
+		t := strings.TrimLeftFunc(s, func(r rune) bool { return unicode.IsSpace(r) || r == '>' })
+		if len(t) >= len(trigger) && strings.EqualFold(t[:len(trigger)], trigger) || strings.HasPrefix(strings.ToLower(t), strings.ToLower(trigger)) {
+			_, n := utf8.DecodeRuneInString(t)
+			k := len(s) - len(t) + n
 			s = s[:k] + zwsp + s[k:]
 		}
 	}
