@@ -45,11 +45,9 @@ func FuzzCommandRules(f *testing.F) {
 				t.Fatalf("unstructured refusal %+v for %q", ref, command)
 			}
 		} else if splitErr == nil && len(argv) > 0 {
-			i := 0
-			for i < len(argv) && (argv[i] == "timeout" || argv[i] == "nice" || argv[i] == "nohup") {
-				i = len(argv) // a wrapper: what follows was checked unwrapped
-			}
-			if i == 0 && (argv[0] != "go" || len(argv) < 2 || argv[1] != "test") {
+			// Behind a wrapper, what follows was checked unwrapped.
+			wrapped := argv[0] == "timeout" || argv[0] == "nice" || argv[0] == "nohup"
+			if !wrapped && (argv[0] != "go" || len(argv) < 2 || argv[1] != "test") {
 				t.Fatalf("%q allowed by Bash(go test:*), but process.run would run %q", command, argv)
 			}
 		}
