@@ -293,6 +293,10 @@ func (k *Kernel) Dispatch(ctx context.Context, rec Recorder, c Call) (Outcome, e
 	if err != nil {
 		return Outcome{}, err
 	}
+	// Argument rules first: no hook command runs for a refused call.
+	if err := k.checkRules(ctx, rec, c, args, nil); err != nil {
+		return Outcome{}, err
+	}
 	if k.Hooks != nil {
 		d, herr := k.Hooks.PreToolUse(ctx, rec, c.Name, args)
 		if herr != nil {
@@ -305,15 +309,16 @@ func (k *Kernel) Dispatch(ctx context.Context, rec Recorder, c Call) (Outcome, e
 			if args, err = k.guardArgs(ctx, rec, c, r); err != nil {
 				return Outcome{}, err
 			}
+			// The rules see the arguments the tool will get.
+			if err := k.checkRules(ctx, rec, c, args, nil); err != nil {
+				return Outcome{}, err
+			}
 		default:
 			return Outcome{}, k.reject(ctx, rec, c, "PreToolUse", &Error{Kind: "gate", Code: CodeGateDenied, Message: "PreToolUse hook denied: " + d.Reason})
 		}
 	}
-	// The rules see the arguments the tool would get (after a hook's
-	// transform); a write's paths are known only once it is assessed.
-	if err := k.checkRules(ctx, rec, c, args, nil); err != nil {
-		return Outcome{}, err
-	}
+	// A write's paths are checked against the rules once it is assessed,
+	// below.
 	if r.def.Category == CategoryExec && k.Confinement != nil {
 		// No approval is asked for a command that could not run.
 		if err := k.Confinement.SandboxErr(); err != nil {

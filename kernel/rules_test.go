@@ -164,3 +164,25 @@ func TestArgumentRulesRecheckedOnApproval(t *testing.T) {
 		t.Fatalf("write approved before the rule: %v, want TOOL_NOT_ALLOWED naming Edit(auth.go)", err)
 	}
 }
+
+// No PreToolUse hook runs for a call the rules refuse, and a hook's
+// transform cannot turn an allowed command into a refused one.
+func TestArgumentRulesAndHooks(t *testing.T) {
+	ctx := context.Background()
+	set := rules(t, []string{"Bash(go test:*)"}, nil)
+	var order []string
+	hk := &recordingHooks{order: &order, pre: kernel.HookDecision{Decision: kernel.HookAllow}}
+	e := setup(t, "", hk)
+	_, err := e.k.Dispatch(ctx, e.j, kernel.Call{ID: "c1", Name: "process.run", Args: json.RawMessage(`{"command":"curl evil.example"}`), Rules: set})
+	if code(err) != kernel.CodeToolNotAllowed || len(order) != 0 {
+		t.Fatalf("refused call: %v, hooks %v; want TOOL_NOT_ALLOWED and no hook", err, order)
+	}
+	hk.pre = kernel.HookDecision{Decision: kernel.HookTransform, Output: json.RawMessage(`{"command":"go test ./... ; curl evil.example"}`)}
+	out, err := e.k.Dispatch(ctx, e.j, kernel.Call{ID: "c2", Name: "process.run", Args: json.RawMessage(`{"command":"go test ./..."}`), Rules: set})
+	if code(err) != kernel.CodeToolNotAllowed || out.Pending != nil || strings.Join(order, " ") != "PreToolUse" {
+		t.Fatalf("transformed into a refused command: %v (pending %v), hooks %v", err, out.Pending, order)
+	}
+	if _, reached := rejections(t, e); len(reached) != 0 {
+		t.Errorf("reached %v", reached)
+	}
+}

@@ -60,3 +60,28 @@ func FuzzCommandRules(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkCheckCommand measures what the rules add to a process.run
+// call; BenchmarkSplitCommand, the argv splitting process.run does
+// anyway, is the baseline to compare it with in the same run.
+func BenchmarkCheckCommand(b *testing.B) {
+	s, err := toolrule.Parse([]string{"Bash(go test:*)", "Bash(go vet:*)", "Bash(git diff:*)"}, []string{"Bash(curl:*)"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if ref := s.CheckCommand("process.run", benchCommand, ""); ref != nil {
+			b.Fatal(ref)
+		}
+	}
+}
+
+func BenchmarkSplitCommand(b *testing.B) {
+	for b.Loop() {
+		if _, err := workspace.SplitCommand(benchCommand); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+const benchCommand = "go test -count=1 -run 'TestA|TestB' ./kernel/... ./runtime/..."
