@@ -267,3 +267,30 @@ func TestScenarioReviewRetriedAfterTheProposalStarted(t *testing.T) {
 		t.Errorf("the proposal is %q, want paused for approval", snap.RunStatus)
 	}
 }
+
+// A review whose requester may not start runs (the Action reviewing a
+// pull request a reader opened) posts its review and proposes nothing:
+// a proposal starts a run, which needs the same permission as
+// `/agent <prompt>`.
+func TestReviewProposesNothingForARequesterWhoMayNotRun(t *testing.T) {
+	w := newReviewWorld(t)
+	w.d.Workflows.ProposeFixes = true
+	tr := webhook.Trigger{Kind: webhook.KindComment, Number: w.pr, IsPR: true, Author: "rita", AuthorType: "User", IssueState: "open",
+		Repo: repoName, Owner: "octo", Name: "app", DeliveryID: "opened-1"}
+	if err := w.d.RunCycle(context.Background(), tr, dispatch.CycleReview, ""); err != nil {
+		t.Fatal(err)
+	}
+	res := w.results[len(w.results)-1]
+	reviews := w.fake.Reviews(repoName, w.pr)
+	if res.Outcome != "reviewed" || res.Proposal != "" || len(reviews) != 1 || strings.Contains(reviews[0].Body, "Fix proposal") {
+		t.Fatalf("result %+v, reviews %+v", res, reviews)
+	}
+	if recs := proposalRecords(t, w.world, res.SessionID); len(recs) != 0 {
+		t.Errorf("proposal recorded: %+v", recs)
+	}
+	for _, p := range w.fake.PRs(repoName) {
+		if strings.HasPrefix(p.Head, "agent/") {
+			t.Errorf("a proposal PR was opened: %+v", p)
+		}
+	}
+}
