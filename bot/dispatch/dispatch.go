@@ -110,6 +110,9 @@ type Result struct {
 	Spent replay.Usage
 	// LogURL links the session's log at the commit this trigger wrote.
 	LogURL string
+	// Proposal is the session of the fix proposal a review started (or
+	// found started).
+	Proposal string
 }
 
 // ErrTamperedLog is returned when a session log loaded from the artifact
