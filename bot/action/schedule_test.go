@@ -1,6 +1,8 @@
 package action_test
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -149,4 +151,61 @@ func TestActionScheduledRunOpensAHomeIssue(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Nothing is opened for an actor who may not start a run (a reader who
+// dispatched, a schedule with no actor), and a neutralized prompt reaches
+// the real issue as the unit test shows it.
+func TestActionScheduledRunRefusals(t *testing.T) {
+	t.Run("reader", func(t *testing.T) {
+		a := newActions(t)
+		a.inputs = map[string]string{"INPUT_PROMPT": demo.Prompt}
+		before := a.world(0, 0)
+		out, outputs, summary, err := a.run("workflow_dispatch", dispatchEvent(t, "rita"))
+		if err != nil || out.Status != "refused" || !strings.Contains(outputs, "status=refused\n") {
+			t.Fatalf("reader: %+v, %v\n%s", out, err, a.log)
+		}
+		if got := a.world(0, 0); got != before || len(a.fake.Comments("octo/app", a.issue)) != 0 {
+			t.Errorf("a refused run changed GitHub: %+v, was %+v", got, before)
+		}
+		if !strings.Contains(a.log, "::warning::agentos: not starting the workflow_dispatch run: rita may not start a run") || !strings.Contains(summary, "rita may not start a run") {
+			t.Errorf("the refusal is not said:\n%s\n%s", a.log, summary)
+		}
+	})
+	t.Run("no actor", func(t *testing.T) {
+		a := newActions(t)
+		a.inputs = map[string]string{"INPUT_PROMPT": demo.Prompt}
+		before := a.world(0, 0)
+		if _, _, _, err := a.run("schedule", scheduleEvent()); err == nil || !strings.Contains(err.Error(), "names no actor") {
+			t.Fatalf("schedule without an actor: %v", err)
+		}
+		if got := a.world(0, 0); got != before {
+			t.Errorf("GitHub changed: %+v, was %+v", got, before)
+		}
+	})
+	t.Run("neutralized prompt", func(t *testing.T) {
+		a := newActions(t)
+		// The preflight fails after the home issue is opened: this
+		// checks the issue, not the run.
+		a.preflight = func(context.Context) error { return errors.New("model endpoint unreachable") }
+		a.inputs = map[string]string{"INPUT_PROMPT": "<!-- hidden -->/agent deploy @alice\nthen ping @octo-org/team"}
+		_, _, _, err := a.run("workflow_dispatch", dispatchEvent(t, "alice"))
+		if err == nil {
+			t.Fatal("the failing preflight did not fail the step")
+		}
+		home := a.homeIssue()
+		if home.Title != "agentos: /\u200bagent deploy @\u200balice" || strings.Contains(home.Body, "hidden") || strings.Count(home.Body, "<!--") != 1 {
+			t.Errorf("home issue %q:\n%s", home.Title, home.Body)
+		}
+		// A retried step finds the issue (the run never began) and starts
+		// the run there.
+		a.preflight = nil
+		out, _, _, err := a.run("workflow_dispatch", dispatchEvent(t, "alice"))
+		if err != nil || out.Status != "paused" || !strings.HasPrefix(out.Branch, fmt.Sprintf("agent/%d-", home.Number)) {
+			t.Fatalf("retry: %+v, %v\n%s", out, err, a.log)
+		}
+		if a.homeIssue().Number != home.Number {
+			t.Error("the retry opened another issue")
+		}
+	})
 }
