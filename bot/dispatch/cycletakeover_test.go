@@ -49,22 +49,27 @@ func reviewedPR(t *testing.T, w *world) int {
 }
 
 // deathPoints are the numbers of events after which a process dies: every
-// event of the run from its start up to the fan-out's end (each lane's
-// request, response, tool call, transition), then a spread over the rest.
+// event of the persona fan-out (each lane's opening, request, response,
+// tool call and end), and a spread over the rest of the session.
 func deathPoints(evs []event.Event) []int {
 	var points []int
-	fanOutEnd := 0
+	first, last := 0, 0
 	for i, e := range evs {
+		if e.Type == event.AgentTransition && event.FieldString(e.Payload, "to") == "PERSONA" && first == 0 {
+			first = i + 1
+		}
 		if e.Type == event.AgentTransition && event.FieldString(e.Payload, "to") == "PERSONA_DONE" {
-			fanOutEnd = i + 1
+			last = i + 1
 		}
 	}
-	for n := 1; n <= fanOutEnd+1 && n < len(evs); n++ {
+	for n := max(first-1, 1); n <= last; n++ {
 		points = append(points, n)
 	}
-	for n := fanOutEnd + 2; n < len(evs); n += max(1, (len(evs)-fanOutEnd)/6) {
+	for n := 1; n < len(evs); n += max(1, len(evs)/8) {
 		points = append(points, n)
 	}
+	points = append(points, len(evs)-1)
+	slices.Sort(points)
 	return slices.Compact(points)
 }
 
@@ -125,7 +130,7 @@ func TestReviewTakenOverAfterDeathMidFanOut(t *testing.T) {
 	refEvents := ref.events(r.SessionID)
 	want := llmRequests(refEvents)
 	points := deathPoints(refEvents)
-	if len(points) < 20 {
+	if len(points) < 15 {
 		t.Fatalf("only %d death points", len(points))
 	}
 	for _, n := range points {
