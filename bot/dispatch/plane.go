@@ -53,7 +53,7 @@ func (p *Plane) execute(ctx context.Context, repo Repo, number int, base Base, u
 	defer release()
 	req.Cwd = wt.Dir()
 	req.SessionKey = fmt.Sprintf("%s#%d", repo.FullName(), number)
-	res, err := x.Run(ctx, req)
+	res, err := p.run(ctx, repo, x, req)
 	if err != nil {
 		return res, replay.Usage{}, err
 	}
@@ -65,6 +65,58 @@ func (p *Plane) execute(ctx context.Context, repo Repo, number int, base Base, u
 		return res, replay.Usage{}, err
 	}
 	return res, snap.Usage, nil
+}
+
+// run starts the cycle, unless an earlier attempt of the same delivery
+// began it (its process died and the delivery is handled again; the
+// session derives from the delivery): a run the log shows still running
+// is taken over — lanes and phases that finished are replayed from the
+// log, not asked again, and what was unfinished goes on live — and a run
+// that completed is not run again: its result is the log's, and the
+// caller posts it (it looks for an earlier post by its marker first). A
+// running run whose worktree the log cannot rebuild (a command ran in it)
+// is started again instead; Manager.Start closes the earlier run with its
+// report_missing report. The caller holds the session's lease.
+func (p *Plane) run(ctx context.Context, repo Repo, x *cycle.Executor, req cycle.Request) (cycle.Result, error) {
+	d := p.D
+	sid := req.SessionID
+	if _, err := d.Runs.CloseEnded(ctx, sid); err != nil {
+		return cycle.Result{}, err
+	}
+	evs, err := d.Runs.Store.Read(ctx, sid, 1)
+	if err != nil {
+		return cycle.Result{}, err
+	}
+	if len(evs) == 0 {
+		return x.Run(ctx, req)
+	}
+	snap, err := replay.Replay(evs)
+	if err != nil {
+		return cycle.Result{}, err
+	}
+	c, err := x.Registry.CycleForTrigger(req.Cycle)
+	if err != nil {
+		return cycle.Result{}, err
+	}
+	if snap.RunID == "" || cycle.ResultFromLog(evs, snap.RunID).Cycle != c.ID || d.Runs.Running(sid) {
+		return x.Run(ctx, req)
+	}
+	switch snap.RunStatus {
+	case "running":
+		n, rerr := run.RebuildWorkspace(req.Cwd, evs, 0)
+		if rerr != nil {
+			d.log().Warn("cycle cannot be taken over; running it again", "session", sid, "repo", repo.FullName(), "cycle", c.ID, "err", rerr)
+			return x.Run(ctx, req)
+		}
+		d.log().Info("taking over a cycle whose process stopped", "session", sid, "repo", repo.FullName(), "cycle", c.ID, "run", snap.RunID, "changes_applied", n)
+		return x.Takeover(ctx, sid, req.Cwd, req.Transcript, "taken over: the delivery was handled again after the process working the cycle stopped")
+	case "completed":
+		res := cycle.ResultFromLog(evs, snap.RunID)
+		res.Outcome = run.Outcome{SessionID: sid, RunID: snap.RunID, Status: snap.RunStatus, Output: res.Output}
+		d.log().Info("cycle already completed; using its recorded result", "session", sid, "repo", repo.FullName(), "cycle", c.ID, "run", snap.RunID)
+		return res, nil
+	}
+	return x.Run(ctx, req)
 }
 
 // engine builds the engine of a session's worktree with the workflow

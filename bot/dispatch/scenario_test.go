@@ -58,6 +58,9 @@ type world struct {
 	// onSessionBranch keeps logs under .agent/sessions/ on the session
 	// branch instead of the agent-sessions branch.
 	onSessionBranch bool
+	// onStart, when set, finishes each new bot process's set-up (start
+	// calls it last), e.g. the workflow plane.
+	onStart func()
 }
 
 func newWorld(t *testing.T) *world {
@@ -131,6 +134,9 @@ func (w *world) start(dataDir string) {
 			return env.Engine, env.Close, nil
 		},
 		Result: func(r dispatch.Result) { w.results = append(w.results, r) },
+	}
+	if w.onStart != nil {
+		w.onStart()
 	}
 }
 

@@ -16,7 +16,7 @@ import (
 	"github.com/agentos/agentos/runtime/demo"
 	"github.com/agentos/agentos/runtime/provider"
 	"github.com/agentos/agentos/runtime/replay"
-	agentrun "github.com/agentos/agentos/runtime/run"
+	"github.com/agentos/agentos/runtime/workflow/cycle"
 	"github.com/agentos/agentos/schemas"
 )
 
@@ -74,9 +74,18 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	defer env.Close()
-	fmt.Fprintf(stdout, "agentos demo: %q on a sample Go module in %s\n\n", demo.Prompt, repo)
+	// The request runs as the workflow plane's fix cycle, as `/agent fix`
+	// does on GitHub: the trace shows the cycle's workflow events.
+	if env.workflows == nil {
+		return fmt.Errorf("demo: the workflow plane did not load: %s", strings.Join(env.notes, "; "))
+	}
+	start, err := env.workflows.StartRequest(cycle.Request{SessionID: sid, Cycle: "fix", Prompt: demo.Prompt, SessionKey: "demo", Mode: cycle.ModeInteractive, Cwd: env.ws.Root()})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "agentos demo: %q on a sample Go module in %s (workflow cycle %s)\n\n", demo.Prompt, repo, "fix")
 	stop := watchProgress(ctx, env, sid, stdout)
-	res, err := env.mgr.Start(ctx, env.engine, agentrun.StartRequest{SessionID: sid, Prompt: demo.Prompt, SessionKey: "demo", Cwd: env.ws.Root()})
+	res, err := env.mgr.Start(ctx, env.engine, start)
 	stop(err == nil)
 	if err != nil {
 		return err

@@ -472,7 +472,8 @@ func TestDemo(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("demo exit %d\n%s%s", code, stdout, stderr)
 	}
-	for _, want := range []string{"The run paused: repo.patch needs approval", "ConstantTimeCompare", "turn.terminal", "status    completed", "agentos verify: OK", "agentos view " + filepath.Join(out, "events.jsonl")} {
+	for _, want := range []string{"The run paused: repo.patch needs approval", "ConstantTimeCompare", "turn.terminal", "status    completed", "agentos verify: OK", "agentos view " + filepath.Join(out, "events.jsonl"),
+		"workflow.started", "workflow.phase_advanced", "workflow.policy_gated", "workflow.completed"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("demo output lacks %q", want)
 		}
@@ -494,7 +495,8 @@ func TestDemo(t *testing.T) {
 	for _, e := range evs {
 		have[e.Type] = true
 	}
-	for _, typ := range append(append([]string(nil), replay.SuccessfulSessionTypes...), event.ApprovalRequested, event.RunPaused, event.ApprovalResolved, event.RunResumed, event.TurnTerminal) {
+	for _, typ := range append(append([]string(nil), replay.SuccessfulSessionTypes...), event.ApprovalRequested, event.RunPaused, event.ApprovalResolved, event.RunResumed, event.TurnTerminal,
+		event.WorkflowStarted, event.WorkflowPhaseAdvanced, event.WorkflowCompleted) {
 		if !have[typ] {
 			t.Errorf("demo session has no %s event", typ)
 		}

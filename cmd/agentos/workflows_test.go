@@ -41,9 +41,9 @@ func TestWorkflowsValidateRepoProblems(t *testing.T) {
 		t.Fatalf("exit %d, want 1; stdout %q stderr %q", code, out, errOut)
 	}
 	for _, want := range []string{
-		".agent/workflows:phases/scan.md:3: /advance_signal: ",
-		".agent/workflows:cycles/audit.md:3: /phases/1: phase \"ghost\" is not defined",
-		".agent/workflows:cycles/audit.md: /exit_conditions/done: the cycle has no exit",
+		".agent/workflows/phases/scan.md:3: /advance_signal: ",
+		".agent/workflows/cycles/audit.md:3: /phases/1: phase \"ghost\" is not defined",
+		".agent/workflows/cycles/audit.md: /exit_conditions/done: the cycle has no exit",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("missing %q in:\n%s", want, out)
@@ -66,7 +66,7 @@ func TestWorkflowsRepoOverrideIsReported(t *testing.T) {
 	repo := t.TempDir()
 	writeRepoFile(t, repo, ".agent/workflows/phases/review-gate.md", "---\nid: review-gate\nadvance_signal: review_aggregate.p0_unresolved == 0\nschema_version: v1\n---\nstricter\n")
 	out, _, code := runCLI(t, "workflows", "list", "--repo", repo)
-	if code != exitOK || !strings.Contains(out, "override: phase review-gate: .agent/workflows:phases/review-gate.md replaces builtin:phases/review-gate.md") {
+	if code != exitOK || !strings.Contains(out, "override: phase review-gate: .agent/workflows/phases/review-gate.md replaces builtin:phases/review-gate.md") {
 		t.Fatalf("exit %d:\n%s", code, out)
 	}
 	if _, errOut, code := runCLI(t, "workflows", "explain", "nope"); code != exitFailure || !strings.Contains(errOut, "unknown workflow id") {

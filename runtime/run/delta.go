@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/agentos/agentos/runtime/event"
-	"github.com/agentos/agentos/runtime/journal"
 )
 
 // Coalescing of streamed text into output.delta events (seed 003): one
@@ -24,7 +23,7 @@ const (
 // llm.response carries the whole text.
 type deltaWriter struct {
 	ctx    context.Context
-	j      *journal.Journal
+	j      eventLog
 	role   string
 	parent string
 	every  time.Duration
@@ -36,7 +35,7 @@ type deltaWriter struct {
 	err   error
 }
 
-func newDeltaWriter(ctx context.Context, j *journal.Journal, role, parent string) *deltaWriter {
+func newDeltaWriter(ctx context.Context, j eventLog, role, parent string) *deltaWriter {
 	return &deltaWriter{ctx: context.WithoutCancel(ctx), j: j, role: role, parent: parent, every: deltaEvery, max: deltaBytes}
 }
 

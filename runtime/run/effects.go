@@ -118,10 +118,25 @@ type HistorySeeder interface {
 	Seed(history []event.Event) error
 }
 
+// eventLog is where effects record: the session's journal, or one fan-out
+// lane's view of it (lane).
+type eventLog interface {
+	kernel.Recorder
+	Append(ctx context.Context, typ, actor string, payload any, parentID string) (event.Event, error)
+	// Seq and Events are the log's as far as this writer sees it: every
+	// event of the session for the journal, the lane's own for a lane.
+	Seq() int64
+	Events(ctx context.Context) ([]event.Event, error)
+	SessionID() string
+	RunID() string
+}
+
+var _ eventLog = (*journal.Journal)(nil)
+
 // effects performs the engine's side effects, or, while the run's recorded
 // history lasts, replays them from it.
 type effects struct {
-	j       *journal.Journal
+	j       eventLog
 	history []event.Event // this run's events, from run.started
 	pos     int
 	// lastResponse is the id of the latest llm.response, live or
@@ -306,11 +321,16 @@ func (f *effects) tool(ctx context.Context, tools Tools, c Call) (ToolOutcome, e
 			got := f.history[f.pos]
 			return ToolOutcome{}, &NonDeterminismError{Seq: got.Seq, Want: "tool call " + c.Name, Got: got.Type}
 		}
-		out := deriveOutcome(c, evs)
 		if rec := recordedCallID(evs); rec != "" && rec != c.ID {
 			return ToolOutcome{}, &NonDeterminismError{Seq: evs[0].Seq, Want: "tool call " + c.ID, Got: "tool call " + rec}
 		}
-		return out, nil
+		if f.replaying() || endsCall(evs) || hasType(evs, event.ToolInvoke) {
+			return deriveOutcome(c, evs), nil
+		}
+		// The record ends inside this dispatch, before the tool was
+		// invoked (its process died after a PreToolUse decision or an
+		// argument repair): nothing ran, so the dispatch runs now. A call
+		// that was invoked has a result (Takeover closes it INTERRUPTED).
 	}
 	start := f.j.Seq()
 	if err := tools.Dispatch(ctx, f.j, c); err != nil {
@@ -393,6 +413,15 @@ func (f *effects) takeKernelEvents() []event.Event {
 			return out
 		}
 	}
+}
+
+func hasType(evs []event.Event, typ string) bool {
+	for _, e := range evs {
+		if e.Type == typ {
+			return true
+		}
+	}
+	return false
 }
 
 func endsCall(evs []event.Event) bool {

@@ -280,8 +280,9 @@ func applyRecorded(ws *workspace.Root, inv, res event.Event) error {
 
 // CloseEnded appends the session.close that a run's end lacks when its
 // process died between the run's turn.terminal and its session.close
-// (finish appends them one after the other). It does nothing otherwise,
-// and reports whether it appended.
+// (finish appends them one after the other), and the turn.terminal and
+// session.close when it died right after run.completed or run.failed. It
+// does nothing otherwise, and reports whether it appended.
 func (m *Manager) CloseEnded(ctx context.Context, sessionID string) (bool, error) {
 	unlock := m.lock(sessionID)
 	defer unlock()
@@ -301,6 +302,21 @@ func (m *Manager) CloseEnded(ctx context.Context, sessionID string) (bool, error
 			j.SetRun(e.RunID)
 			ok := event.FieldString(e.Payload, "status") == string(StatusCompleted)
 			_, err := j.Append(ctx, event.SessionClose, "runtime", map[string]any{"ok": ok}, "")
+			return err == nil, err
+		case event.RunCompleted, event.RunFailed:
+			// The process died between the run's end and its terminal
+			// report: the report follows from the recorded end.
+			j.SetRun(e.RunID)
+			_, _, corr, _ := runHistory(evs, e.RunID)
+			rep := Report{Status: StatusCompleted, NextAction: "review the change", TraceID: e.RunID, CorrelationID: corr, SchemaVersion: "v1"}
+			if e.Type == event.RunFailed {
+				rep = Report{Status: StatusFailed, Reason: event.FieldString(e.Payload, "reason"), NextAction: "check the server logs and retry", TraceID: e.RunID, CorrelationID: corr,
+					ErrorClass: ErrorClass(event.FieldString(e.Payload, "error_class")), SchemaVersion: "v1"}
+			}
+			if _, err := j.Append(ctx, event.TurnTerminal, "runtime", rep, ""); err != nil {
+				return false, err
+			}
+			_, err := j.Append(ctx, event.SessionClose, "runtime", map[string]any{"ok": rep.Status == StatusCompleted}, "")
 			return err == nil, err
 		}
 	}

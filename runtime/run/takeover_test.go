@@ -172,3 +172,24 @@ func TestCloseEnded(t *testing.T) {
 		t.Fatalf("last event %s %s", last.Type, last.Payload)
 	}
 }
+
+// TestCloseEndedWritesTheMissingTerminal: a run whose process died right
+// after its run.completed gets the terminal report that follows from it
+// and the session.close, once.
+func TestCloseEndedWritesTheMissingTerminal(t *testing.T) {
+	f := newFixture(t, script(finalReport), nil)
+	ctx := context.Background()
+	j := startedRun(t, f, "ended", "run-1")
+	_, err := j.Append(ctx, event.RunCompleted, "runtime", map[string]any{"output": "done"}, "")
+	must(t, err)
+	for i, want := range []bool{true, false} {
+		if done, err := f.mgr.CloseEnded(ctx, "ended"); done != want || err != nil {
+			t.Fatalf("call %d: %v %v, want %v", i, done, err, want)
+		}
+	}
+	evs := f.events(t, "ended")
+	n := len(evs)
+	if evs[n-2].Type != event.TurnTerminal || event.FieldString(evs[n-2].Payload, "status") != "completed" || evs[n-1].Type != event.SessionClose || !event.FieldBool(evs[n-1].Payload, "ok") {
+		t.Fatalf("the log ends %s %s, %s %s", evs[n-2].Type, evs[n-2].Payload, evs[n-1].Type, evs[n-1].Payload)
+	}
+}

@@ -9,9 +9,7 @@ import (
 
 	"github.com/agentos/agentos/runtime/event"
 	"github.com/agentos/agentos/runtime/hooks"
-	"github.com/agentos/agentos/runtime/journal"
 	"github.com/agentos/agentos/runtime/provider"
-	"github.com/agentos/agentos/runtime/store"
 	"github.com/agentos/agentos/runtime/untrusted"
 )
 
@@ -111,58 +109,38 @@ const (
 	personaEnd   = "PERSONA_DONE"
 )
 
-// FanOut runs the personas' passes with at most limit at a time. Each runs
-// on a private journal while the others run; when all have ended, their
-// events are appended to the session's log one persona after another, in
-// the order of calls, each as a segment between agent.transition markers.
-// The log is therefore the same whatever order the passes finished in, and
-// re-execution replays each persona from its own segment (a segment cut
-// short by a crash is replayed, then continued live). A persona's tools
-// are read-only: its calls carry an empty write scope, so the kernel
-// refuses every write, and an approval it runs into is denied.
+// FanOut runs the personas' passes with at most limit at a time. Each
+// persona is a lane of the session's log, recorded live: a lane begins with
+// an agent.transition FANOUT → PERSONA by the persona, every event of its
+// pass is appended as it happens (interleaved with the other lanes'), and
+// it ends with PERSONA → PERSONA_DONE the moment the pass ends. A lane's
+// events are told apart by their parent: an event the pass appends with no
+// parent gets the lane's opening transition as its parent, and every other
+// one (a response, a tool result) already names an event of the lane.
+//
+// Re-execution (resume, takeover, Reexecute) sorts the recorded lanes out
+// by role: a finished lane is replayed and never calls the model again, a
+// lane cut short by a crash is replayed and continues live from where its
+// record ends (a request without a response is asked again, a tool call
+// without a result was closed INTERRUPTED by Takeover), and a lane that
+// never started runs live. Results are in the order of calls whatever
+// order the lanes finished in. A persona's tools are read-only: its calls
+// carry an empty write scope, so the kernel refuses every write, and an
+// approval it runs into is denied.
 func (st *Steps) FanOut(ctx context.Context, limit int, calls []PersonaCall) ([]PersonaResult, error) {
 	s := st.s
 	if limit < 1 {
 		limit = 1
 	}
-	// The recorded segments, in order.
-	segs := make([][]event.Event, len(calls))
-	recorded := make([]bool, len(calls)) // segment started in the log
-	complete := make([]bool, len(calls))
-	for i, c := range calls {
-		next, ok := s.f.next()
-		if !ok || next.Type != event.AgentTransition || next.Actor != c.Role || event.FieldString(next.Payload, "to") != personaStart {
-			break
-		}
-		recorded[i] = true
-		s.f.pos++
-		for s.f.pos < len(s.f.history) {
-			e := s.f.history[s.f.pos]
-			s.f.pos++
-			if e.Type == event.AgentTransition && e.Actor == c.Role && event.FieldString(e.Payload, "from") == personaStart && event.FieldString(e.Payload, "to") == personaEnd {
-				complete[i] = true
-				break
-			}
-			segs[i] = append(segs[i], e)
-		}
-		if !complete[i] {
-			break
-		}
-	}
-	if s.f.replaying() {
-		for i := range calls {
-			if !complete[i] {
-				got := s.f.history[s.f.pos]
-				return nil, &NonDeterminismError{Seq: got.Seq, Want: "persona segment " + calls[i].Role, Got: got.Type + " by " + got.Actor}
-			}
-		}
+	lanes, err := s.recordedLanes(calls)
+	if err != nil {
+		return nil, err
 	}
 
 	type out struct {
-		res   PersonaResult
-		sub   *state
-		local []event.Event // events appended live, to copy
-		err   error
+		res PersonaResult
+		sub *state
+		err error
 	}
 	outs := make([]out, len(calls))
 	sem := make(chan struct{}, limit)
@@ -173,35 +151,15 @@ func (st *Steps) FanOut(ctx context.Context, limit int, calls []PersonaCall) ([]
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			sub, err := s.persona(ctx, c, segs[i])
-			if err != nil {
-				outs[i].err = err
-				return
-			}
-			res, err := sub.personaLoop(ctx, c)
-			outs[i].res, outs[i].sub = res, sub
-			if err != nil {
-				outs[i].err = err
-				return
-			}
-			outs[i].local, outs[i].err = sub.f.j.Events(context.WithoutCancel(ctx))
+			o := &outs[i]
+			o.res, o.sub, o.err = s.runLane(ctx, c, lanes[i])
 		}(i, c)
 	}
 	wg.Wait()
 	results := make([]PersonaResult, len(calls))
 	for i, o := range outs {
 		if o.err != nil {
-			var nd *NonDeterminismError
-			if errors.As(o.err, &nd) || ctx.Err() != nil {
-				return nil, o.err
-			}
-			var f *Failure
-			if !errors.As(o.err, &f) {
-				return nil, o.err
-			}
-			// A persona that failed (a malformed reply after its repair
-			// turn, its budget) yields no findings; the fan-in records why.
-			o.res = PersonaResult{Role: calls[i].Role, Failure: f.Reason}
+			return nil, o.err
 		}
 		results[i] = o.res
 		if o.sub != nil {
@@ -209,94 +167,224 @@ func (st *Steps) FanOut(ctx context.Context, limit int, calls []PersonaCall) ([]
 			s.calls += o.sub.calls
 			s.turns[calls[i].Role] = o.sub.turns[calls[i].Role]
 		}
-		if complete[i] {
-			continue
-		}
-		if !recorded[i] {
-			if _, err := s.f.j.Append(ctx, event.AgentTransition, calls[i].Role, map[string]any{"from": "FANOUT", "to": personaStart, "role": calls[i].Role}, ""); err != nil {
-				return nil, err
-			}
-		}
-		remap := map[string]string{}
-		copied := append([]event.Event(nil), segs[i]...)
-		for _, e := range o.local {
-			parent := e.Parent()
-			if n, ok := remap[parent]; ok {
-				parent = n
-			}
-			ne, err := s.f.j.Append(ctx, e.Type, e.Actor, json.RawMessage(e.Payload), parent)
-			if err != nil {
-				return nil, fmt.Errorf("fan-out: copying %s's events: %w", calls[i].Role, err)
-			}
-			remap[e.ID] = ne.ID
-			copied = append(copied, ne)
-		}
-		// The session's log holds the events as sealed there (redacted).
-		// The persona's result is what a re-execution will derive from
-		// them, so derive it now, replaying the copy: live and resumed runs
-		// then decide on the same documents.
-		if len(o.local) > 0 {
-			res, err := s.replayPersona(ctx, calls[i], copied)
-			if err != nil {
-				return nil, err
-			}
-			results[i] = res
-		}
-		end := map[string]any{"from": personaStart, "to": personaEnd, "role": calls[i].Role}
-		if results[i].Failure != "" {
-			end["reason"] = results[i].Failure
-		}
-		if _, err := s.f.j.Append(ctx, event.AgentTransition, calls[i].Role, end, ""); err != nil {
-			return nil, err
-		}
 	}
 	return results, nil
 }
 
-// replayPersona re-executes a persona's pass over its recorded events
-// only; going live would mean the record is incomplete.
-func (s *state) replayPersona(ctx context.Context, c PersonaCall, seg []event.Event) (PersonaResult, error) {
-	sub, err := s.persona(ctx, c, seg)
-	if err != nil {
-		return PersonaResult{}, err
+// recordedLane is what the log holds of one persona's lane.
+type recordedLane struct {
+	marker   string        // the id of its opening transition; "" when it never started
+	events   []event.Event // its events, in log order, without the markers
+	complete bool          // its closing transition is recorded
+}
+
+// recordedLanes reads the fan-out's lanes off the run's recorded history
+// (moving the replay cursor past them). It stops at the first event that
+// belongs to no lane, or once every lane is complete; a history that goes
+// on past the fan-out while a lane is unfinished is a *NonDeterminismError.
+func (s *state) recordedLanes(calls []PersonaCall) ([]recordedLane, error) {
+	f := s.f
+	lanes := make([]recordedLane, len(calls))
+	byRole := map[string]int{}
+	for i, c := range calls {
+		if _, dup := byRole[c.Role]; dup {
+			return nil, fmt.Errorf("fan-out: persona %s is called twice", c.Role)
+		}
+		byRole[c.Role] = i
 	}
+	member := map[string]int{} // event id → lane
+	done := 0
+	for f.pos < len(f.history) && done < len(calls) {
+		e := f.history[f.pos]
+		if i, ok := member[e.Parent()]; ok && e.Parent() != "" {
+			lanes[i].events = append(lanes[i].events, e)
+			member[e.ID] = i
+			f.pos++
+			continue
+		}
+		if e.Type == event.AgentTransition {
+			i, ok := byRole[e.Actor]
+			from, to := event.FieldString(e.Payload, "from"), event.FieldString(e.Payload, "to")
+			if ok && to == personaStart && lanes[i].marker == "" {
+				lanes[i].marker = e.ID
+				member[e.ID] = i
+				f.pos++
+				continue
+			}
+			if ok && from == personaStart && to == personaEnd && lanes[i].marker != "" && !lanes[i].complete {
+				lanes[i].complete = true
+				done++
+				f.pos++
+				continue
+			}
+		}
+		if e.Parent() == "" && !managerOwned[e.Type] {
+			// Logs written before lanes were recorded live held each
+			// persona's events as one contiguous segment, parentless
+			// events included: such an event belongs to the one open lane.
+			open := -1
+			for i := range lanes {
+				if lanes[i].marker != "" && !lanes[i].complete {
+					if open >= 0 {
+						open = -2
+						break
+					}
+					open = i
+				}
+			}
+			if open >= 0 {
+				lanes[open].events = append(lanes[open].events, e)
+				member[e.ID] = open
+				f.pos++
+				continue
+			}
+		}
+		if managerOwned[e.Type] {
+			f.pos++
+			continue
+		}
+		break
+	}
+	if f.replaying() {
+		for i, l := range lanes {
+			if !l.complete {
+				got := f.history[f.pos]
+				return nil, &NonDeterminismError{Seq: got.Seq, Want: "the lane of persona " + calls[i].Role, Got: got.Type + " by " + got.Actor}
+			}
+		}
+	}
+	return lanes, nil
+}
+
+// runLane runs one persona's lane: replayed while its record lasts, live
+// after (opening the lane first when it never started), and closed in the
+// log as soon as the pass ends. A persona whose pass fails (a malformed
+// reply after its repair turn, its budget, an approval) yields no
+// document; the closing transition says why. Other errors (the store, a
+// cancelled context, non-determinism) leave the lane open for a takeover.
+func (s *state) runLane(ctx context.Context, c PersonaCall, rec recordedLane) (PersonaResult, *state, error) {
+	if rec.complete {
+		res, sub, err := s.replayPersona(ctx, c, rec.events)
+		return res, sub, err
+	}
+	marker := rec.marker
+	if marker == "" {
+		e, err := s.f.j.Append(ctx, event.AgentTransition, c.Role, map[string]any{"from": "FANOUT", "to": personaStart, "role": c.Role}, "")
+		if err != nil {
+			return PersonaResult{}, nil, err
+		}
+		marker = e.ID
+	}
+	sub := s.persona(c, newLane(s.f.j, marker), rec.events)
+	res, err := sub.personaLoop(ctx, c)
+	if err != nil {
+		var nd *NonDeterminismError
+		var f *Failure
+		if errors.As(err, &nd) || ctx.Err() != nil || !errors.As(err, &f) {
+			return PersonaResult{}, nil, err
+		}
+		res = PersonaResult{Role: c.Role, Failure: f.Reason}
+	}
+	end := map[string]any{"from": personaStart, "to": personaEnd, "role": c.Role}
+	if res.Failure != "" {
+		end["reason"] = res.Failure
+	}
+	if _, err := s.f.j.Append(ctx, event.AgentTransition, c.Role, end, ""); err != nil {
+		return PersonaResult{}, nil, err
+	}
+	return res, sub, nil
+}
+
+// lane is one persona's view of the session's log during a fan-out: it
+// appends to the log, giving the lane's opening transition as the parent
+// of every event that names none (so that a re-execution can tell the
+// interleaved lanes apart), and its Seq and Events are the lane's own
+// events appended through it.
+type lane struct {
+	log      eventLog // nil: replay only, appending is an error
+	sid, rid string
+	marker   string
+	mu       sync.Mutex
+	evs      []event.Event
+}
+
+func newLane(log eventLog, marker string) *lane {
+	return &lane{log: log, sid: log.SessionID(), rid: log.RunID(), marker: marker}
+}
+
+func (l *lane) Append(ctx context.Context, typ, actor string, payload any, parentID string) (event.Event, error) {
+	if l.log == nil {
+		return event.Event{}, &NonDeterminismError{Want: typ + " by " + actor + " past the end of a finished lane", Got: "the lane's end"}
+	}
+	if parentID == "" {
+		parentID = l.marker
+	}
+	e, err := l.log.Append(ctx, typ, actor, payload, parentID)
+	if err == nil {
+		l.mu.Lock()
+		l.evs = append(l.evs, e)
+		l.mu.Unlock()
+	}
+	return e, err
+}
+
+func (l *lane) Record(ctx context.Context, typ, actor string, payload any, parentID string) (string, error) {
+	e, err := l.Append(ctx, typ, actor, payload, parentID)
+	if err != nil {
+		return "", err
+	}
+	return e.ID, nil
+}
+
+func (l *lane) Seq() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return int64(len(l.evs))
+}
+
+func (l *lane) Events(context.Context) ([]event.Event, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]event.Event(nil), l.evs...), nil
+}
+
+func (l *lane) SessionID() string { return l.sid }
+func (l *lane) RunID() string     { return l.rid }
+
+// replayPersona re-executes a finished persona's pass over its recorded
+// events only; going live would mean the record is incomplete.
+func (s *state) replayPersona(ctx context.Context, c PersonaCall, seg []event.Event) (PersonaResult, *state, error) {
+	replayOnly := newLane(s.f.j, "")
+	replayOnly.log = nil
+	sub := s.persona(c, replayOnly, seg)
 	sub.in.ctl = nil
 	eng := *s.e
 	eng.Provider, eng.Tools = replayOnlyProvider{}, replayOnlyTools{s.e.Tools}
 	sub.e = &eng
 	res, err := sub.personaLoop(ctx, c)
-	if sub.f.j.Seq() > 0 {
-		return PersonaResult{}, &NonDeterminismError{Want: "persona " + c.Role + " to end within its recorded events", Got: "more work"}
+	if sub.f.replaying() {
+		return PersonaResult{}, nil, &NonDeterminismError{Want: "persona " + c.Role + " to end exactly where its recorded lane ends", Got: "a different amount of work"}
 	}
 	if err != nil {
 		var f *Failure
 		if errors.As(err, &f) {
-			return PersonaResult{Role: c.Role, Failure: f.Reason}, nil
+			return PersonaResult{Role: c.Role, Failure: f.Reason}, sub, nil
 		}
-		return PersonaResult{}, err
+		return PersonaResult{}, nil, err
 	}
-	return res, nil
+	return res, sub, nil
 }
 
-// persona is the state of one persona's pass: its own effects over the
-// recorded segment, then a private journal.
-func (s *state) persona(ctx context.Context, c PersonaCall, seg []event.Event) (*state, error) {
-	sealer, err := event.NewSealer(s.e.Schemas, nil, nil)
-	if err != nil {
-		return nil, err
-	}
-	j, err := journal.Open(ctx, store.NewMemory(sealer), s.f.j.SessionID())
-	if err != nil {
-		return nil, err
-	}
-	j.SetRun(s.f.j.RunID())
-	sub := &state{e: s.e, f: &effects{j: j, history: seg}, in: s.in, prompt: s.prompt, turns: map[string]int{c.Role: s.turns[c.Role]}, approvals: map[string]Resolution{}}
+// persona is the state of one persona's pass: its own effects over its
+// recorded lane, then live through log.
+func (s *state) persona(c PersonaCall, log eventLog, seg []event.Event) *state {
+	sub := &state{e: s.e, f: &effects{j: log, history: seg}, in: s.in, prompt: s.prompt, turns: map[string]int{c.Role: s.turns[c.Role]}, approvals: map[string]Resolution{}}
 	sub.allowed = c.AllowedTools
 	if sub.allowed == nil {
 		sub.allowed = []string{}
 	}
 	sub.writePaths = []string{}
-	return sub, nil
+	return sub
 }
 
 // personaLoop is a persona's read-only tool loop: it ends with a reply of

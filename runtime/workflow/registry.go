@@ -92,7 +92,7 @@ type Override struct {
 	Kind       string `json:"kind"`
 	ID         string `json:"id"`
 	Overridden string `json:"overridden"` // "builtin:cycles/review.md"
-	By         string `json:"by"`         // ".agent/workflows:cycles/review.md"
+	By         string `json:"by"`         // ".agent/workflows/cycles/review.md"
 }
 
 // Origin names where a definition was read from.
@@ -101,7 +101,15 @@ type Origin struct {
 	File   string `json:"file"`
 }
 
-func (o Origin) String() string { return o.Source + ":" + o.File }
+// String is a repository file's path in the repository
+// (".agent/workflows/cycles/x.md"), the path a maintainer opens, and
+// "source:file" for the other sources ("builtin:cycles/review.md").
+func (o Origin) String() string {
+	if o.Source == RepoDir {
+		return path.Join(RepoDir, o.File)
+	}
+	return o.Source + ":" + o.File
+}
 
 // Cycle is a loaded cycle_v1 definition.
 type Cycle struct {

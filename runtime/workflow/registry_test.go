@@ -115,7 +115,7 @@ func TestRepoAddsAndOverrides(t *testing.T) {
 		t.Fatalf("allowed tools %v", p.AllowedTools)
 	}
 	ov := r.Overrides()
-	if len(ov) != 1 || ov[0].Kind != KindPhase || ov[0].ID != "review-gate" || ov[0].Overridden != "builtin:phases/review-gate.md" || ov[0].By != ".agent/workflows:phases/review-gate.md" {
+	if len(ov) != 1 || ov[0].Kind != KindPhase || ov[0].ID != "review-gate" || ov[0].Overridden != "builtin:phases/review-gate.md" || ov[0].By != ".agent/workflows/phases/review-gate.md" {
 		t.Fatalf("overrides %+v", ov)
 	}
 	g, _ := r.Phase("review-gate")
@@ -144,7 +144,7 @@ func TestLoadFailsClosed(t *testing.T) {
 		{"reference to a definition that did not load", fstest.MapFS{
 			"phases/p.md":                md("---\nid: p\nagents_invoked: [lic]\nadvance_signal: \"true\"\nschema_version: v1\n---\n"),
 			"personas/researcher/lic.md": md("---\nname: lic\nrole: researcher\nschema_version: v1\n---\n")},
-			"phases/p.md", "/agents_invoked/0", `did not load: see the problems of .agent/workflows:personas/researcher/lic.md`},
+			"phases/p.md", "/agents_invoked/0", `did not load: see the problems of .agent/workflows/personas/researcher/lic.md`},
 		{"unknown policy id in a phase", fstest.MapFS{"phases/p.md": md("---\nid: p\npolicies: [ghost]\nadvance_signal: \"true\"\nschema_version: v1\n---\n")},
 			"phases/p.md", "/policies/0", `policy "ghost" is not defined`},
 		{"unknown policy id in a cycle", fstest.MapFS{"cycles/audit.md": md(strings.Replace(okCycle, "schema_version", "policies: [ghost]\nschema_version", 1)), "phases/audit-scan.md": phaseFile("audit-scan")},
@@ -221,7 +221,7 @@ func TestLoadFailsClosed(t *testing.T) {
 				t.Fatalf("got registry %v, error %v; want a LoadError and no registry", r != nil, err)
 			}
 			for _, p := range le.Problems {
-				if p.File == RepoDir+":"+c.file && p.Field == c.field && strings.Contains(p.Message, c.msg) {
+				if p.File == RepoDir+"/"+c.file && p.Field == c.field && strings.Contains(p.Message, c.msg) {
 					return
 				}
 			}
@@ -239,7 +239,7 @@ func TestProblemLines(t *testing.T) {
 		t.Fatalf("%v", err)
 	}
 	p := le.Problems[0]
-	if p.Line != 9 || p.Field != "/rules/1/then" || !strings.HasPrefix(p.String(), ".agent/workflows:policies/p.md:9: /rules/1/then: ") {
+	if p.Line != 9 || p.Field != "/rules/1/then" || !strings.HasPrefix(p.String(), ".agent/workflows/policies/p.md:9: /rules/1/then: ") {
 		t.Fatalf("%+v %s", p, p)
 	}
 }

@@ -33,6 +33,7 @@ type world struct {
 	env          *setup.Env
 	x            *cycle.Executor
 	hooks        *hooks.Registry
+	ownsStore    bool
 }
 
 // writeFiles writes files (relative path → content) under dir.
@@ -70,6 +71,18 @@ func openWorldWith(t testing.TB, dir, dataDir, script, policyFile string, wrap f
 	if err != nil {
 		t.Fatal(err)
 	}
+	return openWorldOn(t, dir, dataDir, st, true, sc, policyFile, wrap)
+}
+
+// openWorldOn builds the runtime over dir on the store st (closed with the
+// world when owned).
+func openWorldOn(t testing.TB, dir, dataDir string, st store.Store, owned bool, sc *scripted.Script, policyFile string, wrap func(provider.Provider) provider.Provider) *world {
+	t.Helper()
+	closeStore := func() {
+		if owned {
+			st.Close()
+		}
+	}
 	p := provider.DefaultProfile()
 	p.Provider, p.Script = "scripted", "embedded"
 	env, err := setup.Build(context.Background(), setup.Options{Dir: dir, Profile: p, SessionID: "s-1", Store: st, PolicyFile: policyFile,
@@ -82,16 +95,16 @@ func openWorldWith(t testing.TB, dir, dataDir, script, policyFile string, wrap f
 			return p, nil
 		}}})
 	if err != nil {
-		st.Close()
+		closeStore()
 		t.Fatal(err)
 	}
 	reg, err := workflow.LoadRepo(schemas.MustDefault(), dir)
 	if err != nil {
 		env.Close()
-		st.Close()
+		closeStore()
 		t.Fatal(err)
 	}
-	w := &world{dir: dir, dataDir: dataDir, st: st, env: env, hooks: env.Hooks,
+	w := &world{dir: dir, dataDir: dataDir, st: st, ownsStore: owned, env: env, hooks: env.Hooks,
 		x: &cycle.Executor{Registry: reg, Manager: run.NewManager(st), Engine: env.Engine, Schemas: schemas.MustDefault()}}
 	t.Cleanup(w.close)
 	return w
@@ -102,10 +115,10 @@ func (w *world) close() {
 		w.env.Close()
 		w.env = nil
 	}
-	if w.st != nil {
+	if w.st != nil && w.ownsStore {
 		w.st.Close()
-		w.st = nil
 	}
+	w.st = nil
 }
 
 func (w *world) events(t *testing.T, sid string) []event.Event {

@@ -246,6 +246,20 @@ func (x *Executor) Resume(ctx context.Context, sessionID, cwd, transcript string
 	return x.result(ctx, out)
 }
 
+// Takeover continues a cycle run its process left running (it died, or its
+// replica did): run.Manager.Takeover on the executor's engine, so the
+// cycle re-executes from the log — a finished persona lane is replayed,
+// never asked again, and an unfinished one goes on from where its record
+// ends — and the Result is the log's, as for Run. The caller holds the
+// session's lease and gives a worktree rebuilt from the log as cwd.
+func (x *Executor) Takeover(ctx context.Context, sessionID, cwd, transcript, reason string) (Result, error) {
+	out, err := x.Manager.Takeover(ctx, x.engine(), sessionID, cwd, transcript, reason)
+	if err != nil {
+		return Result{Outcome: out}, err
+	}
+	return x.result(ctx, out)
+}
+
 func validInputName(k string) bool {
 	if k == "" || len(k) > 64 {
 		return false

@@ -167,7 +167,7 @@ func TestReviewFanOutScenario(t *testing.T) {
 		t.Errorf("%d phase_advanced, want 2", n)
 	}
 	started := byType(evs, event.WorkflowStarted)
-	if len(started) != 1 || !strings.Contains(string(started[0].Payload), "review-fan-out") {
+	if len(started) != 1 || !strings.Contains(string(started[0].Payload), "phase review-fan-out: builtin:phases/review-fan-out.md overridden by .agent/workflows/phases/review-fan-out.md") {
 		t.Errorf("workflow.started does not record the phase override: %v", started)
 	}
 	snap, err := replay.Replay(evs)
