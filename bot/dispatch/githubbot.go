@@ -74,7 +74,11 @@ func NewGitHubBot(cfg config.Config, st store.Store, engines Engines, log *slog.
 		return client.GitTokenFor(ctx, r.Owner, r.Name)
 	}
 	d := &Dispatcher{}
-	wcfg := worktree.Config{CacheDir: filepath.Join(cfg.DataDir, "git"), BaseURL: gitURL, Token: token, ArtifactBranch: cfg.ArtifactBranch, Log: log}
+	// With an installation token (App mode, and GITHUB_TOKEN in the
+	// Action) session branches are published through the Git Data API, so
+	// GitHub signs the commits and shows them as Verified; a personal
+	// token pushes over git.
+	wcfg := worktree.Config{CacheDir: filepath.Join(cfg.DataDir, "git"), BaseURL: gitURL, Token: token, GitData: GitData{Client: client}, ArtifactBranch: cfg.ArtifactBranch, Log: log}
 	if cfg.CommitAuthor != "" {
 		name, email, err := config.ParseAuthor(cfg.CommitAuthor)
 		if err != nil {

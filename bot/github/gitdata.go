@@ -90,3 +90,79 @@ func (c *Client) CreateCommit(ctx context.Context, owner, repo, parent, message 
 	}
 	return Commit{SHA: cm.GetSHA(), Verified: cm.GetVerification().GetVerified(), Reason: cm.GetVerification().GetReason()}, nil
 }
+
+// TreeEntry is one entry of a tree made on a base tree: Path set to the
+// blob SHA with Mode, or deleted from the base tree.
+type TreeEntry struct {
+	Path   string
+	Mode   string // 100644, 100755 or 120000
+	SHA    string
+	Delete bool
+}
+
+// CreateBlob stores content (sent base64, so any bytes survive) and
+// returns its SHA.
+func (c *Client) CreateBlob(ctx context.Context, owner, repo string, content []byte) (string, error) {
+	g, err := c.on(ctx, owner, repo)
+	if err != nil {
+		return "", err
+	}
+	b, _, err := g.Git.CreateBlob(ctx, owner, repo, &gh.Blob{Content: gh.String(base64.StdEncoding.EncodeToString(content)), Encoding: gh.String("base64")})
+	if err != nil {
+		return "", wrap("CreateBlob", err)
+	}
+	return b.GetSHA(), nil
+}
+
+// CreateTree makes a tree from base with entries applied and returns its
+// SHA. A deleted entry goes as "sha": null, as GitHub documents.
+func (c *Client) CreateTree(ctx context.Context, owner, repo, base string, entries []TreeEntry) (string, error) {
+	const op = "CreateTree"
+	out := make([]*gh.TreeEntry, 0, len(entries))
+	for _, e := range entries {
+		if e.Path == "" || path.IsAbs(e.Path) || path.Clean(e.Path) != e.Path || strings.HasPrefix(e.Path, "../") || e.Path == ".." {
+			return "", invalid(op, fmt.Sprintf("path %q is not a clean, relative path", e.Path))
+		}
+		te := &gh.TreeEntry{Path: gh.String(e.Path), Mode: gh.String("100644"), Type: gh.String("blob")}
+		if !e.Delete {
+			switch e.Mode {
+			case "100644", "100755", "120000":
+			default:
+				return "", invalid(op, fmt.Sprintf("%s: mode %q is not 100644, 100755 or 120000", e.Path, e.Mode))
+			}
+			if len(e.SHA) != 40 {
+				return "", invalid(op, fmt.Sprintf("%s: %q is not a blob SHA", e.Path, e.SHA))
+			}
+			te.Mode, te.SHA = gh.String(e.Mode), gh.String(e.SHA)
+		}
+		out = append(out, te)
+	}
+	g, err := c.on(ctx, owner, repo)
+	if err != nil {
+		return "", err
+	}
+	t, _, err := g.Git.CreateTree(ctx, owner, repo, base, out)
+	if err != nil {
+		return "", wrap(op, err)
+	}
+	return t.GetSHA(), nil
+}
+
+// CreateGitCommit makes a commit of tree with parents and message, naming
+// no author or committer: GitHub makes it the caller's and, for an app,
+// signs it (Verified).
+func (c *Client) CreateGitCommit(ctx context.Context, owner, repo, message, tree string, parents []string) (Commit, error) {
+	g, err := c.on(ctx, owner, repo)
+	if err != nil {
+		return Commit{}, err
+	}
+	ps := make([]*gh.Commit, 0, len(parents))
+	for _, p := range parents {
+		ps = append(ps, &gh.Commit{SHA: gh.String(p)})
+	}
+	cm, _, err := g.Git.CreateCommit(ctx, owner, repo, &gh.Commit{Message: gh.String(message), Tree: &gh.Tree{SHA: gh.String(tree)}, Parents: ps}, nil)
+	if err != nil {
+		return Commit{}, wrap("CreateGitCommit", err)
+	}
+	return Commit{SHA: cm.GetSHA(), Verified: cm.GetVerification().GetVerified(), Reason: cm.GetVerification().GetReason()}, nil
+}
