@@ -220,7 +220,7 @@ func (g GitData) CreateBlob(ctx context.Context, r worktree.Repo, content []byte
 func (g GitData) CreateTree(ctx context.Context, r worktree.Repo, base string, entries []worktree.TreeEntry) (string, error) {
 	out := make([]github.TreeEntry, len(entries))
 	for i, e := range entries {
-		out[i] = github.TreeEntry{Path: e.Path, Mode: e.Mode, SHA: e.SHA, Delete: e.Delete}
+		out[i] = github.TreeEntry{Path: e.Path, Mode: e.Mode, SHA: e.SHA, Content: e.Content, Delete: e.Delete}
 	}
 	return g.Client.CreateTree(ctx, r.Owner, r.Name, base, out)
 }

@@ -207,10 +207,11 @@ func TestPublishThroughGitDataRoundTrips(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Five files written (README, bin/run, blob.bin, deep.go, link): five
-	// blobs, one tree, one commit, the branch created.
+	// Five files written: the text ones (README, bin/run, deep.go) go in
+	// the tree request; the binary one and the link as blobs. One tree,
+	// one commit, the branch created.
 	if got, want := fakegithub.FormatCalls(gitDataCalls(w.fake)), fakegithub.FormatCalls(map[string]int{
-		"POST /repos/{owner}/{repo}/git/blobs":   5,
+		"POST /repos/{owner}/{repo}/git/blobs":   2,
 		"POST /repos/{owner}/{repo}/git/trees":   1,
 		"POST /repos/{owner}/{repo}/git/commits": 1,
 		"POST /repos/{owner}/{repo}/git/refs":    1,
@@ -361,5 +362,68 @@ func TestPublishThroughGitDataIsIdempotent(t *testing.T) {
 		if !ok || n >= total {
 			break
 		}
+	}
+}
+
+// branchCommits lists the commits of the session's branch after the
+// default branch, newest first.
+func (w *liveWorld) branchCommits(branch string) []string {
+	w.t.Helper()
+	return strings.Fields(gittest.Git(w.t, w.bare, "rev-list", "main.."+branch))
+}
+
+// TestAppModeCommitsAreVerified: the bot as a GitHub App, through the
+// whole /agent fix flow: every commit of the PR is GitHub's, made through
+// the Git Data API, Verified, authored by the app; the PR's head is the
+// branch, and the committed log verifies (approve checks it).
+func TestAppModeCommitsAreVerified(t *testing.T) {
+	w := newLiveWorld(t, "app", "")
+	w.login()
+	res := w.fullFlow("token check accepts prefixes")
+	pr, _ := w.fake.PR(repoName, res.PR)
+	commits := w.branchCommits(res.Branch)
+	if len(commits) < 2 {
+		t.Fatalf("%d commits on %s, want the draft's and the fix", len(commits), res.Branch)
+	}
+	if commits[0] != pr.HeadSHA {
+		t.Errorf("PR head %s, branch tip %s", pr.HeadSHA, commits[0])
+	}
+	for _, sha := range commits {
+		if !w.fake.Verified(sha) {
+			t.Errorf("commit %s is not Verified", sha)
+		}
+		if who := gittest.Git(t, w.bare, "log", "-1", "--format=%an|%cn", sha); who != "agentos[bot]|GitHub" {
+			t.Errorf("commit %s by %q, want agentos[bot], committed by GitHub", sha, who)
+		}
+	}
+	if src := gittest.Git(t, w.bare, "show", res.Branch+":auth.go"); !strings.Contains(src, "ConstantTimeCompare") {
+		t.Errorf("the fix is not on the branch:\n%s", src)
+	}
+	if n := w.botCalls()["POST /repos/{owner}/{repo}/git/commits"]; n != len(commits) {
+		t.Errorf("%d commits made through the API, %d on the branch", n, len(commits))
+	}
+}
+
+// TestPlainTokenPushesOverGit: with a personal access token the bot pushes
+// over git as before: no Git Data API call, commits the bot's own and
+// unsigned.
+func TestPlainTokenPushesOverGit(t *testing.T) {
+	w := newLiveWorld(t, "token", "")
+	w.login()
+	res := w.fullFlow("token check accepts prefixes")
+	commits := w.branchCommits(res.Branch)
+	if len(commits) < 2 {
+		t.Fatalf("%d commits on %s", len(commits), res.Branch)
+	}
+	for _, sha := range commits {
+		if w.fake.Verified(sha) {
+			t.Errorf("commit %s pushed over git is Verified", sha)
+		}
+		if who := gittest.Git(t, w.bare, "log", "-1", "--format=%an|%cn", sha); who != "agentos-bot|agentos-bot" {
+			t.Errorf("commit %s by %q, want the bot's account", sha, who)
+		}
+	}
+	if calls := gitDataCalls(w.fake); len(calls) != 0 {
+		t.Errorf("Git Data API used with a personal token:\n%s", fakegithub.FormatCalls(calls))
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path"
 	"strings"
+	"unicode/utf8"
 
 	gh "github.com/google/go-github/v62/github"
 )
@@ -94,10 +95,12 @@ func (c *Client) CreateCommit(ctx context.Context, owner, repo, parent, message 
 // TreeEntry is one entry of a tree made on a base tree: Path set to the
 // blob SHA with Mode, or deleted from the base tree.
 type TreeEntry struct {
-	Path   string
-	Mode   string // 100644, 100755 or 120000
-	SHA    string
-	Delete bool
+	Path string
+	Mode string // 100644, 100755 or 120000
+	SHA  string
+	// Content (UTF-8 text) instead of SHA: GitHub writes the blob.
+	Content []byte
+	Delete  bool
 }
 
 // CreateBlob stores content (sent base64, so any bytes survive) and
@@ -130,10 +133,18 @@ func (c *Client) CreateTree(ctx context.Context, owner, repo, base string, entri
 			default:
 				return "", invalid(op, fmt.Sprintf("%s: mode %q is not 100644, 100755 or 120000", e.Path, e.Mode))
 			}
-			if len(e.SHA) != 40 {
-				return "", invalid(op, fmt.Sprintf("%s: %q is not a blob SHA", e.Path, e.SHA))
+			te.Mode = gh.String(e.Mode)
+			switch {
+			case e.Content != nil && e.SHA == "":
+				if !utf8.Valid(e.Content) {
+					return "", invalid(op, fmt.Sprintf("%s: content is not UTF-8; send a blob", e.Path))
+				}
+				te.Content = gh.String(string(e.Content))
+			case e.Content == nil && len(e.SHA) == 40:
+				te.SHA = gh.String(e.SHA)
+			default:
+				return "", invalid(op, fmt.Sprintf("%s: an entry needs a blob SHA or content, not both", e.Path))
 			}
-			te.Mode, te.SHA = gh.String(e.Mode), gh.String(e.SHA)
 		}
 		out = append(out, te)
 	}

@@ -1,11 +1,13 @@
 package worktree
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
@@ -51,12 +53,16 @@ var (
 )
 
 // TreeEntry is one entry of a Git Data API tree on a base tree: Path set
-// to blob SHA with Mode (100644, 100755 or 120000), or deleted.
+// to a blob (SHA, or Content) with Mode (100644, 100755 or 120000), or
+// deleted.
 type TreeEntry struct {
-	Path   string
-	Mode   string
-	SHA    string
-	Delete bool // "sha": null removes Path from the base tree
+	Path string
+	Mode string
+	SHA  string
+	// Content, when set instead of SHA, is the file's text (valid UTF-8):
+	// GitHub writes the blob itself.
+	Content []byte
+	Delete  bool // "sha": null removes Path from the base tree
 }
 
 // GitDataAPI is the part of GitHub's Git Data API the API publisher uses.
@@ -243,9 +249,9 @@ func (p apiPublish) recreate(ctx context.Context, s *Session, st storer.EncodedO
 	return h, nil
 }
 
-// entries lists the tree entries that turn tree from into tree to, with a
-// blob created for every file written (base64, so binary content is
-// kept) and a deletion for every file removed; a changed mode alone names
+// entries lists the tree entries that turn tree from into tree to: small
+// text files with their content, a blob created for every other file
+// written (base64, so binary content is kept) and a deletion for every file removed; a changed mode alone names
 // the blob the base tree has.
 func (p apiPublish) entries(ctx context.Context, s *Session, st storer.EncodedObjectStorer, from, to plumbing.Hash) ([]TreeEntry, error) {
 	ft, err := object.GetTree(st, from)
@@ -288,6 +294,12 @@ func (p apiPublish) entries(ctx context.Context, s *Session, st storer.EncodedOb
 			if err != nil {
 				return nil, fmt.Errorf("read blob %s of %s: %w", e.Hash, ch.To.Name, err)
 			}
+			if mode != "120000" && inlineText(data) {
+				// Small text goes in the tree request itself: one call
+				// less per file. The tree's SHA check still covers it.
+				sets = append(sets, TreeEntry{Path: ch.To.Name, Mode: mode, Content: data})
+				continue
+			}
 			if sha, err = p.api.CreateBlob(ctx, s.repo, data); err != nil {
 				return nil, err
 			}
@@ -301,6 +313,17 @@ func (p apiPublish) entries(ctx context.Context, s *Session, st storer.EncodedOb
 	// Deletions first: a file replaced by a directory of the same name
 	// (or the reverse) is removed before the new path is written.
 	return append(dels, sets...), nil
+}
+
+// maxInline is the largest file sent as a tree entry's content rather
+// than as a blob of its own.
+const maxInline = 256 << 10
+
+// inlineText reports whether data can travel as a tree entry's content:
+// GitHub takes it as a UTF-8 string, so only valid UTF-8 without NUL
+// bytes, and not too large; anything else is a base64 blob.
+func inlineText(data []byte) bool {
+	return len(data) <= maxInline && utf8.Valid(data) && bytes.IndexByte(data, 0) < 0
 }
 
 // apiModes are the modes a tree entry of the publisher may have.
