@@ -15,8 +15,10 @@ import (
 	"github.com/agentos/agentos/bot/github"
 	"github.com/agentos/agentos/bot/internal/fakegithub"
 	"github.com/agentos/agentos/bot/internal/gittest"
+	"github.com/agentos/agentos/bot/webhook"
 	"github.com/agentos/agentos/kernel/testenv"
 	"github.com/agentos/agentos/kernel/worktree"
+	"github.com/agentos/agentos/runtime/demo"
 )
 
 // appToken is the installation token of the round-trip tests: the API and
@@ -425,5 +427,119 @@ func TestPlainTokenPushesOverGit(t *testing.T) {
 	}
 	if calls := gitDataCalls(w.fake); len(calls) != 0 {
 		t.Errorf("Git Data API used with a personal token:\n%s", fakegithub.FormatCalls(calls))
+	}
+}
+
+// useGitData makes gittest.Token the installation token of app "agentos"
+// on the repository and restarts the bot process publishing through the
+// Git Data API with it, the API wrapped by wrap in each new process.
+func (w *world) useGitData(wrap func(worktree.GitDataAPI) worktree.GitDataAPI) {
+	w.t.Helper()
+	app, _, err := fakegithub.NewApp(appID, "agentos")
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	w.fake.AddApp(app)
+	w.fake.AddInstallation(instID, appID, repoName)
+	w.fake.AddInstallationToken(gittest.Token, instID)
+	w.gitData = wrap
+	w.start(w.dataDir)
+}
+
+// mortalGitData is the Git Data API as a dying process sees it: after
+// budget writes the next one dies, before GitHub got it (after=false) or
+// after GitHub did it (after=true).
+type mortalGitData struct {
+	worktree.GitDataAPI
+	mu     sync.Mutex
+	budget int
+	after  bool
+	writes int
+}
+
+func (m *mortalGitData) write(name string, do func() error) error {
+	m.mu.Lock()
+	m.writes++
+	dead := m.budget == 0
+	m.budget--
+	m.mu.Unlock()
+	if !dead {
+		return do()
+	}
+	if m.after {
+		if err := do(); err != nil {
+			return err
+		}
+	}
+	return fmt.Errorf("%s: %w", name, errDied)
+}
+
+func (m *mortalGitData) CreateBlob(ctx context.Context, r worktree.Repo, b []byte) (sha string, err error) {
+	err = m.write("blob", func() (e error) { sha, e = m.GitDataAPI.CreateBlob(ctx, r, b); return })
+	return sha, err
+}
+func (m *mortalGitData) CreateTree(ctx context.Context, r worktree.Repo, base string, es []worktree.TreeEntry) (sha string, err error) {
+	err = m.write("tree", func() (e error) { sha, e = m.GitDataAPI.CreateTree(ctx, r, base, es); return })
+	return sha, err
+}
+func (m *mortalGitData) CreateCommit(ctx context.Context, r worktree.Repo, msg, tree string, parents []string) (sha string, err error) {
+	err = m.write("commit", func() (e error) { sha, e = m.GitDataAPI.CreateCommit(ctx, r, msg, tree, parents); return })
+	return sha, err
+}
+func (m *mortalGitData) CreateRef(ctx context.Context, r worktree.Repo, branch, sha string) error {
+	return m.write("create ref", func() error { return m.GitDataAPI.CreateRef(ctx, r, branch, sha) })
+}
+func (m *mortalGitData) UpdateRef(ctx context.Context, r worktree.Repo, branch, sha string) error {
+	return m.write("update ref", func() error { return m.GitDataAPI.UpdateRef(ctx, r, branch, sha) })
+}
+
+// TestVerifiedRepublishAfterDeathInPublication: the bot process dies at
+// each Git Data API write of the /agent fix flow in turn (the draft's
+// commit, the branch created; the fix's tree and commit, the branch
+// moved), before GitHub got it and after GitHub did it; the delivery is
+// handled again by a new process. The flow ends as an undisturbed one:
+// one PR, one review, one tracking comment, the fix once, and the
+// branch's two commits (the draft's, the fix) both GitHub's and Verified,
+// none duplicated.
+func TestVerifiedRepublishAfterDeathInPublication(t *testing.T) {
+	for _, after := range []bool{false, true} {
+		for budget := 0; ; budget++ {
+			var total int
+			ok := t.Run(fmt.Sprintf("write-%d-%s", budget, map[bool]string{false: "before", true: "after"}[after]), func(t *testing.T) {
+				w := newWorld(t)
+				var m *mortalGitData
+				w.useGitData(func(api worktree.GitDataAPI) worktree.GitDataAPI {
+					if m != nil {
+						return api // a new process: it lives
+					}
+					m = &mortalGitData{GitDataAPI: api, budget: budget, after: after}
+					return m
+				})
+				w.fake.AddComment(repoName, w.issue, "alice", "/agent "+demo.Prompt)
+				first := w.deliverUntilDone(webhook.Trigger{Kind: webhook.KindComment, Number: w.issue, Author: "alice", Body: "/agent " + demo.Prompt, IssueState: "open", DeliveryID: "d-request"})
+				if first.Status != "paused" || first.PR == 0 {
+					t.Fatalf("after the request: %+v", first)
+				}
+				p, _ := w.fake.PR(repoName, first.PR)
+				res := w.deliverUntilDone(webhook.Trigger{Kind: webhook.KindReview, Number: first.PR, IsPR: true, Author: "alice", ReviewState: "approved", HeadSHA: p.HeadSHA, DeliveryID: "d-approve"})
+				if res.Status != "completed" {
+					t.Fatalf("after the approval: %+v", res)
+				}
+				w.checkOneOfEach(first.SessionID)
+				commits := strings.Fields(gittest.Git(t, w.bare, "rev-list", "main.."+res.Branch))
+				if len(commits) != 2 {
+					t.Errorf("%d commits on %s, want 2:\n%s", len(commits), res.Branch, gittest.Git(t, w.bare, "log", "--format=%h %s", "main.."+res.Branch))
+				}
+				for _, sha := range commits {
+					if !w.fake.Verified(sha) {
+						t.Errorf("commit %s is not Verified", sha)
+					}
+				}
+				total = m.writes
+			})
+			if !ok || budget >= total {
+				break
+			}
+		}
 	}
 }
