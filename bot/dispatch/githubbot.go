@@ -85,6 +85,9 @@ func NewGitHubBot(cfg config.Config, st store.Store, engines Engines, log *slog.
 			return nil, fmt.Errorf("commit_author: %w", err)
 		}
 		wcfg.Author = worktree.Identity{Name: name, Email: email}
+		// A configured author is an explicit choice: GitHub signs only
+		// commits that name none, so these are pushed over git, unsigned.
+		wcfg.Publish = worktree.PublishGit
 	} else {
 		// The bot's own account: the token's user (GET /user, already
 		// asked for the login), or the app's <slug>[bot], with GitHub's
