@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentos/agentos/kernel/toolrule"
 	"github.com/agentos/agentos/runtime/claudecode"
 	"github.com/agentos/agentos/runtime/provider"
 	"github.com/agentos/agentos/runtime/skills"
@@ -30,6 +31,10 @@ type Env struct {
 	APIURL     string // GITHUB_API_URL
 	ServerURL  string // GITHUB_SERVER_URL
 	RunID      string // GITHUB_RUN_ID
+	// RunAttempt is GITHUB_RUN_ATTEMPT: 1, and more for each re-run of
+	// the same workflow run (which keeps its GITHUB_RUN_ID).
+	RunAttempt int
+	Actor      string // GITHUB_ACTOR
 	RunnerTemp string // RUNNER_TEMP
 	OutputPath string // GITHUB_OUTPUT
 	Summary    string // GITHUB_STEP_SUMMARY
@@ -61,7 +66,9 @@ type Inputs struct {
 
 	// Automation (no comment needed), as claude-code-action's inputs:
 	// Prompt is the request for a run started by label_trigger or
-	// assignee_trigger (default: the issue's title and body).
+	// assignee_trigger (default: the issue's title and body), and on
+	// schedule or workflow_dispatch the request of the fix run the Action
+	// opens a home issue for.
 	Prompt string
 	// Cycle is the cycle an event without a command runs: review on
 	// pull_request opened/reopened/ready_for_review, triage on issues
@@ -93,6 +100,10 @@ type Inputs struct {
 	// rule's argument, a tool agentos does not have), for the job's log.
 	AllowedTools, DisallowedTools []string
 	ToolNotes                     []string
+	// ToolRules are the lists' permission rules with an argument
+	// (Bash(go test:*), Read(docs/**), Edit(src/**)), which the kernel
+	// enforces call by call; nil when the lists have none.
+	ToolRules *toolrule.Set
 }
 
 // Cycles an event may run without a command.
@@ -125,6 +136,8 @@ func FromEnv(getenv func(string) string) (Env, error) {
 		APIURL:     orDefault(getenv("GITHUB_API_URL"), "https://api.github.com"),
 		ServerURL:  orDefault(getenv("GITHUB_SERVER_URL"), "https://github.com"),
 		RunID:      getenv("GITHUB_RUN_ID"),
+		RunAttempt: 1,
+		Actor:      getenv("GITHUB_ACTOR"),
 		RunnerTemp: getenv("RUNNER_TEMP"),
 		OutputPath: getenv("GITHUB_OUTPUT"),
 		Summary:    getenv("GITHUB_STEP_SUMMARY"),
@@ -143,6 +156,13 @@ func FromEnv(getenv func(string) string) (Env, error) {
 	need("RUNNER_TEMP", e.RunnerTemp)
 	if input(getenv, "app_id") == "" {
 		need("github_token (or GITHUB_TOKEN)", e.Token)
+	}
+	if v := getenv("GITHUB_RUN_ATTEMPT"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 {
+			problems = append(problems, fmt.Sprintf("GITHUB_RUN_ATTEMPT %q is not a positive whole number", v))
+		}
+		e.RunAttempt = n
 	}
 	if e.Repository != "" && strings.Count(e.Repository, "/") != 1 {
 		problems = append(problems, fmt.Sprintf("GITHUB_REPOSITORY %q is not owner/name", e.Repository))
@@ -189,6 +209,9 @@ func FromEnv(getenv func(string) string) (Env, error) {
 	}
 	in.AllowedUsers = strings.FieldsFunc(input(getenv, "allowed_users"), func(r rune) bool { return r == ',' || r == ' ' || r == '\n' })
 	problems = append(problems, automationInputs(getenv, &in)...)
+	if err := scheduledCycle(e.EventName, in.Cycle); err != nil {
+		problems = append(problems, err.Error())
+	}
 	if strings.ContainsAny(in.ArtifactBranch, " ~^:?*[\\") || strings.HasPrefix(in.ArtifactBranch, "-") {
 		problems = append(problems, fmt.Sprintf("artifact_branch %q is not a valid branch name", in.ArtifactBranch))
 	}
@@ -263,11 +286,16 @@ func automationInputs(getenv func(string) string, in *Inputs) []string {
 	// allowed_tools and disallowed_tools narrow every run's tool scope
 	// (run.ToolLimits); a name that cannot be read fails the Action
 	// rather than being skipped.
+	// An entry with an argument (Bash(go test:*), Read(docs/**)) is also
+	// a permission rule the kernel enforces on every call.
 	var err error
 	if in.AllowedTools, err = toolList("allowed_tools", input(getenv, "allowed_tools"), false, &in.ToolNotes); err != nil {
 		problems = append(problems, err.Error())
 	}
 	if in.DisallowedTools, err = toolList("disallowed_tools", input(getenv, "disallowed_tools"), true, &in.ToolNotes); err != nil {
+		problems = append(problems, err.Error())
+	}
+	if in.ToolRules, err = toolRules(input(getenv, "allowed_tools"), input(getenv, "disallowed_tools")); err != nil {
 		problems = append(problems, err.Error())
 	}
 	if raw := input(getenv, "mcp_config"); raw != "" {
@@ -335,6 +363,23 @@ func parseMCPConfig(raw string) (map[string]provider.MCPServer, error) {
 // (claudecode.ResolveList), separated by commas or newlines. A tool
 // agentos does not have cannot be allowed (the run could not use it);
 // disallowing one is honoured by there being none, and said.
+// toolRules parses the permission rules of both lists (toolrule.Parse):
+// an argument the kernel cannot enforce (WebFetch(domain:…), a path
+// outside the repository) fails the Action rather than being dropped.
+func toolRules(allowRaw, denyRaw string) (*toolrule.Set, error) {
+	// SplitList's errors are toolList's to report.
+	allow, _ := claudecode.SplitList(allowRaw)
+	deny, _ := claudecode.SplitList(denyRaw)
+	set, err := toolrule.Parse(allow, deny)
+	if err != nil {
+		return nil, fmt.Errorf("allowed_tools/disallowed_tools: %v", err)
+	}
+	if set.Empty() {
+		return nil, nil
+	}
+	return set, nil
+}
+
 func toolList(name, raw string, deny bool, notes *[]string) ([]string, error) {
 	if raw == "" {
 		return nil, nil
@@ -358,10 +403,10 @@ func toolList(name, raw string, deny bool, notes *[]string) ([]string, error) {
 			return nil, fmt.Errorf("%s: %q is a Claude Code tool agentos does not have, so a run cannot be allowed it", name, r.Name)
 		case r.Absent:
 			*notes = append(*notes, fmt.Sprintf("%s: %s: agentos has no such tool", name, r.Name))
-		case r.Argument != "" && !deny:
-			*notes = append(*notes, fmt.Sprintf("%s: %s allows %s with any arguments; which commands run without approval is the policy file's (policy_file) decision", name, r.Name, strings.Join(r.Ours, ", ")))
-		case r.Argument != "":
-			*notes = append(*notes, fmt.Sprintf("%s: %s disallows %s with any arguments, not only %q", name, r.Name, strings.Join(r.Ours, ", "), r.Argument))
+		case r.Argument != "" && deny:
+			// A disallowed rule with an argument refuses the calls
+			// it matches (toolRules), not the tool.
+			continue
 		}
 		for _, o := range r.Ours {
 			if !seen[o] {
