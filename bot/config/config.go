@@ -46,7 +46,9 @@ type Config struct {
 	// CommitAuthor, "Name <email>", signs the session commits
 	// (commit_author / AGENTOS_COMMIT_AUTHOR). Empty: the bot's own GitHub
 	// account with its noreply address — the token's user in token mode,
-	// <app-slug>[bot] in App mode.
+	// <app-slug>[bot] in App mode. Set, it also makes the session branch
+	// go over git: GitHub signs (Verified) only API commits that name no
+	// author.
 	CommitAuthor string
 	// ArtifactBranch is the branch session logs are committed to
 	// (artifact_branch).

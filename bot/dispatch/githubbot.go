@@ -74,13 +74,20 @@ func NewGitHubBot(cfg config.Config, st store.Store, engines Engines, log *slog.
 		return client.GitTokenFor(ctx, r.Owner, r.Name)
 	}
 	d := &Dispatcher{}
-	wcfg := worktree.Config{CacheDir: filepath.Join(cfg.DataDir, "git"), BaseURL: gitURL, Token: token, ArtifactBranch: cfg.ArtifactBranch, Log: log}
+	// With an installation token (App mode, and GITHUB_TOKEN in the
+	// Action) session branches are published through the Git Data API, so
+	// GitHub signs the commits and shows them as Verified; a personal
+	// token pushes over git.
+	wcfg := worktree.Config{CacheDir: filepath.Join(cfg.DataDir, "git"), BaseURL: gitURL, Token: token, GitData: GitData{Client: client}, ArtifactBranch: cfg.ArtifactBranch, Log: log}
 	if cfg.CommitAuthor != "" {
 		name, email, err := config.ParseAuthor(cfg.CommitAuthor)
 		if err != nil {
 			return nil, fmt.Errorf("commit_author: %w", err)
 		}
 		wcfg.Author = worktree.Identity{Name: name, Email: email}
+		// A configured author is an explicit choice: GitHub signs only
+		// commits that name none, so these are pushed over git, unsigned.
+		wcfg.Publish = worktree.PublishGit
 	} else {
 		// The bot's own account: the token's user (GET /user, already
 		// asked for the login), or the app's <slug>[bot], with GitHub's

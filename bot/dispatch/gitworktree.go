@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
+	"github.com/agentos/agentos/bot/github"
 	"github.com/agentos/agentos/kernel/worktree"
 )
 
@@ -161,7 +163,16 @@ func (t *sessionTree) Commit(ctx context.Context, message, runID string, allowEm
 	return sha, true, nil
 }
 
-func (t *sessionTree) Push(ctx context.Context) error { return t.s.Push(ctx) }
+// Push publishes the branch and returns its tip on the remote: through the
+// Git Data API that is GitHub's commit, which later commits build on.
+func (t *sessionTree) Push(ctx context.Context) (string, error) {
+	head, err := t.s.Publish(ctx)
+	if err != nil {
+		return "", err
+	}
+	t.tip = head
+	return head, nil
+}
 
 // ErrBranchGone is returned by Reopen when the remote has no such session
 // branch (it was deleted, or no attempt pushed it yet).
@@ -191,4 +202,56 @@ func (t *sessionTree) Close() error { return t.s.Close() }
 // SessionBranches implements Git.
 func (w Worktrees) SessionBranches(ctx context.Context, repo Repo, number int) ([]string, error) {
 	return w.M.RemoteBranches(ctx, wtRepo(repo), fmt.Sprintf("%s%d-", BranchPrefix, number))
+}
+
+// GitData is the GitHub client as the worktree publisher's Git Data API:
+// session branches published through it are GitHub's commits, signed and
+// shown as Verified when the bot is an app installation.
+type GitData struct {
+	Client *github.Client
+}
+
+// CreateBlob implements worktree.GitDataAPI.
+func (g GitData) CreateBlob(ctx context.Context, r worktree.Repo, content []byte) (string, error) {
+	return g.Client.CreateBlob(ctx, r.Owner, r.Name, content)
+}
+
+// CreateTree implements worktree.GitDataAPI.
+func (g GitData) CreateTree(ctx context.Context, r worktree.Repo, base string, entries []worktree.TreeEntry) (string, error) {
+	out := make([]github.TreeEntry, len(entries))
+	for i, e := range entries {
+		out[i] = github.TreeEntry{Path: e.Path, Mode: e.Mode, SHA: e.SHA, Content: e.Content, Delete: e.Delete}
+	}
+	return g.Client.CreateTree(ctx, r.Owner, r.Name, base, out)
+}
+
+// CreateCommit implements worktree.GitDataAPI.
+func (g GitData) CreateCommit(ctx context.Context, r worktree.Repo, message, tree string, parents []string) (string, error) {
+	c, err := g.Client.CreateGitCommit(ctx, r.Owner, r.Name, message, tree, parents)
+	return c.SHA, err
+}
+
+// CreateRef implements worktree.GitDataAPI.
+func (g GitData) CreateRef(ctx context.Context, r worktree.Repo, branch, sha string) error {
+	err := g.Client.CreateRef(ctx, r.Owner, r.Name, "refs/heads/"+branch, sha)
+	if refRefused(err, "already exists") {
+		return fmt.Errorf("%w: %w", worktree.ErrRefExists, err)
+	}
+	return err
+}
+
+// UpdateRef implements worktree.GitDataAPI; it never forces.
+func (g GitData) UpdateRef(ctx context.Context, r worktree.Repo, branch, sha string) error {
+	err := g.Client.UpdateRef(ctx, r.Owner, r.Name, "refs/heads/"+branch, sha, false)
+	if refRefused(err, "not a fast forward") {
+		return fmt.Errorf("%w: %w", worktree.ErrNotFastForward, err)
+	}
+	return err
+}
+
+// refRefused reports GitHub's 422 answer to a ref write whose message
+// says why.
+func refRefused(err error, why string) bool {
+	var e *github.APIError
+	return errors.As(err, &e) && e.Status == 422 && strings.Contains(strings.ToLower(e.Message), why)
 }

@@ -128,7 +128,10 @@ type Worktree interface {
 	// even without changes. It returns the new tip, or the old tip and
 	// false when there was nothing to commit.
 	Commit(ctx context.Context, message, runID string, allowEmpty bool) (sha string, made bool, err error)
-	// Push pushes the session branch to the base repository.
-	Push(ctx context.Context) error
+	// Push publishes the session branch to the base repository and
+	// returns its tip there: the committed SHA when pushed over git,
+	// GitHub's own commit (same tree and message) when published through
+	// the Git Data API.
+	Push(ctx context.Context) (string, error)
 	Close() error
 }

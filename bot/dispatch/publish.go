@@ -52,7 +52,7 @@ func (d *Dispatcher) publish(ctx context.Context, repo Repo, sid string, wt Work
 		return res, err
 	}
 	if made {
-		if err := wt.Push(ctx); err != nil {
+		if head, err = wt.Push(ctx); err != nil {
 			return res, err
 		}
 	}

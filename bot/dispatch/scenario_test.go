@@ -61,6 +61,10 @@ type world struct {
 	// onStart, when set, finishes each new bot process's set-up (start
 	// calls it last), e.g. the workflow plane.
 	onStart func()
+	// gitData, when set, publishes session branches through the Git Data
+	// API as the app installation of gittest.Token (see useGitData); it
+	// wraps the API of each new process.
+	gitData func(worktree.GitDataAPI) worktree.GitDataAPI
 }
 
 func newWorld(t *testing.T) *world {
@@ -111,7 +115,15 @@ func (w *world) start(dataDir string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wm, err := worktree.New(worktree.Config{CacheDir: t.TempDir(), BaseURL: w.git.URL, Token: func(context.Context, worktree.Repo) (string, error) { return gittest.Token, nil }})
+	wcfg := worktree.Config{CacheDir: t.TempDir(), BaseURL: w.git.URL, Token: func(context.Context, worktree.Repo) (string, error) { return gittest.Token, nil }}
+	if w.gitData != nil {
+		inst, err := github.New(github.Config{BaseURL: w.apiURL, Token: gittest.Token})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wcfg.GitData = w.gitData(dispatch.GitData{Client: inst})
+	}
+	wm, err := worktree.New(wcfg)
 	if err != nil {
 		t.Fatal(err)
 	}

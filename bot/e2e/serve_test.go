@@ -46,6 +46,9 @@ const (
 	install     = 77
 	botUser     = "agentos-bot" // token mode: the token's user
 	budget      = 16            // REST + GraphQL calls per full flow (issue 15, item 4)
+	// appBudget adds, in App mode, the 5 Git Data API calls that publish
+	// the session branch as Verified commits (issue 16, ADR 25).
+	appBudget = budget + 5
 )
 
 var (
@@ -240,8 +243,15 @@ func runScenario(t *testing.T, bin string, sc scenario) {
 		total += n
 	}
 	t.Logf("the bot's GitHub API calls (%s):\n%s", sc.name, fakegithub.FormatCalls(calls))
-	if total > budget {
-		t.Errorf("the bot made %d REST + GraphQL calls for one flow, budget %d", total, budget)
+	limit := budget
+	if sc.app {
+		limit = appBudget
+		if n := calls["POST /repos/{owner}/{repo}/git/commits"]; n == 0 {
+			t.Error("in App mode the session branch was not published through the Git Data API")
+		}
+	}
+	if total > limit {
+		t.Errorf("the bot made %d REST + GraphQL calls for one flow, budget %d", total, limit)
 	}
 	if n := calls["GET /repos/{owner}/{repo}/installation"]; n != 0 {
 		t.Errorf("the bot looked its installation up %d times: every webhook carries it", n)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path"
 	"strings"
+	"unicode/utf8"
 
 	gh "github.com/google/go-github/v62/github"
 )
@@ -87,6 +88,92 @@ func (c *Client) CreateCommit(ctx context.Context, owner, repo, parent, message 
 	cm, _, err := g.Git.CreateCommit(ctx, owner, repo, &gh.Commit{Message: gh.String(message), Tree: &gh.Tree{SHA: tree.SHA}, Parents: []*gh.Commit{{SHA: gh.String(parent)}}}, nil)
 	if err != nil {
 		return Commit{}, wrap(op, err)
+	}
+	return Commit{SHA: cm.GetSHA(), Verified: cm.GetVerification().GetVerified(), Reason: cm.GetVerification().GetReason()}, nil
+}
+
+// TreeEntry is one entry of a tree made on a base tree: Path set to the
+// blob SHA with Mode, or deleted from the base tree.
+type TreeEntry struct {
+	Path string
+	Mode string // 100644, 100755 or 120000
+	SHA  string
+	// Content (UTF-8 text) instead of SHA: GitHub writes the blob.
+	Content []byte
+	Delete  bool
+}
+
+// CreateBlob stores content (sent base64, so any bytes survive) and
+// returns its SHA.
+func (c *Client) CreateBlob(ctx context.Context, owner, repo string, content []byte) (string, error) {
+	g, err := c.on(ctx, owner, repo)
+	if err != nil {
+		return "", err
+	}
+	b, _, err := g.Git.CreateBlob(ctx, owner, repo, &gh.Blob{Content: gh.String(base64.StdEncoding.EncodeToString(content)), Encoding: gh.String("base64")})
+	if err != nil {
+		return "", wrap("CreateBlob", err)
+	}
+	return b.GetSHA(), nil
+}
+
+// CreateTree makes a tree from base with entries applied and returns its
+// SHA. A deleted entry goes as "sha": null, as GitHub documents.
+func (c *Client) CreateTree(ctx context.Context, owner, repo, base string, entries []TreeEntry) (string, error) {
+	const op = "CreateTree"
+	out := make([]*gh.TreeEntry, 0, len(entries))
+	for _, e := range entries {
+		if e.Path == "" || path.IsAbs(e.Path) || path.Clean(e.Path) != e.Path || strings.HasPrefix(e.Path, "../") || e.Path == ".." {
+			return "", invalid(op, fmt.Sprintf("path %q is not a clean, relative path", e.Path))
+		}
+		te := &gh.TreeEntry{Path: gh.String(e.Path), Mode: gh.String("100644"), Type: gh.String("blob")}
+		if !e.Delete {
+			switch e.Mode {
+			case "100644", "100755", "120000":
+			default:
+				return "", invalid(op, fmt.Sprintf("%s: mode %q is not 100644, 100755 or 120000", e.Path, e.Mode))
+			}
+			te.Mode = gh.String(e.Mode)
+			switch {
+			case e.Content != nil && e.SHA == "":
+				if !utf8.Valid(e.Content) {
+					return "", invalid(op, fmt.Sprintf("%s: content is not UTF-8; send a blob", e.Path))
+				}
+				te.Content = gh.String(string(e.Content))
+			case e.Content == nil && len(e.SHA) == 40:
+				te.SHA = gh.String(e.SHA)
+			default:
+				return "", invalid(op, fmt.Sprintf("%s: an entry needs a blob SHA or content, not both", e.Path))
+			}
+		}
+		out = append(out, te)
+	}
+	g, err := c.on(ctx, owner, repo)
+	if err != nil {
+		return "", err
+	}
+	t, _, err := g.Git.CreateTree(ctx, owner, repo, base, out)
+	if err != nil {
+		return "", wrap(op, err)
+	}
+	return t.GetSHA(), nil
+}
+
+// CreateGitCommit makes a commit of tree with parents and message, naming
+// no author or committer: GitHub makes it the caller's and, for an app,
+// signs it (Verified).
+func (c *Client) CreateGitCommit(ctx context.Context, owner, repo, message, tree string, parents []string) (Commit, error) {
+	g, err := c.on(ctx, owner, repo)
+	if err != nil {
+		return Commit{}, err
+	}
+	ps := make([]*gh.Commit, 0, len(parents))
+	for _, p := range parents {
+		ps = append(ps, &gh.Commit{SHA: gh.String(p)})
+	}
+	cm, _, err := g.Git.CreateCommit(ctx, owner, repo, &gh.Commit{Message: gh.String(message), Tree: &gh.Tree{SHA: gh.String(tree)}, Parents: ps}, nil)
+	if err != nil {
+		return Commit{}, wrap("CreateGitCommit", err)
 	}
 	return Commit{SHA: cm.GetSHA(), Verified: cm.GetVerification().GetVerified(), Reason: cm.GetVerification().GetReason()}, nil
 }

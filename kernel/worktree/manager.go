@@ -143,6 +143,13 @@ type Config struct {
 	// from GitHub, per installation in App mode). It is called once per
 	// commit; cache in it. Its answer is checked like Author.
 	AuthorFor func(ctx context.Context, repo Repo) (Identity, error)
+	// GitData, when set, lets session branches be published through
+	// GitHub's Git Data API (see Publish), so that GitHub signs the
+	// commits.
+	GitData GitDataAPI
+	// Publish says when GitData is used; the default publishes through it
+	// with an installation token and pushes over git otherwise.
+	Publish PublishMode
 	// ArtifactBranch receives the session artifacts.
 	ArtifactBranch string
 	// PushRetries bounds the artifact push retries after a lost race.
@@ -207,6 +214,15 @@ func New(cfg Config) (*Manager, error) {
 	}
 	if !validBranch(cfg.ArtifactBranch) {
 		return nil, fmt.Errorf("%w: artifact branch %q", ErrInvalid, cfg.ArtifactBranch)
+	}
+	switch cfg.Publish {
+	case PublishAuto, PublishGit:
+	case PublishAPI:
+		if cfg.GitData == nil {
+			return nil, fmt.Errorf("%w: publishing through the Git Data API needs GitData", ErrInvalid)
+		}
+	default:
+		return nil, fmt.Errorf("%w: publish mode %d", ErrInvalid, cfg.Publish)
 	}
 	if cfg.PushRetries <= 0 {
 		cfg.PushRetries = DefaultPushRetries

@@ -380,34 +380,52 @@ func (s *Session) Head() (string, error) {
 	return ref.Hash().String(), nil
 }
 
-// Push pushes the session branch to the base repository. The update must
-// be a fast-forward of the remote branch; the fork of a pull request is
-// never a push target.
+// Push publishes the session branch to the base repository (see
+// Publish).
 func (s *Session) Push(ctx context.Context) error {
+	_, err := s.Publish(ctx)
+	return err
+}
+
+// Publish sends the session branch to the base repository and returns the
+// remote branch's tip. The update must be a fast-forward of the remote
+// branch; the fork of a pull request is never a push target. Over git the
+// tip is the local one; through the Git Data API (Config.Publish) GitHub
+// makes its own commits with the same trees and messages, and the local
+// branch is moved onto them, so later commits build on what the remote
+// has. Publishing again what is already there creates nothing.
+func (s *Session) Publish(ctx context.Context) (string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.check(); err != nil {
-		return err
+		return "", err
 	}
 	c, err := s.m.cred(ctx, s.repo)
 	if err != nil {
-		return err
+		return "", err
 	}
-	repo, st, err := s.m.openRepo(s.repo, s.Dir)
+	st := s.m.openStorage(s.repo, s.Dir)
+	ref, err := st.Reference(plumbing.NewBranchReferenceName(s.Branch))
+	st.Close()
 	if err != nil {
-		return fmt.Errorf("worktree: push: %w", err)
+		return "", fmt.Errorf("worktree: push: %w", err)
 	}
-	defer st.Close()
-	ref, err := repo.Reference(plumbing.NewBranchReferenceName(s.Branch), true)
+	head, err := s.publish(ctx, c, ref.Hash())
 	if err != nil {
-		return fmt.Errorf("worktree: push: %w", err)
+		return "", err
 	}
-	err = push(ctx, repo.Storer, c, pushRequest{url: s.m.remoteURL(s.repo), branch: s.Branch, new: ref.Hash(), known: s.known})
+	return head.String(), nil
+}
+
+// publish sends tip with the operation's publisher and remembers the
+// remote tip; s.mu is held.
+func (s *Session) publish(ctx context.Context, c cred, tip plumbing.Hash) (plumbing.Hash, error) {
+	head, err := s.m.publisherFor(c).publish(ctx, s, c, tip)
 	if err != nil {
-		return err
+		return plumbing.ZeroHash, err
 	}
-	s.known = append(s.known, ref.Hash())
-	return nil
+	s.known = append(s.known, head)
+	return head, nil
 }
 
 // Close removes the worktree. Unpushed commits are lost; the shared mirror

@@ -90,11 +90,11 @@ func (s *Session) CommitArtifact(ctx context.Context, a Artifact) (string, error
 	if err != nil {
 		return "", err
 	}
-	if err := push(ctx, repo.Storer, c, pushRequest{url: s.m.remoteURL(s.repo), branch: s.Branch, new: sha, known: s.known}); err != nil {
+	onRemote, err := s.publish(ctx, c, sha)
+	if err != nil {
 		return "", err
 	}
-	s.known = append(s.known, sha)
-	return sha.String(), nil
+	return onRemote.String(), nil
 }
 
 // LoadArtifact returns the events.jsonl committed on the session branch by

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -16,10 +17,9 @@ import (
 // The Git Data API (blobs, trees, commits) on a git-backed repository
 // (BackWithGit): objects are written into the bare repository with the
 // git CLI, so what a client builds through the API is what git clones
-// see. A commit created without an explicit committer is GitHub's to sign
-// (the "web-flow" key): it is reported verified, as GitHub marks commits
-// that apps and users create through the API; one with a committer is
-// unsigned.
+// see. A commit an app installation creates without naming an author or
+// a committer is GitHub's to sign (the "web-flow" key) and is reported
+// verified, as GitHub documents for bots; any other is unsigned.
 
 // gitIn runs git on the bare repository of rs; f.mu is held.
 func (c *call) gitIn(rs *repoState, stdin []byte, env []string, args ...string) (string, error) {
@@ -107,14 +107,8 @@ func createTree(c *call) {
 		return
 	}
 	var in struct {
-		BaseTree string `json:"base_tree"`
-		Tree     []struct {
-			Path    string  `json:"path"`
-			Mode    string  `json:"mode"`
-			Type    string  `json:"type"`
-			SHA     *string `json:"sha"`
-			Content *string `json:"content"`
-		} `json:"tree"`
+		BaseTree string        `json:"base_tree"`
+		Tree     []treeEntryIn `json:"tree"`
 	}
 	if !c.decode(&in) {
 		return
@@ -152,15 +146,24 @@ func createTree(c *call) {
 		}
 		var sha string
 		switch {
-		case e.Content != nil && e.SHA != nil:
+		case e.Content != nil && (e.SHA != nil || e.shaNull):
+			// GitHub: use either tree.sha or content, not both.
 			bad("content")
+			return
+		case e.Content == nil && e.SHA == nil && !e.shaNull:
+			bad("sha")
 			return
 		case e.Content != nil:
 			if sha, err = c.gitIn(rs, []byte(*e.Content), nil, "hash-object", "-w", "--stdin"); err != nil {
 				writeError(c.w, http.StatusInternalServerError, err.Error())
 				return
 			}
-		case e.SHA == nil: // "sha": null deletes the path
+		case e.shaNull: // "sha": null deletes the path
+			// GitHub refuses to delete a file that does not exist.
+			if _, err := c.gitIn(rs, nil, env, "ls-files", "--error-unmatch", "--", e.Path); err != nil {
+				bad("path")
+				return
+			}
 			if _, err := c.gitIn(rs, nil, env, "update-index", "--force-remove", "--", e.Path); err != nil {
 				writeError(c.w, http.StatusInternalServerError, err.Error())
 				return
@@ -204,6 +207,40 @@ func createTree(c *call) {
 		entries = append(entries, e)
 	}
 	writeJSON(c.w, http.StatusCreated, map[string]any{"sha": tree, "url": fmt.Sprintf("%s/repos/%s/%s/git/trees/%s", c.f.apiURL(), rs.Owner, rs.Name, tree), "truncated": false, "tree": entries})
+}
+
+// treeEntryIn is an entry of a create-tree request. "sha": null (delete
+// the path) differs from no sha at all (an entry that names no content,
+// which GitHub refuses).
+type treeEntryIn struct {
+	Path    string
+	Mode    string
+	Type    string
+	SHA     *string
+	Content *string
+	shaNull bool
+}
+
+func (e *treeEntryIn) UnmarshalJSON(b []byte) error {
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return err
+	}
+	var in struct {
+		Path    string  `json:"path"`
+		Mode    string  `json:"mode"`
+		Type    string  `json:"type"`
+		SHA     *string `json:"sha"`
+		Content *string `json:"content"`
+	}
+	if err := json.Unmarshal(b, &in); err != nil {
+		return err
+	}
+	*e = treeEntryIn{Path: in.Path, Mode: in.Mode, Type: in.Type, SHA: in.SHA, Content: in.Content}
+	if v, ok := raw["sha"]; ok && strings.TrimSpace(string(v)) == "null" {
+		e.shaNull = true
+	}
+	return nil
 }
 
 type gitPerson struct {
@@ -252,9 +289,13 @@ func createGitCommit(c *call) {
 	if in.Author != nil {
 		author = *in.Author
 	}
-	committer, signed := gitPerson{Name: "GitHub", Email: "noreply@github.com"}, true
+	// GitHub signs (web-flow) only a request authenticated as an app
+	// installation that names no author and no committer ("signature
+	// verification for bots"); anything else is stored unsigned.
+	committer := gitPerson{Name: "GitHub", Email: "noreply@github.com"}
+	signed := c.id != nil && c.id.installation != 0 && in.Author == nil && in.Committer == nil
 	if in.Committer != nil {
-		committer, signed = *in.Committer, false
+		committer = *in.Committer
 	}
 	now := c.f.now().UTC().Format(time.RFC3339)
 	env := []string{"GIT_AUTHOR_NAME=" + author.Name, "GIT_AUTHOR_EMAIL=" + author.Email, "GIT_AUTHOR_DATE=" + now,
