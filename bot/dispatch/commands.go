@@ -12,8 +12,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/agentos/agentos/bot/auth"
-	"github.com/agentos/agentos/bot/command"
 	"github.com/agentos/agentos/bot/tracking"
 	"github.com/agentos/agentos/bot/webhook"
 	"github.com/agentos/agentos/runtime/event"
@@ -21,54 +19,6 @@ import (
 	"github.com/agentos/agentos/runtime/run"
 	"github.com/agentos/agentos/runtime/workflow/cycle"
 )
-
-func (d *Dispatcher) onComment(ctx context.Context, repo Repo, t webhook.Trigger) (Result, error) {
-	p := command.Parse(t.Body, d.trigger())
-	switch p.Kind {
-	case command.Ignore:
-		return Result{Outcome: "ignored", Reason: p.Reason}, nil
-	case command.Help:
-		_, err := d.GitHub.CreateComment(ctx, repo, t.Number, command.HelpText(d.trigger()))
-		return Result{Outcome: "help"}, err
-	case command.Invalid:
-		body := fmt.Sprintf("@%s %s\n\nUsage: `%s`", t.Author, p.Reason, p.Usage)
-		_, err := d.GitHub.CreateComment(ctx, repo, t.Number, body)
-		return Result{Outcome: "replied", Reason: p.Reason}, err
-	}
-	c := p.Command
-	if res, refused, err := d.authorize(ctx, repo, t, authAction(c.Name), true); refused || err != nil {
-		return res, err
-	}
-	switch c.Name {
-	case command.Run:
-		return d.startRun(ctx, repo, t, c.Prompt)
-	case command.Approve:
-		return d.answer(ctx, repo, t, answer{decision: "approve", id: c.ApprovalID, all: c.All})
-	case command.Deny:
-		return d.answer(ctx, repo, t, answer{decision: "deny", id: c.ApprovalID, reason: c.DenyReason})
-	case command.Status:
-		return d.status(ctx, repo, t)
-	case command.Cancel:
-		return d.cancel(ctx, repo, t, "cancelled with "+d.trigger()+" cancel")
-	case command.Review:
-		return d.review(ctx, repo, t)
-	case command.Triage:
-		return d.triage(ctx, repo, t)
-	}
-	return Result{Outcome: "ignored", Reason: "unknown command " + string(c.Name)}, nil
-}
-
-func authAction(n command.Name) auth.Action {
-	switch n {
-	case command.Approve:
-		return auth.ActionApprove
-	case command.Deny:
-		return auth.ActionDeny
-	case command.Cancel:
-		return auth.ActionCancel
-	}
-	return auth.ActionRun // run and status: status shows the log, which only collaborators see in full
-}
 
 // startRun begins a session for `/agent <prompt>`. On the bot's own PR it
 // starts a follow-up run of that PR's session instead.
@@ -352,4 +302,10 @@ func (d *Dispatcher) status(ctx context.Context, repo Repo, t webhook.Trigger) (
 	}
 	_, err = d.GitHub.CreateComment(ctx, repo, t.Number, d.renderTracking("", snap, ""))
 	return Result{Outcome: "status", SessionID: sid, Status: snap.RunStatus, PR: l.PR}, err
+}
+
+// help answers `/agent help` with the help rendered from the route table.
+func (d *Dispatcher) help(ctx context.Context, repo Repo, t webhook.Trigger) (Result, error) {
+	_, err := d.GitHub.CreateComment(ctx, repo, t.Number, HelpText(d.trigger()))
+	return Result{Outcome: "help"}, err
 }
