@@ -14,6 +14,7 @@ import (
 
 	"github.com/agentos/agentos/bot/tracking"
 	"github.com/agentos/agentos/bot/webhook"
+	"github.com/agentos/agentos/kernel/worktree"
 	"github.com/agentos/agentos/runtime/event"
 	"github.com/agentos/agentos/runtime/replay"
 	"github.com/agentos/agentos/runtime/run"
@@ -40,8 +41,14 @@ func (d *Dispatcher) startRun(ctx context.Context, repo Repo, t webhook.Trigger,
 		if err != nil {
 			return Result{}, err
 		}
-		if sid, ok := sessionFromBranch(pr.HeadRef); ok && pr.HeadRepo == repo.FullName() {
-			return d.followUp(ctx, repo, t, sid, prompt, &pr)
+		if pr.HeadRepo == repo.FullName() {
+			sid, ok, err := d.sessionOfBranch(ctx, repo, pr.HeadRef)
+			if err != nil {
+				return Result{}, err
+			}
+			if ok {
+				return d.followUp(ctx, repo, t, sid, prompt, &pr)
+			}
 		}
 		if pr.HeadRepo == repo.FullName() {
 			base = Base{Ref: pr.HeadRef, SHA: pr.HeadSHA}
@@ -66,7 +73,7 @@ func (d *Dispatcher) startRun(ctx context.Context, repo Repo, t webhook.Trigger,
 		l.BaseRef = def
 	}
 	sid := d.triggerSession(t)
-	l.Branch = BranchPrefix + sid
+	l.Branch = d.branchPrefix() + sid
 	unlock, err := d.lease(ctx, sid)
 	if err != nil {
 		return Result{}, err
@@ -214,7 +221,7 @@ func (d *Dispatcher) followUp(ctx context.Context, repo Repo, t webhook.Trigger,
 func (d *Dispatcher) failEarly(ctx context.Context, repo Repo, l link, cause error) error {
 	if l.TrackingComment != 0 {
 		body := fmt.Sprintf("**agentos** could not start: %s\n\nNothing was changed.", cause.Error())
-		if sid, ok := sessionFromBranch(l.Branch); ok {
+		if _, sid, ok := worktree.SessionIDInBranch(l.Branch); ok {
 			// Kept, so that a retried delivery finds this comment.
 			body = tracking.Marker(sid) + "\n" + body
 		}

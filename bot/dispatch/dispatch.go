@@ -91,6 +91,11 @@ type Dispatcher struct {
 	// Workflows, when set, runs the workflow plane's cycles for
 	// `/agent review` and `/agent triage` (see review.go, triage.go).
 	Workflows *Workflows
+	// BranchPrefix starts the branches of new sessions (branch_prefix,
+	// default agent/; see CheckBranchPrefix). A session keeps the branch
+	// its link records, so sessions begun under an earlier prefix are
+	// still found and resumed after it changes.
+	BranchPrefix string
 
 	mu    sync.Mutex
 	locks map[string]*sync.Mutex
