@@ -32,7 +32,7 @@ func TestAutomationInputsRefused(t *testing.T) {
 		name, key, value, want string
 	}{
 		{"unknown cycle", "INPUT_CYCLE", "deploy", `cycle "deploy" is not review, triage, fix or none`},
-		{"branch prefix git refuses", "INPUT_BRANCH_PREFIX", "bot..x/", `branch_prefix: invalid branch prefix "bot..x/": contains ..`},
+		{"branch prefix git refuses", "INPUT_BRANCH_PREFIX", "bot..x/", `branch_prefix: invalid branch prefix "bot..x/": contains two consecutive dots`},
 		{"branch prefix ending in a digit", "INPUT_BRANCH_PREFIX", "bot2", `branch_prefix: unsupported branch prefix "bot2": ends with a digit`},
 		{"bad base branch", "INPUT_BASE_BRANCH", "a..b", `base_branch "a..b" is not a valid branch name`},
 		{"unknown allowed tool", "INPUT_ALLOWED_TOOLS", "Read, Bsh", `allowed_tools: unknown tool name(s) ["Bsh"]`},

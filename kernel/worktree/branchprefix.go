@@ -65,11 +65,11 @@ func CheckRefFormat(ref string) error {
 	case !strings.Contains(ref, "/"):
 		return errors.New("has a single component")
 	case strings.HasSuffix(ref, "."):
-		return errors.New("ends with .")
+		return errors.New("ends with a dot")
 	case strings.Contains(ref, ".."):
-		return errors.New("contains ..")
+		return errors.New("contains two consecutive dots")
 	case strings.Contains(ref, "@{"):
-		return errors.New("contains @{")
+		return errors.New("contains two consecutive dots")
 	}
 	for i := 0; i < len(ref); i++ {
 		switch c := ref[i]; {
@@ -81,7 +81,7 @@ func CheckRefFormat(ref string) error {
 	}
 	for _, c := range strings.Split(ref, "/") {
 		if strings.HasPrefix(c, ".") {
-			return fmt.Errorf("component %q begins with .", c)
+			return fmt.Errorf("component %q begins with a dot", c)
 		}
 		if strings.HasSuffix(c, ".lock") {
 			return fmt.Errorf("component %q ends with .lock", c)
