@@ -83,6 +83,16 @@ func (d *Dispatcher) startRun(ctx context.Context, repo Repo, t webhook.Trigger,
 	if err != nil {
 		return Result{}, err
 	}
+	if len(evs) == 0 && d.ResumeFromArtifact {
+		// A missing log is a session nobody began; a log that does not
+		// verify is refused (ErrTamperedLog), never started over.
+		if evs, err = d.loadSession(ctx, repo, sid); errors.Is(err, worktree.ErrNotFound) || errors.Is(err, ErrBranchGone) {
+			evs, err = nil, nil
+		}
+		if err != nil {
+			return Result{SessionID: sid}, err
+		}
+	}
 	if runBegun(evs) {
 		return d.redelivered(ctx, repo, sid, evs, l, base)
 	}
