@@ -32,7 +32,8 @@ func TestAutomationInputsRefused(t *testing.T) {
 		name, key, value, want string
 	}{
 		{"unknown cycle", "INPUT_CYCLE", "deploy", `cycle "deploy" is not review, triage, fix or none`},
-		{"other branch prefix", "INPUT_BRANCH_PREFIX", "bot/", `branch_prefix "bot/": only agent/ is supported`},
+		{"branch prefix git refuses", "INPUT_BRANCH_PREFIX", "bot..x/", `branch_prefix: invalid branch prefix "bot..x/": contains two consecutive dots`},
+		{"branch prefix ending in a digit", "INPUT_BRANCH_PREFIX", "bot2", `branch_prefix: unsupported branch prefix "bot2": ends with a digit`},
 		{"bad base branch", "INPUT_BASE_BRANCH", "a..b", `base_branch "a..b" is not a valid branch name`},
 		{"unknown allowed tool", "INPUT_ALLOWED_TOOLS", "Read, Bsh", `allowed_tools: unknown tool name(s) ["Bsh"]`},
 		{"unknown disallowed tool", "INPUT_DISALLOWED_TOOLS", "Edit\nrepo.nuke", `disallowed_tools: unknown tool name(s) ["repo.nuke"]`},

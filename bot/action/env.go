@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/agentos/agentos/kernel/toolrule"
+	"github.com/agentos/agentos/kernel/worktree"
 	"github.com/agentos/agentos/runtime/claudecode"
 	"github.com/agentos/agentos/runtime/provider"
 	"github.com/agentos/agentos/runtime/skills"
@@ -80,7 +81,9 @@ type Inputs struct {
 	// BaseBranch is the branch an issue's run starts from (default: the
 	// repository's default branch).
 	BaseBranch string
-	// BranchPrefix starts session branches; only agent/ is supported.
+	// BranchPrefix starts the branches of new sessions (default agent/),
+	// checked with worktree.CheckBranchPrefix; a session begun under an
+	// earlier prefix keeps its branch (its link records it).
 	BranchPrefix string
 	// CustomInstructions are passed to every cycle and appended to a
 	// run's request.
@@ -276,11 +279,9 @@ func automationInputs(getenv func(string) string, in *Inputs) []string {
 	if in.BaseBranch != "" && badBranch(in.BaseBranch) {
 		problems = append(problems, fmt.Sprintf("base_branch %q is not a valid branch name", in.BaseBranch))
 	}
-	in.BranchPrefix = orDefault(input(getenv, "branch_prefix"), "agent/")
-	if in.BranchPrefix != "agent/" {
-		// Session branches are how every process finds a session
-		// (agent/<session>); another prefix would lose paused runs.
-		problems = append(problems, fmt.Sprintf("branch_prefix %q: only agent/ is supported (session branches are agent/<session id>)", in.BranchPrefix))
+	in.BranchPrefix = orDefault(input(getenv, "branch_prefix"), worktree.DefaultBranchPrefix)
+	if err := worktree.CheckBranchPrefix(in.BranchPrefix); err != nil {
+		problems = append(problems, fmt.Sprintf("branch_prefix: %v", err))
 	}
 	in.CustomInstructions = input(getenv, "custom_instructions")
 	// allowed_tools and disallowed_tools narrow every run's tool scope

@@ -102,6 +102,7 @@ func Run(ctx context.Context, env Env, deps Deps, log io.Writer) (Outputs, error
 	}
 	cfg.TriggerWord, cfg.AllowedUsers, cfg.BotLogin = env.Inputs.Trigger, env.Inputs.AllowedUsers, env.Inputs.BotLogin
 	cfg.ArtifactBranch, cfg.LogOnSessionBranch = env.Inputs.ArtifactBranch, env.Inputs.LogOnSessionBranch
+	cfg.BranchPrefix = env.Inputs.BranchPrefix
 	for _, n := range env.Inputs.ToolNotes {
 		Warningf(log, "agentos: %s", n)
 	}

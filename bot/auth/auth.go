@@ -42,6 +42,7 @@ const (
 	ActionApprove Action = "approve"
 	ActionDeny    Action = "deny"
 	ActionCancel  Action = "cancel"
+	ActionStatus  Action = "status"
 )
 
 // Reason says why a request was allowed or refused.
@@ -256,6 +257,8 @@ func actionText(a Action) string {
 		return "deny a pending action"
 	case ActionCancel:
 		return "cancel the run"
+	case ActionStatus:
+		return "show the run's status"
 	}
 	return "act on this command"
 }

@@ -1,30 +1,15 @@
 package command
 
-import (
-	"fmt"
-	"strings"
-)
+import "strings"
 
-// Permission is the least GitHub repository permission a user needs to run a
-// command, as returned by the collaborator permission API
-// (none < read < triage < write < maintain < admin). The caller enforces it.
-type Permission string
-
-// Permissions used by the commands.
-const (
-	Anyone Permission = "none"
-	Read   Permission = "read"
-	Write  Permission = "write"
-)
-
-// Description is what a command says about itself; HelpText renders it.
+// Description is what a command says about itself. Who may use it is the
+// dispatcher's route table's to say (bot/dispatch routes.go), which
+// renders `/agent help` from these descriptions.
 type Description struct {
 	Name Name
 	// Args is the argument synopsis after the command word, e.g. "<id> [reason]".
 	Args    string
 	Summary string
-	// Permission is who may use the command.
-	Permission Permission
 	// Examples are written with the trigger as "{trigger}".
 	Examples []string
 }
@@ -34,46 +19,38 @@ type Description struct {
 var descriptions = []Description{
 	{
 		Name: Run, Args: "<what to do>",
-		Summary:    "Start a run that works on the request in free text (the rest of the line and the lines of the same paragraph). A comment on an issue or pull request is enough context.",
-		Permission: Write,
-		Examples:   []string{"{trigger} fix the failing test in auth.ts", "{trigger} add a --json flag to `agentos replay`"},
+		Summary:  "Start a run that works on the request in free text (the rest of the line and the lines of the same paragraph). A comment on an issue or pull request is enough context.",
+		Examples: []string{"{trigger} fix the failing test in auth.ts", "{trigger} add a --json flag to `agentos replay`"},
 	},
 	{
 		Name: Approve, Args: "[<id>|all]",
-		Summary:    "Approve one pending action by its id, or all pending actions of the run (no id or `all`). The run resumes.",
-		Permission: Write,
-		Examples:   []string{"{trigger} approve ap-3f9c2a1b7d4e", "{trigger} approve"},
+		Summary:  "Approve one pending action by its id, or all pending actions of the run (no id or `all`). The run resumes.",
+		Examples: []string{"{trigger} approve ap-3f9c2a1b7d4e", "{trigger} approve"},
 	},
 	{
 		Name: Deny, Args: "<id> [reason]",
-		Summary:    "Deny one pending action; the reason, if given, is passed to the agent.",
-		Permission: Write,
-		Examples:   []string{"{trigger} deny ap-3f9c2a1b7d4e do not touch the lockfile"},
+		Summary:  "Deny one pending action; the reason, if given, is passed to the agent.",
+		Examples: []string{"{trigger} deny ap-3f9c2a1b7d4e do not touch the lockfile"},
 	},
 	{
 		Name: Review, Summary: "On a pull request: review the diff with the review cycle (security, correctness and tests personas) and post one review with line comments; findings outside the diff go in the review's body. The bot only comments: it never approves or requests changes.",
-		Permission: Write,
-		Examples:   []string{"{trigger} review"},
+		Examples: []string{"{trigger} review"},
 	},
 	{
 		Name: Triage, Summary: "On an issue: propose labels (only ones the repository has) and a summary comment with the triage cycle; they are applied as far as the policy allows.",
-		Permission: Write,
-		Examples:   []string{"{trigger} triage"},
+		Examples: []string{"{trigger} triage"},
 	},
 	{
 		Name: Status, Summary: "Show the state of the run for this issue or pull request and its pending approvals.",
-		Permission: Read,
-		Examples:   []string{"{trigger} status"},
+		Examples: []string{"{trigger} status"},
 	},
 	{
 		Name: Cancel, Summary: "Cancel the active run for this issue or pull request; pending approvals are cancelled too.",
-		Permission: Write,
-		Examples:   []string{"{trigger} cancel"},
+		Examples: []string{"{trigger} cancel"},
 	},
 	{
 		Name: HelpCmd, Summary: "Show this help. A bare `{trigger}` does the same.",
-		Permission: Anyone,
-		Examples:   []string{"{trigger} help"},
+		Examples: []string{"{trigger} help"},
 	},
 }
 
@@ -113,41 +90,4 @@ func (d Description) Usage(trigger string) string {
 		trigger = DefaultTrigger
 	}
 	return d.usage(trigger)
-}
-
-// HelpText renders the help comment in Markdown for trigger ("" means
-// DefaultTrigger) from the commands' descriptions.
-func HelpText(trigger string) string {
-	if trigger == "" {
-		trigger = DefaultTrigger
-	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "### Commands\n\nWrite a command at the start of a line of a comment. Only the first command of a comment runs; commands in code blocks, code spans and quoted replies are ignored.\n\n")
-	b.WriteString("| command | what it does | who may use it |\n|---|---|---|\n")
-	for _, d := range descriptions {
-		fmt.Fprintf(&b, "| `%s` | %s | %s |\n", cell(d.usage(trigger)), cell(strings.ReplaceAll(d.Summary, "{trigger}", trigger)), who(d.Permission))
-	}
-	b.WriteString("\n**Examples**\n\n```\n")
-	for _, d := range descriptions {
-		for _, e := range d.Examples {
-			b.WriteString(strings.ReplaceAll(e, "{trigger}", trigger) + "\n")
-		}
-	}
-	b.WriteString("```\n")
-	return b.String()
-}
-
-// cell escapes "|", which ends a table cell in GitHub Markdown even inside
-// a code span.
-func cell(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
-
-func who(p Permission) string {
-	switch p {
-	case Anyone:
-		return "anyone"
-	case Read:
-		return "users with read access or above"
-	default:
-		return "users with " + string(p) + " access or above"
-	}
 }

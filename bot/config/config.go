@@ -21,6 +21,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/agentos/agentos/kernel/worktree"
 )
 
 // Config is the server's configuration.
@@ -53,6 +55,10 @@ type Config struct {
 	// ArtifactBranch is the branch session logs are committed to
 	// (artifact_branch).
 	ArtifactBranch string
+	// BranchPrefix starts the branches of new sessions (branch_prefix,
+	// default agent/). Sessions begun under an earlier prefix keep their
+	// branches.
+	BranchPrefix string
 	// LogOnSessionBranch commits session logs under .agent/sessions/<id>/
 	// on each session branch instead of the artifact branch
 	// (log_on_session_branch).
@@ -139,6 +145,7 @@ func Default() Config {
 		WebhookPath:    "/webhook",
 		TriggerWord:    "/agent",
 		ArtifactBranch: "agent-sessions",
+		BranchPrefix:   worktree.DefaultBranchPrefix,
 		Workers:        2,
 		MaxRuns:        2,
 		SSEKeepAlive:   15 * time.Second,
@@ -190,6 +197,7 @@ func (c Config) LogValue() slog.Value {
 		slog.String("bot_login", c.BotLogin),
 		slog.String("commit_author", c.CommitAuthor),
 		slog.String("artifact_branch", c.ArtifactBranch),
+		slog.String("branch_prefix", c.BranchPrefix),
 		slog.Bool("log_on_session_branch", c.LogOnSessionBranch),
 		slog.Int("workers", c.Workers),
 		slog.Int("max_runs", c.MaxRuns),

@@ -489,3 +489,24 @@ func TestSandboxSetting(t *testing.T) {
 		t.Fatalf("Validate accepted sandbox %q: %v", c.Sandbox, err)
 	}
 }
+
+// TestBranchPrefixValidated: branch_prefix is checked with git's rules
+// and the bot's, and a refusal names the key.
+func TestBranchPrefixValidated(t *testing.T) {
+	for _, tc := range []struct {
+		prefix string
+		ok     bool
+	}{{"agent/", true}, {"claude/", true}, {"bots-", true}, {"a..b/", false}, {"bot2", false}, {"a b/", false}, {"", false}} {
+		c := Default()
+		c.GitHubToken = "t"
+		c.WebhookSecrets = []string{"s"}
+		c.BranchPrefix = tc.prefix
+		err := c.Validate()
+		if tc.ok && err != nil && strings.Contains(err.Error(), "branch_prefix") {
+			t.Errorf("%q: %v", tc.prefix, err)
+		}
+		if !tc.ok && (err == nil || !strings.Contains(err.Error(), "branch_prefix")) {
+			t.Errorf("%q: %v, want a branch_prefix error", tc.prefix, err)
+		}
+	}
+}

@@ -30,6 +30,7 @@ var settings = map[string]setting{
 	"bot_login":       str(func(c *Config) *string { return &c.BotLogin }),
 	"commit_author":   str(func(c *Config) *string { return &c.CommitAuthor }),
 	"artifact_branch": str(func(c *Config) *string { return &c.ArtifactBranch }),
+	"branch_prefix":   str(func(c *Config) *string { return &c.BranchPrefix }),
 	"log_on_session_branch": func(v *yaml.Node, c *Config) error {
 		if err := v.Decode(&c.LogOnSessionBranch); err != nil {
 			return fmt.Errorf("must be true or false")

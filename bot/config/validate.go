@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/agentos/agentos/kernel/sandbox"
+	"github.com/agentos/agentos/kernel/worktree"
 )
 
 // Limits Validate enforces.
@@ -101,6 +102,9 @@ func (c Config) Validate() error {
 	}
 	if msg := checkBranch(c.ArtifactBranch); msg != "" {
 		bad("artifact_branch", "%q %s", c.ArtifactBranch, msg)
+	}
+	if err := worktree.CheckBranchPrefix(c.BranchPrefix); err != nil {
+		bad("branch_prefix", "%v", err)
 	}
 	for _, r := range c.RepoRoots {
 		if !filepath.IsAbs(r) || filepath.Clean(r) != r {

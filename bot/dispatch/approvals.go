@@ -3,7 +3,7 @@ package dispatch
 // Answers to a paused session's approval requests: an Approve or
 // Request-changes review on the session's pull request, and `/agent
 // approve|deny` comments. What happens on an Approve review is here, from
-// onReview to resume.
+// onApproveReview to resume.
 
 import (
 	"context"
@@ -205,28 +205,34 @@ func pick(pending []replay.Approval, requested []string, a answer) (ids []string
 	return ids, ""
 }
 
-func (d *Dispatcher) onReview(ctx context.Context, repo Repo, t webhook.Trigger) (Result, error) {
-	switch t.ReviewState {
-	case "approved", "changes_requested":
-	case "commented":
-		if strings.TrimSpace(t.Body) == "" {
-			return Result{Outcome: "ignored", Reason: "empty review"}, nil
-		}
-		return d.onComment(ctx, repo, t)
-	default:
-		return Result{Outcome: "ignored", Reason: "review " + t.ReviewState}, nil
+// onApproveReview handles an Approve review on a session's pull request:
+// it approves every pending action of the latest request, and the run
+// resumes (answer → answerSession → resume). A review from someone who
+// may not approve is recorded in the session's log and ignored.
+func (d *Dispatcher) onApproveReview(ctx context.Context, repo Repo, t webhook.Trigger) (Result, error) {
+	return d.reviewAnswer(ctx, repo, t, auth.ActionApprove, answer{decision: "approve", all: true})
+}
+
+// onChangesRequested handles a Request-changes review on a session's pull
+// request: it denies the pending actions, with the review's text as the
+// reason the agent is given.
+func (d *Dispatcher) onChangesRequested(ctx context.Context, repo Repo, t webhook.Trigger) (Result, error) {
+	reason := strings.TrimSpace(t.Body)
+	if reason == "" {
+		reason = "changes requested without a comment"
 	}
+	return d.reviewAnswer(ctx, repo, t, auth.ActionDeny, answer{decision: "deny", all: true, reason: reason})
+}
+
+// reviewAnswer answers the session of the review's pull request when the
+// reviewer may (need); a refusal gets no reply: it is recorded in the
+// session's log.
+func (d *Dispatcher) reviewAnswer(ctx context.Context, repo Repo, t webhook.Trigger, need auth.Action, a answer) (Result, error) {
 	sid, _, err := d.sessionFor(ctx, repo, t)
 	if err != nil || sid == "" {
 		return Result{Outcome: "ignored", Reason: "not a session pull request"}, err
 	}
-	// A review from someone without write access is recorded and ignored:
-	// it neither approves nor denies, and gets no reply.
-	action := auth.ActionApprove
-	if t.ReviewState == "changes_requested" {
-		action = auth.ActionDeny
-	}
-	if res, refused, err := d.authorize(ctx, repo, t, action, false); refused || err != nil {
+	if res, refused, err := d.authorize(ctx, repo, t, need, false); refused || err != nil {
 		res.SessionID = sid
 		if err == nil {
 			unlock, lerr := d.lease(ctx, sid)
@@ -241,14 +247,7 @@ func (d *Dispatcher) onReview(ctx context.Context, repo Repo, t webhook.Trigger)
 		}
 		return res, err
 	}
-	if t.ReviewState == "approved" {
-		return d.answer(ctx, repo, t, answer{decision: "approve", all: true})
-	}
-	reason := strings.TrimSpace(t.Body)
-	if reason == "" {
-		reason = "changes requested without a comment"
-	}
-	return d.answer(ctx, repo, t, answer{decision: "deny", all: true, reason: reason})
+	return d.answer(ctx, repo, t, a)
 }
 
 func pendingList(s replay.Snapshot) string {

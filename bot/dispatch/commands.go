@@ -12,8 +12,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/agentos/agentos/bot/auth"
-	"github.com/agentos/agentos/bot/command"
 	"github.com/agentos/agentos/bot/tracking"
 	"github.com/agentos/agentos/bot/webhook"
 	"github.com/agentos/agentos/kernel/worktree"
@@ -22,54 +20,6 @@ import (
 	"github.com/agentos/agentos/runtime/run"
 	"github.com/agentos/agentos/runtime/workflow/cycle"
 )
-
-func (d *Dispatcher) onComment(ctx context.Context, repo Repo, t webhook.Trigger) (Result, error) {
-	p := command.Parse(t.Body, d.trigger())
-	switch p.Kind {
-	case command.Ignore:
-		return Result{Outcome: "ignored", Reason: p.Reason}, nil
-	case command.Help:
-		_, err := d.GitHub.CreateComment(ctx, repo, t.Number, command.HelpText(d.trigger()))
-		return Result{Outcome: "help"}, err
-	case command.Invalid:
-		body := fmt.Sprintf("@%s %s\n\nUsage: `%s`", t.Author, p.Reason, p.Usage)
-		_, err := d.GitHub.CreateComment(ctx, repo, t.Number, body)
-		return Result{Outcome: "replied", Reason: p.Reason}, err
-	}
-	c := p.Command
-	if res, refused, err := d.authorize(ctx, repo, t, authAction(c.Name), true); refused || err != nil {
-		return res, err
-	}
-	switch c.Name {
-	case command.Run:
-		return d.startRun(ctx, repo, t, c.Prompt)
-	case command.Approve:
-		return d.answer(ctx, repo, t, answer{decision: "approve", id: c.ApprovalID, all: c.All})
-	case command.Deny:
-		return d.answer(ctx, repo, t, answer{decision: "deny", id: c.ApprovalID, reason: c.DenyReason})
-	case command.Status:
-		return d.status(ctx, repo, t)
-	case command.Cancel:
-		return d.cancel(ctx, repo, t, "cancelled with "+d.trigger()+" cancel")
-	case command.Review:
-		return d.review(ctx, repo, t)
-	case command.Triage:
-		return d.triage(ctx, repo, t)
-	}
-	return Result{Outcome: "ignored", Reason: "unknown command " + string(c.Name)}, nil
-}
-
-func authAction(n command.Name) auth.Action {
-	switch n {
-	case command.Approve:
-		return auth.ActionApprove
-	case command.Deny:
-		return auth.ActionDeny
-	case command.Cancel:
-		return auth.ActionCancel
-	}
-	return auth.ActionRun // run and status: status shows the log, which only collaborators see in full
-}
 
 // startRun begins a session for `/agent <prompt>`. On the bot's own PR it
 // starts a follow-up run of that PR's session instead.
@@ -91,8 +41,14 @@ func (d *Dispatcher) startRun(ctx context.Context, repo Repo, t webhook.Trigger,
 		if err != nil {
 			return Result{}, err
 		}
-		if sid, ok := sessionFromBranch(pr.HeadRef); ok && pr.HeadRepo == repo.FullName() {
-			return d.followUp(ctx, repo, t, sid, prompt, &pr)
+		if pr.HeadRepo == repo.FullName() {
+			sid, ok, err := d.sessionOfBranch(ctx, repo, pr.HeadRef)
+			if err != nil {
+				return Result{}, err
+			}
+			if ok {
+				return d.followUp(ctx, repo, t, sid, prompt, &pr)
+			}
 		}
 		if pr.HeadRepo == repo.FullName() {
 			base = Base{Ref: pr.HeadRef, SHA: pr.HeadSHA}
@@ -117,7 +73,7 @@ func (d *Dispatcher) startRun(ctx context.Context, repo Repo, t webhook.Trigger,
 		l.BaseRef = def
 	}
 	sid := d.triggerSession(t)
-	l.Branch = BranchPrefix + sid
+	l.Branch = d.branchPrefix() + sid
 	unlock, err := d.lease(ctx, sid)
 	if err != nil {
 		return Result{}, err
@@ -275,7 +231,7 @@ func (d *Dispatcher) followUp(ctx context.Context, repo Repo, t webhook.Trigger,
 func (d *Dispatcher) failEarly(ctx context.Context, repo Repo, l link, cause error) error {
 	if l.TrackingComment != 0 {
 		body := fmt.Sprintf("**agentos** could not start: %s\n\nNothing was changed.", cause.Error())
-		if sid, ok := sessionFromBranch(l.Branch); ok {
+		if _, sid, ok := worktree.SessionIDInBranch(l.Branch); ok {
 			// Kept, so that a retried delivery finds this comment.
 			body = tracking.Marker(sid) + "\n" + body
 		}
@@ -363,4 +319,10 @@ func (d *Dispatcher) status(ctx context.Context, repo Repo, t webhook.Trigger) (
 	}
 	_, err = d.GitHub.CreateComment(ctx, repo, t.Number, d.renderTracking("", snap, ""))
 	return Result{Outcome: "status", SessionID: sid, Status: snap.RunStatus, PR: l.PR}, err
+}
+
+// help answers `/agent help` with the help rendered from the route table.
+func (d *Dispatcher) help(ctx context.Context, repo Repo, t webhook.Trigger) (Result, error) {
+	_, err := d.GitHub.CreateComment(ctx, repo, t.Number, HelpText(d.trigger()))
+	return Result{Outcome: "help"}, err
 }

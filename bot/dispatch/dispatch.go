@@ -91,6 +91,11 @@ type Dispatcher struct {
 	// Workflows, when set, runs the workflow plane's cycles for
 	// `/agent review` and `/agent triage` (see review.go, triage.go).
 	Workflows *Workflows
+	// BranchPrefix starts the branches of new sessions (branch_prefix,
+	// default agent/; see CheckBranchPrefix). A session keeps the branch
+	// its link records, so sessions begun under an earlier prefix are
+	// still found and resumed after it changes.
+	BranchPrefix string
 	// ResumeFromArtifact, when set (the Action: every job starts on a
 	// fresh machine, and the session's log on the artifact branch is the
 	// only state), makes a new run look for its session's log there
@@ -211,29 +216,59 @@ func (d *Dispatcher) dispatch(ctx context.Context, t webhook.Trigger) (Result, e
 		}
 		t.Body = clean
 	}
-	if t.Kind == webhook.KindInstallation {
-		// The delivery itself is kept in the queue's store; nothing to run.
-		d.log().Info("installation changed", "action", t.Action, "installation", t.InstallationID, "repositories", t.Repositories, "by", t.Author)
-		d.installationChanged(t)
-		return Result{Outcome: "recorded", Reason: "installation " + t.Action}, nil
+	// Events are routed on what they are; a comment on the command it holds.
+	var r Route
+	if !isComment(t) {
+		var ok bool
+		var reason string
+		if r, ok, reason = Lookup(t, ""); !ok {
+			return d.unrouted(t, reason), nil
+		}
 	}
-	repo, ok := ParseRepo(t.Repo)
-	if !ok {
-		return Result{Outcome: "ignored", Reason: "no repository"}, nil
+	var repo Repo
+	if t.Kind != webhook.KindInstallation { // an account's installation has no repository
+		var ok bool
+		if repo, ok = ParseRepo(t.Repo); !ok {
+			return Result{Outcome: "ignored", Reason: "no repository"}, nil
+		}
+		d.remember(repo, t.InstallationID)
 	}
-	d.remember(repo, t.InstallationID)
-	switch t.Kind {
-	case webhook.KindComment, webhook.KindReviewComment:
-		return d.onComment(ctx, repo, t)
-	case webhook.KindReview:
-		return d.onReview(ctx, repo, t)
-	case webhook.KindPRClosed:
-		return d.onPRClosed(ctx, repo, t)
-	case webhook.KindPRSynchronize:
-		return d.onPRSynchronize(ctx, repo, t)
-	default:
-		return Result{Outcome: "ignored", Reason: "nothing to do for " + string(t.Kind)}, nil
+	var c command.Cmd
+	if isComment(t) {
+		p := command.Parse(t.Body, d.trigger())
+		switch p.Kind {
+		case command.Ignore:
+			return Result{Outcome: "ignored", Reason: p.Reason}, nil
+		case command.Invalid:
+			body := fmt.Sprintf("@%s %s\n\nUsage: `%s`", t.Author, p.Reason, p.Usage)
+			_, err := d.GitHub.CreateComment(ctx, repo, t.Number, body)
+			return Result{Outcome: "replied", Reason: p.Reason}, err
+		case command.Help:
+			c = command.Cmd{Name: command.HelpCmd}
+		default:
+			c = p.Command
+		}
+		var ok bool
+		var reason string
+		if r, ok, reason = Lookup(t, c.Name); !ok {
+			return d.unrouted(t, reason), nil
+		}
 	}
+	// A route whose refusals are recorded on the session authorizes in its
+	// handler, once it knows the session.
+	if r.Need != "" && r.Refusal == Reply {
+		if res, refused, err := d.authorize(ctx, repo, t, r.Need, true); refused || err != nil {
+			return res, err
+		}
+	}
+	return r.handle(d, ctx, repo, t, c)
+}
+
+// unrouted is the result of a trigger no route takes: ignored, and logged
+// with why, so that nothing the bot receives disappears without a trace.
+func (d *Dispatcher) unrouted(t webhook.Trigger, reason string) Result {
+	d.log().Info("trigger ignored", "reason", reason, "delivery", t.DeliveryID, "repo", t.Repo, "number", t.Number, "author", t.Author)
+	return Result{Outcome: "ignored", Reason: reason}
 }
 
 // authorize checks the author; a refusal gets one polite comment when

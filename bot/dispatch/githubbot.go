@@ -105,11 +105,13 @@ func NewGitHubBot(cfg config.Config, st store.Store, engines Engines, log *slog.
 		Trigger:   cfg.TriggerWord,
 		BotLogin:  cfg.BotLogin,
 		GitHub:    API{Client: client},
-		Git:       Worktrees{M: wm, Branch: cfg.ArtifactBranch, OnSessionBranch: cfg.LogOnSessionBranch},
+		Git:       Worktrees{M: wm, Branch: cfg.ArtifactBranch, OnSessionBranch: cfg.LogOnSessionBranch, Prefix: cfg.BranchPrefix},
 		Runs:      run.NewManager(st),
 		Engines:   engines,
 		Log:       log,
 		ServerURL: gitURL,
+		// Validated with the configuration (worktree.CheckBranchPrefix).
+		BranchPrefix: cfg.BranchPrefix,
 	}
 	if client.IsApp() {
 		d.Installations = client

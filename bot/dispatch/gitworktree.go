@@ -8,6 +8,7 @@ import (
 
 	"github.com/agentos/agentos/bot/github"
 	"github.com/agentos/agentos/kernel/worktree"
+	"github.com/agentos/agentos/runtime/event"
 )
 
 // Worktrees adapts kernel/worktree (shared mirrors, session worktrees, the
@@ -19,15 +20,28 @@ type Worktrees struct {
 	// OnSessionBranch keeps the log under .agent/sessions/<id>/ on the
 	// session branch instead of on the artifact branch.
 	OnSessionBranch bool
+	// Prefix starts session branches (the Dispatcher's BranchPrefix):
+	// with OnSessionBranch, the log of a session is read from, and
+	// written to, Prefix+<session id> when no worktree is open; the
+	// remote's session branches of an issue are those under it.
+	Prefix string
+}
+
+func (w Worktrees) prefix() string {
+	if w.Prefix == "" {
+		return DefaultBranchPrefix
+	}
+	return w.Prefix
 }
 
 func wtRepo(r Repo) worktree.Repo { return worktree.Repo{Owner: r.Owner, Name: r.Name} }
 
-// numberAndID splits a session branch agent/<number>-<id> into the number
-// the worktree manager names it by and the session id.
+// numberAndID splits a session branch <prefix><number>-<id> into the
+// number the worktree manager names it by and the session id. Any prefix
+// is taken: a session keeps the branch its link records.
 func numberAndID(branch string) (int, string, error) {
-	sid, ok := sessionFromBranch(branch)
-	if !ok {
+	_, sid, ok := worktree.SessionIDInBranch(branch)
+	if !ok || !event.ValidSessionID(sid) {
 		return 0, "", fmt.Errorf("%q is not a session branch", branch)
 	}
 	var n int
@@ -43,7 +57,7 @@ func (w Worktrees) Start(ctx context.Context, repo Repo, branch string, base Bas
 	if err != nil {
 		return nil, err
 	}
-	s, err := w.M.Prepare(ctx, worktree.PrepareOptions{Repo: wtRepo(repo), SessionID: sid, Number: n, Base: worktree.Base{Branch: base.Ref, PullRequest: base.PullNumber}})
+	s, err := w.M.Prepare(ctx, worktree.PrepareOptions{Repo: wtRepo(repo), SessionID: sid, Number: n, Branch: branch, Base: worktree.Base{Branch: base.Ref, PullRequest: base.PullNumber}})
 	if err != nil {
 		return nil, err
 	}
@@ -64,7 +78,7 @@ func (w Worktrees) Reopen(ctx context.Context, repo Repo, branch, head string) (
 	if err != nil {
 		return nil, err
 	}
-	s, err := w.M.Prepare(ctx, worktree.PrepareOptions{Repo: wtRepo(repo), SessionID: sid, Number: n})
+	s, err := w.M.Prepare(ctx, worktree.PrepareOptions{Repo: wtRepo(repo), SessionID: sid, Number: n, Branch: branch})
 	if err != nil {
 		return nil, err
 	}
@@ -93,7 +107,7 @@ func (w Worktrees) CommitArtifact(ctx context.Context, repo Repo, sessionID stri
 	t, ok := wt.(*sessionTree)
 	if !ok || t == nil {
 		// No worktree open (a cancellation): open the branch for the commit.
-		opened, err := w.Reopen(ctx, repo, BranchPrefix+sessionID, "")
+		opened, err := w.Reopen(ctx, repo, w.prefix()+sessionID, "")
 		if err != nil {
 			return "", err
 		}
@@ -113,7 +127,7 @@ func (w Worktrees) LoadArtifact(ctx context.Context, repo Repo, sessionID string
 	if !w.OnSessionBranch {
 		return w.M.LoadArtifact(ctx, wtRepo(repo), sessionID)
 	}
-	t, err := w.Reopen(ctx, repo, BranchPrefix+sessionID, "")
+	t, err := w.Reopen(ctx, repo, w.prefix()+sessionID, "")
 	if err != nil {
 		return nil, err
 	}
@@ -201,7 +215,7 @@ func (t *sessionTree) Close() error { return t.s.Close() }
 
 // SessionBranches implements Git.
 func (w Worktrees) SessionBranches(ctx context.Context, repo Repo, number int) ([]string, error) {
-	return w.M.RemoteBranches(ctx, wtRepo(repo), fmt.Sprintf("%s%d-", BranchPrefix, number))
+	return w.M.RemoteBranches(ctx, wtRepo(repo), fmt.Sprintf("%s%d-", w.prefix(), number))
 }
 
 // GitData is the GitHub client as the worktree publisher's Git Data API:

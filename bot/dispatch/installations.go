@@ -25,9 +25,12 @@ func (d *Dispatcher) remember(repo Repo, id int64) {
 // events: repositories added to an installation are served by it; a
 // deleted or suspended installation, or one that lost repositories, is
 // forgotten (calls on its repositories look the installation up again).
-func (d *Dispatcher) installationChanged(t webhook.Trigger) {
+// The delivery itself is kept in the queue's store; nothing runs.
+func (d *Dispatcher) installationChanged(t webhook.Trigger) Result {
+	d.log().Info("installation changed", "action", t.Action, "installation", t.InstallationID, "repositories", t.Repositories, "by", t.Author)
+	res := Result{Outcome: "recorded", Reason: "installation " + t.Action}
 	if d.Installations == nil || t.InstallationID <= 0 {
-		return
+		return res
 	}
 	switch t.Action {
 	case "deleted", "suspend", "removed":
@@ -39,6 +42,7 @@ func (d *Dispatcher) installationChanged(t webhook.Trigger) {
 			}
 		}
 	}
+	return res
 }
 
 // adopt reconciles a session's link with the trigger: the trigger's

@@ -41,7 +41,7 @@ var errCyclePaused = errors.New("the cycle paused for an approval; review and tr
 // result and the session's usage.
 func (p *Plane) execute(ctx context.Context, repo Repo, number int, base Base, untrusted bool, req cycle.Request) (cycle.Result, replay.Usage, error) {
 	d := p.D
-	wt, err := d.Git.Start(ctx, repo, BranchPrefix+req.SessionID, base)
+	wt, err := d.Git.Start(ctx, repo, p.D.branchPrefix()+req.SessionID, base)
 	if err != nil {
 		return cycle.Result{}, replay.Usage{}, fmt.Errorf("prepare the worktree: %w", err)
 	}

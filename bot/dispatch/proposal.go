@@ -98,7 +98,14 @@ func (d *Dispatcher) proposeFixes(ctx context.Context, repo Repo, t webhook.Trig
 	if len(fs) == 0 {
 		return nil, nil
 	}
-	if _, own := sessionFromBranch(pr.HeadRef); own && pr.HeadRepo == repo.FullName() {
+	own := false
+	if pr.HeadRepo == repo.FullName() {
+		var err error
+		if _, own, err = d.sessionOfBranch(ctx, repo, pr.HeadRef); err != nil {
+			return nil, err
+		}
+	}
+	if own {
 		d.log().Info("no fix proposal: the pull request is an agentos session's", "repo", repo.FullName(), "pr", t.Number, "session", sid)
 		return nil, nil
 	}

@@ -58,7 +58,7 @@ func (d *Dispatcher) publish(ctx context.Context, repo Repo, sid string, wt Work
 	}
 	created := false
 	if l.PR == 0 && (made || out.Status == "paused" || (again != nil && again.onRemote)) {
-		pr, err := d.GitHub.CreateDraftPR(ctx, repo, l.Branch, l.BaseRef, "agentos: "+oneLine(l.Prompt, 72), renderPRBody(l, snap, d.logRefURL(repo, sid), d.trigger()))
+		pr, err := d.GitHub.CreateDraftPR(ctx, repo, l.Branch, l.BaseRef, "agentos: "+oneLine(l.Prompt, 72), renderPRBody(l, snap, d.logRefURL(repo, sid, l), d.trigger()))
 		if err != nil {
 			return res, err
 		}
@@ -129,7 +129,7 @@ func (d *Dispatcher) publish(ctx context.Context, repo Repo, sid string, wt Work
 	logURL := d.logURL(repo, artSHA, sid)
 	res.LogURL = logURL
 	if l.PR != 0 && !created {
-		if err := d.GitHub.EditPRBody(ctx, repo, l.PR, renderPRBody(l, snap, d.logRefURL(repo, sid), d.trigger())); err != nil {
+		if err := d.GitHub.EditPRBody(ctx, repo, l.PR, renderPRBody(l, snap, d.logRefURL(repo, sid, l), d.trigger())); err != nil {
 			return res, err
 		}
 	}
@@ -177,10 +177,10 @@ func (d *Dispatcher) commitArtifact(ctx context.Context, repo Repo, sid string, 
 // logRefURL links the session's log on the branch that keeps it (the
 // latest log, whatever commit): the PR description uses it, so that it is
 // written once with the PR and need not change with every log commit.
-func (d *Dispatcher) logRefURL(repo Repo, sid string) string {
+func (d *Dispatcher) logRefURL(repo Repo, sid string, l link) string {
 	ref := d.Git.ArtifactBranch()
 	if ref == "" {
-		ref = BranchPrefix + sid
+		ref = l.Branch
 	}
 	return d.logURL(repo, ref, sid)
 }

@@ -155,7 +155,7 @@ func (d *Dispatcher) closeOrphan(ctx context.Context, repo Repo, sid string, l l
 // approval was computed against) when that call has not run yet.
 func (d *Dispatcher) rebuild(ctx context.Context, repo Repo, sid string, l link, base *Base, evs []event.Event, continuing bool) (Worktree, bool, error) {
 	if l.Branch == "" {
-		l.Branch = BranchPrefix + sid
+		l.Branch = d.branchPrefix() + sid
 	}
 	head := ""
 	if continuing {

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/agentos/agentos/bot/webhook"
+	"github.com/agentos/agentos/kernel/worktree"
 	"github.com/agentos/agentos/runtime/event"
 	"github.com/agentos/agentos/runtime/run"
 	"github.com/oklog/ulid/v2"
@@ -50,18 +51,59 @@ func deliverySessionID(number int, deliveryID string) string {
 	return fmt.Sprintf("%d-%s", number, strings.ToLower(base32.StdEncoding.EncodeToString(sum[:])[:8]))
 }
 
-// BranchPrefix starts every session branch.
-const BranchPrefix = "agent/"
+// DefaultBranchPrefix starts session branches unless the Dispatcher's
+// BranchPrefix says otherwise.
+const DefaultBranchPrefix = worktree.DefaultBranchPrefix
 
-// sessionFromBranch returns the session id encoded in a session branch
-// name, checked: branch names come from users.
-func sessionFromBranch(ref string) (string, bool) {
-	ref = strings.TrimPrefix(ref, "refs/heads/")
-	id, ok := strings.CutPrefix(ref, BranchPrefix)
-	if !ok || !event.ValidSessionID(id) {
+// branchPrefix starts the branches of new sessions.
+func (d *Dispatcher) branchPrefix() string {
+	if d.BranchPrefix == "" {
+		return DefaultBranchPrefix
+	}
+	return d.BranchPrefix
+}
+
+// sessionFromBranch returns the session id of a branch under the current
+// prefix, checked: branch names come from users.
+func (d *Dispatcher) sessionFromBranch(ref string) (string, bool) {
+	prefix, id, ok := worktree.SessionIDInBranch(ref)
+	if !ok || prefix != d.branchPrefix() || !event.ValidSessionID(id) {
 		return "", false
 	}
 	return id, true
+}
+
+// sessionOfBranch returns the session whose branch ref is. A branch under
+// the current prefix names its session; one under another prefix (the
+// session began before branch_prefix changed) is a session's when the
+// session's recorded link names that branch, in repo. A branch that only
+// looks like one, and whose session cannot be found, is no session's.
+func (d *Dispatcher) sessionOfBranch(ctx context.Context, repo Repo, ref string) (string, bool, error) {
+	if sid, ok := d.sessionFromBranch(ref); ok {
+		return sid, true, nil
+	}
+	_, sid, ok := worktree.SessionIDInBranch(ref)
+	if !ok || !event.ValidSessionID(sid) {
+		return "", false, nil
+	}
+	evs, err := d.Runs.Store.Read(ctx, sid, 1)
+	if err != nil {
+		return "", false, err
+	}
+	if len(evs) == 0 {
+		unlock := d.lock(sid)
+		evs, err = d.loadSession(ctx, repo, sid)
+		unlock()
+		if err != nil {
+			if errors.Is(err, ErrTamperedLog) || ctx.Err() != nil {
+				return "", false, err
+			}
+			d.log().Info("a branch like a session branch, without a session", "repo", repo.FullName(), "branch", ref, "err", err)
+			return "", false, nil
+		}
+	}
+	l, ok := loadLink(evs)
+	return sid, ok && l.Repo == repo.FullName() && l.Branch == strings.TrimPrefix(ref, "refs/heads/"), nil
 }
 
 // link is the bot's record of where a session lives on GitHub, kept in the
@@ -183,8 +225,14 @@ func (d *Dispatcher) sessionFor(ctx context.Context, repo Repo, t webhook.Trigge
 		if err != nil {
 			return "", nil, err
 		}
-		if sid, ok := sessionFromBranch(pr.HeadRef); ok && pr.HeadRepo == repo.FullName() {
-			return sid, &pr, nil
+		if pr.HeadRepo == repo.FullName() {
+			sid, ok, err := d.sessionOfBranch(ctx, repo, pr.HeadRef)
+			if err != nil {
+				return "", nil, err
+			}
+			if ok {
+				return sid, &pr, nil
+			}
 		}
 	}
 	infos, err := d.Runs.Store.Sessions(ctx)
@@ -222,7 +270,7 @@ func (d *Dispatcher) remoteSessionFor(ctx context.Context, repo Repo, number int
 	}
 	var best, bestTS string
 	for _, b := range branches {
-		sid, ok := sessionFromBranch(b)
+		sid, ok := d.sessionFromBranch(b)
 		if !ok {
 			continue
 		}

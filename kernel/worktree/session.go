@@ -40,6 +40,10 @@ type PrepareOptions struct {
 	// branch agent/<number>-<short id>. Zero takes Base.PullRequest.
 	Number int
 	Base   Base
+	// Branch is the session branch; empty means SessionBranch(Number,
+	// SessionID), agent/<number>-<short id>. The bot names it with its
+	// configured prefix, and a session keeps the branch its link records.
+	Branch string
 }
 
 // Session is one session's worktree on its branch. Its methods are safe for
@@ -86,9 +90,14 @@ func (m *Manager) Prepare(ctx context.Context, opts PrepareOptions) (*Session, e
 	if opts.Base.Branch != "" && !validBranch(opts.Base.Branch) {
 		return nil, fmt.Errorf("%w: base branch %q", ErrInvalid, opts.Base.Branch)
 	}
-	branch, err := SessionBranch(num, opts.SessionID)
-	if err != nil {
-		return nil, err
+	branch := opts.Branch
+	if branch == "" {
+		var err error
+		if branch, err = SessionBranch(num, opts.SessionID); err != nil {
+			return nil, err
+		}
+	} else if !validBranch(branch) || !validSessionID(opts.SessionID) {
+		return nil, fmt.Errorf("%w: session branch %q of session %q", ErrInvalid, branch, opts.SessionID)
 	}
 	c, err := m.cred(ctx, opts.Repo)
 	if err != nil {

@@ -1,0 +1,260 @@
+package dispatch
+
+// The route table: every trigger the bot receives is looked up here, from
+// (webhook event, action, /agent command) to its handler, with the
+// permission its author needs. A trigger no route takes is ignored with
+// the reason "no route for …", logged and reported through Result; it is
+// never dropped silently. `/agent help` is rendered from this table, so it
+// says who may use each command as the dispatcher enforces it.
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/agentos/agentos/bot/auth"
+	"github.com/agentos/agentos/bot/command"
+	"github.com/agentos/agentos/bot/webhook"
+)
+
+// Source is one way a trigger arrives: a GitHub webhook event and action,
+// as webhook.Normalize turns it into a Trigger of Kind.
+type Source struct {
+	Event   string   // X-GitHub-Event
+	Actions []string // the event's actions; none: any
+	Kind    string   // the Trigger kind they become
+	State   string   // pull_request_review: the review's state
+}
+
+// The sources of the route table.
+var (
+	// A comment holding an /agent command: on an issue or pull request's
+	// conversation, a line comment on a diff, or the body of a review
+	// submitted as a comment.
+	commentSources = []Source{
+		{Event: "issue_comment", Actions: []string{"created"}, Kind: webhook.KindComment},
+		{Event: "pull_request_review_comment", Actions: []string{"created"}, Kind: webhook.KindReviewComment},
+		{Event: "pull_request_review", Actions: []string{"submitted"}, Kind: webhook.KindReview, State: "commented"},
+	}
+	approvedReview     = []Source{{Event: "pull_request_review", Actions: []string{"submitted"}, Kind: webhook.KindReview, State: "approved"}}
+	changesRequested   = []Source{{Event: "pull_request_review", Actions: []string{"submitted"}, Kind: webhook.KindReview, State: "changes_requested"}}
+	pullRequestClosed  = []Source{{Event: "pull_request", Actions: []string{"closed"}, Kind: webhook.KindPRClosed}}
+	pullRequestPushed  = []Source{{Event: "pull_request", Actions: []string{"synchronize"}, Kind: webhook.KindPRSynchronize}}
+	installationEvents = []Source{
+		{Event: "installation", Kind: webhook.KindInstallation},
+		{Event: "installation_repositories", Kind: webhook.KindInstallation},
+	}
+)
+
+// Refusal says what a refused author gets.
+type Refusal int
+
+const (
+	// Reply: one polite comment saying why.
+	Reply Refusal = iota
+	// Record: no reply; the refusal is recorded in the session's log (a
+	// review from someone without write access neither approves nor
+	// denies).
+	Record
+)
+
+// Route is one entry of the route table.
+type Route struct {
+	On      []Source
+	Command command.Name // comment sources: the command; "" for events
+	// Need is what the author must be authorized for (auth.Authorizer:
+	// write access, within the allow-lists); "" means no check: help, and
+	// events GitHub sends about a session's own pull request.
+	Need    auth.Action
+	Refusal Refusal
+	// Handler names the function that handles it (file.function), for
+	// readers, logs and the tests.
+	Handler string
+	handle  handler
+}
+
+type handler func(d *Dispatcher, ctx context.Context, repo Repo, t webhook.Trigger, c command.Cmd) (Result, error)
+
+// Routes returns the route table, commands in help order. It is built by
+// a function, not kept in a variable: the help route renders the table.
+func Routes() []Route {
+	return []Route{
+		{On: commentSources, Command: command.Run, Need: auth.ActionRun, Handler: "commands.startRun",
+			handle: func(d *Dispatcher, ctx context.Context, repo Repo, t webhook.Trigger, c command.Cmd) (Result, error) {
+				return d.startRun(ctx, repo, t, c.Prompt)
+			}},
+		{On: commentSources, Command: command.Approve, Need: auth.ActionApprove, Handler: "approvals.answer",
+			handle: func(d *Dispatcher, ctx context.Context, repo Repo, t webhook.Trigger, c command.Cmd) (Result, error) {
+				return d.answer(ctx, repo, t, answer{decision: "approve", id: c.ApprovalID, all: c.All})
+			}},
+		{On: commentSources, Command: command.Deny, Need: auth.ActionDeny, Handler: "approvals.answer",
+			handle: func(d *Dispatcher, ctx context.Context, repo Repo, t webhook.Trigger, c command.Cmd) (Result, error) {
+				return d.answer(ctx, repo, t, answer{decision: "deny", id: c.ApprovalID, reason: c.DenyReason})
+			}},
+		{On: commentSources, Command: command.Review, Need: auth.ActionRun, Handler: "review.review",
+			handle: func(d *Dispatcher, ctx context.Context, repo Repo, t webhook.Trigger, _ command.Cmd) (Result, error) {
+				return d.review(ctx, repo, t)
+			}},
+		{On: commentSources, Command: command.Triage, Need: auth.ActionRun, Handler: "triage.triage",
+			handle: func(d *Dispatcher, ctx context.Context, repo Repo, t webhook.Trigger, _ command.Cmd) (Result, error) {
+				return d.triage(ctx, repo, t)
+			}},
+		// Status posts the session's state, which comes from its log; the log
+		// is imported from the artifact branch when this process has not seen
+		// it, so asking costs work and posts a comment: write access, as for
+		// the other commands.
+		{On: commentSources, Command: command.Status, Need: auth.ActionStatus, Handler: "commands.status",
+			handle: func(d *Dispatcher, ctx context.Context, repo Repo, t webhook.Trigger, _ command.Cmd) (Result, error) {
+				return d.status(ctx, repo, t)
+			}},
+		{On: commentSources, Command: command.Cancel, Need: auth.ActionCancel, Handler: "commands.cancel",
+			handle: func(d *Dispatcher, ctx context.Context, repo Repo, t webhook.Trigger, _ command.Cmd) (Result, error) {
+				return d.cancel(ctx, repo, t, "cancelled with "+d.trigger()+" cancel")
+			}},
+		{On: commentSources, Command: command.HelpCmd, Handler: "commands.help",
+			handle: func(d *Dispatcher, ctx context.Context, repo Repo, t webhook.Trigger, _ command.Cmd) (Result, error) {
+				return d.help(ctx, repo, t)
+			}},
+		{On: approvedReview, Need: auth.ActionApprove, Refusal: Record, Handler: "approvals.onApproveReview",
+			handle: func(d *Dispatcher, ctx context.Context, repo Repo, t webhook.Trigger, _ command.Cmd) (Result, error) {
+				return d.onApproveReview(ctx, repo, t)
+			}},
+		{On: changesRequested, Need: auth.ActionDeny, Refusal: Record, Handler: "approvals.onChangesRequested",
+			handle: func(d *Dispatcher, ctx context.Context, repo Repo, t webhook.Trigger, _ command.Cmd) (Result, error) {
+				return d.onChangesRequested(ctx, repo, t)
+			}},
+		{On: pullRequestClosed, Handler: "pullrequests.onPRClosed",
+			handle: func(d *Dispatcher, ctx context.Context, repo Repo, t webhook.Trigger, _ command.Cmd) (Result, error) {
+				return d.onPRClosed(ctx, repo, t)
+			}},
+		{On: pullRequestPushed, Handler: "pullrequests.onPRSynchronize",
+			handle: func(d *Dispatcher, ctx context.Context, repo Repo, t webhook.Trigger, _ command.Cmd) (Result, error) {
+				return d.onPRSynchronize(ctx, repo, t)
+			}},
+		{On: installationEvents, Handler: "installations.installationChanged",
+			handle: func(d *Dispatcher, ctx context.Context, _ Repo, t webhook.Trigger, _ command.Cmd) (Result, error) {
+				return d.installationChanged(t), nil
+			}},
+	}
+}
+
+// matches reports whether t arrived the way s describes. A trigger that
+// names its webhook event (every delivery, and the Action's event) must
+// match event and action too; one built in code (a test, a replayed
+// trigger) is matched on its kind and review state.
+func (s Source) matches(t webhook.Trigger) bool {
+	if s.Kind != t.Kind || (s.State != "" && s.State != t.ReviewState) {
+		return false
+	}
+	if t.Event == "" {
+		return true
+	}
+	return s.Event == t.Event && (len(s.Actions) == 0 || slices.Contains(s.Actions, t.Action))
+}
+
+// isComment reports whether t arrived as a comment that may hold a command.
+func isComment(t webhook.Trigger) bool {
+	return slices.ContainsFunc(commentSources, func(s Source) bool { return s.matches(t) })
+}
+
+// Lookup finds the route of t; for a comment, c is its parsed command. ok
+// is false for a trigger no route takes: reason says what it was.
+func Lookup(t webhook.Trigger, c command.Name) (r Route, ok bool, reason string) {
+	for _, r := range Routes() {
+		if r.Command != c {
+			continue
+		}
+		if slices.ContainsFunc(r.On, func(s Source) bool { return s.matches(t) }) {
+			return r, true, ""
+		}
+	}
+	return Route{}, false, "no route for " + describe(t, c)
+}
+
+// describe names a trigger the way the route table does.
+func describe(t webhook.Trigger, c command.Name) string {
+	ev := t.Event
+	switch {
+	case ev != "":
+	case t.Kind != "":
+		ev = "trigger kind " + t.Kind
+	default:
+		ev = "a trigger without an event"
+	}
+	parts := []string{ev}
+	if t.Action != "" {
+		parts = append(parts, t.Action)
+	}
+	if t.ReviewState != "" {
+		parts = append(parts, "(review "+t.ReviewState+")")
+	}
+	if c != "" {
+		parts = append(parts, "command "+string(c))
+	}
+	return strings.Join(parts, " ")
+}
+
+// who says who may use a route, for the help text.
+func (r Route) who() string {
+	if r.Need == "" {
+		return "anyone who can comment"
+	}
+	return "users with write, maintain or admin permission on the repository (within the bot's `allowed_users`/`allowed_bots` lists when set)"
+}
+
+// HelpText renders `/agent help` for trigger ("" means the default) from
+// the route table: each command's usage, what it does and who may use it,
+// then the reviews that answer approvals.
+func HelpText(trigger string) string {
+	if trigger == "" {
+		trigger = command.DefaultTrigger
+	}
+	descs := map[command.Name]command.Description{}
+	for _, d := range command.Descriptions() {
+		descs[d.Name] = d
+	}
+	var b strings.Builder
+	b.WriteString("### Commands\n\nWrite a command at the start of a line of a comment. Only the first command of a comment runs; commands in code blocks, code spans and quoted replies are ignored.\n\n")
+	b.WriteString("| command | what it does | who may use it |\n|---|---|---|\n")
+	var examples []string
+	for _, r := range Routes() {
+		if r.Command == "" {
+			continue
+		}
+		d, ok := descs[r.Command]
+		if !ok {
+			d = command.Description{Name: r.Command}
+		}
+		fmt.Fprintf(&b, "| `%s` | %s | %s |\n", cell(d.Usage(trigger)), cell(strings.ReplaceAll(d.Summary, "{trigger}", trigger)), r.who())
+		for _, e := range d.Examples {
+			examples = append(examples, strings.ReplaceAll(e, "{trigger}", trigger))
+		}
+	}
+	b.WriteString("\n### Reviews\n\nOn the pull request of a session waiting for approval:\n\n| review | what it does | who may use it |\n|---|---|---|\n")
+	for _, r := range Routes() {
+		if r.Command != "" || r.Need == "" {
+			continue
+		}
+		switch {
+		case slices.EqualFunc(r.On, approvedReview, sameSource):
+			fmt.Fprintf(&b, "| Approve | Approves every pending action of the latest request; the run resumes. | %s; a review from anyone else is recorded and ignored |\n", r.who())
+		case slices.EqualFunc(r.On, changesRequested, sameSource):
+			fmt.Fprintf(&b, "| Request changes | Denies the pending actions; the review's text is the reason given to the agent. | %s; a review from anyone else is recorded and ignored |\n", r.who())
+		}
+	}
+	b.WriteString("\n**Examples**\n\n```\n")
+	for _, e := range examples {
+		b.WriteString(e + "\n")
+	}
+	b.WriteString("```\n")
+	return b.String()
+}
+
+func sameSource(a, b Source) bool {
+	return a.Event == b.Event && a.Kind == b.Kind && a.State == b.State && slices.Equal(a.Actions, b.Actions)
+}
+
+// cell escapes "|", which ends a table cell in GitHub Markdown even inside
+// a code span.
+func cell(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
