@@ -48,6 +48,7 @@ done <<'TARGETS'
 ./kernel/patch FuzzApplyRoundTrip
 ./kernel/policy FuzzParse
 ./kernel/guard FuzzGuard
+./kernel/toolrule FuzzCommandRules
 ./runtime/skills FuzzSkillFile
 ./runtime/replay FuzzVerify
 ./runtime/event FuzzParseLineFast

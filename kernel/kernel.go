@@ -17,6 +17,7 @@ import (
 
 	"github.com/agentos/agentos/kernel/guard"
 	"github.com/agentos/agentos/kernel/policy"
+	"github.com/agentos/agentos/kernel/toolrule"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
@@ -39,6 +40,11 @@ type Call struct {
 	// write whose paths are not known is refused. Empty and non-nil
 	// allows no write at all.
 	WritePaths []string
+	// Rules, when not nil, are permission rules on the call's arguments
+	// (the Action's allowed_tools Bash(go test:*), Read(docs/**), …): a
+	// command or path they do not allow is refused (TOOL_NOT_ALLOWED,
+	// stage "rules") before the sandbox, the approval and tool.invoke.
+	Rules *toolrule.Set
 }
 
 // Outcome is a dispatch that did not fail: a result, or an action waiting
@@ -248,6 +254,8 @@ func (k *Kernel) reject(ctx context.Context, rec Recorder, c Call, stage string,
 				p["suggestion"] = x.Suggestion
 			}
 		}
+	case *toolrule.Refusal:
+		p["refusal"] = d
 	}
 	if _, err := rec.Record(ctx, "tool.rejected", "kernel", p, ""); err != nil {
 		return errors.Join(e, err)
@@ -285,6 +293,10 @@ func (k *Kernel) Dispatch(ctx context.Context, rec Recorder, c Call) (Outcome, e
 	if err != nil {
 		return Outcome{}, err
 	}
+	// Argument rules first: no hook command runs for a refused call.
+	if err := k.checkRules(ctx, rec, c, args, nil); err != nil {
+		return Outcome{}, err
+	}
 	if k.Hooks != nil {
 		d, herr := k.Hooks.PreToolUse(ctx, rec, c.Name, args)
 		if herr != nil {
@@ -297,10 +309,16 @@ func (k *Kernel) Dispatch(ctx context.Context, rec Recorder, c Call) (Outcome, e
 			if args, err = k.guardArgs(ctx, rec, c, r); err != nil {
 				return Outcome{}, err
 			}
+			// The rules see the arguments the tool will get.
+			if err := k.checkRules(ctx, rec, c, args, nil); err != nil {
+				return Outcome{}, err
+			}
 		default:
 			return Outcome{}, k.reject(ctx, rec, c, "PreToolUse", &Error{Kind: "gate", Code: CodeGateDenied, Message: "PreToolUse hook denied: " + d.Reason})
 		}
 	}
+	// A write's paths are checked against the rules once it is assessed,
+	// below.
 	if r.def.Category == CategoryExec && k.Confinement != nil {
 		// No approval is asked for a command that could not run.
 		if err := k.Confinement.SandboxErr(); err != nil {
@@ -314,6 +332,11 @@ func (k *Kernel) Dispatch(ctx context.Context, rec Recorder, c Call) (Outcome, e
 	}
 	if kerr := writeScope(c, r.def.Category, risk.Paths); kerr != nil {
 		return Outcome{}, k.reject(ctx, rec, c, "scope", kerr)
+	}
+	if r.def.Category == CategoryWrite {
+		if err := k.checkRules(ctx, rec, c, nil, risk.Paths); err != nil {
+			return Outcome{}, err
+		}
 	}
 	switch risk.Control {
 	case ControlDeny:
@@ -408,7 +431,41 @@ func (k *Kernel) ExecuteApproved(ctx context.Context, rec Recorder, c Call, appr
 			return Outcome{}, k.reject(ctx, rec, c, "approval", &Error{Kind: "approval", Code: CodeApprovalStale, Message: fmt.Sprintf("the workspace changed since the approval was requested (was %.12s/%.12s, now %.12s/%.12s): request it again", rev.Commit, rev.Tree, now.Commit, now.Tree)})
 		}
 	}
+	// An approval granted under other rules (a run resumed with changed
+	// allowed_tools) does not let a now-refused command or path through.
+	if err := k.checkRules(ctx, rec, c, args, nil); err != nil {
+		return Outcome{}, err
+	}
+	if r.def.Category == CategoryWrite && !c.Rules.Empty() {
+		risk, _, perr := k.assess(ctx, k.env(), r, args)
+		if perr != nil {
+			return Outcome{}, k.reject(ctx, rec, c, "policy", perr)
+		}
+		if err := k.checkRules(ctx, rec, c, nil, risk.Paths); err != nil {
+			return Outcome{}, err
+		}
+	}
 	return k.execute(ctx, rec, c, r, args, approvalID)
+}
+
+// checkRules applies the call's permission rules: to its arguments, or
+// (args nil) to the paths a write changes. A refusal is recorded as
+// tool.rejected at stage "rules" with TOOL_NOT_ALLOWED and the refusal
+// (which rule, which command or path) as details.
+func (k *Kernel) checkRules(ctx context.Context, rec Recorder, c Call, args json.RawMessage, paths []string) error {
+	if c.Rules.Empty() {
+		return nil
+	}
+	var ref *toolrule.Refusal
+	if args != nil {
+		ref = c.Rules.CheckArgs(c.Name, args)
+	} else {
+		ref = c.Rules.CheckWrite(c.Name, paths)
+	}
+	if ref == nil {
+		return nil
+	}
+	return k.reject(ctx, rec, c, "rules", &Error{Kind: "gate", Code: CodeToolNotAllowed, Message: ref.Error(), Details: ref})
 }
 
 func mustArgs(raw json.RawMessage) (json.RawMessage, *guard.Diagnostic) {

@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentos/agentos/kernel/toolrule"
 	"github.com/agentos/agentos/runtime/claudecode"
 	"github.com/agentos/agentos/runtime/provider"
 	"github.com/agentos/agentos/runtime/skills"
@@ -93,6 +94,10 @@ type Inputs struct {
 	// rule's argument, a tool agentos does not have), for the job's log.
 	AllowedTools, DisallowedTools []string
 	ToolNotes                     []string
+	// ToolRules are the lists' permission rules with an argument
+	// (Bash(go test:*), Read(docs/**), Edit(src/**)), which the kernel
+	// enforces call by call; nil when the lists have none.
+	ToolRules *toolrule.Set
 }
 
 // Cycles an event may run without a command.
@@ -263,11 +268,16 @@ func automationInputs(getenv func(string) string, in *Inputs) []string {
 	// allowed_tools and disallowed_tools narrow every run's tool scope
 	// (run.ToolLimits); a name that cannot be read fails the Action
 	// rather than being skipped.
+	// An entry with an argument (Bash(go test:*), Read(docs/**)) is also
+	// a permission rule the kernel enforces on every call.
 	var err error
 	if in.AllowedTools, err = toolList("allowed_tools", input(getenv, "allowed_tools"), false, &in.ToolNotes); err != nil {
 		problems = append(problems, err.Error())
 	}
 	if in.DisallowedTools, err = toolList("disallowed_tools", input(getenv, "disallowed_tools"), true, &in.ToolNotes); err != nil {
+		problems = append(problems, err.Error())
+	}
+	if in.ToolRules, err = toolRules(input(getenv, "allowed_tools"), input(getenv, "disallowed_tools")); err != nil {
 		problems = append(problems, err.Error())
 	}
 	if raw := input(getenv, "mcp_config"); raw != "" {
@@ -335,6 +345,23 @@ func parseMCPConfig(raw string) (map[string]provider.MCPServer, error) {
 // (claudecode.ResolveList), separated by commas or newlines. A tool
 // agentos does not have cannot be allowed (the run could not use it);
 // disallowing one is honoured by there being none, and said.
+// toolRules parses the permission rules of both lists (toolrule.Parse):
+// an argument the kernel cannot enforce (WebFetch(domain:…), a path
+// outside the repository) fails the Action rather than being dropped.
+func toolRules(allowRaw, denyRaw string) (*toolrule.Set, error) {
+	// SplitList's errors are toolList's to report.
+	allow, _ := claudecode.SplitList(allowRaw)
+	deny, _ := claudecode.SplitList(denyRaw)
+	set, err := toolrule.Parse(allow, deny)
+	if err != nil {
+		return nil, fmt.Errorf("allowed_tools/disallowed_tools: %v", err)
+	}
+	if set.Empty() {
+		return nil, nil
+	}
+	return set, nil
+}
+
 func toolList(name, raw string, deny bool, notes *[]string) ([]string, error) {
 	if raw == "" {
 		return nil, nil
@@ -358,10 +385,10 @@ func toolList(name, raw string, deny bool, notes *[]string) ([]string, error) {
 			return nil, fmt.Errorf("%s: %q is a Claude Code tool agentos does not have, so a run cannot be allowed it", name, r.Name)
 		case r.Absent:
 			*notes = append(*notes, fmt.Sprintf("%s: %s: agentos has no such tool", name, r.Name))
-		case r.Argument != "" && !deny:
-			*notes = append(*notes, fmt.Sprintf("%s: %s allows %s with any arguments; which commands run without approval is the policy file's (policy_file) decision", name, r.Name, strings.Join(r.Ours, ", ")))
-		case r.Argument != "":
-			*notes = append(*notes, fmt.Sprintf("%s: %s disallows %s with any arguments, not only %q", name, r.Name, strings.Join(r.Ours, ", "), r.Argument))
+		case r.Argument != "" && deny:
+			// A disallowed rule with an argument refuses the calls
+			// it matches (toolRules), not the tool.
+			continue
 		}
 		for _, o := range r.Ours {
 			if !seen[o] {

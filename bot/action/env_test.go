@@ -139,22 +139,44 @@ func TestFromEnvToolLists(t *testing.T) {
 	if got := strings.Join(in.AllowedTools, " "); got != "repo.read repo.patch repo.write process.run mcp.docs.search test.run" {
 		t.Errorf("allowed = %q", got)
 	}
-	if got := strings.Join(in.DisallowedTools, " "); got != "repo.write repo.patch mcp.github.* process.run" {
+	// Bash(rm:*) refuses the commands it matches, not process.run.
+	if got := strings.Join(in.DisallowedTools, " "); got != "repo.write repo.patch mcp.github.*" {
 		t.Errorf("disallowed = %q", got)
 	}
 	notes := strings.Join(in.ToolNotes, "\n")
-	for _, want := range []string{
-		"allowed_tools: Bash(go test ./...) allows process.run with any arguments",
-		"disallowed_tools: WebFetch: agentos has no such tool",
-		`disallowed_tools: Bash(rm:*) disallows process.run with any arguments, not only "rm:*"`,
+	if !strings.Contains(notes, "disallowed_tools: WebFetch: agentos has no such tool") || strings.Contains(notes, "with any arguments") {
+		t.Errorf("notes:\n%s", notes)
+	}
+	// The rules with an argument are enforced by the kernel.
+	if in.ToolRules == nil {
+		t.Fatal("no ToolRules")
+	}
+	if got := strings.Join(in.ToolRules.AllowRaw, " | "); got != "Read | Edit | Bash(go test ./...) | Bash(git add:*, git commit:*)" {
+		t.Errorf("allowed rules = %q", got)
+	}
+	if got := strings.Join(in.ToolRules.DenyRaw, " | "); got != "Write | Bash(rm:*)" {
+		t.Errorf("disallowed rules = %q", got)
+	}
+	for cmd, ok := range map[string]bool{"go test ./...": true, "git commit -m x": true, "go test ./... -v": false, "rm -rf x": false} {
+		if ref := in.ToolRules.CheckCommand("process.run", cmd, ""); (ref == nil) != ok {
+			t.Errorf("%q: refusal %v, want allowed=%v", cmd, ref, ok)
+		}
+	}
+	// A rule the kernel cannot enforce fails the Action.
+	for _, bad := range []struct{ key, value, want string }{
+		{"INPUT_DISALLOWED_TOOLS", "WebFetch(domain:evil.example)", "WebFetch rules (domain:…) are not supported"},
+		{"INPUT_ALLOWED_TOOLS", "Read(~/.ssh/**)", "home-directory"},
+		{"INPUT_ALLOWED_TOOLS", "Bash(git:* push)", "only at the end"},
 	} {
-		if !strings.Contains(notes, want) {
-			t.Errorf("notes lack %q:\n%s", want, notes)
+		m := baseEnv()
+		m[bad.key] = bad.value
+		if _, err := FromEnv(envFrom(m)); err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("%s=%s: %v, want an error saying %q", bad.key, bad.value, err, bad.want)
 		}
 	}
 	// Unset inputs limit nothing.
 	e, err = FromEnv(envFrom(baseEnv()))
-	if err != nil || e.Inputs.AllowedTools != nil || e.Inputs.DisallowedTools != nil {
-		t.Errorf("unset: %v %v %v", e.Inputs.AllowedTools, e.Inputs.DisallowedTools, err)
+	if err != nil || e.Inputs.AllowedTools != nil || e.Inputs.DisallowedTools != nil || e.Inputs.ToolRules != nil {
+		t.Errorf("unset: %v %v %v %v", e.Inputs.AllowedTools, e.Inputs.DisallowedTools, e.Inputs.ToolRules, err)
 	}
 }

@@ -100,7 +100,7 @@ func Run(ctx context.Context, env Env, deps Deps, log io.Writer) (Outputs, error
 	for _, n := range env.Inputs.ToolNotes {
 		Warningf(log, "agentos: %s", n)
 	}
-	engines := limitEngines(deps.Engines(st), env.Inputs.AllowedTools, env.Inputs.DisallowedTools)
+	engines := limitEngines(deps.Engines(st), agentrun.ToolLimits{Allow: env.Inputs.AllowedTools, Deny: env.Inputs.DisallowedTools, Rules: env.Inputs.ToolRules})
 	bot, err := dispatch.NewGitHubBot(cfg, st, engines, slog.New(slog.NewTextHandler(log, nil)))
 	if err != nil {
 		return Outputs{}, err
@@ -232,8 +232,7 @@ func logCommit(url string) string {
 // limitEngines narrows every engine's runs by allowed_tools and
 // disallowed_tools (run.Engine.Limit): the kernel refuses what they
 // exclude, and skill.invoke records them with the scope that results.
-func limitEngines(next dispatch.Engines, allow, deny []string) dispatch.Engines {
-	lim := agentrun.ToolLimits{Allow: allow, Deny: deny}
+func limitEngines(next dispatch.Engines, lim agentrun.ToolLimits) dispatch.Engines {
 	if lim.Empty() {
 		return next
 	}

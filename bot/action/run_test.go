@@ -105,6 +105,8 @@ type actions struct {
 	// reviewer and triager are Deps.Reviewer and Deps.Triager.
 	reviewer dispatch.Reviewer
 	triager  dispatch.Triager
+	// script, when set, replaces the demo's model responses.
+	script *scripted.Script
 }
 
 func newActions(t *testing.T) *actions {
@@ -170,6 +172,9 @@ func (a *actions) run(eventName string, ev map[string]any) (action.Outputs, stri
 	script, err := demo.Script()
 	if err != nil {
 		t.Fatal(err)
+	}
+	if a.script != nil {
+		script = a.script
 	}
 	prof := provider.DefaultProfile()
 	prof.Provider, prof.Model, prof.Script = "scripted", "scripted-demo", "embedded"

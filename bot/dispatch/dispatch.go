@@ -11,14 +11,8 @@ package dispatch
 
 import (
 	"context"
-	"crypto/rand"
-	"crypto/sha256"
-	"encoding/base32"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/agentos/agentos/runtime/untrusted"
 	"log/slog"
 	"strings"
 	"sync"
@@ -27,10 +21,9 @@ import (
 	"github.com/agentos/agentos/bot/auth"
 	"github.com/agentos/agentos/bot/command"
 	"github.com/agentos/agentos/bot/webhook"
-	"github.com/agentos/agentos/runtime/event"
 	"github.com/agentos/agentos/runtime/replay"
 	"github.com/agentos/agentos/runtime/run"
-	"github.com/oklog/ulid/v2"
+	"github.com/agentos/agentos/runtime/untrusted"
 )
 
 // EngineRequest says which worktree an engine works in.
@@ -126,13 +119,6 @@ var ErrTamperedLog = errors.New("session log on the artifact branch does not ver
 // ErrPreflight wraps the error of a failed Preflight: the run was not
 // started and nothing was written to GitHub.
 var ErrPreflight = errors.New("preflight failed: the run was not started")
-
-// Installations records which GitHub App installation serves a
-// repository (see Dispatcher.Installations).
-type Installations interface {
-	RememberInstallation(owner, repo string, id int64)
-	ForgetInstallation(id int64)
-}
 
 // Dispatch handles one trigger. Errors are returned only for failures worth
 // retrying or reporting (GitHub or git unreachable, a store failure); a
@@ -240,82 +226,6 @@ func (d *Dispatcher) dispatch(ctx context.Context, t webhook.Trigger) (Result, e
 	}
 }
 
-// remember tells Installations that id serves repo.
-func (d *Dispatcher) remember(repo Repo, id int64) {
-	if d.Installations != nil && id > 0 {
-		d.Installations.RememberInstallation(repo.Owner, repo.Name, id)
-	}
-}
-
-// installationChanged keeps Installations in step with installation
-// events: repositories added to an installation are served by it; a
-// deleted or suspended installation, or one that lost repositories, is
-// forgotten (calls on its repositories look the installation up again).
-func (d *Dispatcher) installationChanged(t webhook.Trigger) {
-	if d.Installations == nil || t.InstallationID <= 0 {
-		return
-	}
-	switch t.Action {
-	case "deleted", "suspend", "removed":
-		d.Installations.ForgetInstallation(t.InstallationID)
-	case "created", "added":
-		for _, full := range t.Repositories {
-			if r, ok := ParseRepo(full); ok {
-				d.remember(r, t.InstallationID)
-			}
-		}
-	}
-}
-
-// adopt reconciles a session's link with the trigger: the trigger's
-// installation wins and is recorded in the link; without one, the link's
-// is remembered (a later trigger without installation.id, or another
-// process).
-func (d *Dispatcher) adopt(repo Repo, t webhook.Trigger, l *link) {
-	switch {
-	case t.InstallationID > 0:
-		l.Installation = t.InstallationID
-	case l.Installation > 0:
-		d.remember(repo, l.Installation)
-	}
-}
-
-func (d *Dispatcher) onComment(ctx context.Context, repo Repo, t webhook.Trigger) (Result, error) {
-	p := command.Parse(t.Body, d.trigger())
-	switch p.Kind {
-	case command.Ignore:
-		return Result{Outcome: "ignored", Reason: p.Reason}, nil
-	case command.Help:
-		_, err := d.GitHub.CreateComment(ctx, repo, t.Number, command.HelpText(d.trigger()))
-		return Result{Outcome: "help"}, err
-	case command.Invalid:
-		body := fmt.Sprintf("@%s %s\n\nUsage: `%s`", t.Author, p.Reason, p.Usage)
-		_, err := d.GitHub.CreateComment(ctx, repo, t.Number, body)
-		return Result{Outcome: "replied", Reason: p.Reason}, err
-	}
-	c := p.Command
-	if res, refused, err := d.authorize(ctx, repo, t, authAction(c.Name), true); refused || err != nil {
-		return res, err
-	}
-	switch c.Name {
-	case command.Run:
-		return d.startRun(ctx, repo, t, c.Prompt)
-	case command.Approve:
-		return d.answer(ctx, repo, t, answer{decision: "approve", id: c.ApprovalID, all: c.All})
-	case command.Deny:
-		return d.answer(ctx, repo, t, answer{decision: "deny", id: c.ApprovalID, reason: c.DenyReason})
-	case command.Status:
-		return d.status(ctx, repo, t)
-	case command.Cancel:
-		return d.cancel(ctx, repo, t, "cancelled with "+d.trigger()+" cancel")
-	case command.Review:
-		return d.review(ctx, repo, t)
-	case command.Triage:
-		return d.triage(ctx, repo, t)
-	}
-	return Result{Outcome: "ignored", Reason: "unknown command " + string(c.Name)}, nil
-}
-
 // authorize checks the author; a refusal gets one polite comment when
 // reply is set.
 func (d *Dispatcher) authorize(ctx context.Context, repo Repo, t webhook.Trigger, action auth.Action, reply bool) (Result, bool, error) {
@@ -330,18 +240,6 @@ func (d *Dispatcher) authorize(ctx context.Context, repo Repo, t webhook.Trigger
 	}
 	_, err := d.GitHub.CreateComment(ctx, repo, t.Number, auth.RefusalMessage(dec))
 	return res, true, err
-}
-
-func authAction(n command.Name) auth.Action {
-	switch n {
-	case command.Approve:
-		return auth.ActionApprove
-	case command.Deny:
-		return auth.ActionDeny
-	case command.Cancel:
-		return auth.ActionCancel
-	}
-	return auth.ActionRun // run and status: status shows the log, which only collaborators see in full
 }
 
 // SessionLeases grant one replica at a time the right to work a session
@@ -384,151 +282,4 @@ func (d *Dispatcher) lock(key string) func() {
 	d.mu.Unlock()
 	l.Lock()
 	return l.Unlock
-}
-
-var ids = struct {
-	sync.Mutex
-	e *ulid.MonotonicEntropy
-}{e: ulid.Monotonic(rand.Reader, 0)}
-
-// newSessionID is "<number>-<8 lowercase base32 characters>": unique
-// enough (40 random bits per millisecond), safe as a file name, and its own
-// branch suffix: the session branch is agent/<session id>.
-func newSessionID(number int, now time.Time) string {
-	ids.Lock()
-	id := ulid.MustNew(ulid.Timestamp(now), ids.e).String()
-	ids.Unlock()
-	// The last 8 characters are random (monotonic within a millisecond).
-	return fmt.Sprintf("%d-%s", number, strings.ToLower(id[len(id)-8:]))
-}
-
-// deliverySessionID is the session of a `/agent` delivery when replicas
-// share a store: "<number>-<8 base32 characters of the delivery ID's
-// SHA-256>", so a delivery dispatched again (its replica died, or its
-// outcome was lost) finds the session an earlier attempt began instead of
-// starting a second one.
-func deliverySessionID(number int, deliveryID string) string {
-	sum := sha256.Sum256([]byte("agentos-session\x00" + deliveryID))
-	return fmt.Sprintf("%d-%s", number, strings.ToLower(base32.StdEncoding.EncodeToString(sum[:])[:8]))
-}
-
-// BranchPrefix starts every session branch.
-const BranchPrefix = "agent/"
-
-// sessionFromBranch returns the session id encoded in a session branch
-// name, checked: branch names come from users.
-func sessionFromBranch(ref string) (string, bool) {
-	ref = strings.TrimPrefix(ref, "refs/heads/")
-	id, ok := strings.CutPrefix(ref, BranchPrefix)
-	if !ok || !event.ValidSessionID(id) {
-		return "", false
-	}
-	return id, true
-}
-
-// link is the bot's record of where a session lives on GitHub, kept in the
-// session's log as artifact.emitted (kind "github.session") so that any
-// process, or a later Action run, can find it.
-type link struct {
-	Repo            string   `json:"repo"`
-	Issue           int      `json:"issue"`        // the issue or PR the request came from
-	PR              int      `json:"pr,omitempty"` // the session's draft PR
-	PRNodeID        string   `json:"pr_node_id,omitempty"`
-	PRURL           string   `json:"pr_url,omitempty"`
-	Branch          string   `json:"branch"`
-	BaseRef         string   `json:"base_ref"`
-	TrackingComment int64    `json:"tracking_comment,omitempty"`
-	RequestedIDs    []string `json:"requested_ids,omitempty"`
-	// RequestedOn is the head commit the latest approval request (a
-	// review) was made on: an answer binds to it. Empty when the log is
-	// kept on the session branch (the review is on the commit that holds
-	// the log, which cannot name itself): GitHub's record of the review
-	// is asked then.
-	RequestedOn  string `json:"requested_on,omitempty"`
-	Installation int64  `json:"installation,omitempty"` // the GitHub App installation serving Repo
-	Prompt       string `json:"prompt,omitempty"`
-	Untrusted    bool   `json:"untrusted,omitempty"` // the work started from a fork's code
-	Ready        bool   `json:"ready,omitempty"`
-}
-
-const linkKind = "github.session"
-
-func (d *Dispatcher) saveLink(ctx context.Context, sessionID string, l link) error {
-	return d.annotate(ctx, sessionID, linkKind, "github", l)
-}
-
-// ignoredKind records an answer that did not count (its author may not
-// approve): part of the session's audit trail, not of its state.
-const ignoredKind = "github.ignored_answer"
-
-// annotate appends a host event (artifact.emitted with JSON content) to
-// the session.
-func (d *Dispatcher) annotate(ctx context.Context, sessionID, kind, name string, v any) error {
-	evs, err := d.Runs.Store.Read(ctx, sessionID, 1)
-	if err != nil {
-		return err
-	}
-	if len(evs) == 0 {
-		return fmt.Errorf("annotate: session %s has no events", sessionID)
-	}
-	last := evs[len(evs)-1]
-	content, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	payload := map[string]any{"kind": kind, "name": name, "media_type": "application/json", "content": string(content), "size": len(content), "digest": digest(content)}
-	_, err = d.Runs.Store.Append(ctx, sessionID, last.Seq, event.Draft{RunID: last.RunID, Type: event.ArtifactEmitted, Actor: run.HostActor, Payload: payload})
-	return err
-}
-
-func digest(b []byte) string {
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:])
-}
-
-func loadLink(evs []event.Event) (link, bool) {
-	for i := len(evs) - 1; i >= 0; i-- {
-		e := evs[i]
-		if e.Type != event.ArtifactEmitted || event.FieldString(e.Payload, "kind") != linkKind {
-			continue
-		}
-		var l link
-		if json.Unmarshal([]byte(event.FieldString(e.Payload, "content")), &l) == nil {
-			return l, true
-		}
-	}
-	return link{}, false
-}
-
-// loadSession returns the session's events from the store, importing them
-// from the artifact branch first when this process has never seen the
-// session (another replica, or a new Action run). An imported log must
-// verify and belong to repo.
-func (d *Dispatcher) loadSession(ctx context.Context, repo Repo, sessionID string) ([]event.Event, error) {
-	evs, err := d.Runs.Store.Read(ctx, sessionID, 1)
-	if err != nil {
-		return nil, err
-	}
-	if len(evs) > 0 {
-		return evs, nil
-	}
-	raw, err := d.Git.LoadArtifact(ctx, repo, sessionID)
-	if err != nil {
-		return nil, fmt.Errorf("load session %s from %s: %w", sessionID, d.Git.ArtifactBranch(), err)
-	}
-	// The one recovery path of CLI, server and Action: verify, then import.
-	if _, err := run.ImportLog(ctx, d.Runs.Store, sessionID, raw); err != nil {
-		if errors.Is(err, run.ErrUnverifiedLog) {
-			return nil, fmt.Errorf("%w: %v", ErrTamperedLog, err)
-		}
-		return nil, err
-	}
-	evs, err = d.Runs.Store.Read(ctx, sessionID, 1)
-	if err != nil {
-		return nil, err
-	}
-	if l, ok := loadLink(evs); !ok || l.Repo != repo.FullName() {
-		return nil, fmt.Errorf("%w: the log does not belong to %s", ErrTamperedLog, repo.FullName())
-	}
-	return evs, nil
 }

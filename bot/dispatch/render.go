@@ -8,6 +8,35 @@ import (
 	"github.com/agentos/agentos/runtime/replay"
 )
 
+func oneLine(s string, max int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > max {
+		return string(r[:max-1]) + "…"
+	}
+	return s
+}
+
+func short(sha string) string {
+	if len(sha) > 12 {
+		return sha[:12]
+	}
+	return sha
+}
+
+func orWord(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+func kindWord(isPR bool) string {
+	if isPR {
+		return "pull request"
+	}
+	return "issue"
+}
+
 // renderTracking is the session's tracking comment.
 func (d *Dispatcher) renderTracking(head string, s replay.Snapshot, logURL string) string {
 	return tracking.Render(tracking.ViewFromSnapshot(s, tracking.Options{EventsURL: logURL, ViewerURL: d.viewerURL(s.SessionID), Trigger: d.trigger(), HeadSHA: head, Sandbox: d.Sandbox}))

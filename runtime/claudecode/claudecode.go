@@ -42,7 +42,7 @@ const mcpPrefix = "mcp__"
 // Ours returns the agentos tools a Claude Code tool name stands for:
 // the table's entry, mcp__server__tool → mcp.server.tool, and a
 // permission-rule form such as Bash(git add:*) → the tool's entry (the
-// argument pattern is not enforced here; policy.yaml governs commands).
+// argument is a rule kernel/toolrule enforces per call, not a scope).
 // mcp__server and mcp__server__* (Claude Code's permission forms for
 // every tool of a server) become mcp.server.*, which a kernel scope
 // reads as a prefix (kernel.InScope).

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/agentos/agentos/kernel"
+	"github.com/agentos/agentos/kernel/toolrule"
 	"github.com/agentos/agentos/runtime/event"
 	"github.com/agentos/agentos/runtime/hooks"
 	"github.com/agentos/agentos/runtime/journal"
@@ -90,6 +91,9 @@ type Call struct {
 	// WritePaths is the caller's write scope (kernel.Call.WritePaths); nil
 	// means no restriction beyond policy.
 	WritePaths []string
+	// Rules are permission rules on the arguments (kernel.Call.Rules);
+	// nil means none.
+	Rules *toolrule.Set
 }
 
 // Tools is what the runtime needs from the kernel. The kernel records its

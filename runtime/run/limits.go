@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/agentos/agentos/kernel"
+	"github.com/agentos/agentos/kernel/toolrule"
 	"github.com/agentos/agentos/runtime/event"
 	"github.com/agentos/agentos/runtime/provider"
 )
@@ -20,13 +21,18 @@ import (
 // is intersected with a skill's own allowed-tools. Deny is removed from
 // every scope, a skill's or a workflow persona's. Neither bypasses policy:
 // an allowed tool still needs the approval policy asks for.
+//
+// Rules are the lists' permission rules with an argument (Bash(go
+// test:*), Read(docs/**), Edit(src/**)): the kernel refuses a call whose
+// command or path they do not allow (kernel.Call.Rules).
 type ToolLimits struct {
 	Allow []string
 	Deny  []string
+	Rules *toolrule.Set
 }
 
 // Empty reports whether the limits narrow nothing.
-func (l ToolLimits) Empty() bool { return l.Allow == nil && len(l.Deny) == 0 }
+func (l ToolLimits) Empty() bool { return l.Allow == nil && len(l.Deny) == 0 && l.Rules.Empty() }
 
 // Permits reports whether the limits let a run use the tool at all.
 func (l ToolLimits) Permits(name string) bool {
@@ -104,6 +110,16 @@ func (l ToolLimits) record() map[string]any {
 	if len(l.Deny) > 0 {
 		m["disallowed"] = l.Deny
 	}
+	if !l.Rules.Empty() {
+		r := map[string]any{}
+		if len(l.Rules.AllowRaw) > 0 {
+			r["allowed"] = l.Rules.AllowRaw
+		}
+		if len(l.Rules.DenyRaw) > 0 {
+			r["disallowed"] = l.Rules.DenyRaw
+		}
+		m["rules"] = r
+	}
 	return m
 }
 
@@ -115,6 +131,10 @@ func (l ToolLimits) sameAsRecorded(ev event.Event) error {
 		Limits *struct {
 			Allowed    []string `json:"allowed"`
 			Disallowed []string `json:"disallowed"`
+			Rules      *struct {
+				Allowed    []string `json:"allowed"`
+				Disallowed []string `json:"disallowed"`
+			} `json:"rules"`
 		} `json:"tool_limits"`
 	}
 	if err := json.Unmarshal(ev.Payload, &p); err != nil {
@@ -123,11 +143,32 @@ func (l ToolLimits) sameAsRecorded(ev event.Event) error {
 	var rec ToolLimits
 	if p.Limits != nil {
 		rec = ToolLimits{Allow: p.Limits.Allowed, Deny: p.Limits.Disallowed}
+		if r := p.Limits.Rules; r != nil {
+			// Parsed again only to be shown; compared as written.
+			rec.Rules = &toolrule.Set{AllowRaw: r.Allowed, DenyRaw: r.Disallowed}
+		}
 	}
-	if reflect.DeepEqual(rec.Allow, l.Allow) && slices.Equal(rec.Deny, l.Deny) {
+	var recAllow, recDeny, allow, deny []string
+	if rec.Rules != nil {
+		recAllow, recDeny = rec.Rules.AllowRaw, rec.Rules.DenyRaw
+	}
+	if !l.Rules.Empty() {
+		allow, deny = l.Rules.AllowRaw, l.Rules.DenyRaw
+	}
+	if reflect.DeepEqual(rec.Allow, l.Allow) && slices.Equal(rec.Deny, l.Deny) && slices.Equal(recAllow, allow) && slices.Equal(recDeny, deny) {
 		return nil
 	}
-	return &NonDeterminismError{Seq: ev.Seq, Want: fmt.Sprintf("tool limits %s (this run's)", l.String()), Got: fmt.Sprintf("tool limits %s (recorded; resume with the allowed_tools and disallowed_tools the run started with)", rec.String())}
+	return &NonDeterminismError{Seq: ev.Seq, Want: fmt.Sprintf("tool limits %s (this run's)", l.String()), Got: fmt.Sprintf("tool limits %s (recorded; resume with the allowed_tools and disallowed_tools the run started with)", rec.recordedString(recAllow, recDeny))}
+}
+
+// recordedString is String for limits read back from a log, whose rules
+// are kept as written.
+func (l ToolLimits) recordedString(allow, deny []string) string {
+	if len(allow)+len(deny) == 0 {
+		l.Rules = nil
+		return l.String()
+	}
+	return fmt.Sprintf("allowed %v, disallowed %v, rules allowed %q, disallowed %q", l.Allow, l.Deny, allow, deny)
 }
 
 // String is the limits for messages.
@@ -135,7 +176,18 @@ func (l ToolLimits) String() string {
 	if l.Empty() {
 		return "none"
 	}
-	return fmt.Sprintf("allowed %v, disallowed %v", l.Allow, l.Deny)
+	if l.Rules.Empty() {
+		return fmt.Sprintf("allowed %v, disallowed %v", l.Allow, l.Deny)
+	}
+	return fmt.Sprintf("allowed %v, disallowed %v, rules allowed %q, disallowed %q", l.Allow, l.Deny, l.Rules.AllowRaw, l.Rules.DenyRaw)
+}
+
+// rules is the argument rules a call carries (nil when there are none).
+func (l ToolLimits) rules() *toolrule.Set {
+	if l.Rules.Empty() {
+		return nil
+	}
+	return l.Rules
 }
 
 // Limit narrows every run of the engine: its tools see each call with
@@ -169,6 +221,7 @@ func (t limitedTools) Specs(scope []string) []provider.ToolSpec {
 // Dispatch implements Tools.
 func (t limitedTools) Dispatch(ctx context.Context, rec kernel.Recorder, c Call) error {
 	c.AllowedTools = t.l.forCall(c.AllowedTools, c.Name)
+	c.Rules = t.l.rules()
 	return t.in.Dispatch(ctx, rec, c)
 }
 
@@ -176,6 +229,7 @@ func (t limitedTools) Dispatch(ctx context.Context, rec kernel.Recorder, c Call)
 // limits changed does not let a now-disallowed tool run.
 func (t limitedTools) ExecuteApproved(ctx context.Context, rec kernel.Recorder, c Call, p Pending, by string) error {
 	c.AllowedTools = t.l.forCall(c.AllowedTools, c.Name)
+	c.Rules = t.l.rules()
 	return t.in.ExecuteApproved(ctx, rec, c, p, by)
 }
 

@@ -1,10 +1,15 @@
 package run
 
 import (
+	"encoding/json"
+	"errors"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/agentos/agentos/kernel"
+	"github.com/agentos/agentos/kernel/toolrule"
+	"github.com/agentos/agentos/runtime/event"
 )
 
 func TestToolLimitsNarrow(t *testing.T) {
@@ -55,5 +60,46 @@ func TestToolLimitsForCallUnscoped(t *testing.T) {
 	}
 	if s := l.forCall(nil, "process.run"); s == nil || kernel.InScope(s, "process.run") {
 		t.Errorf("an unscoped call to a denied tool got scope %v", s)
+	}
+}
+
+// The rules are recorded as written in skill.invoke's tool_limits; a run
+// resumed under other rules (or none) is a NonDeterminismError, under the
+// same rules it goes on.
+func TestToolLimitsRecordRules(t *testing.T) {
+	set := func(allow, deny []string) *toolrule.Set {
+		s, err := toolrule.Parse(allow, deny)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	l := ToolLimits{Allow: []string{"process.run"}, Rules: set([]string{"Bash(go test:*)"}, []string{"Read(.env)"})}
+	payload, err := json.Marshal(map[string]any{"skill": "default", "tool_limits": l.record()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"skill":"default","tool_limits":{"allowed":["process.run"],"rules":{"allowed":["Bash(go test:*)"],"disallowed":["Read(.env)"]}}}`; string(payload) != want {
+		t.Fatalf("recorded %s, want %s", payload, want)
+	}
+	ev := event.Event{Seq: 7, Payload: payload}
+	if err := l.sameAsRecorded(ev); err != nil {
+		t.Errorf("same rules: %v", err)
+	}
+	for name, other := range map[string]ToolLimits{
+		"other rule": {Allow: []string{"process.run"}, Rules: set([]string{"Bash(go:*)"}, []string{"Read(.env)"})},
+		"no deny":    {Allow: []string{"process.run"}, Rules: set([]string{"Bash(go test:*)"}, nil)},
+		"no rules":   {Allow: []string{"process.run"}},
+	} {
+		var nd *NonDeterminismError
+		if err := other.sameAsRecorded(ev); !errors.As(err, &nd) || !strings.Contains(nd.Got, "Bash(go test:*)") {
+			t.Errorf("%s: %v, want a NonDeterminismError showing the recorded rules", name, err)
+		}
+	}
+	if !(ToolLimits{Rules: set([]string{"Bash"}, nil)}).Empty() {
+		t.Errorf("a bare name made the limits non-empty")
+	}
+	if (ToolLimits{Rules: set(nil, []string{"Bash(rm:*)"})}).Empty() {
+		t.Errorf("a deny rule left the limits empty")
 	}
 }

@@ -1,0 +1,355 @@
+package dispatch
+
+// The `/agent` commands written in a comment: the route's handler for a
+// new request (`/agent <prompt>`, a follow-up on the bot's own pull
+// request), `/agent status` and `/agent cancel`. `/agent approve|deny` are
+// in approvals.go, `/agent review` in review.go, `/agent triage` in
+// triage.go.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/agentos/agentos/bot/auth"
+	"github.com/agentos/agentos/bot/command"
+	"github.com/agentos/agentos/bot/tracking"
+	"github.com/agentos/agentos/bot/webhook"
+	"github.com/agentos/agentos/runtime/event"
+	"github.com/agentos/agentos/runtime/replay"
+	"github.com/agentos/agentos/runtime/run"
+	"github.com/agentos/agentos/runtime/workflow/cycle"
+)
+
+func (d *Dispatcher) onComment(ctx context.Context, repo Repo, t webhook.Trigger) (Result, error) {
+	p := command.Parse(t.Body, d.trigger())
+	switch p.Kind {
+	case command.Ignore:
+		return Result{Outcome: "ignored", Reason: p.Reason}, nil
+	case command.Help:
+		_, err := d.GitHub.CreateComment(ctx, repo, t.Number, command.HelpText(d.trigger()))
+		return Result{Outcome: "help"}, err
+	case command.Invalid:
+		body := fmt.Sprintf("@%s %s\n\nUsage: `%s`", t.Author, p.Reason, p.Usage)
+		_, err := d.GitHub.CreateComment(ctx, repo, t.Number, body)
+		return Result{Outcome: "replied", Reason: p.Reason}, err
+	}
+	c := p.Command
+	if res, refused, err := d.authorize(ctx, repo, t, authAction(c.Name), true); refused || err != nil {
+		return res, err
+	}
+	switch c.Name {
+	case command.Run:
+		return d.startRun(ctx, repo, t, c.Prompt)
+	case command.Approve:
+		return d.answer(ctx, repo, t, answer{decision: "approve", id: c.ApprovalID, all: c.All})
+	case command.Deny:
+		return d.answer(ctx, repo, t, answer{decision: "deny", id: c.ApprovalID, reason: c.DenyReason})
+	case command.Status:
+		return d.status(ctx, repo, t)
+	case command.Cancel:
+		return d.cancel(ctx, repo, t, "cancelled with "+d.trigger()+" cancel")
+	case command.Review:
+		return d.review(ctx, repo, t)
+	case command.Triage:
+		return d.triage(ctx, repo, t)
+	}
+	return Result{Outcome: "ignored", Reason: "unknown command " + string(c.Name)}, nil
+}
+
+func authAction(n command.Name) auth.Action {
+	switch n {
+	case command.Approve:
+		return auth.ActionApprove
+	case command.Deny:
+		return auth.ActionDeny
+	case command.Cancel:
+		return auth.ActionCancel
+	}
+	return auth.ActionRun // run and status: status shows the log, which only collaborators see in full
+}
+
+// startRun begins a session for `/agent <prompt>`. On the bot's own PR it
+// starts a follow-up run of that PR's session instead.
+func (d *Dispatcher) startRun(ctx context.Context, repo Repo, t webhook.Trigger, prompt string) (Result, error) {
+	if d.Preflight != nil {
+		if err := d.Preflight(ctx); err != nil {
+			d.log().Error("run not started: preflight failed", "repo", repo.FullName(), "number", t.Number, "author", t.Author, "delivery", t.DeliveryID, "permanent", errors.Is(err, webhook.ErrPermanent), "err", err)
+			return Result{Outcome: "not_started", Reason: "preflight: " + err.Error()}, fmt.Errorf("%w: %w", ErrPreflight, err)
+		}
+	}
+	if t.IssueState == "closed" {
+		_, err := d.GitHub.CreateComment(ctx, repo, t.Number, fmt.Sprintf("@%s this %s is closed, so I won't start work here. Reopen it, or ask on an open one.", t.Author, kindWord(t.IsPR)))
+		return Result{Outcome: "replied", Reason: "closed"}, err
+	}
+	base := Base{}
+	l := link{Repo: repo.FullName(), Issue: t.Number, Prompt: prompt, Installation: t.InstallationID}
+	if t.IsPR {
+		pr, err := d.pullRequest(ctx, repo, t)
+		if err != nil {
+			return Result{}, err
+		}
+		if sid, ok := sessionFromBranch(pr.HeadRef); ok && pr.HeadRepo == repo.FullName() {
+			return d.followUp(ctx, repo, t, sid, prompt, &pr)
+		}
+		if pr.HeadRepo == repo.FullName() {
+			base = Base{Ref: pr.HeadRef, SHA: pr.HeadSHA}
+			l.BaseRef = pr.HeadRef
+		} else {
+			// A fork: take the head through the base repository's
+			// refs/pull/N/head, and put the work on our own branch.
+			base = Base{PullNumber: pr.Number, SHA: pr.HeadSHA}
+			l.BaseRef = pr.BaseRef
+			l.Untrusted = true
+		}
+	} else {
+		// The payload names the default branch; ask only when it does not.
+		def := t.DefaultBranch
+		if def == "" {
+			var err error
+			if def, err = d.GitHub.DefaultBranch(ctx, repo); err != nil {
+				return Result{}, err
+			}
+		}
+		base = Base{Ref: def}
+		l.BaseRef = def
+	}
+	sid := d.triggerSession(t)
+	l.Branch = BranchPrefix + sid
+	unlock, err := d.lease(ctx, sid)
+	if err != nil {
+		return Result{}, err
+	}
+	defer unlock()
+	evs, err := d.Runs.Store.Read(ctx, sid, 1)
+	if err != nil {
+		return Result{}, err
+	}
+	if runBegun(evs) {
+		return d.redelivered(ctx, repo, sid, evs, l, base)
+	}
+	// No run began (an earlier attempt died before its run.started, or
+	// none came this far): start it; Start continues the session.
+
+	// An earlier attempt may have posted the tracking comment and died
+	// before the session's first event: reuse that comment.
+	var cid int64
+	if t.Attempt > 1 {
+		if cid, err = d.trackingComment(ctx, repo, t.Number, sid); err != nil {
+			return Result{}, err
+		}
+	}
+	if cid == 0 {
+		if cid, err = d.GitHub.CreateComment(ctx, repo, t.Number, renderStarting(sid, prompt, d.trigger())); err != nil {
+			return Result{}, err
+		}
+	}
+	l.TrackingComment = cid
+	wt, err := d.Git.Start(ctx, repo, l.Branch, base)
+	if err != nil {
+		return Result{}, d.failEarly(ctx, repo, l, fmt.Errorf("prepare the worktree: %w", err))
+	}
+	defer wt.Close()
+	eng, x, release, err := d.engine(ctx, EngineRequest{Dir: wt.Dir(), SessionID: sid, Untrusted: l.Untrusted})
+	if err != nil {
+		return Result{}, d.failEarly(ctx, repo, l, fmt.Errorf("set up the runtime: %w", err))
+	}
+	defer release()
+	sr, err := d.fixRequest(x, cycle.Request{
+		SessionID:     sid,
+		Prompt:        prompt,
+		SessionKey:    fmt.Sprintf("%s#%d", repo.FullName(), t.Number),
+		CorrelationID: t.DeliveryID,
+		Trigger:       map[string]any{"repo": repo.FullName(), "number": t.Number, "author": t.Author, "delivery_id": t.DeliveryID, "kind": string(t.Kind)},
+		Cwd:           wt.Dir(),
+	})
+	if err != nil {
+		return Result{}, d.failEarly(ctx, repo, l, fmt.Errorf("resolve the fix cycle: %w", err))
+	}
+	out, runErr := d.Runs.Start(ctx, eng, sr)
+	if runErr != nil && out.Status == "" {
+		return Result{}, d.failEarly(ctx, repo, l, runErr)
+	}
+	return d.publish(ctx, repo, sid, wt, l, out, "started", replay.Usage{}, nil, nil)
+}
+
+// triggerSession is the session a new request starts. It derives from
+// the delivery ID, so a delivery handled again (its process died mid-way,
+// or a replica's outcome was lost) finds the session an earlier attempt
+// began instead of starting a second one.
+func (d *Dispatcher) triggerSession(t webhook.Trigger) string {
+	if t.DeliveryID != "" {
+		return deliverySessionID(t.Number, t.DeliveryID)
+	}
+	return newSessionID(t.Number, d.now())
+}
+
+// trackingComment finds the bot's tracking comment of session sid on an
+// issue, 0 if there is none.
+func (d *Dispatcher) trackingComment(ctx context.Context, repo Repo, number int, sid string) (int64, error) {
+	cs, err := d.GitHub.ListComments(ctx, repo, number)
+	if err != nil {
+		return 0, err
+	}
+	for _, c := range cs {
+		if found, ok := tracking.FindSessionID(c.Body); ok && found == sid && (d.BotLogin == "" || strings.EqualFold(c.User, d.BotLogin)) {
+			return c.ID, nil
+		}
+	}
+	return 0, nil
+}
+
+// redelivered handles a `/agent` delivery whose session an earlier attempt
+// began (its process was killed, or the replica working it died, or its
+// outcome was not recorded): it never starts a second run. A run left
+// running is taken over and continues from the log; a stopped run's
+// publication is completed, each step looking before it creates
+// (recoverSession). cur is the link this attempt computed (the earlier
+// one may have died before saving its own), base where the branch starts.
+func (d *Dispatcher) redelivered(ctx context.Context, repo Repo, sid string, evs []event.Event, cur link, base Base) (Result, error) {
+	l, ok := loadLink(evs)
+	if !ok {
+		l = cur
+	}
+	return d.recoverSession(ctx, repo, sid, l, &base, "recorded", nil)
+}
+
+// followUp starts another run of an existing session (a new request on the
+// bot's own PR, pr).
+func (d *Dispatcher) followUp(ctx context.Context, repo Repo, t webhook.Trigger, sid, prompt string, pr *PullRequest) (Result, error) {
+	unlock, err := d.lease(ctx, sid)
+	if err != nil {
+		return Result{SessionID: sid}, err
+	}
+	defer unlock()
+	evs, err := d.loadSession(ctx, repo, sid)
+	if err != nil {
+		return Result{}, err
+	}
+	l, _ := loadLink(evs)
+	d.adopt(repo, t, &l)
+	snap, err := replay.Replay(evs)
+	if err != nil {
+		return Result{}, err
+	}
+	if snap.RunStatus == "paused" {
+		_, err := d.GitHub.CreateComment(ctx, repo, t.Number, fmt.Sprintf("@%s this session is waiting for an approval; answer it (or `%s cancel`) before asking for more.", t.Author, d.trigger()))
+		return Result{Outcome: "replied", Reason: "paused", SessionID: sid}, err
+	}
+	wt, err := d.Git.Reopen(ctx, repo, l.Branch, "")
+	if err != nil {
+		return Result{}, err
+	}
+	defer wt.Close()
+	eng, x, release, err := d.engine(ctx, EngineRequest{Dir: wt.Dir(), SessionID: sid, Untrusted: l.Untrusted})
+	if err != nil {
+		return Result{}, err
+	}
+	defer release()
+	l.Prompt = prompt
+	sr, err := d.fixRequest(x, cycle.Request{SessionID: sid, Prompt: prompt, SessionKey: fmt.Sprintf("%s#%d", repo.FullName(), l.Issue), CorrelationID: t.DeliveryID,
+		Trigger: map[string]any{"repo": repo.FullName(), "number": t.Number, "author": t.Author, "delivery_id": t.DeliveryID, "kind": string(t.Kind)}, Cwd: wt.Dir()})
+	if err != nil {
+		return Result{}, err
+	}
+	out, runErr := d.Runs.Start(ctx, eng, sr)
+	if runErr != nil && out.Status == "" {
+		return Result{}, runErr
+	}
+	return d.publish(ctx, repo, sid, wt, l, out, "started", snap.Usage, pr, nil)
+}
+
+// failEarly reports a session that could not start on its tracking comment.
+func (d *Dispatcher) failEarly(ctx context.Context, repo Repo, l link, cause error) error {
+	if l.TrackingComment != 0 {
+		body := fmt.Sprintf("**agentos** could not start: %s\n\nNothing was changed.", cause.Error())
+		if sid, ok := sessionFromBranch(l.Branch); ok {
+			// Kept, so that a retried delivery finds this comment.
+			body = tracking.Marker(sid) + "\n" + body
+		}
+		if err := d.GitHub.EditComment(ctx, repo, l.TrackingComment, body); err != nil {
+			return errors.Join(cause, err)
+		}
+	}
+	return cause
+}
+
+// cancel ends the paused session of the trigger's issue or pull request,
+// on behalf of the trigger's author.
+func (d *Dispatcher) cancel(ctx context.Context, repo Repo, t webhook.Trigger, reason string) (Result, error) {
+	by := t.Author
+	sid, _, err := d.sessionFor(ctx, repo, t)
+	if err != nil {
+		return Result{}, err
+	}
+	if sid == "" {
+		return Result{Outcome: "ignored", Reason: "no session"}, nil
+	}
+	if d.Runs.Running(sid) {
+		// The run's own flow holds the session and publishes its end;
+		// Cancel stops it (the same path as the API) and waits for that.
+		out, err := d.Runs.Cancel(ctx, sid, by, reason)
+		if err != nil && !errors.Is(err, run.ErrNotPaused) {
+			return Result{SessionID: sid}, err
+		}
+		if err == nil {
+			return Result{Outcome: "cancelled", SessionID: sid, Status: out.Status}, nil
+		}
+	}
+	unlock, err := d.lease(ctx, sid)
+	if err != nil {
+		return Result{SessionID: sid}, err
+	}
+	defer unlock()
+	evs, err := d.loadSession(ctx, repo, sid)
+	if err != nil {
+		return Result{SessionID: sid}, err
+	}
+	l, _ := loadLink(evs)
+	d.adopt(repo, t, &l)
+	out, err := d.Runs.Cancel(ctx, sid, by, reason)
+	if errors.Is(err, run.ErrNotPaused) {
+		return Result{Outcome: "ignored", Reason: "nothing to cancel", SessionID: sid}, nil
+	}
+	if err != nil {
+		return Result{SessionID: sid}, err
+	}
+	if err := d.saveLink(ctx, sid, l); err != nil {
+		return Result{SessionID: sid}, err
+	}
+	snap, artSHA, err := d.commitArtifact(ctx, repo, sid, nil)
+	if err != nil {
+		return Result{SessionID: sid}, err
+	}
+	if l.TrackingComment != 0 {
+		if err := d.GitHub.EditComment(ctx, repo, l.TrackingComment, d.renderTracking("", snap, d.logURL(repo, artSHA, sid))); err != nil {
+			return Result{SessionID: sid}, err
+		}
+	}
+	res := Result{Outcome: "cancelled", SessionID: sid, Status: out.Status, PR: l.PR, Usage: snap.Usage}
+	d.logOutcome(repo, l, res, snap)
+	return res, nil
+}
+
+func (d *Dispatcher) status(ctx context.Context, repo Repo, t webhook.Trigger) (Result, error) {
+	sid, _, err := d.sessionFor(ctx, repo, t)
+	if err != nil {
+		return Result{}, err
+	}
+	if sid == "" {
+		_, err := d.GitHub.CreateComment(ctx, repo, t.Number, fmt.Sprintf("@%s there is no agentos session for this %s yet. Start one with `%s <what to do>`.", t.Author, kindWord(t.IsPR), d.trigger()))
+		return Result{Outcome: "status"}, err
+	}
+	evs, err := d.loadSession(ctx, repo, sid)
+	if err != nil {
+		return Result{SessionID: sid}, err
+	}
+	l, _ := loadLink(evs)
+	snap, err := replay.Replay(evs)
+	if err != nil {
+		return Result{SessionID: sid}, err
+	}
+	_, err = d.GitHub.CreateComment(ctx, repo, t.Number, d.renderTracking("", snap, ""))
+	return Result{Outcome: "status", SessionID: sid, Status: snap.RunStatus, PR: l.PR}, err
+}

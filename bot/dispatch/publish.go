@@ -1,0 +1,207 @@
+package dispatch
+
+// Publishing a run's outcome to GitHub: the session branch's commit, the
+// draft pull request, the approval review, the artifact log and the
+// tracking comment.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/agentos/agentos/runtime/replay"
+	"github.com/agentos/agentos/runtime/run"
+	"github.com/agentos/agentos/runtime/store"
+)
+
+// publish makes the outcome of a run visible: commit and push the work,
+// open the draft PR (with its description) or mark it ready, request
+// approvals as a review, record the link, commit the log to the artifact
+// branch, and edit the PR description and the tracking comment. known is
+// the session's pull request as the trigger's payload (or an earlier
+// call) showed it, nil when unknown: it spares reading it back.
+//
+// again is set when a retried delivery publishes what an earlier attempt
+// may have published in part: each step looks on GitHub before it
+// creates (the PR by its head branch, the approval review by its marker
+// and approval ids), so nothing is published twice.
+func (d *Dispatcher) publish(ctx context.Context, repo Repo, sid string, wt Worktree, l link, out run.Outcome, outcome string, before replay.Usage, known *PullRequest, again *recovery) (Result, error) {
+	res := Result{Outcome: outcome, SessionID: sid, Status: out.Status, Branch: l.Branch}
+	snap, lastSeq, err := d.snapshotAt(ctx, sid)
+	if err != nil {
+		return res, err
+	}
+	msg := commitMessageAt(l.Prompt, out, lastSeq)
+	if again != nil && l.PR == 0 {
+		pr, found, err := d.GitHub.PullRequestByHead(ctx, repo, l.Branch)
+		if err != nil {
+			return res, err
+		}
+		if found {
+			l.PR, l.PRNodeID, l.PRURL = pr.Number, pr.NodeID, pr.URL
+			known = &pr
+		}
+	}
+	// The draft PR needs a commit; later pauses commit only changes. A
+	// branch an earlier attempt pushed has its commit already.
+	empty := out.Status == "paused" && l.PR == 0 && (again == nil || !again.onRemote)
+	head, made, err := wt.Commit(ctx, msg, out.RunID, empty)
+	if err != nil {
+		return res, err
+	}
+	if made {
+		if err := wt.Push(ctx); err != nil {
+			return res, err
+		}
+	}
+	created := false
+	if l.PR == 0 && (made || out.Status == "paused" || (again != nil && again.onRemote)) {
+		pr, err := d.GitHub.CreateDraftPR(ctx, repo, l.Branch, l.BaseRef, "agentos: "+oneLine(l.Prompt, 72), renderPRBody(l, snap, d.logRefURL(repo, sid), d.trigger()))
+		if err != nil {
+			return res, err
+		}
+		l.PR, l.PRNodeID, l.PRURL = pr.Number, pr.NodeID, pr.URL
+		known, created = &pr, true
+	}
+	if out.Status == "paused" {
+		l.RequestedIDs = l.RequestedIDs[:0]
+		for _, a := range snap.PendingApprovals {
+			l.RequestedIDs = append(l.RequestedIDs, a.ID)
+		}
+		l.RequestedOn = ""
+		if d.Git.ArtifactBranch() != "" {
+			l.RequestedOn = head // the review below is made on it
+		}
+	}
+	if out.Status == "completed" && l.PR != 0 && !l.Ready {
+		pr := PullRequest{Number: l.PR, NodeID: l.PRNodeID, Draft: true}
+		if known != nil && known.Number == l.PR {
+			pr = *known
+		} else if pr, err = d.GitHub.PullRequest(ctx, repo, l.PR); err != nil {
+			return res, err
+		}
+		if pr.Draft {
+			if err := d.GitHub.MarkReady(ctx, repo, pr); err != nil {
+				return res, err
+			}
+		}
+		l.Ready = true
+	}
+	res.PR = l.PR
+	if err := d.saveLink(ctx, sid, l); err != nil {
+		return res, err
+	}
+	snap, artSHA, err := d.commitArtifact(ctx, repo, sid, wt)
+	if err != nil {
+		return res, err
+	}
+	if d.Git.ArtifactBranch() == "" {
+		head = artSHA // the log went on the session branch
+	}
+	if out.Status == "paused" {
+		posted := false
+		if again != nil && !created {
+			if posted, err = d.reviewPosted(ctx, repo, l.PR, sid, snap); err != nil {
+				return res, err
+			}
+		}
+		// GitHub records the review's commit: that is the head the
+		// approvals bind to (see answer).
+		if !posted {
+			if _, err := d.GitHub.CreateReview(ctx, repo, l.PR, head, renderApprovalReview(d.trigger(), snap, head)); err != nil {
+				return res, err
+			}
+		}
+		if l.RequestedOn == "" {
+			// On the session branch the head is the log's own commit: the
+			// link learns it now (in the store; the next log commit
+			// carries it).
+			l.RequestedOn = head
+			if err := d.saveLink(ctx, sid, l); err != nil {
+				return res, err
+			}
+		}
+	}
+	res.Usage = snap.Usage
+	res.Spent = replay.Usage{InputTokens: snap.Usage.InputTokens - before.InputTokens, OutputTokens: snap.Usage.OutputTokens - before.OutputTokens, CostUSD: snap.Usage.CostUSD - before.CostUSD}
+	logURL := d.logURL(repo, artSHA, sid)
+	res.LogURL = logURL
+	if l.PR != 0 && !created {
+		if err := d.GitHub.EditPRBody(ctx, repo, l.PR, renderPRBody(l, snap, d.logRefURL(repo, sid), d.trigger())); err != nil {
+			return res, err
+		}
+	}
+	if l.TrackingComment != 0 {
+		if err := d.GitHub.EditComment(ctx, repo, l.TrackingComment, d.renderTracking(head, snap, logURL)); err != nil {
+			return res, err
+		}
+	}
+	d.logOutcome(repo, l, res, snap)
+	return res, nil
+}
+
+// snapshotAt is the session's state and the seq of its last event.
+func (d *Dispatcher) snapshotAt(ctx context.Context, sid string) (replay.Snapshot, int64, error) {
+	evs, err := d.Runs.Store.Read(ctx, sid, 1)
+	if err != nil {
+		return replay.Snapshot{}, 0, err
+	}
+	if len(evs) == 0 {
+		return replay.Snapshot{}, 0, fmt.Errorf("session %s has no events", sid)
+	}
+	snap, err := replay.Replay(evs)
+	return snap, evs[len(evs)-1].Seq, err
+}
+
+// commitArtifact exports the session's log and snapshot to the artifact
+// branch.
+func (d *Dispatcher) commitArtifact(ctx context.Context, repo Repo, sid string, wt Worktree) (replay.Snapshot, string, error) {
+	var buf bytes.Buffer
+	if _, err := store.Export(ctx, d.Runs.Store, sid, &buf); err != nil {
+		return replay.Snapshot{}, "", err
+	}
+	snap, err := replay.ReplayReader(bytes.NewReader(buf.Bytes()))
+	if err != nil {
+		return replay.Snapshot{}, "", err
+	}
+	sj, err := json.MarshalIndent(snap, "", "  ")
+	if err != nil {
+		return replay.Snapshot{}, "", err
+	}
+	sha, err := d.Git.CommitArtifact(ctx, repo, sid, wt, buf.Bytes(), append(sj, '\n'))
+	return snap, sha, err
+}
+
+// logRefURL links the session's log on the branch that keeps it (the
+// latest log, whatever commit): the PR description uses it, so that it is
+// written once with the PR and need not change with every log commit.
+func (d *Dispatcher) logRefURL(repo Repo, sid string) string {
+	ref := d.Git.ArtifactBranch()
+	if ref == "" {
+		ref = BranchPrefix + sid
+	}
+	return d.logURL(repo, ref, sid)
+}
+
+func (d *Dispatcher) logURL(repo Repo, commit, sid string) string {
+	server := d.ServerURL
+	if server == "" {
+		server = "https://github.com"
+	}
+	dir := "sessions/" + sid
+	if d.Git.ArtifactBranch() == "" {
+		dir = ".agent/sessions/" + sid
+	}
+	return fmt.Sprintf("%s/%s/blob/%s/%s/events.jsonl", strings.TrimRight(server, "/"), repo.FullName(), commit, dir)
+}
+
+// commitMessage is the subject of a session commit; the worktree adds the
+// Agent-Session and Agent-Run trailers.
+func commitMessage(prompt string, out run.Outcome) string {
+	if out.Status == "paused" {
+		return "agentos: checkpoint before approval: " + oneLine(prompt, 40)
+	}
+	return "agentos: " + oneLine(prompt, 60)
+}

@@ -1,0 +1,70 @@
+package dispatch
+
+// Pull request events on a session's pull request (closed, synchronize),
+// and reading a trigger's pull request.
+
+import (
+	"context"
+
+	"github.com/agentos/agentos/bot/webhook"
+	"github.com/agentos/agentos/runtime/replay"
+)
+
+// pullRequest is the trigger's pull request: as its payload describes it
+// (reviews, line comments and pull_request events carry it), or read from
+// GitHub (a comment on a pull request carries only its number).
+func (d *Dispatcher) pullRequest(ctx context.Context, repo Repo, t webhook.Trigger) (PullRequest, error) {
+	if pr, ok := prFromTrigger(t); ok {
+		return pr, nil
+	}
+	return d.GitHub.PullRequest(ctx, repo, t.Number)
+}
+
+func prFromTrigger(t webhook.Trigger) (PullRequest, bool) {
+	if !t.IsPR || t.HeadRef == "" || t.HeadSHA == "" {
+		return PullRequest{}, false
+	}
+	return PullRequest{Number: t.Number, NodeID: t.PRNodeID, URL: t.PRURL, HeadRef: t.HeadRef, HeadSHA: t.HeadSHA,
+		HeadRepo: t.HeadRepo, BaseRef: t.BaseRef, State: t.IssueState, Draft: t.Draft}, true
+}
+
+func (d *Dispatcher) onPRClosed(ctx context.Context, repo Repo, t webhook.Trigger) (Result, error) {
+	sid, _, err := d.sessionFor(ctx, repo, t)
+	if err != nil || sid == "" {
+		return Result{Outcome: "ignored", Reason: "not a session pull request"}, err
+	}
+	t.Author = orWord(t.Author, "github")
+	return d.cancel(ctx, repo, t, "the pull request was closed")
+}
+
+func (d *Dispatcher) onPRSynchronize(ctx context.Context, repo Repo, t webhook.Trigger) (Result, error) {
+	sid, pr, err := d.sessionFor(ctx, repo, t)
+	if err != nil || sid == "" {
+		return Result{Outcome: "ignored", Reason: "not a session pull request"}, err
+	}
+	unlock := d.lock(sid)
+	evs, err := d.loadSession(ctx, repo, sid)
+	if err != nil {
+		unlock()
+		return Result{SessionID: sid}, err
+	}
+	l, _ := loadLink(evs)
+	d.adopt(repo, t, &l)
+	snap, err := replay.Replay(evs)
+	unlock()
+	if err != nil {
+		return Result{SessionID: sid}, err
+	}
+	if snap.RunStatus != "paused" || pr == nil {
+		return Result{Outcome: "ignored", Reason: "no approval to invalidate", SessionID: sid}, nil
+	}
+	requestedOn, err := d.requestedOn(ctx, repo, pr, l, sid)
+	if err != nil {
+		return Result{SessionID: sid}, err
+	}
+	if requestedOn == "" || pr.HeadSHA == requestedOn {
+		return Result{Outcome: "ignored", Reason: "no approval to invalidate", SessionID: sid}, nil
+	}
+	// answer() sees the moved head, marks the approvals stale and asks again.
+	return d.answer(ctx, repo, t, answer{decision: "approve", all: true})
+}

@@ -1,0 +1,154 @@
+package toolrule
+
+import (
+	"encoding/json"
+	"fmt"
+	"path"
+	"strings"
+)
+
+// Refusal says why a call's arguments are not allowed: the deny rule that
+// matched, or the allow rules none of which did, or what could not be
+// checked. It is what the kernel records as a TOOL_NOT_ALLOWED
+// rejection's details.
+type Refusal struct {
+	Tool    string `json:"tool"`
+	Subject string `json:"subject"`        // the command or path refused
+	Rule    string `json:"rule,omitempty"` // the deny rule that matched
+	// Allowed are the allow rules none of which matches Subject.
+	Allowed []string `json:"allowed,omitempty"`
+	Reason  string   `json:"reason"`
+}
+
+func (r *Refusal) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %q: %s", r.Tool, r.Subject, r.Reason)
+	if r.Rule != "" {
+		fmt.Fprintf(&b, " (disallowed_tools rule %s)", r.Rule)
+	}
+	if len(r.Allowed) > 0 {
+		fmt.Fprintf(&b, " (allowed_tools rules %s)", strings.Join(r.Allowed, ", "))
+	}
+	return b.String()
+}
+
+// CheckArgs checks a call's arguments (the guard's canonical JSON)
+// against the rules: process.run's command (and its cwd, for
+// redirections), repo.read's path, and repo.search, which reads every
+// file and so is refused while a Read rule is in force. Write tools are
+// checked with CheckWrite once their paths are known. A nil or empty
+// set allows everything.
+func (s *Set) CheckArgs(tool string, args json.RawMessage) *Refusal {
+	f := toolFamily[tool]
+	if s.Empty() || f == 0 || f == famEdit || !s.inForce(f) {
+		return nil
+	}
+	switch tool {
+	case "process.run":
+		var a struct {
+			Command string `json:"command"`
+			Cwd     string `json:"cwd"`
+		}
+		if err := json.Unmarshal(args, &a); err != nil {
+			return &Refusal{Tool: tool, Subject: string(args), Reason: "the arguments cannot be read to check them against the rules: " + err.Error()}
+		}
+		return s.CheckCommand(tool, a.Command, a.Cwd)
+	case "repo.read":
+		var a struct {
+			Path string `json:"path"`
+		}
+		if err := json.Unmarshal(args, &a); err != nil {
+			return &Refusal{Tool: tool, Subject: string(args), Reason: "the arguments cannot be read to check them against the rules: " + err.Error()}
+		}
+		return s.checkPath(tool, famRead, a.Path)
+	case "repo.search":
+		rules, _ := s.allowRules(famRead)
+		return &Refusal{Tool: tool, Subject: string(args), Allowed: raws(rules), Reason: "repo.search reads every file of the repository, which the Read rules in force cannot be checked against; read allowed files with repo.read"}
+	}
+	return nil
+}
+
+// CheckWrite checks the paths a write tool changes (repo.patch,
+// repo.write) against the Edit rules. A write whose paths are not known
+// is refused while an Edit rule is in force.
+func (s *Set) CheckWrite(tool string, paths []string) *Refusal {
+	if s.Empty() || toolFamily[tool] != famEdit || !s.inForce(famEdit) {
+		return nil
+	}
+	if len(paths) == 0 {
+		return &Refusal{Tool: tool, Reason: "the paths of this write are not known, so the Edit rules cannot be checked"}
+	}
+	for _, p := range paths {
+		if r := s.checkPath(tool, famEdit, p); r != nil {
+			return r
+		}
+	}
+	return nil
+}
+
+// cleanPath makes p a clean repository-relative path, or fails for one
+// outside the repository.
+func cleanPath(p string) (string, bool) {
+	if p == "" || strings.ContainsRune(p, 0) {
+		return "", false
+	}
+	c := path.Clean(strings.ReplaceAll(p, "\\", "/"))
+	c = strings.TrimPrefix(c, "./")
+	if c == "." || c == ".." || strings.HasPrefix(c, "../") || path.IsAbs(c) {
+		return "", false
+	}
+	return c, true
+}
+
+// checkPath checks one path against the family's rules: a deny rule
+// refuses it; while allow rules with a path are in force (and the bare
+// name is not allowed), one of them must match.
+func (s *Set) checkPath(tool string, f family, p string) *Refusal {
+	c, ok := cleanPath(p)
+	if !ok {
+		return &Refusal{Tool: tool, Subject: p, Reason: "the path is not inside the repository, so no rule can allow it"}
+	}
+	for _, r := range s.denyRules(f) {
+		for _, pp := range r.pats {
+			if pp.match(c) {
+				return &Refusal{Tool: tool, Subject: c, Rule: r.Raw, Reason: "a disallowed rule matches the path"}
+			}
+		}
+	}
+	rules, all := s.allowRules(f)
+	if all || len(rules) == 0 {
+		return nil
+	}
+	for _, r := range rules {
+		for _, pp := range r.pats {
+			if pp.match(c) {
+				return nil
+			}
+		}
+	}
+	return &Refusal{Tool: tool, Subject: c, Allowed: raws(rules), Reason: fmt.Sprintf("no allowed %s rule matches the path", f)}
+}
+
+// redirect decides a redirection's target: writing needs an
+// Edit rule that allows the path (or Edit allowed bare), reading is
+// checked like repo.read. /dev/null is always fine.
+func (s *Set) redirect(tool, cwd, target string, write bool) *Refusal {
+	if target == "/dev/null" {
+		return nil
+	}
+	p := target
+	if cwd != "" && !path.IsAbs(target) {
+		p = path.Join(cwd, target)
+	}
+	if !write {
+		return s.checkPath(tool, famRead, p)
+	}
+	if r := s.checkPath(tool, famEdit, p); r != nil {
+		r.Reason = "a redirection writes the path: " + r.Reason
+		return r
+	}
+	if rules, all := s.allowRules(famEdit); !all && len(rules) == 0 {
+		return &Refusal{Tool: tool, Subject: target, Reason: "a redirection writes the path, and no allowed Edit rule allows writing it"}
+	}
+	return nil
+}
