@@ -5,6 +5,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -77,7 +78,13 @@ func TestChaosKillCLI(t *testing.T) {
 			cliTrial(t, bin, rand.New(rand.NewPCG(uint64(i), 11)), kills, rep)
 		})
 		rep.add(func(r *cliReport) {
-			t.Logf("after trial %d: %d kills, %d violations, %d runs ended by a kill, phases %v, commands %v", i, r.kills, len(r.violations), r.orphaned, r.phases, r.commands)
+			ds := slices.Clone(r.takeover)
+			slices.Sort(ds)
+			med := time.Duration(0)
+			if len(ds) > 0 {
+				med = ds[len(ds)/2]
+			}
+			t.Logf("after trial %d: %d kills, %d violations, %d runs ended by a kill, median resume start to takeover %v over %d, phases %v, commands %v", i, r.kills, len(r.violations), r.orphaned, med, len(ds), r.phases, r.commands)
 		})
 	}
 	ds := slices.Clone(rep.takeover)
@@ -222,14 +229,43 @@ func cliTrial(t *testing.T, bin string, rng *rand.Rand, maxKills int, rep *cliRe
 		go func() { done <- cmd.Wait() }()
 		killed := false
 		if kills < maxKills {
-			scale := []time.Duration{50 * time.Millisecond, 500 * time.Millisecond, 2 * time.Second, 6 * time.Second}[rng.IntN(4)]
+			// Three kills in five after a random wait (0–50 ms, 0–500 ms,
+			// 0–2 s or 0–6 s from the start); two in five once the
+			// command has committed 1–8 batches of events to the store
+			// and then 0–20 ms: a process spends its first second or
+			// more starting up, where timed kills mostly land.
+			var wait <-chan time.Time
+			stop := make(chan struct{})
+			if rng.IntN(5) < 2 {
+				grown := make(chan time.Time, 1)
+				want, lag := countBatches(data)+1+rng.IntN(8), time.Duration(rng.Int64N(int64(20*time.Millisecond)))
+				go func() {
+					for {
+						select {
+						case <-stop:
+							return
+						case <-time.After(20 * time.Millisecond):
+						}
+						if countBatches(data) >= want {
+							time.Sleep(lag)
+							grown <- time.Now()
+							return
+						}
+					}
+				}()
+				wait = grown
+			} else {
+				scale := []time.Duration{50 * time.Millisecond, 500 * time.Millisecond, 2 * time.Second, 6 * time.Second}[rng.IntN(4)]
+				wait = time.After(time.Duration(rng.Int64N(int64(scale))))
+			}
 			select {
 			case <-done:
-			case <-time.After(time.Duration(rng.Int64N(int64(scale)))):
+			case <-wait:
 				_ = cmd.Process.Kill() // SIGKILL
 				<-done
 				killed = true
 			}
+			close(stop)
 		} else {
 			select {
 			case <-done:
@@ -263,6 +299,26 @@ func cliTrial(t *testing.T, bin string, rng *rand.Rand, maxKills int, rep *cliRe
 			t.Fatalf("the session lock was held with no other process:\n%s", out.String())
 		}
 	}
+}
+
+// countBatches counts the group commits in the SQLite store (one session
+// per trial) while a process may be writing it (0 when it cannot be read
+// now), through a read-only connection of its own.
+func countBatches(dataDir string) int {
+	path := filepath.Join(dataDir, sqlite.FileName)
+	if _, err := os.Stat(path); err != nil {
+		return 0
+	}
+	db, err := sql.Open("sqlite", "file:"+path+"?mode=ro&_pragma=busy_timeout(50)")
+	if err != nil {
+		return 0
+	}
+	defer db.Close()
+	var n int
+	if err := db.QueryRow(`SELECT count(*) FROM batches`).Scan(&n); err != nil {
+		return 0
+	}
+	return n
 }
 
 func hasType(evs []event.Event, typ string) bool {
