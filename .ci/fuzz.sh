@@ -50,8 +50,15 @@ done <<'TARGETS'
 ./kernel/guard FuzzGuard
 ./kernel/toolrule FuzzCommandRules
 ./runtime/skills FuzzSkillFile
+./runtime/workflow FuzzWorkflowFile
+./runtime/untrusted FuzzGitHubText
+./bot/tracking FuzzNeutralize
 ./runtime/replay FuzzVerify
 ./runtime/event FuzzParseLineFast
+./runtime/event FuzzValidValue
+./runtime/event FuzzAppendCanonicalString
+./runtime/store/sqlite FuzzBatchIndex
+./schemas FuzzFastAgrees
 ./runtime/replay FuzzBudgetOf
 TARGETS
 printf '%-22s %-34s %12s %8s %8s\n' target package execs corpus coverage

@@ -14,6 +14,10 @@ type Automation struct {
 	Cycle   string // review, triage or fix
 	Prompt  string // the request of a fix run
 	Trigger webhook.Trigger
+	// Home is set for a fix run that no issue started (schedule,
+	// workflow_dispatch): the Action opens the run's home issue (once per
+	// workflow run) and the trigger's Number is 0 until then.
+	Home bool
 }
 
 // automationEvent is the part of a pull_request or issues payload the
@@ -69,14 +73,18 @@ type prRef struct {
 //   - issues opened: the triage cycle (or the cycle input);
 //   - issues labeled with label_trigger, or assigned to assignee_trigger:
 //     a fix run on the prompt input, or the issue's title and body.
+//   - schedule and workflow_dispatch with the prompt input: a fix run on
+//     the prompt, in a home issue the Action opens (Home); the review and
+//     triage cycles are refused there (there is nothing to review).
 //
-// The cycle input "none" turns the first two off. ok is false for any
-// other event (comments and reviews go through the command path).
+// The cycle input "none" turns all but the label and assignee triggers
+// off. ok is false for any other event (comments and reviews go through
+// the command path).
 func Automate(eventName string, body []byte, in Inputs, deliveryID string) (Automation, bool, error) {
+	if eventName == "schedule" || eventName == "workflow_dispatch" {
+		return scheduled(eventName, body, in, deliveryID)
+	}
 	if eventName != "pull_request" && eventName != "pull_request_target" && eventName != "issues" {
-		if (eventName == "schedule" || eventName == "workflow_dispatch") && in.Prompt != "" {
-			return Automation{}, false, fmt.Errorf("a prompt on %s needs an issue or pull request to work on, and this event has none: start it from an issue (label_trigger, assignee_trigger) instead", eventName)
-		}
 		return Automation{}, false, nil
 	}
 	var ev automationEvent
@@ -143,4 +151,52 @@ func Automate(eventName string, body []byte, in Inputs, deliveryID string) (Auto
 		return Automation{Cycle: CycleFix, Prompt: prompt, Trigger: t}, true, nil
 	}
 	return Automation{}, false, nil
+}
+
+// scheduledCycle refuses a cycle that needs a pull request or an issue on
+// an event that has neither.
+func scheduledCycle(eventName, cycle string) error {
+	if (eventName == "schedule" || eventName == "workflow_dispatch") && (cycle == CycleReview || cycle == CycleTriage) {
+		what := "pull request to review"
+		if cycle == CycleTriage {
+			what = "issue to triage"
+		}
+		return fmt.Errorf("cycle %q on %s: the event has no %s; use cycle fix (the default) with a prompt, or run %s on pull_request or issues events", cycle, eventName, what, cycle)
+	}
+	return nil
+}
+
+// scheduled reads a schedule or workflow_dispatch event. Its payload may
+// be as small as {"schedule": "0 3 * * *"}; repository and sender are
+// read when present (the Action falls back to GITHUB_REPOSITORY and
+// GITHUB_ACTOR). The request is the prompt input only: a
+// workflow_dispatch input reaches it through the workflow
+// (prompt: ${{ inputs.prompt }}), never from the payload directly.
+func scheduled(eventName string, body []byte, in Inputs, deliveryID string) (Automation, bool, error) {
+	if err := scheduledCycle(eventName, in.Cycle); err != nil {
+		return Automation{}, false, err
+	}
+	if in.Cycle == CycleNone || strings.TrimSpace(in.Prompt) == "" {
+		return Automation{}, false, nil
+	}
+	var ev automationEvent
+	if len(strings.TrimSpace(string(body))) > 0 {
+		if err := json.Unmarshal(body, &ev); err != nil {
+			return Automation{}, false, fmt.Errorf("the %s event: %w", eventName, err)
+		}
+	}
+	t := webhook.Trigger{
+		DeliveryID: deliveryID, Event: eventName, Repo: ev.Repository.FullName, Kind: webhook.KindComment,
+		DefaultBranch: ev.Repository.DefaultBranch, InstallationID: ev.Installation.ID,
+		Author: ev.Sender.Login, AuthorType: ev.Sender.Type, IssueState: "open",
+	}
+	t.Owner, t.Name, _ = strings.Cut(t.Repo, "/")
+	if in.BaseBranch != "" {
+		t.DefaultBranch = in.BaseBranch
+	}
+	prompt := in.Prompt
+	if in.CustomInstructions != "" {
+		prompt += "\n\nInstructions from the repository's workflow:\n" + in.CustomInstructions
+	}
+	return Automation{Cycle: CycleFix, Prompt: prompt, Trigger: t, Home: true}, true, nil
 }

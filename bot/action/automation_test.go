@@ -119,8 +119,36 @@ func TestAutomate(t *testing.T) {
 			}
 		})
 	}
-	if _, _, err := Automate("workflow_dispatch", []byte(`{}`), Inputs{Prompt: "do it"}, "x"); err == nil || !strings.Contains(err.Error(), "needs an issue") {
-		t.Errorf("prompt on workflow_dispatch: %v", err)
+	// schedule and workflow_dispatch with a prompt: a fix run in a home
+	// issue the Action opens (no number yet).
+	dispatch := `{"inputs":{"prompt":"not read"},"ref":"refs/heads/main","repository":{"full_name":"octo/app","default_branch":"main"},"sender":{"login":"alice","type":"User"},"workflow":".github/workflows/nightly.yml"}`
+	a, ok, err := Automate("workflow_dispatch", []byte(dispatch), Inputs{Prompt: "update the changelog", CustomInstructions: "Be brief."}, "actions-9")
+	if err != nil || !ok || !a.Home || a.Cycle != CycleFix || a.Prompt != "update the changelog\n\nInstructions from the repository's workflow:\nBe brief." {
+		t.Fatalf("workflow_dispatch with a prompt = %+v, %v, %v", a, ok, err)
+	}
+	if tr := a.Trigger; tr.Repo != "octo/app" || tr.Owner != "octo" || tr.Author != "alice" || tr.Number != 0 || tr.IsPR || tr.DeliveryID != "actions-9" || tr.DefaultBranch != "main" {
+		t.Errorf("workflow_dispatch trigger = %+v", tr)
+	}
+	a, ok, err = Automate("schedule", []byte(`{"schedule":"17 3 * * *"}`), Inputs{Prompt: "bump deps", BaseBranch: "develop"}, "actions-9")
+	if err != nil || !ok || !a.Home || a.Prompt != "bump deps" || a.Trigger.Repo != "" || a.Trigger.Author != "" || a.Trigger.DefaultBranch != "develop" {
+		t.Errorf("schedule with a prompt = %+v, %v, %v", a, ok, err)
+	}
+	for _, c := range []struct {
+		name, event, body string
+		in                Inputs
+		wantErr           string
+	}{
+		{"schedule without a prompt", "schedule", `{"schedule":"0 0 * * *"}`, Inputs{}, ""},
+		{"blank prompt", "workflow_dispatch", dispatch, Inputs{Prompt: " \n"}, ""},
+		{"cycle none", "schedule", `{}`, Inputs{Prompt: "x", Cycle: CycleNone}, ""},
+		{"review on schedule", "schedule", `{}`, Inputs{Prompt: "x", Cycle: CycleReview}, `cycle "review" on schedule: the event has no pull request to review`},
+		{"triage on dispatch", "workflow_dispatch", dispatch, Inputs{Cycle: CycleTriage}, `cycle "triage" on workflow_dispatch: the event has no issue to triage`},
+		{"broken payload", "workflow_dispatch", `{"sender":`, Inputs{Prompt: "x"}, "the workflow_dispatch event"},
+	} {
+		a, ok, err := Automate(c.event, []byte(c.body), c.in, "x")
+		if ok || c.wantErr == "" && err != nil || c.wantErr != "" && (err == nil || !strings.Contains(err.Error(), c.wantErr)) {
+			t.Errorf("%s: %+v, %v, %v; want not ok and error %q", c.name, a, ok, err, c.wantErr)
+		}
 	}
 	if a, ok, _ := Automate("issues", sprintf(issue, "labeled"), Inputs{LabelTrigger: "agent", BaseBranch: "develop"}, "x"); !ok || a.Trigger.DefaultBranch != "develop" {
 		t.Errorf("base_branch: %+v", a.Trigger)

@@ -31,6 +31,10 @@ type Env struct {
 	APIURL     string // GITHUB_API_URL
 	ServerURL  string // GITHUB_SERVER_URL
 	RunID      string // GITHUB_RUN_ID
+	// RunAttempt is GITHUB_RUN_ATTEMPT: 1, and more for each re-run of
+	// the same workflow run (which keeps its GITHUB_RUN_ID).
+	RunAttempt int
+	Actor      string // GITHUB_ACTOR
 	RunnerTemp string // RUNNER_TEMP
 	OutputPath string // GITHUB_OUTPUT
 	Summary    string // GITHUB_STEP_SUMMARY
@@ -62,7 +66,9 @@ type Inputs struct {
 
 	// Automation (no comment needed), as claude-code-action's inputs:
 	// Prompt is the request for a run started by label_trigger or
-	// assignee_trigger (default: the issue's title and body).
+	// assignee_trigger (default: the issue's title and body), and on
+	// schedule or workflow_dispatch the request of the fix run the Action
+	// opens a home issue for.
 	Prompt string
 	// Cycle is the cycle an event without a command runs: review on
 	// pull_request opened/reopened/ready_for_review, triage on issues
@@ -130,6 +136,8 @@ func FromEnv(getenv func(string) string) (Env, error) {
 		APIURL:     orDefault(getenv("GITHUB_API_URL"), "https://api.github.com"),
 		ServerURL:  orDefault(getenv("GITHUB_SERVER_URL"), "https://github.com"),
 		RunID:      getenv("GITHUB_RUN_ID"),
+		RunAttempt: 1,
+		Actor:      getenv("GITHUB_ACTOR"),
 		RunnerTemp: getenv("RUNNER_TEMP"),
 		OutputPath: getenv("GITHUB_OUTPUT"),
 		Summary:    getenv("GITHUB_STEP_SUMMARY"),
@@ -148,6 +156,13 @@ func FromEnv(getenv func(string) string) (Env, error) {
 	need("RUNNER_TEMP", e.RunnerTemp)
 	if input(getenv, "app_id") == "" {
 		need("github_token (or GITHUB_TOKEN)", e.Token)
+	}
+	if v := getenv("GITHUB_RUN_ATTEMPT"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 {
+			problems = append(problems, fmt.Sprintf("GITHUB_RUN_ATTEMPT %q is not a positive whole number", v))
+		}
+		e.RunAttempt = n
 	}
 	if e.Repository != "" && strings.Count(e.Repository, "/") != 1 {
 		problems = append(problems, fmt.Sprintf("GITHUB_REPOSITORY %q is not owner/name", e.Repository))
@@ -194,6 +209,9 @@ func FromEnv(getenv func(string) string) (Env, error) {
 	}
 	in.AllowedUsers = strings.FieldsFunc(input(getenv, "allowed_users"), func(r rune) bool { return r == ',' || r == ' ' || r == '\n' })
 	problems = append(problems, automationInputs(getenv, &in)...)
+	if err := scheduledCycle(e.EventName, in.Cycle); err != nil {
+		problems = append(problems, err.Error())
+	}
 	if strings.ContainsAny(in.ArtifactBranch, " ~^:?*[\\") || strings.HasPrefix(in.ArtifactBranch, "-") {
 		problems = append(problems, fmt.Sprintf("artifact_branch %q is not a valid branch name", in.ArtifactBranch))
 	}

@@ -180,3 +180,38 @@ func TestFromEnvToolLists(t *testing.T) {
 		t.Errorf("unset: %v %v %v %v", e.Inputs.AllowedTools, e.Inputs.DisallowedTools, e.Inputs.ToolRules, err)
 	}
 }
+
+// review and triage have nothing to work on in a schedule or
+// workflow_dispatch run: the inputs are refused like any other bad input
+// (the step fails before anything runs, exit code 2); GITHUB_RUN_ATTEMPT
+// and GITHUB_ACTOR are read.
+func TestScheduledEventInputs(t *testing.T) {
+	for _, c := range []struct{ event, cycle, want string }{
+		{"schedule", "review", `cycle "review" on schedule: the event has no pull request to review`},
+		{"workflow_dispatch", "triage", `cycle "triage" on workflow_dispatch: the event has no issue to triage`},
+		{"schedule", "fix", ""},
+		{"schedule", "", ""},
+		{"pull_request", "review", ""},
+	} {
+		m := baseEnv()
+		m["GITHUB_EVENT_NAME"], m["INPUT_CYCLE"], m["INPUT_PROMPT"] = c.event, c.cycle, "nightly chores"
+		_, err := FromEnv(envFrom(m))
+		var ee *EnvError
+		if c.want == "" && err != nil || c.want != "" && (!errors.As(err, &ee) || !strings.Contains(err.Error(), c.want)) {
+			t.Errorf("%s with cycle %q: %v, want %q", c.event, c.cycle, err, c.want)
+		}
+	}
+	m := baseEnv()
+	m["GITHUB_RUN_ATTEMPT"], m["GITHUB_ACTOR"] = "3", "alice"
+	e, err := FromEnv(envFrom(m))
+	if err != nil || e.RunAttempt != 3 || e.Actor != "alice" {
+		t.Errorf("attempt %d actor %q: %v", e.RunAttempt, e.Actor, err)
+	}
+	if e, _ := FromEnv(envFrom(baseEnv())); e.RunAttempt != 1 {
+		t.Errorf("default attempt = %d, want 1", e.RunAttempt)
+	}
+	m["GITHUB_RUN_ATTEMPT"] = "0"
+	if _, err := FromEnv(envFrom(m)); err == nil || !strings.Contains(err.Error(), `GITHUB_RUN_ATTEMPT "0"`) {
+		t.Errorf("attempt 0: %v", err)
+	}
+}

@@ -73,7 +73,12 @@ func Run(ctx context.Context, env Env, deps Deps, log io.Writer) (Outputs, error
 	}
 	if t.Repo == "" {
 		t.Repo = env.Repository
+		t.Owner, t.Name, _ = strings.Cut(t.Repo, "/")
 	}
+	if auto.Home && t.Author == "" {
+		t.Author = env.Actor
+	}
+	t.Attempt = env.RunAttempt
 	if !strings.EqualFold(t.Repo, env.Repository) {
 		return Outputs{}, fmt.Errorf("the event is about %s, but this workflow runs in %s", t.Repo, env.Repository)
 	}
@@ -114,6 +119,9 @@ func Run(ctx context.Context, env Env, deps Deps, log io.Writer) (Outputs, error
 	d.Preflight = deps.Preflight
 	d.Sandbox = deps.Sandbox
 	d.Result = func(r dispatch.Result) { res = r }
+	// A re-run attempt (same GITHUB_RUN_ID, so the same delivery and
+	// session) continues what an earlier attempt began.
+	d.ResumeFromArtifact = true
 	d.Workflows.Mode, d.Workflows.Instructions = dispatch.ModeHeadless, env.Inputs.CustomInstructions
 	if deps.Reviewer != nil {
 		d.Workflows.Reviewer = deps.Reviewer
@@ -122,6 +130,20 @@ func Run(ctx context.Context, env Env, deps Deps, log io.Writer) (Outputs, error
 		d.Workflows.Triager = deps.Triager
 	}
 	var derr error
+	if automated && auto.Home {
+		home, err := openHome(ctx, env, bot.Client, d, t, auto.Prompt, log)
+		if err != nil {
+			revoke(ctx, bot, log)
+			return Outputs{}, err
+		}
+		if home.Refused != "" {
+			Warningf(log, "agentos: not starting the %s run: %s", env.EventName, home.Refused)
+			out := Outputs{Status: "refused"}
+			revoke(ctx, bot, log)
+			return out, finish(env, out, SummaryInput{Outputs: out, Event: env.EventName, Reason: home.Refused})
+		}
+		t.Number, t.IssueState = home.Number, home.State
+	}
 	if automated {
 		end := Group(log, fmt.Sprintf("agentos: %s cycle for %s %s on %s#%d", auto.Cycle, env.EventName, t.Action, t.Repo, t.Number))
 		derr = d.RunCycle(ctx, t, auto.Cycle, auto.Prompt)
@@ -131,12 +153,7 @@ func Run(ctx context.Context, env Env, deps Deps, log io.Writer) (Outputs, error
 		derr = d.Dispatch(ctx, t)
 		end()
 	}
-	// The installation tokens this run minted (App mode) end with it.
-	if n, err := bot.Client.RevokeMintedTokens(context.WithoutCancel(ctx)); err != nil {
-		Warningf(log, "agentos: revoking the run's installation tokens: %v", err)
-	} else if n > 0 {
-		fmt.Fprintf(log, "agentos: revoked %d installation token(s) this run minted\n", n)
-	}
+	revoke(ctx, bot, log)
 	out := Outputs{SessionID: res.SessionID, Status: res.Status, PRNumber: res.PR, Branch: res.Branch,
 		InputTokens: res.Spent.InputTokens, OutputTokens: res.Spent.OutputTokens, CostUSD: res.Spent.CostUSD,
 		LogCommit: logCommit(res.LogURL)}
@@ -170,6 +187,16 @@ func Run(ctx context.Context, env Env, deps Deps, log io.Writer) (Outputs, error
 		Warningf(log, "agentos session %s %s: %s", out.SessionID, out.Status, sum.Reason)
 	}
 	return out, finish(env, out, sum)
+}
+
+// revoke ends the installation tokens this run minted (App mode); a
+// failure is a warning, never the step's error.
+func revoke(ctx context.Context, bot *dispatch.GitHubBot, log io.Writer) {
+	if n, err := bot.Client.RevokeMintedTokens(context.WithoutCancel(ctx)); err != nil {
+		Warningf(log, "agentos: revoking the run's installation tokens: %v", err)
+	} else if n > 0 {
+		fmt.Fprintf(log, "agentos: revoked %d installation token(s) this run minted\n", n)
+	}
 }
 
 func finish(env Env, out Outputs, sum SummaryInput) error {

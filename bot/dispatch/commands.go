@@ -16,6 +16,7 @@ import (
 	"github.com/agentos/agentos/bot/command"
 	"github.com/agentos/agentos/bot/tracking"
 	"github.com/agentos/agentos/bot/webhook"
+	"github.com/agentos/agentos/kernel/worktree"
 	"github.com/agentos/agentos/runtime/event"
 	"github.com/agentos/agentos/runtime/replay"
 	"github.com/agentos/agentos/runtime/run"
@@ -125,6 +126,16 @@ func (d *Dispatcher) startRun(ctx context.Context, repo Repo, t webhook.Trigger,
 	evs, err := d.Runs.Store.Read(ctx, sid, 1)
 	if err != nil {
 		return Result{}, err
+	}
+	if len(evs) == 0 && d.ResumeFromArtifact {
+		// A missing log is a session nobody began; a log that does not
+		// verify is refused (ErrTamperedLog), never started over.
+		if evs, err = d.loadSession(ctx, repo, sid); errors.Is(err, worktree.ErrNotFound) || errors.Is(err, ErrBranchGone) {
+			evs, err = nil, nil
+		}
+		if err != nil {
+			return Result{SessionID: sid}, err
+		}
 	}
 	if runBegun(evs) {
 		return d.redelivered(ctx, repo, sid, evs, l, base)

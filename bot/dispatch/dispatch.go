@@ -91,6 +91,13 @@ type Dispatcher struct {
 	// Workflows, when set, runs the workflow plane's cycles for
 	// `/agent review` and `/agent triage` (see review.go, triage.go).
 	Workflows *Workflows
+	// ResumeFromArtifact, when set (the Action: every job starts on a
+	// fresh machine, and the session's log on the artifact branch is the
+	// only state), makes a new run look for its session's log there
+	// before it starts: a re-run of the same workflow run (the same
+	// delivery id, so the same session) continues the session an earlier
+	// attempt began instead of starting it a second time.
+	ResumeFromArtifact bool
 
 	mu    sync.Mutex
 	locks map[string]*sync.Mutex
@@ -110,6 +117,9 @@ type Result struct {
 	Spent replay.Usage
 	// LogURL links the session's log at the commit this trigger wrote.
 	LogURL string
+	// Proposal is the session of the fix proposal a review started (or
+	// found started).
+	Proposal string
 }
 
 // ErrTamperedLog is returned when a session log loaded from the artifact

@@ -110,7 +110,9 @@ func NewGitHubBot(cfg config.Config, st store.Store, engines Engines, log *slog.
 	// `/agent review` and `/agent triage` run the workflow plane's cycles
 	// on the same worktrees, engines and store as every run.
 	plane := &Plane{D: d}
-	d.Workflows = &Workflows{Reviewer: plane, Triager: plane, GitHub: API{Client: client}}
+	// A review's safe_auto findings become one fix proposal that waits
+	// for approval like any `/agent` request.
+	d.Workflows = &Workflows{Reviewer: plane, Triager: plane, GitHub: API{Client: client}, ProposeFixes: true}
 	return &GitHubBot{Client: client, Dispatcher: d, cfg: cfg, log: log}, nil
 }
 

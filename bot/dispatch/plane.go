@@ -134,6 +134,9 @@ func reviewOutput(res cycle.Result, usage replay.Usage) ReviewOutput {
 		// Fan-in merged findings by fingerprint: the fingerprint, not a
 		// persona's own id, names the merged one.
 		f.ID = dc.Fingerprint
+		if f.Body == "" {
+			f.Body = dc.Body // a result recorded before findings carried their body
+		}
 		out.Findings = append(out.Findings, f)
 		gate := workflow.Outcome{PolicyID: dc.Policy, Reason: strings.TrimPrefix(dc.Reason, dc.Policy+": ")}
 		switch dc.Gate {

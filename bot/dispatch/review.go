@@ -77,6 +77,18 @@ type ReviewOutput struct {
 	Verdict string
 	// Usage is what the cycle spent on models.
 	Usage replay.Usage
+	// Proposal is the bot's follow-up fix proposal for the safe_auto
+	// findings, set by the bot (not the cycle) before the review is
+	// built, so that the review's body names it; nil for none.
+	Proposal *ProposalNote
+}
+
+// ProposalNote is what a review's body says of its fix proposal.
+type ProposalNote struct {
+	// SessionID is the proposal's session.
+	SessionID string
+	// Findings are the proposed findings' ids.
+	Findings []string
 }
 
 // Reviewer runs the review cycle (the workflow plane's executor).
@@ -122,6 +134,11 @@ type Workflows struct {
 	Mode string
 	// Instructions are passed to every cycle (custom_instructions).
 	Instructions string
+	// ProposeFixes makes a review's safe_auto findings one follow-up fix
+	// proposal (see proposal.go): a fix session that pauses for approval
+	// like any `/agent` request. The bot and the Action set it; without
+	// it a review only reports.
+	ProposeFixes bool
 }
 
 func (w *Workflows) mode() string {
@@ -170,7 +187,22 @@ func (d *Dispatcher) review(ctx context.Context, repo Repo, t webhook.Trigger) (
 	if done, err := w.GitHub.HasReview(ctx, repo, t.Number, d.BotLogin, marker); err != nil {
 		return Result{}, err
 	} else if done {
-		return Result{Outcome: "ignored", Reason: "review already posted", SessionID: sid, PR: t.Number}, nil
+		// The review is posted; the proposal it recorded may not have
+		// started yet (the process died in between): start it, or find
+		// it started (its session derives from the review's).
+		res := Result{Outcome: "ignored", Reason: "review already posted", SessionID: sid, PR: t.Number}
+		if w.ProposeFixes {
+			p, ok, err := d.recordedProposal(ctx, sid)
+			if err != nil {
+				return res, err
+			}
+			if ok {
+				if res.Proposal, err = d.startProposal(ctx, repo, t, pr, p); err != nil {
+					return res, err
+				}
+			}
+		}
+		return res, nil
 	}
 	files, err := w.GitHub.PRFiles(ctx, repo, t.Number)
 	if err != nil {
@@ -197,6 +229,18 @@ func (d *Dispatcher) review(ctx context.Context, repo Repo, t webhook.Trigger) (
 		d.log().Info("review finding decided", "repo", repo.FullName(), "pr", t.Number, "session", sid, "finding", dc.FindingID,
 			"gate", dc.Gate.Decision, "policy", dc.Gate.PolicyID, "reason", dc.Gate.Reason, "route", dc.Route.Decision)
 	}
+	var prop *fixProposal
+	if w.ProposeFixes {
+		if prop, err = d.proposeFixes(ctx, repo, t, sid, pr, out); err != nil {
+			return Result{SessionID: sid, PR: t.Number}, err
+		}
+		if prop != nil {
+			out.Proposal = &ProposalNote{SessionID: prop.ProposalSession}
+			for _, f := range prop.Findings {
+				out.Proposal.Findings = append(out.Proposal.Findings, f.ID)
+			}
+		}
+	}
 	rv, rec := BuildReview(sid, pr.HeadSHA, d.trigger(), dm, out)
 	rec.PR = t.Number
 	res := Result{Outcome: "reviewed", SessionID: sid, PR: t.Number, Status: out.Verdict, Usage: out.Usage, Spent: out.Usage}
@@ -221,6 +265,13 @@ func (d *Dispatcher) review(ctx context.Context, repo Repo, t webhook.Trigger) (
 		d.log().Error("review posted, but its record was not kept in the session log", "repo", repo.FullName(), "pr", t.Number, "session", sid, "err", err)
 	}
 	d.log().Info("review posted", "repo", repo.FullName(), "pr", t.Number, "session", sid, "comments", len(rv.Comments), "verdict", out.Verdict)
+	if prop != nil {
+		// Recorded before the review was posted: a retried delivery that
+		// finds the review starts (or finds) this same proposal.
+		if res.Proposal, err = d.startProposal(ctx, repo, t, pr, *prop); err != nil {
+			return res, err
+		}
+	}
 	return res, nil
 }
 
@@ -316,9 +367,11 @@ func BuildReview(sessionID, headSHA, trigger string, dm github.DiffMap, out Revi
 		}
 		posted++
 		if c, ok := dm.Place(f.Path, f.Line, f.EndLine); ok && dc.Gate.Decision == workflow.Allow {
-			c.Body = findingText(f, dc, trigger)
+			var suggested bool
+			c.Body, suggested = lineCommentText(f, dc, trigger, exactRange(c, f))
 			rv.Comments = append(rv.Comments, c)
-			rec.Comments = append(rec.Comments, PlacedFinding{Finding: f.ID, Path: c.Path, Line: c.Line, StartLine: c.StartLine, Side: c.Side})
+			rec.Comments = append(rec.Comments, PlacedFinding{Finding: f.ID, Path: c.Path, Line: c.Line, StartLine: c.StartLine, Side: c.Side,
+				Suggestion: suggested})
 			continue
 		}
 		inBody = append(inBody, f)
@@ -358,8 +411,18 @@ func BuildReview(sessionID, headSHA, trigger string, dm github.DiffMap, out Revi
 				}
 				where += "`"
 			}
-			fmt.Fprintf(&b, "- %s — %s\n", where, findingText(f, decisions[f.ID], trigger))
+			fmt.Fprintf(&b, "- %s — %s", where, findingText(f, decisions[f.ID], trigger))
+			if body := clean(f.Body, 300, trigger); body != "" {
+				b.WriteString(": " + body)
+			}
+			b.WriteString("\n")
 		}
+	}
+	if p := out.Proposal; p != nil && len(p.Findings) > 0 {
+		n := len(p.Findings)
+		fmt.Fprintf(&b, "\n#### Fix proposal\n\n%d safe_auto finding%s %s proposed as one fix in session `%s`. It runs like a `%s` request: it pauses for a maintainer's approval, and nothing is pushed before that; its tracking comment on this pull request links its draft pull request.\n",
+			n, plural(n), map[bool]string{true: "is", false: "are"}[n == 1], oneWord(p.SessionID), trigger)
+		rec.Proposal = p.SessionID
 	}
 	if len(heldBack) > 0 || malformed > 0 {
 		b.WriteString("\n#### Held back\n\n")
@@ -405,6 +468,8 @@ type ReviewRecord struct {
 	// InBodyOnly is set when GitHub refused the line comments and every
 	// finding went into the body.
 	InBodyOnly bool `json:"in_body_only,omitempty"`
+	// Proposal is the session of the review's fix proposal, if any.
+	Proposal string `json:"proposal,omitempty"`
 }
 
 // PlacedFinding is a finding posted as a line comment.
@@ -414,6 +479,9 @@ type PlacedFinding struct {
 	Line      int    `json:"line"`
 	StartLine int    `json:"start_line,omitempty"`
 	Side      string `json:"side"`
+	// Suggestion is set when the comment carries the finding's suggested
+	// change.
+	Suggestion bool `json:"suggestion,omitempty"`
 }
 
 // HeldFinding is a finding a policy kept off GitHub.

@@ -3,6 +3,11 @@ package tracking
 import (
 	"regexp"
 	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/agentos/agentos/kernel/redact"
+	"github.com/agentos/agentos/runtime/untrusted"
 )
 
 // Text the bot posts quotes people who may not be maintainers and a model
@@ -10,18 +15,29 @@ import (
 // reviewer's feedback, the worker's report, a failure's reason. Neutralize
 // keeps such text from acting on GitHub when it is rendered:
 //
-//   - an @mention (user or team) would notify someone the run did not come
-//     from: "@" is followed by a zero-width space, so it reads the same and
-//     notifies no one;
+//   - an @mention (user or team, also spelt with an entity such as
+//     &#64;) would notify someone the run did not come from: "@" is
+//     followed by a zero-width space, so it reads the same and notifies no
+//     one;
 //   - an image (Markdown or HTML) would be fetched by every reader's browser
 //     from wherever it points, carrying whatever the URL encodes: images
 //     become plain text;
 //   - a line starting with the bot's command would read as a command to
 //     anyone copying it, and to bots that do not skip the author: the
-//     command word is broken the same way.
+//     command word is broken the same way;
+//   - an HTML comment would hide text from the reader: its opening is
+//     escaped, so it shows;
+//   - zero-width, bidi and other invisible characters would hide or reorder
+//     text: each is shown as <U+XXXX>, in code too;
+//   - a credential-shaped string (a GitHub or API token, a private key,
+//     NAME_TOKEN=value) is masked, in code too.
 //
-// Code spans and fences are left as they are: GitHub renders neither
-// mentions nor images inside them.
+// Code spans and fences are left as they are otherwise (GitHub renders
+// neither mentions nor images inside them), as far as they are certainly
+// code: a fence only when its opening line starts at the left margin (an
+// indented one may belong to a list item that ends before the text does),
+// a code span only when its backtick is not escaped and it is not inside
+// an HTML block, where Markdown is not parsed.
 func Neutralize(s, trigger string) string {
 	if s == "" {
 		return s
@@ -29,43 +45,102 @@ func Neutralize(s, trigger string) string {
 	if trigger == "" {
 		trigger = "/agent"
 	}
+	s = untrusted.Visible(shapes.String(s), false)
+	// A lone carriage return ends a line for GitHub and for bot/command.
+	s = strings.ReplaceAll(strings.ReplaceAll(s, "\r\n", "\n"), "\r", "\n")
 	lines := strings.SplitAfter(s, "\n")
-	fenceMark := ""
+	fence := "" // the open fence's marker
+	html := false
 	for i, l := range lines {
-		t := strings.TrimSpace(l)
-		if fenceMark != "" {
-			if strings.HasPrefix(t, fenceMark) {
-				fenceMark = ""
+		t := strings.TrimRight(l, " \t\r\n")
+		if fence != "" {
+			if closesFence(t, fence) {
+				fence = ""
 			}
 			continue
 		}
-		if strings.HasPrefix(t, "```") || strings.HasPrefix(t, "~~~") {
-			fenceMark = t[:3]
-			for j := 3; j < len(t) && t[j] == t[0]; j++ {
-				fenceMark += t[:1]
-			}
+		if strings.TrimSpace(t) == "" {
+			html = false
 			continue
 		}
-		lines[i] = neutralLine(l, trigger)
+		if !html {
+			if m := opensFence(t); m != "" {
+				fence = m
+				continue
+			}
+			html = startsHTMLBlock(t)
+		}
+		lines[i] = neutralLine(l, trigger, html)
 	}
 	return strings.Join(lines, "")
 }
+
+// shapes masks credential shapes and NAME_TOKEN=value pairs; literal
+// secrets are the sealer's (events are redacted before they are rendered).
+var shapes = redact.New(nil)
+
+// opensFence returns the fence marker (``` or ~~~ and longer) when line t
+// opens a fenced code block at the left margin, else "".
+func opensFence(t string) string {
+	if !strings.HasPrefix(t, "```") && !strings.HasPrefix(t, "~~~") {
+		return ""
+	}
+	n := 3
+	for n < len(t) && t[n] == t[0] {
+		n++
+	}
+	if t[0] == '`' && strings.Contains(t[n:], "`") {
+		return "" // an info string with a backtick: not a fence
+	}
+	return t[:n]
+}
+
+// closesFence reports whether t closes the fence opened by marker: at
+// most three spaces, at least as many of the same character, nothing else.
+func closesFence(t, marker string) bool {
+	u := strings.TrimLeft(t, " ")
+	if len(t)-len(u) > 3 || !strings.HasPrefix(u, marker) {
+		return false
+	}
+	return strings.Trim(u, marker[:1]) == ""
+}
+
+var htmlBlockRe = regexp.MustCompile(`^ {0,3}<[A-Za-z/!?]`)
+
+// startsHTMLBlock reports whether a line starts an HTML block: Markdown
+// (code spans included) is not parsed in it up to the next blank line.
+func startsHTMLBlock(t string) bool { return htmlBlockRe.MatchString(t) }
 
 // zwsp is a zero-width space as an HTML entity (GitHub renders it; it
 // breaks the mention and command syntax).
 const zwsp = "&#8203;"
 
 var (
-	mentionRe = regexp.MustCompile(`(^|[^A-Za-z0-9_/` + "`" + `])@([A-Za-z0-9][A-Za-z0-9-]*)`)
-	htmlImgRe = regexp.MustCompile(`(?i)<\s*(img|picture|source|video|image|svg)\b`)
+	// An "@" (or an entity GitHub renders as one) after a character that
+	// does not make it part of a word, an e-mail address or a path.
+	mentionRe  = regexp.MustCompile(`(^|[^A-Za-z0-9_/])(@|&#0*64;|&#[xX]0*40;|&commat;)([A-Za-z0-9][A-Za-z0-9-]*)`)
+	htmlImgRe  = regexp.MustCompile(`(?i)<\s*(img|picture|source|video|image|svg|audio|iframe|object|embed|input)\b`)
+	htmlOpenRe = regexp.MustCompile(`<!--`)
 )
 
-// neutralLine neutralizes one line outside fences, leaving code spans.
-func neutralLine(l, trigger string) string {
+// neutralLine neutralizes one line outside fences, leaving code spans
+// unless the line is in an HTML block.
+func neutralLine(l, trigger string, html bool) string {
+	if html {
+		return neutralText(l, trigger, true)
+	}
 	var b strings.Builder
 	first := true
 	for len(l) > 0 {
 		i := strings.IndexByte(l, '`')
+		for i > 0 && escapedAt(l, i) { // \` is a literal backtick
+			j := strings.IndexByte(l[i+1:], '`')
+			if j < 0 {
+				i = -1
+				break
+			}
+			i += 1 + j
+		}
 		if i < 0 {
 			b.WriteString(neutralText(l, trigger, first))
 			break
@@ -79,7 +154,7 @@ func neutralLine(l, trigger string) string {
 		}
 		ticks := l[i : i+n]
 		rest := l[i+n:]
-		j := strings.Index(rest, ticks)
+		j := closingTicks(rest, n)
 		if j < 0 { // not a code span: literal backticks
 			b.WriteString(ticks)
 			l = rest
@@ -91,14 +166,51 @@ func neutralLine(l, trigger string) string {
 	return b.String()
 }
 
+// escapedAt reports whether s[i] follows an odd number of backslashes.
+func escapedAt(s string, i int) bool {
+	k := 0
+	for i-1-k >= 0 && s[i-1-k] == '\\' {
+		k++
+	}
+	return k%2 == 1
+}
+
+// closingTicks is the index in s of a run of exactly n backticks, or -1.
+func closingTicks(s string, n int) int {
+	for i := 0; i < len(s); {
+		if s[i] != '`' {
+			i++
+			continue
+		}
+		k := i
+		for k < len(s) && s[k] == '`' {
+			k++
+		}
+		if k-i == n {
+			return i
+		}
+		i = k
+	}
+	return -1
+}
+
 func neutralText(s, trigger string, lineStart bool) string {
-	s = mentionRe.ReplaceAllString(s, "${1}@"+zwsp+"${2}")
+	// Replacing consumes the character before each "@", so "@a-@b" needs
+	// a second pass for "@b"; a neutralized mention never matches again.
+	for t := ""; t != s; {
+		t = s
+		s = mentionRe.ReplaceAllString(s, "${1}${2}"+zwsp+"${3}")
+	}
 	s = strings.ReplaceAll(s, "![", "!"+zwsp+"[")
 	s = htmlImgRe.ReplaceAllStringFunc(s, func(m string) string { return "&lt;" + m[1:] })
+	s = htmlOpenRe.ReplaceAllString(s, "&lt;!--")
 	if lineStart {
-		t := strings.TrimLeft(s, " \t>")
-		if strings.HasPrefix(strings.ToLower(t), strings.ToLower(trigger)) {
-			k := len(s) - len(t) + 1
+		// As bot/command reads a line: any Unicode space (a vertical tab
+		// too) before the command word, compared case-insensitively.
+		t := strings.TrimLeftFunc(s, func(r rune) bool { return unicode.IsSpace(r) || r == '>' })
+		if len(t) >= len(trigger) && strings.EqualFold(t[:len(trigger)], trigger) || strings.HasPrefix(strings.ToLower(t), strings.ToLower(trigger)) {
+			_, n := utf8.DecodeRuneInString(t)
+			k := len(s) - len(t) + n
 			s = s[:k] + zwsp + s[k:]
 		}
 	}

@@ -10,7 +10,6 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 )
 
 // policySeeds are the policy files users read: the built-in one and every
@@ -40,13 +39,11 @@ func FuzzParse(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, src string) {
-		start := time.Now()
+		// No wall-clock bound here: on a loaded machine (load 60 on two
+		// cores) a 2 s bound failed on "0000.A", which parses in
+		// microseconds. A parse that is really slow shows as the fuzzer's
+		// executions per second and as go test's -timeout.
 		p, err := Parse("policy.yaml", strings.NewReader(src))
-		if d := time.Since(start); d > 2*time.Second {
-			// not a timing assertion on the happy path: a file of a few
-			// hundred bytes that takes seconds is a denial of service.
-			t.Fatalf("Parse of %d bytes took %v: %q", len(src), d, src)
-		}
 		if err != nil {
 			var pe *Error
 			if !errors.As(err, &pe) {

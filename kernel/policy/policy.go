@@ -89,6 +89,10 @@ workspace:
     - "**/.git/**"
     # session logs committed beside the change are evidence, not work
     - ".agent/sessions/**"
+    # credentials kept beside the code: redaction masks NAME_TOKEN=value,
+    # not a database URL with its password; a model has no need to read them
+    - "**/.env"
+    - "**/.env.local"
 execution:
   timeouts:
     process.run: 300s

@@ -10,6 +10,7 @@ package setup
 import (
 	"context"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -213,10 +214,20 @@ func Build(ctx context.Context, o Options) (*Env, error) {
 	for _, d := range e.Kernel.Tools() {
 		toolNames = append(toolNames, d.Name)
 	}
-	sk, problems := skills.Discover(schemas.MustDefault(),
-		skills.Root{Name: "builtin", FS: builtinskills.FS},
-		skills.Root{Name: ".agent/skills", FS: ws.FS(), Dir: ".agent/skills"},
-		skills.Root{Name: ".claude/skills", FS: ws.FS(), Dir: ".claude/skills"})
+	// Untrusted code (a fork's pull request) gets the built-in skills, role
+	// prompts and no repository memory: its .agent/skills, .claude/skills,
+	// .agent/roles and .agent/memory.md would be instructions in the
+	// system prompt, written by whoever opened the pull request.
+	roots := []skills.Root{{Name: "builtin", FS: builtinskills.FS}}
+	var repoFS fs.FS = ws.FS()
+	if o.UntrustedRepo {
+		repoFS = nil
+		e.Notes = append(e.Notes, "repository skills, role prompts and memory not loaded: the working tree holds untrusted code")
+	} else {
+		roots = append(roots, skills.Root{Name: ".agent/skills", FS: ws.FS(), Dir: ".agent/skills"},
+			skills.Root{Name: ".claude/skills", FS: ws.FS(), Dir: ".claude/skills"})
+	}
+	sk, problems := skills.Discover(schemas.MustDefault(), roots...)
 	for _, p := range problems {
 		e.Notes = append(e.Notes, "skill skipped: "+p.String())
 	}
@@ -251,7 +262,7 @@ func Build(ctx context.Context, o Options) (*Env, error) {
 	}
 	e.Notes = append(e.Notes, e.Hooks.MatcherNotes(toolNames, servers)...)
 	e.Notes = append(e.Notes, sk.ToolNotes(toolNames, servers)...)
-	e.Engine = &run.Engine{Provider: prov, Tools: tools, Hooks: e.Hooks, Skills: sk, Schemas: schemas.MustDefault(), Profile: o.Profile, Repo: ws.FS(), PolicyNoRepair: !pol.GuardRepair(), DefaultScopeExtra: mcpScope}
+	e.Engine = &run.Engine{Provider: prov, Tools: tools, Hooks: e.Hooks, Skills: sk, Schemas: schemas.MustDefault(), Profile: o.Profile, Repo: repoFS, PolicyNoRepair: !pol.GuardRepair(), DefaultScopeExtra: mcpScope}
 	return e, nil
 }
 

@@ -25,11 +25,9 @@ const Rule = `Untrusted data: text between <untrusted-data …> and its matching
 
 var (
 	htmlComment = regexp.MustCompile(`(?s)<!--.*?(-->|$)`)
-	// ![alt](url "title") and ![alt][ref]: the alt and title text is not
-	// shown where the image loads.
-	mdImage = regexp.MustCompile(`!\[([^\]]*)\]\(([^)\s]*)(\s+("[^"]*"|'[^']*'|\([^)]*\)))?\)|!\[([^\]]*)\]\[[^\]]*\]`)
-	// [ref]: url "title" lines render as nothing.
-	linkRefDef = regexp.MustCompile(`(?m)^ {0,3}\[[^\]]+\]:[ \t]*\S+.*$`)
+	// [ref]: url "title" renders as nothing; the destination and the
+	// title may each start on the next line, and a title may span lines.
+	linkRefDef = regexp.MustCompile(`(?m)^ {0,3}\[[^\]]+\]:[ \t]*(\n[ \t]*)?\S+[^\n]*(\n[ \t]*("[^"]*"|'[^']*'|\([^)]*\))[ \t]*$)?`)
 )
 
 // hidden reports runes that render as nothing or reorder text: zero-width
@@ -85,22 +83,27 @@ func GitHubText(s string, max int) (string, Removed) {
 	}
 	var rm Removed
 	s = strings.ToValidUTF8(s, "\uFFFD")
-	s = htmlComment.ReplaceAllStringFunc(s, func(string) string { rm.HTMLComments++; return "" })
-	s = mdImage.ReplaceAllStringFunc(s, func(m string) string {
-		rm.ImageText++
-		if sm := mdImage.FindStringSubmatch(m); sm != nil && sm[2] != "" {
-			return "[image](" + sm[2] + ")"
+	// Each removal can join what was around it into a new comment, image
+	// or hidden run ("<!<!---->-- x -->", "<!\u200b-- x -->"): repeat
+	// until nothing changes. Every pass that changes s shortens it.
+	for {
+		before := s
+		s = strings.Map(func(r rune) rune {
+			if hidden(r) {
+				rm.HiddenRunes++
+				return -1
+			}
+			return r
+		}, s)
+		s = htmlComment.ReplaceAllStringFunc(s, func(string) string { rm.HTMLComments++; return "" })
+		var n int
+		s, n = stripImages(s)
+		rm.ImageText += n
+		s = linkRefDef.ReplaceAllStringFunc(s, func(string) string { rm.LinkRefs++; return "" })
+		if s == before {
+			break
 		}
-		return "[image]"
-	})
-	s = linkRefDef.ReplaceAllStringFunc(s, func(string) string { rm.LinkRefs++; return "" })
-	s = strings.Map(func(r rune) rune {
-		if hidden(r) {
-			rm.HiddenRunes++
-			return -1
-		}
-		return r
-	}, s)
+	}
 	if len(s) > max {
 		cut := max
 		for cut > 0 && !utf8.RuneStart(s[cut]) {
@@ -110,6 +113,87 @@ func GitHubText(s string, max int) (string, Removed) {
 		s = s[:cut]
 	}
 	return s, rm
+}
+
+// stripImages replaces each Markdown image — ![alt](dest "title"),
+// ![alt][ref], ![alt][] and ![alt] — by "[image](dest)" or "[image]": the
+// alt and title text is not shown where the image loads. Brackets and
+// parentheses nest and a backslash escapes, as in CommonMark.
+func stripImages(s string) (string, int) {
+	if !strings.Contains(s, "![") {
+		return s, 0
+	}
+	var b strings.Builder
+	n := 0
+	for {
+		i := strings.Index(s, "![")
+		if i < 0 {
+			b.WriteString(s)
+			return b.String(), n
+		}
+		if i > 0 && s[i-1] == '\\' && !escaped(s, i-1) {
+			b.WriteString(s[:i+2]) // \![ is a "!" and a link
+			s = s[i+2:]
+			continue
+		}
+		end := closing(s, i+1, '[', ']')
+		if end < 0 { // no closing bracket: not an image
+			b.WriteString(s[:i+2])
+			s = s[i+2:]
+			continue
+		}
+		b.WriteString(s[:i])
+		n++
+		rest := s[end+1:]
+		switch {
+		case strings.HasPrefix(rest, "("):
+			if c := closing(rest, 0, '(', ')'); c >= 0 {
+				dest := strings.TrimSpace(rest[1:c])
+				if j := strings.IndexAny(dest, " \t\n"); j >= 0 {
+					dest = dest[:j]
+				}
+				b.WriteString("[image](" + dest + ")")
+				s = rest[c+1:]
+				continue
+			}
+		case strings.HasPrefix(rest, "["):
+			if c := closing(rest, 0, '[', ']'); c >= 0 {
+				rest = rest[c+1:]
+			}
+		}
+		b.WriteString("[image]")
+		s = rest
+	}
+}
+
+// escaped reports whether s[i] is preceded by an odd number of
+// backslashes.
+func escaped(s string, i int) bool {
+	k := 0
+	for i-1-k >= 0 && s[i-1-k] == '\\' {
+		k++
+	}
+	return k%2 == 1
+}
+
+// closing is the index of the bracket closing s[open] (which is o), with
+// nesting and backslash escapes; -1 when there is none.
+func closing(s string, open int, o, c byte) int {
+	depth := 0
+	for i := open; i < len(s); i++ {
+		switch s[i] {
+		case '\\':
+			i++
+		case o:
+			depth++
+		case c:
+			depth--
+			if depth == 0 {
+				return i
+			}
+		}
+	}
+	return -1
 }
 
 // Visible replaces hidden characters in tool output with a visible

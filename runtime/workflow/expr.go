@@ -15,7 +15,11 @@ import (
 // a misspelt variable or field fails the load, never the run; every signal
 // must have type bool.
 
-// Finding is one persona finding as a CEL value (finding_v1).
+// Finding is one persona finding as a CEL value (finding_v1 or
+// finding_v2). Body is the Markdown explanation; Suggestion, when
+// HasSuggestion is set, is the replacement text for exactly the lines
+// Line..EndLine of Path (finding_v2 only; "" with HasSuggestion deletes
+// them).
 type Finding struct {
 	ID           string `cel:"id" json:"id"`
 	Reviewer     string `cel:"reviewer" json:"reviewer"`
@@ -27,6 +31,10 @@ type Finding struct {
 	Line         int    `cel:"line" json:"line,omitempty"`
 	EndLine      int    `cel:"end_line" json:"end_line,omitempty"`
 	Rule         string `cel:"rule" json:"rule,omitempty"`
+	Body         string `cel:"body" json:"body,omitempty"`
+	Suggestion   string `cel:"suggestion" json:"suggestion,omitempty"`
+	// HasSuggestion is set by fan-in from the reply, never read from it.
+	HasSuggestion bool `cel:"has_suggestion" json:"has_suggestion,omitempty"`
 }
 
 // ReviewAggregate is the fan-in result (review_aggregate_v1) as a CEL value.

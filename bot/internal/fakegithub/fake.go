@@ -75,6 +75,8 @@ type Repo struct {
 	DefaultBranch string // "main" if empty
 	Private       bool
 	Parent        string // "owner/name" of the fork parent, "" if not a fork
+	// NoIssues turns the repository's issues off: opening one is 410.
+	NoIssues bool
 }
 
 // User is an account known to the fake.

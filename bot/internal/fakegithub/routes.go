@@ -36,6 +36,8 @@ var routes = map[string]route{
 	"GET /repos/{owner}/{repo}":                                     {h: getRepo},
 	"GET /repos/{owner}/{repo}/collaborators/{username}/permission": {h: getPermission},
 
+	"GET /repos/{owner}/{repo}/issues":                                  {h: listIssues},
+	"POST /repos/{owner}/{repo}/issues":                                 {h: createIssue},
 	"GET /repos/{owner}/{repo}/issues/{issue_number}":                   {h: getIssue},
 	"GET /repos/{owner}/{repo}/issues/{issue_number}/comments":          {h: listComments},
 	"POST /repos/{owner}/{repo}/issues/{issue_number}/comments":         {h: createComment},

@@ -98,6 +98,8 @@ func TestAuthenticationPerEndpoint(t *testing.T) {
 // bodyFor is a body the spec accepts for each write route.
 func bodyFor(method, tmpl string) string {
 	switch method + " " + tmpl {
+	case "POST /repos/{owner}/{repo}/issues":
+		return `{"title":"t"}`
 	case "POST /repos/{owner}/{repo}/issues/{issue_number}/comments", "PATCH /repos/{owner}/{repo}/issues/comments/{comment_id}":
 		return `{"body":"x"}`
 	case "POST /repos/{owner}/{repo}/issues/comments/{comment_id}/reactions":

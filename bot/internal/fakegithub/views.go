@@ -102,7 +102,7 @@ func (f *Fake) repoJSON(rs *repoState) map[string]any {
 		"tags_url": api + "/tags", "teams_url": api + "/teams", "trees_url": api + "/git/trees{/sha}",
 		"forks": 0, "forks_count": 0, "open_issues": 0, "open_issues_count": 0, "size": 0,
 		"stargazers_count": 0, "watchers": 0, "watchers_count": 0, "network_count": 0, "subscribers_count": 0,
-		"has_issues": true, "has_projects": true, "has_wiki": true, "has_pages": false, "has_discussions": false, "has_downloads": true,
+		"has_issues": !rs.NoIssues, "has_projects": true, "has_wiki": true, "has_pages": false, "has_discussions": false, "has_downloads": true,
 		"archived": false, "disabled": false, "license": nil,
 		"created_at": created, "updated_at": created, "pushed_at": ts(f.now()),
 	}

@@ -41,12 +41,12 @@ model: scripted
 roles:
   security:
   - tool_calls: [{id: s1, name: repo.read, args: {path: db.go}}]
-  - text: '{"findings":[{"id":"x","reviewer":"correctness","severity":"P0","autofix_class":"gated_auto","confidence":100,"title":"SQL injection in FindUser","body":"name is concatenated into the query","path":"db.go","line":7,"rule":"sql-injection","schema_version":"v1"}],"schema_version":"v1"}'
+  - text: '{"findings":[{"id":"x","reviewer":"correctness","severity":"P0","autofix_class":"gated_auto","confidence":100,"title":"SQL injection in FindUser","body":"name is concatenated into the query","path":"db.go","line":7,"rule":"sql-injection","schema_version":"v2"}],"schema_version":"v2"}'
   correctness:
-  - text: '{"findings":[{"id":"c1","reviewer":"correctness","severity":"P1","autofix_class":"manual","confidence":75,"title":"query built by concatenation","path":"db.go","line":7,"rule":"sql-injection","schema_version":"v1"},{"id":"c2","reviewer":"correctness","severity":"P3","autofix_class":"safe_auto","confidence":25,"title":"comment style","path":"db.go","line":5,"rule":"style","schema_version":"v1"}],"schema_version":"v1"}'
+  - text: '{"findings":[{"id":"c1","reviewer":"correctness","severity":"P1","autofix_class":"manual","confidence":75,"title":"query built by concatenation","body":"Why: query built by concatenation.","path":"db.go","line":7,"rule":"sql-injection","schema_version":"v2"},{"id":"c2","reviewer":"correctness","severity":"P3","autofix_class":"safe_auto","confidence":25,"title":"comment style","body":"Why: comment style.","path":"db.go","line":5,"rule":"style","schema_version":"v2"}],"schema_version":"v2"}'
   tests:
   - text: 'I looked at the change; the error branch is not tested.'
-  - text: '{"findings":[{"id":"t1","reviewer":"tests","severity":"P2","autofix_class":"safe_auto","confidence":50,"title":"the error branch of FindUser is untested","path":"db.go","line":7,"rule":"untested-branch","schema_version":"v1"}],"schema_version":"v1"}'
+  - text: '{"findings":[{"id":"t1","reviewer":"tests","severity":"P2","autofix_class":"safe_auto","confidence":50,"title":"the error branch of FindUser is untested","body":"Why: the error branch of FindUser is untested.","path":"db.go","line":7,"rule":"untested-branch","schema_version":"v2"}],"schema_version":"v2"}'
   style:
   - text: '{"findings":[{"id":"y","reviewer":"style","severity":"P0","autofix_class":"manual","confidence":100,"title":"style persona should never be heard","path":"db.go","line":1,"rule":"style-p0","schema_version":"v1"}],"schema_version":"v1"}'
 `

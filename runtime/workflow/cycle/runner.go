@@ -26,9 +26,27 @@ const (
 	artifactOutput    = "workflow_phase_output" // each phase's output document
 )
 
-// findingSchema is the reply of a reviewer persona (output_schema
-// finding_v1) in a fan-out.
-const findingSchema = "persona_findings_v1"
+// Replies of a reviewer persona in a fan-out: persona_findings_v2
+// (finding_v2: body and an optional suggestion) for a persona whose
+// output_schema is finding_v2 or unset, persona_findings_v1 for one that
+// still declares finding_v1 (a repository's own persona). Fan-in reads
+// both; a v1 finding never carries a suggestion.
+const (
+	findingSchemaV1 = "persona_findings_v1"
+	findingSchemaV2 = "persona_findings_v2"
+)
+
+// findingsReply returns the reply schema of a persona whose output_schema
+// is schema, and whether it is a findings reply at all.
+func findingsReply(schema string) (string, bool) {
+	switch schema {
+	case "finding_v1", findingSchemaV1:
+		return findingSchemaV1, true
+	case "finding_v2", findingSchemaV2, "":
+		return findingSchemaV2, true
+	}
+	return schema, false
+}
 
 // maxStays bounds how often a phase whose advance_signal does not hold is
 // run again when the cycle sets no max_generations.
@@ -45,7 +63,6 @@ type runner struct {
 	prompt string
 	act    workflow.Activation
 	res    Result
-	bodies map[string]string // finding fingerprint → body
 	last   string            // the output of the last L3 pass
 	prev   map[string]string // phase → digest of its last output (oscillation)
 	grade  int               // the last generation's aggregate grade; -1 before
@@ -87,7 +104,7 @@ func oneLine(s string) string {
 }
 
 func (r *runner) execute(ctx context.Context, st *run.Steps) (run.Result, error) {
-	r.st, r.prompt, r.bodies, r.prev, r.grade = st, st.Prompt(), map[string]string{}, map[string]string{}, -1
+	r.st, r.prompt, r.prev, r.grade = st, st.Prompt(), map[string]string{}, -1
 	r.res = Result{Cycle: r.c.ID, Mode: r.sp.Mode, Outputs: map[string]map[string]any{}}
 	d, err := st.Hook(ctx, hooks.Input{Event: hooks.WorkflowStart, Cycle: r.c.ID, Mode: r.sp.Mode, Prompt: r.prompt})
 	if err != nil {
@@ -357,10 +374,7 @@ func (r *runner) fanOut(ctx context.Context, p *workflow.Phase, personas []*work
 			r.res.Personas = append(r.res.Personas, PersonaReport{Persona: per.ID, Phase: p.ID, Status: "forbidden", Reason: why})
 			continue
 		}
-		schema := per.OutputSchema
-		if schema == "finding_v1" || schema == "" {
-			schema = findingSchema
-		}
+		schema, _ := findingsReply(per.OutputSchema)
 		calls = append(calls, run.PersonaCall{Role: per.ID, System: r.personaSystem(per, schema), User: r.passPrompt(p, nil),
 			AllowedTools: per.AllowedTools, Schema: schema})
 		ran = append(ran, per)
@@ -382,7 +396,7 @@ func (r *runner) fanOut(ctx context.Context, p *workflow.Phase, personas []*work
 		if res.Failure != "" {
 			rep.Status, rep.Reason = "failed", res.Failure
 		}
-		if calls[i].Schema == findingSchema {
+		if _, ok := findingsReply(calls[i].Schema); ok {
 			findingPersonas++
 			if res.Failure == "" {
 				okCount++
@@ -390,7 +404,7 @@ func (r *runner) fanOut(ctx context.Context, p *workflow.Phase, personas []*work
 					Findings []json.RawMessage `json:"findings"`
 				}
 				if err := json.Unmarshal(res.Doc, &d); err == nil {
-					found = append(found, personaFindings{per.ID, d.Findings})
+					found = append(found, personaFindings{per.ID, calls[i].Schema == findingSchemaV2, d.Findings})
 					rep.Findings = len(d.Findings)
 				}
 			}
@@ -465,11 +479,15 @@ func Fingerprint(f workflow.Finding) string {
 }
 
 // fanIn validates nothing more (the replies were validated against
-// persona_findings_v1) but trusts nothing either: the reviewer is the
-// persona that replied, a path that is not a clean relative path is
-// dropped (the finding goes to the body), and findings with the same
-// fingerprint merge, keeping the highest severity, then confidence, the
-// most conservative autofix class, and every reviewer.
+// persona_findings_v1 or _v2) but trusts nothing either: the reviewer is
+// the persona that replied, a path that is not a clean relative path is
+// dropped (the finding goes to the body, without its suggestion), a
+// suggestion is kept only from a v2 reply that placed it on a line, and
+// findings with the same fingerprint merge, keeping every reviewer, the
+// most conservative autofix class, and otherwise the finding (title, body,
+// suggestion) of the highest severity, then confidence, then the first
+// persona in the phase's order: the same replies always merge the same
+// way.
 func (r *runner) fanIn(found []personaFindings) workflow.ReviewAggregate {
 	type merged struct {
 		f         workflow.Finding
@@ -482,17 +500,26 @@ func (r *runner) fanIn(found []personaFindings) workflow.ReviewAggregate {
 		for _, raw := range list {
 			var f workflow.Finding
 			var extra struct {
-				Body string `json:"body"`
+				Suggestion *string `json:"suggestion"`
 			}
 			if json.Unmarshal(raw, &f) != nil || json.Unmarshal(raw, &extra) != nil {
 				continue
 			}
 			f.Reviewer = persona
+			f.Suggestion, f.HasSuggestion = "", false
+			if pf.v2 && extra.Suggestion != nil {
+				f.Suggestion, f.HasSuggestion = *extra.Suggestion, true
+			}
 			if f.Path != "" && !cleanPath(f.Path) {
 				f.Path, f.Line, f.EndLine = "", 0, 0
 			}
 			if f.EndLine != 0 && f.EndLine < f.Line {
 				f.EndLine = f.Line
+			}
+			if f.Path == "" || f.Line == 0 {
+				// A suggestion replaces lines: with none to replace it
+				// means nothing.
+				f.Suggestion, f.HasSuggestion = "", false
 			}
 			fp := Fingerprint(f)
 			f.ID = "F" + digest(fp)[:10]
@@ -500,7 +527,6 @@ func (r *runner) fanIn(found []personaFindings) workflow.ReviewAggregate {
 			if !ok {
 				by[fp] = &merged{f: f, reviewers: []string{persona}}
 				order = append(order, fp)
-				r.bodies[fp] = extra.Body
 				continue
 			}
 			if !slices.Contains(m.reviewers, persona) {
@@ -512,7 +538,6 @@ func (r *runner) fanIn(found []personaFindings) workflow.ReviewAggregate {
 			}
 			if severityRank(f.Severity) > severityRank(m.f.Severity) || (f.Severity == m.f.Severity && f.Confidence > m.f.Confidence) {
 				m.f = f
-				r.bodies[fp] = extra.Body
 			}
 			m.f.AutofixClass = cls
 		}
@@ -531,6 +556,7 @@ func (r *runner) fanIn(found []personaFindings) workflow.ReviewAggregate {
 // personaFindings are one persona's validated findings.
 type personaFindings struct {
 	persona  string
+	v2       bool // persona_findings_v2: suggestions are read
 	findings []json.RawMessage
 }
 
@@ -563,7 +589,7 @@ func (r *runner) gate(ctx context.Context, p *workflow.Phase, conf, routing []*w
 		fp := Fingerprint(f)
 		a := r.act
 		a.Finding = f
-		d := FindingDecision{Fingerprint: fp, Finding: f, Body: r.bodies[fp], Reviewers: strings.Split(f.Reviewer, ","), Gate: GatePosted, Reason: "no confidence-gating policy"}
+		d := FindingDecision{Fingerprint: fp, Finding: f, Body: f.Body, Reviewers: strings.Split(f.Reviewer, ","), Gate: GatePosted, Reason: "no confidence-gating policy"}
 		if len(conf) > 0 {
 			o, err := r.decide(ctx, p.ID, "finding:"+fp, conf, a)
 			if err != nil {
@@ -656,7 +682,8 @@ func (r *runner) passPrompt(p *workflow.Phase, per *workflow.Persona) string {
 	return b.String()
 }
 
-// findingDoc is a finding as finding_v1.
+// findingDoc is a finding as finding_v1 (review_aggregate_v1's items):
+// its body, not its suggestion, which only the decisions carry.
 func (r *runner) findingDoc(f workflow.Finding) map[string]any {
 	d := map[string]any{"id": f.ID, "reviewer": f.Reviewer, "severity": f.Severity, "autofix_class": f.AutofixClass,
 		"confidence": f.Confidence, "title": f.Title, "schema_version": "v1"}
@@ -672,8 +699,8 @@ func (r *runner) findingDoc(f workflow.Finding) map[string]any {
 	if f.Rule != "" {
 		d["rule"] = f.Rule
 	}
-	if b := r.bodies[Fingerprint(f)]; b != "" {
-		d["body"] = b
+	if f.Body != "" {
+		d["body"] = f.Body
 	}
 	return d
 }
