@@ -55,7 +55,8 @@ func (d *Dispatcher) answerSession(ctx context.Context, repo Repo, t webhook.Tri
 	if err != nil {
 		return Result{SessionID: sid}, err
 	}
-	if t.Attempt > 1 && answeredBy(evs, t.DeliveryID) {
+	recorded := t.Attempt > 1 && answeredBy(evs, t.DeliveryID)
+	if recorded && !answerUnapplied(evs, snap, t.DeliveryID) {
 		// An earlier attempt of this delivery applied the answer: it is
 		// never applied again (it could approve a later request); what
 		// that attempt left unfinished is finished.
@@ -64,6 +65,11 @@ func (d *Dispatcher) answerSession(ctx context.Context, repo Repo, t webhook.Tri
 		}
 		return Result{Outcome: "recorded", Reason: "this answer was applied by an earlier attempt", SessionID: sid, Status: snap.RunStatus, PR: l.PR}, nil
 	}
+	// Otherwise, when recorded, an earlier attempt recorded this answer and
+	// died before it resolved anything: the approvals it answered are
+	// still the pending ones (a run asks for new approvals only after it
+	// resumed), so it is applied now, as the first attempt would have,
+	// without recording it again.
 	if recover := d.recoverable(snap, l, t, sid); recover {
 		// An earlier attempt of this answer (or of the run's publication)
 		// stopped half-way: finish that instead of answering something the
@@ -90,7 +96,7 @@ func (d *Dispatcher) answerSession(ctx context.Context, repo Repo, t webhook.Tri
 	if err != nil {
 		return Result{SessionID: sid}, err
 	}
-	if t.DeliveryID != "" {
+	if t.DeliveryID != "" && !recorded {
 		// Which delivery answered: a retried delivery must not answer again.
 		if err := d.annotate(ctx, sid, answeredKind, "answer", map[string]any{"delivery_id": t.DeliveryID, "by": t.Author, "decision": a.decision}); err != nil {
 			return Result{SessionID: sid}, err

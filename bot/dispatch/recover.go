@@ -308,3 +308,29 @@ func answeredBy(evs []event.Event, delivery string) bool {
 	}
 	return false
 }
+
+// answerUnapplied reports whether the answer delivery recorded was never
+// applied: the process that recorded it died before it resolved an
+// approval, so after the record the log has no approval.resolved, no
+// run.resumed and no end, and the run is still paused for approvals.
+func answerUnapplied(evs []event.Event, snap replay.Snapshot, delivery string) bool {
+	if snap.RunStatus != "paused" || len(snap.PendingApprovals) == 0 {
+		return false
+	}
+	at := -1
+	for i, e := range evs {
+		if answeredBy([]event.Event{e}, delivery) {
+			at = i
+		}
+	}
+	if at < 0 {
+		return false
+	}
+	for _, e := range evs[at+1:] {
+		switch e.Type {
+		case event.ApprovalResolved, event.RunResumed, event.TurnTerminal, event.SessionClose:
+			return false
+		}
+	}
+	return true
+}

@@ -452,3 +452,42 @@ func TestRetriedAnswerIsNotAppliedTwice(t *testing.T) {
 	}
 	w.checkOneOfEach(res.SessionID)
 }
+
+// TestAnswerRecordedByADeadProcessIsFinished: the process handling an
+// Approve review records which delivery answered (the github.answer
+// annotation) and dies before it resolves the approval. The delivery
+// handled again must finish that answer — resolve the approval and resume
+// the run to completion — not take the annotation for an answer already
+// applied and leave the session paused for good (the maintainer's approval
+// lost; found by the serve chaos test).
+func TestAnswerRecordedByADeadProcessIsFinished(t *testing.T) {
+	w := newWorld(t)
+	first := w.comment(w.issue, false, "alice", "/agent "+demo.Prompt)
+	if first.Status != "paused" || first.PR == 0 {
+		t.Fatalf("after the request: %+v", first)
+	}
+	// One event more: the answer's annotation; the approval.resolved after
+	// it dies.
+	w.mortalRuns(1)
+	p, _ := w.fake.PR(repoName, first.PR)
+	res := w.deliverUntilDone(webhook.Trigger{Kind: webhook.KindReview, Number: first.PR, IsPR: true, Author: "alice", ReviewState: "approved", HeadSHA: p.HeadSHA, DeliveryID: "d-approve"})
+	if res.Status != "completed" {
+		t.Fatalf("after the approval: %+v", res)
+	}
+	answers, resolved := 0, 0
+	for _, e := range w.events(first.SessionID) {
+		switch {
+		case e.Type == event.ArtifactEmitted && event.FieldString(e.Payload, "kind") == "github.answer":
+			answers++
+		case e.Type == event.ApprovalResolved:
+			resolved++
+			if d := event.FieldString(e.Payload, "decision"); d != "approve" {
+				t.Errorf("approval resolved %q, want approve", d)
+			}
+		}
+	}
+	if answers != 1 || resolved != 1 {
+		t.Errorf("%d answer records and %d resolutions, want 1 and 1", answers, resolved)
+	}
+	w.checkOneOfEach(first.SessionID)
+}

@@ -31,6 +31,7 @@ import (
 	"github.com/agentos/agentos/runtime/event"
 	"github.com/agentos/agentos/runtime/provider/fakemodel"
 	"github.com/agentos/agentos/runtime/replay"
+	"github.com/agentos/agentos/runtime/setup"
 	"github.com/agentos/agentos/schemas"
 	gh "github.com/google/go-github/v62/github"
 )
@@ -396,6 +397,24 @@ func startServe(ctx context.Context, t *testing.T, bin string, vars map[string]s
 	return startServeIn(ctx, t, bin, vars, t.TempDir())
 }
 
+// sandboxGoCache is the Go build cache the sandboxed `go test` runs of
+// every started process share: AGENTOS_SANDBOX_GO_CACHE when the caller
+// set it (CI does), else the CLI's default under the user cache directory
+// of this test process (the started process's HOME is a fresh temporary
+// directory, so its own default would be cold). agentos serve otherwise
+// keeps one cache per worktree and every session compiles the standard
+// library from cold; this project's own test repositories are trusted
+// alike, so they may share build outputs.
+func sandboxGoCache() string {
+	if v := os.Getenv(setup.EnvGoCache); v != "" {
+		return v
+	}
+	if d, err := os.UserCacheDir(); err == nil {
+		return filepath.Join(d, "agentos", "sandbox", "go-build")
+	}
+	return filepath.Join(os.TempDir(), "agentos-e2e-sandbox-go-build")
+}
+
 // startServeIn is startServe over a given data directory (a restart keeps
 // its predecessor's).
 func startServeIn(ctx context.Context, t *testing.T, bin string, vars map[string]string, dataDir string) *serveProc {
@@ -413,6 +432,7 @@ func startServeIn(ctx context.Context, t *testing.T, bin string, vars map[string
 			env = append(env, "GOCACHE="+strings.TrimSpace(string(out)))
 		}
 	}
+	env = append(env, setup.EnvGoCache+"="+sandboxGoCache())
 	for k, v := range vars {
 		env = append(env, k+"="+v)
 	}

@@ -25,6 +25,7 @@ const (
 	opClaim
 	opDone
 	opPrune
+	opRelease
 )
 
 // Delivery states.
@@ -122,6 +123,7 @@ type logEntry struct {
 	recv                  int64
 	state                 uint8
 	attempts              int
+	failures              int // dispatches that failed (OutcomeRetry)
 	notBefore             int64
 	outcome, errMsg       string
 	doneAt                int64
@@ -170,6 +172,11 @@ const (
 	recDone    byte = 3 // id, outcome, error, at, not_before
 	recRelease byte = 4 // id: claim given back unused, attempts-1
 	recForget  byte = 5 // id: pruned
+	// id: a claimed delivery handed back at shutdown: pending at once,
+	// the claim counted in attempts, no failure
+	recHandBack byte = 6
+	// recPut with the count of failed dispatches after done_at
+	recPutFailures byte = 7
 )
 
 const (
@@ -378,10 +385,13 @@ func (q *LogQueue) replaySegment(n uint64, f *os.File) (end int64, torn bool, er
 func (q *LogQueue) apply(seg uint64, off int64, p []byte) error {
 	d := decoder{b: p[1:]}
 	switch p[0] {
-	case recPut:
+	case recPut, recPutFailures:
 		e := &logEntry{seq: d.uvarint(), id: d.str(), event: d.str(), action: d.str(), recv: d.varint(),
 			state: uint8(d.uvarint()), attempts: int(d.uvarint()), notBefore: d.varint(),
 			outcome: d.str(), errMsg: d.str(), doneAt: d.varint()}
+		if p[0] == recPutFailures {
+			e.failures = int(d.uvarint())
+		}
 		if d.err != nil || e.state > stateDone {
 			return errors.New("malformed put record")
 		}
@@ -399,7 +409,7 @@ func (q *LogQueue) apply(seg uint64, off int64, p []byte) error {
 		}
 		q.nextSeq = max(q.nextSeq, e.seq+1)
 		return nil
-	case recClaim, recRelease, recForget:
+	case recClaim, recRelease, recForget, recHandBack:
 		id := d.str()
 		if d.err != nil || len(d.b) != 0 {
 			return errors.New("malformed record")
@@ -413,6 +423,8 @@ func (q *LogQueue) apply(seg uint64, off int64, p []byte) error {
 			e.state, e.attempts = stateClaimed, e.attempts+1
 		case recRelease:
 			e.state, e.attempts = statePending, e.attempts-1
+		case recHandBack:
+			e.state, e.notBefore = statePending, 0
 		case recForget:
 			q.forget(e)
 		}
@@ -435,6 +447,7 @@ func (q *LogQueue) finish(e *logEntry, outcome, errMsg string, at, notBefore int
 	e.outcome, e.errMsg = outcome, errMsg
 	if outcome == OutcomeRetry {
 		e.state, e.notBefore = statePending, notBefore
+		e.failures++
 		return
 	}
 	if e.state != stateDone {
@@ -587,10 +600,21 @@ func (q *LogQueue) readBody(seg uint64, off int64, n int) ([]byte, error) {
 }
 
 // Done implements Queue. OutcomeRetry makes the delivery claimable again
-// after a backoff of 2^(attempts-1) seconds, at most 256 s; any other
-// outcome is final.
+// after a backoff of 2^(failures-1) seconds (failures: its failed
+// dispatches, this one included), at most 256 s; any other outcome is
+// final.
 func (q *LogQueue) Done(ctx context.Context, id, outcome, errMsg string) error {
 	op := &logOp{kind: opDone, id: id, outcome: outcome, errMsg: errMsg}
+	if err := q.submit(ctx, op); err != nil {
+		return err
+	}
+	return op.err
+}
+
+// Release implements Releaser: the claimed delivery id is pending again at
+// once, its claim counted in Attempts, no failure counted.
+func (q *LogQueue) Release(ctx context.Context, id string) error {
+	op := &logOp{kind: opRelease, id: id}
 	if err := q.submit(ctx, op); err != nil {
 		return err
 	}
@@ -622,7 +646,7 @@ func (q *LogQueue) get(id string) (Record, bool, error) {
 		q.idxMu.Unlock()
 		return Record{}, false, nil
 	}
-	r := Record{Delivery: Delivery{ID: e.id, Event: e.event, Action: e.action, ReceivedAt: time.Unix(0, e.recv), Attempts: e.attempts},
+	r := Record{Delivery: Delivery{ID: e.id, Event: e.event, Action: e.action, ReceivedAt: time.Unix(0, e.recv), Attempts: e.attempts, Failures: e.failures},
 		State: [...]string{"pending", "claimed", "done"}[e.state%3], Outcome: e.outcome, Error: e.errMsg}
 	seg, off, n := e.seg, e.bodyOff, e.bodyLen
 	q.idxMu.Unlock()
@@ -710,7 +734,7 @@ func (q *LogQueue) commit(batch []*logOp) {
 				q.appendID(recClaim, e.id)
 				op.claimed = append(op.claimed, claimedRef{
 					e:   e,
-					d:   Delivery{ID: e.id, Event: e.event, Action: e.action, ReceivedAt: time.Unix(0, e.recv), Attempts: e.attempts},
+					d:   Delivery{ID: e.id, Event: e.event, Action: e.action, ReceivedAt: time.Unix(0, e.recv), Attempts: e.attempts, Failures: e.failures},
 					seg: e.seg, off: e.bodyOff, bodyLen: e.bodyLen,
 				})
 			}
@@ -724,11 +748,22 @@ func (q *LogQueue) commit(batch []*logOp) {
 			}
 			var notBefore int64
 			if op.outcome == OutcomeRetry {
-				notBefore = now + int64(time.Second)<<min(e.attempts-1, 8)
+				// The backoff counts failed dispatches, this one included
+				// (finish counts it), not claims: restarts are no failures.
+				notBefore = now + int64(time.Second)<<min(e.failures, 8)
 				retried = append(retried, e)
 			}
 			q.appendDone(op.id, op.outcome, op.errMsg, now, notBefore)
 			q.finish(e, op.outcome, op.errMsg, now, notBefore)
+		case opRelease:
+			e, ok := q.index[op.id]
+			if !ok || e.state != stateClaimed {
+				op.err = fmt.Errorf("%w: %s", ErrUnknownDelivery, op.id)
+				continue
+			}
+			e.state, e.notBefore = statePending, 0
+			q.appendID(recHandBack, op.id)
+			retried = append(retried, e)
 		case opPrune:
 			op.pruned = q.prune(op.before)
 			pruneAny = true
@@ -965,7 +1000,7 @@ func (q *LogQueue) appendStr(s string) {
 // appendPut appends e's full state and body; it returns the body's offset
 // in the active segment.
 func (q *LogQueue) appendPut(e *logEntry, body []byte) int64 {
-	start := q.beginRecord(recPut)
+	start := q.beginRecord(recPutFailures)
 	q.buf = binary.AppendUvarint(q.buf, e.seq)
 	q.appendStr(e.id)
 	q.appendStr(e.event)
@@ -977,6 +1012,7 @@ func (q *LogQueue) appendPut(e *logEntry, body []byte) int64 {
 	q.appendStr(e.outcome)
 	q.appendStr(e.errMsg)
 	q.buf = binary.AppendVarint(q.buf, e.doneAt)
+	q.buf = binary.AppendUvarint(q.buf, uint64(e.failures))
 	off := q.off + int64(len(q.buf))
 	q.buf = append(q.buf, body...)
 	q.endRecord(start)

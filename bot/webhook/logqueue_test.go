@@ -88,7 +88,7 @@ func TestLogQueueTornTail(t *testing.T) {
 	if lastType(len(starts)-1) == recRelease {
 		full, starts = full[:starts[len(starts)-1]], starts[:len(starts)-1]
 	}
-	if lastType(len(starts)-1) != recPut {
+	if lastType(len(starts)-1) != recPutFailures {
 		t.Fatalf("last record is type %d, want put", lastType(len(starts)-1))
 	}
 	last := starts[len(starts)-1]

@@ -51,6 +51,9 @@ CREATE INDEX agentos_deliveries_open ON agentos_deliveries (seq) WHERE state IN 
 CREATE INDEX agentos_deliveries_done ON agentos_deliveries (done_at) WHERE state = 'done';
 CREATE INDEX agentos_deliveries_dead ON agentos_deliveries (done_at) WHERE state = 'done' AND outcome = 'failed';
 CREATE INDEX agentos_deliveries_claimed ON agentos_deliveries (due) WHERE state = 'claimed';`},
+	// failures: the dispatches that failed (OutcomeRetry), which the
+	// backoff and the Processor's MaxAttempts count; attempts counts claims.
+	{Version: 2, SQL: `ALTER TABLE agentos_deliveries ADD COLUMN failures integer NOT NULL DEFAULT 0;`},
 }
 
 // PGQueueOptions tune a PGQueue.
@@ -81,7 +84,8 @@ type PGQueueOptions struct {
 // nor claim the same row. A claim has an expiry that the owning queue
 // renews; a delivery whose claim expired (its replica died) is claimable
 // again, with the attempt counted. OutcomeRetry makes a delivery
-// claimable after 2^(attempts-1) s (capped); OutcomeFailed is the
+// claimable after 2^(failures-1) s (capped; failures: its failed
+// dispatches, not its claims); OutcomeFailed is the
 // dead-letter state (state done, outcome failed), listed by
 // List(ctx, "dead", …).
 //
@@ -330,8 +334,8 @@ FROM (SELECT id FROM agentos_deliveries WHERE state IN ('pending', 'claimed') AN
       AND NOT (state = 'claimed' AND attempts >= $5)
       ORDER BY seq LIMIT 1 FOR UPDATE SKIP LOCKED) c
 WHERE d.id = c.id
-RETURNING d.id, d.event, d.action, d.body, d.received_at, d.attempts`, now, now.Add(q.opts.ClaimTTL), tok, q.opts.Owner, q.opts.MaxAttempts).
-		Scan(&d.ID, &d.Event, &d.Action, &d.Body, &d.ReceivedAt, &d.Attempts)
+RETURNING d.id, d.event, d.action, d.body, d.received_at, d.attempts, d.failures`, now, now.Add(q.opts.ClaimTTL), tok, q.opts.Owner, q.opts.MaxAttempts).
+		Scan(&d.ID, &d.Event, &d.Action, &d.Body, &d.ReceivedAt, &d.Attempts, &d.Failures)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Delivery{}, false, nil
 	}
@@ -373,8 +377,11 @@ func (q *PGQueue) Done(ctx context.Context, id, outcome, errMsg string) error {
 	var err error
 	if outcome == OutcomeRetry {
 		var ct interface{ RowsAffected() int64 }
+		// The backoff counts failed dispatches, this one included (the
+		// right-hand side reads the row before the update), not claims.
 		ct, err = q.pool.Exec(ctx, `UPDATE agentos_deliveries SET state = 'pending', claim_token = NULL, error = $3,
-			due = $4::timestamptz + least(power(2, attempts - 1), $5) * interval '1 second'
+			failures = failures + 1,
+			due = $4::timestamptz + least(power(2, failures), $5) * interval '1 second'
 			WHERE id = $1 AND state = 'claimed' AND claim_token = $2`, id, tok, errMsg, now, DefaultMaxBackoff.Seconds())
 		if err == nil && ct.RowsAffected() == 0 {
 			tag = "lost"
@@ -413,12 +420,40 @@ func (q *PGQueue) Dead(ctx context.Context) (int, error) {
 	return n, err
 }
 
-const recordColumns = `id, event, action, body, received_at, attempts, state, outcome, error`
+const recordColumns = `id, event, action, body, received_at, attempts, failures, state, outcome, error`
 
 func scanRecord(row pgx.Row) (Record, error) {
 	var r Record
-	err := row.Scan(&r.ID, &r.Event, &r.Action, &r.Body, &r.ReceivedAt, &r.Attempts, &r.State, &r.Outcome, &r.Error)
+	err := row.Scan(&r.ID, &r.Event, &r.Action, &r.Body, &r.ReceivedAt, &r.Attempts, &r.Failures, &r.State, &r.Outcome, &r.Error)
 	return r, err
+}
+
+// Release implements Releaser: the claimed delivery id is pending again at
+// once, its claim counted in attempts, no failure counted. Like Done it
+// fails with ErrUnknownDelivery unless this queue holds the claim.
+func (q *PGQueue) Release(ctx context.Context, id string) error {
+	if q.isClosed() {
+		return ErrQueueClosed
+	}
+	q.mu.Lock()
+	tok, ok := q.tokens[id]
+	q.mu.Unlock()
+	if !ok {
+		return fmt.Errorf("%w: %s", ErrUnknownDelivery, id)
+	}
+	ct, err := q.pool.Exec(ctx, `UPDATE agentos_deliveries SET state = 'pending', claim_token = NULL, due = $3
+		WHERE id = $1 AND state = 'claimed' AND claim_token = $2`, id, tok, q.now())
+	if err != nil {
+		return fmt.Errorf("webhook: release %s: %w", id, err)
+	}
+	q.mu.Lock()
+	delete(q.tokens, id)
+	q.mu.Unlock()
+	if ct.RowsAffected() == 0 {
+		return fmt.Errorf("%w: %s (its claim expired and was taken over)", ErrUnknownDelivery, id)
+	}
+	q.wake()
+	return nil
 }
 
 // Get returns the stored state of a delivery.
@@ -448,7 +483,7 @@ func (q *PGQueue) List(ctx context.Context, state string, limit int) ([]Record, 
 	if limit <= 0 || limit > MaxListed {
 		limit = MaxListed
 	}
-	rows, err := q.pool.Query(ctx, `SELECT id, event, action, ''::bytea, received_at, attempts, state, outcome, error
+	rows, err := q.pool.Query(ctx, `SELECT id, event, action, ''::bytea, received_at, attempts, failures, state, outcome, error
 		FROM agentos_deliveries WHERE `+where+` ORDER BY seq LIMIT $1`, limit)
 	if err != nil {
 		return nil, fmt.Errorf("webhook: list %s: %w", state, err)

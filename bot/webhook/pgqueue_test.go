@@ -212,3 +212,47 @@ func TestPGQueueNotify(t *testing.T) {
 		t.Fatal("no wake-up from another replica's enqueue")
 	}
 }
+
+// TestPGQueueFailuresAreNotClaims: on PostgreSQL too, a delivery handed
+// back at shutdown (Release) is claimable at once, as handled before
+// (Attempts 2) with no failure counted; a failed dispatch counts one
+// failure and waits the first backoff (1 s), whatever the claims.
+func TestPGQueueFailuresAreNotClaims(t *testing.T) {
+	u := pgtest.Schema(t, pgtest.URL(t))
+	q := openPGQueueAt(t, u, PGQueueOptions{})
+	ctx := context.Background()
+	enqueue(t, q, "a")
+	for i := 1; i <= 3; i++ {
+		d, ok := claim(t, q)
+		if !ok || d.Attempts != i || d.Failures != 0 {
+			t.Fatalf("claim %d: %+v %v; want attempts %d, no failure", i, d, ok, i)
+		}
+		if err := q.Release(ctx, "a"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := q.Release(ctx, "a"); !errors.Is(err, ErrUnknownDelivery) {
+		t.Fatalf("release of an unclaimed delivery: %v", err)
+	}
+	d, ok := claim(t, q)
+	if !ok || d.Attempts != 4 {
+		t.Fatalf("claim after three releases: %+v %v", d, ok)
+	}
+	start := time.Now()
+	q.now = func() time.Time { return start }
+	if err := q.Done(ctx, "a", OutcomeRetry, "busy"); err != nil {
+		t.Fatal(err)
+	}
+	rec, _, err := q.Get(ctx, "a")
+	if err != nil || rec.State != "pending" || rec.Failures != 1 || rec.Attempts != 4 {
+		t.Fatalf("after one failed dispatch: %+v %v; want pending, 1 failure, 4 attempts", rec, err)
+	}
+	q.now = func() time.Time { return start.Add(900 * time.Millisecond) }
+	if _, ok := claim(t, q); ok {
+		t.Fatal("claimed before the first backoff (1 s)")
+	}
+	q.now = func() time.Time { return start.Add(1100 * time.Millisecond) }
+	if d, ok := claim(t, q); !ok || d.Failures != 1 {
+		t.Fatalf("claim after 1 s: %+v %v; want 1 failure", d, ok)
+	}
+}

@@ -49,9 +49,12 @@ const (
 //     decode fails at once (outcome "failed");
 //  3. actions the bot does not act on are dropped, outcome "ignored";
 //  4. the Trigger goes to the Dispatcher: nil → "processed"; an error →
-//     "retry" (claimable again after 2^(attempts-1) s) while the delivery
-//     has had fewer than MaxAttempts claims, then "failed" for good with
-//     the error message. Errors wrapping ErrPermanent fail at once.
+//     "retry" (claimable again after 2^(failures-1) s) until its
+//     MaxAttempts-th failed dispatch, which is "failed" for good with the
+//     error message. Errors wrapping ErrPermanent fail at once. Failures
+//     count dispatches that returned an error, not claims: a process
+//     killed mid-dispatch, or stopped (the delivery is then handed back,
+//     see Releaser), used up nothing.
 //
 // Deliveries are processed concurrently by Workers goroutines, so two
 // deliveries about the same issue can be dispatched in any order.
@@ -142,13 +145,26 @@ func (p *Processor) work(ctx context.Context, relay chan struct{}) {
 // process handles one claimed delivery and records its outcome.
 func (p *Processor) process(ctx context.Context, d Delivery) {
 	outcome, msg := p.handle(ctx, d)
-	// A dispatch cut short by shutdown does not use up the last attempt,
-	// nor does one that waits for another replica.
-	if outcome == OutcomeRetry && d.Attempts >= p.maxAttempts() && ctx.Err() == nil && !strings.HasPrefix(msg, busyPrefix) {
-		outcome = OutcomeFailed
-		msg = fmt.Sprintf("%s (gave up after %d attempts)", msg, d.Attempts)
-	}
 	log := p.logger().With("delivery", d.ID, "event", d.Event, "action", d.Action, "attempt", d.Attempts)
+	if outcome == OutcomeRetry && ctx.Err() != nil {
+		// A dispatch cut short by shutdown did not fail: the delivery is
+		// handed back, claimable at once by the next process, with no
+		// failure counted and no backoff.
+		if r, ok := p.Queue.(Releaser); ok {
+			if err := r.Release(context.WithoutCancel(ctx), d.ID); err != nil {
+				log.Error("webhook: hand back a delivery at shutdown", "err", err)
+			} else {
+				log.Info("webhook: delivery handed back at shutdown", "reason", msg)
+			}
+			return
+		}
+	}
+	// The MaxAttempts-th failed dispatch gives up (Failures counts the
+	// earlier ones); one that waits for another replica never does.
+	if outcome == OutcomeRetry && d.Failures+1 >= p.maxAttempts() && ctx.Err() == nil && !strings.HasPrefix(msg, busyPrefix) {
+		outcome = OutcomeFailed
+		msg = fmt.Sprintf("%s (gave up after %d failed attempts)", msg, d.Failures+1)
+	}
 	switch outcome {
 	case OutcomeFailed, OutcomeRetry:
 		log.Warn("webhook: delivery "+outcome, "err", msg)

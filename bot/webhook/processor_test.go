@@ -131,7 +131,7 @@ func TestProcessor(t *testing.T) {
 		"own-pr-opened": {OutcomeIgnored, "the bot's own event", 1},
 		"edited":        {OutcomeIgnored, `issue_comment action "edited" is not handled`, 1},
 		"review":        {OutcomeProcessed, "", 1},
-		"transient":     {OutcomeFailed, "dispatch: runtime busy (gave up after 3 attempts)", 3},
+		"transient":     {OutcomeFailed, "dispatch: runtime busy (gave up after 3 failed attempts)", 3},
 		"permanent":     {OutcomeFailed, "dispatch: no such repository: permanent failure", 1},
 		"incomplete":    {OutcomeFailed, "payload lacks issue or comment", 1},
 		"undecodable":   {OutcomeFailed, "decode: json: cannot unmarshal", 1},

@@ -14,8 +14,26 @@ type Delivery struct {
 	Action     string // the payload's top-level "action", "" if none
 	Body       []byte
 	ReceivedAt time.Time
-	// Attempts counts the claims of this delivery, this one included.
+	// Attempts counts the claims of this delivery, this one included: a
+	// claim a process died with, or handed back at shutdown, counts, so a
+	// delivery handled again (Attempts > 1) is known to be one whose
+	// earlier handling may have stopped half-way.
 	Attempts int
+	// Failures counts the dispatches of this delivery that failed
+	// (OutcomeRetry) before this claim. The retry backoff and the
+	// Processor's MaxAttempts count these, not Attempts: a process killed
+	// or stopped while it dispatched did not fail the delivery, and a
+	// delivery must not be given up on, or wait minutes, because the
+	// process restarted.
+	Failures int
+}
+
+// Releaser is implemented by queues that can take a claimed delivery back
+// without an outcome: pending again at once, the claim counted in
+// Attempts but not as a failure. The Processor releases a delivery whose
+// dispatch a shutdown cut short.
+type Releaser interface {
+	Release(ctx context.Context, id string) error
 }
 
 // Queue is the durable hand-off between the handler and the Processor.

@@ -51,7 +51,7 @@ func commands() map[string]command {
 		"run":       {"run the agent on a repository: agentos run --repo DIR \"prompt\"", cmdRun},
 		"approve":   {"approve a pending action and resume the run", cmdResolve("approve")},
 		"deny":      {"deny a pending action (the reason goes back to the agent) and resume", cmdResolve("deny")},
-		"resume":    {"resume a paused session", cmdResume},
+		"resume":    {"resume a paused session, or take over one whose process was killed", cmdResume},
 		"cancel":    {"cancel a paused session's run (status cancelled, run.cancelled)", cmdCancel},
 		"tool":      {"list tools, or call one through the full kernel: agentos tool call NAME --args JSON --workspace DIR", cmdTool},
 		"skills":    {"list the skills: agentos skills list [--repo DIR] [--json]", cmdSkills},

@@ -11,7 +11,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentos/agentos/runtime/event"
 	"github.com/agentos/agentos/runtime/provider"
+	"github.com/agentos/agentos/runtime/replay"
 	agentrun "github.com/agentos/agentos/runtime/run"
 	"github.com/oklog/ulid/v2"
 )
@@ -272,13 +274,55 @@ func cmdResume(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	defer env.Close()
-	out, rctx, err := interruptible(ctx, env, pos[0], func(rctx context.Context) (agentrun.Outcome, error) {
-		return env.mgr.Resume(rctx, env.engine, pos[0], env.ws.Root(), "")
-	})
+	sid := pos[0]
+	evs, err := env.store.Read(ctx, sid, 1)
 	if err != nil {
-		return runError(ctx, pos[0], err)
+		return err
+	}
+	snap, err := replay.Replay(evs)
+	if err != nil {
+		return err
+	}
+	resume := func(rctx context.Context) (agentrun.Outcome, error) {
+		return env.mgr.Resume(rctx, env.engine, sid, env.ws.Root(), "")
+	}
+	if snap.RunStatus == "running" {
+		// This process holds the session's lock (buildRuntime), so no
+		// process runs the run the log says is running: the one that did
+		// was killed. Take it over (ADR 26).
+		resume = func(rctx context.Context) (agentrun.Outcome, error) {
+			return takeOver(rctx, env, sid, evs, snap.RunID, stderr)
+		}
+	}
+	out, rctx, err := interruptible(ctx, env, sid, resume)
+	if err != nil {
+		return runError(ctx, sid, err)
 	}
 	return finishRun(rctx, env, *f, out, stdout)
+}
+
+// takeOver continues session sid's run that a killed process left
+// running: the worktree (the repository itself, changed in place) loses
+// what the run's interrupted tool calls did to it (run.UndoInterrupted),
+// and the runtime's Takeover closes those calls as interrupted, never
+// repeating them, and goes on from the log. A worktree the log cannot
+// account for ends the run with its report_missing terminal report,
+// saying why.
+func takeOver(ctx context.Context, env *runtimeEnv, sid string, evs []event.Event, runID string, stderr io.Writer) (agentrun.Outcome, error) {
+	n, err := agentrun.UndoInterrupted(env.ws.Root(), evs, runID)
+	var nr *agentrun.NotRebuildableError
+	if errors.As(err, &nr) {
+		fmt.Fprintf(stderr, "session %s: the run cannot continue: %v\n", sid, err)
+		return env.mgr.CloseOrphanReason(ctx, sid, nr.Error())
+	}
+	if err != nil {
+		return agentrun.Outcome{}, err
+	}
+	if n > 0 {
+		fmt.Fprintf(stderr, "session %s: undid the interrupted change to %d file(s)\n", sid, n)
+	}
+	fmt.Fprintf(stderr, "session %s: taking over run %s, whose process stopped\n", sid, runID)
+	return env.mgr.Takeover(ctx, env.engine, sid, env.ws.Root(), "", "taken over by agentos resume: the process running it stopped")
 }
 
 // interruptible runs a run-driving call so that SIGINT or SIGTERM (ctx

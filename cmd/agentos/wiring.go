@@ -159,6 +159,8 @@ type runtimeEnv struct {
 	// workflows runs the workflow plane's cycles (nil: the plane did not
 	// load).
 	workflows *cycle.Executor
+	// unlock releases the session's lock (lockSession).
+	unlock func()
 }
 
 func (r *runtimeEnv) Close() {
@@ -170,6 +172,9 @@ func (r *runtimeEnv) Close() {
 	}
 	if r.store != nil {
 		r.store.Close()
+	}
+	if r.unlock != nil {
+		r.unlock()
 	}
 }
 
@@ -204,8 +209,16 @@ func buildRuntime(ctx context.Context, o envOptions) (*runtimeEnv, error) {
 	if err != nil {
 		return nil, err
 	}
+	unlock := func() {}
+	if o.sessionID != "" {
+		if unlock, err = lockSession(o.dataDir, o.sessionID); err != nil {
+			st.Close()
+			return nil, err
+		}
+	}
 	env, err := setup.Build(ctx, setup.Options{Dir: o.repo, DataDir: o.dataDir, PolicyFile: o.policyFile, Profile: o.profile, Providers: providers(o.script), SessionID: o.sessionID, Store: st})
 	if err != nil {
+		unlock()
 		st.Close()
 		var ue *setup.UsageError
 		if errors.As(err, &ue) {
@@ -217,7 +230,7 @@ func buildRuntime(ctx context.Context, o envOptions) (*runtimeEnv, error) {
 	// A session the store does not hold (the database was deleted) is
 	// recovered from its exported log.
 	mgr.Logs = agentrun.DirLogs(o.dataDir)
-	r := &runtimeEnv{store: st, ws: env.Workspace, kernel: env.Kernel, hooks: env.Hooks, engine: env.Engine, mgr: mgr, redactor: env.Redactor, notes: env.Notes}
+	r := &runtimeEnv{store: st, ws: env.Workspace, kernel: env.Kernel, hooks: env.Hooks, engine: env.Engine, mgr: mgr, redactor: env.Redactor, notes: env.Notes, unlock: unlock}
 	// The workflow plane executes cycles (agentos workflows run) and
 	// resumes paused ones (agentos resume). A plane that does not load
 	// leaves workflow runs denied; plain runs are unaffected.

@@ -70,7 +70,7 @@ func (m *Manager) CommitArtifact(ctx context.Context, a Artifact) (string, error
 		return "", err
 	}
 	defer unlock()
-	mirror, err := m.openMirror(a.Repo)
+	mirror, err := m.openMirror(ctx, a.Repo, c)
 	if err != nil {
 		return "", err
 	}
@@ -263,7 +263,7 @@ func (m *Manager) LoadArtifact(ctx context.Context, repo Repo, sessionID string)
 		return nil, err
 	}
 	defer unlock()
-	mirror, err := m.openMirror(repo)
+	mirror, err := m.openMirror(ctx, repo, c)
 	if err != nil {
 		return nil, err
 	}

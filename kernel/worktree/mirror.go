@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 
@@ -20,16 +22,51 @@ const headsSpec = config.RefSpec("+refs/heads/*:refs/heads/*")
 
 // openMirror opens the bare mirror of r, creating it on first use. The
 // caller holds the mirror lock.
-func (m *Manager) openMirror(r Repo) (*git.Repository, error) {
+//
+// A new mirror is created aside — initialised, configured and fetched
+// (the clone) in a directory next to it — and renamed into place only
+// when complete, so a process killed while creating it leaves no half
+// mirror that later operations would take for a real one: one without
+// its origin remote (nothing could ever be fetched into it) or with a
+// torn first fetch. Each open also removes what a fetch killed half-way
+// leaves in an existing mirror (see cleanPacks).
+func (m *Manager) openMirror(ctx context.Context, r Repo, c cred) (*git.Repository, error) {
 	dir := m.mirrorDir(r)
 	repo, err := git.PlainOpen(dir)
 	if err == nil {
-		return repo, nil
-	}
-	if !errors.Is(err, git.ErrRepositoryNotExists) {
+		if cfg, cerr := repo.Config(); cerr == nil && cfg.Remotes["origin"] != nil {
+			if err := cleanPacks(dir); err != nil {
+				return nil, fmt.Errorf("worktree: mirror %s: %w", r, err)
+			}
+			return repo, nil
+		}
+		// A repository without its origin remote is what a process
+		// killed while creating the mirror in place (before mirrors were
+		// created aside) left: created again below.
+	} else if !errors.Is(err, git.ErrRepositoryNotExists) {
 		return nil, fmt.Errorf("worktree: open mirror %s: %w", r, err)
 	}
-	repo, err = git.PlainInit(dir, true)
+	// Not a mirror: nothing, or what a process killed while creating it
+	// in place left there.
+	if err := os.RemoveAll(dir); err != nil {
+		return nil, fmt.Errorf("worktree: remove the unfinished mirror %s: %w", r, err)
+	}
+	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+		return nil, fmt.Errorf("worktree: create mirror %s: %w", r, err)
+	}
+	// Directories of earlier attempts that died (the lock is held: no
+	// other process is creating this mirror).
+	if old, err := filepath.Glob(dir + mirrorTmpSuffix + "*"); err == nil {
+		for _, o := range old {
+			_ = os.RemoveAll(o)
+		}
+	}
+	tmp, err := os.MkdirTemp(filepath.Dir(dir), filepath.Base(dir)+mirrorTmpSuffix)
+	if err != nil {
+		return nil, fmt.Errorf("worktree: create mirror %s: %w", r, err)
+	}
+	defer os.RemoveAll(tmp) // nothing left once renamed
+	repo, err = git.PlainInit(tmp, true)
 	if err != nil {
 		return nil, fmt.Errorf("worktree: create mirror %s: %w", r, err)
 	}
@@ -45,7 +82,70 @@ func (m *Manager) openMirror(r Repo) (*git.Repository, error) {
 	if err := repo.SetConfig(cfg); err != nil {
 		return nil, fmt.Errorf("worktree: mirror config %s: %w", r, err)
 	}
+	if err := m.fetch(ctx, repo, r, c, headsSpec); err != nil {
+		return nil, err
+	}
+	if err := os.Rename(tmp, dir); err != nil {
+		return nil, fmt.Errorf("worktree: create mirror %s: %w", r, err)
+	}
+	if err := syncParent(dir); err != nil {
+		return nil, fmt.Errorf("worktree: create mirror %s: %w", r, err)
+	}
+	repo, err = git.PlainOpen(dir)
+	if err != nil {
+		return nil, fmt.Errorf("worktree: open mirror %s: %w", r, err)
+	}
 	return repo, nil
+}
+
+// mirrorTmpSuffix names a mirror being created aside.
+const mirrorTmpSuffix = ".creating-"
+
+// cleanPacks removes from a mirror's objects/pack what a fetch killed
+// half-way leaves: go-git writes the pack to a temporary file, then the
+// index in place, then renames the pack next to it, so a kill leaves a
+// tmp_ file, or an index (possibly torn) without its pack. A later fetch
+// of the same objects (the refs were not updated, so it fetches them
+// again) would keep the torn index as it is — the pack's name is its
+// checksum, and go-git skips an index that exists — and every later read
+// of the mirror would fail. The caller holds the mirror lock, so no other
+// fetch is writing; readers use a pack only with its index.
+func cleanPacks(mirror string) error {
+	dir := filepath.Join(mirror, "objects", "pack")
+	ents, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	have := map[string]bool{}
+	for _, e := range ents {
+		have[e.Name()] = true
+	}
+	for _, e := range ents {
+		name := e.Name()
+		stray := strings.HasPrefix(name, "tmp_")
+		if base, ok := strings.CutSuffix(name, ".idx"); ok && !have[base+".pack"] {
+			stray = true
+		}
+		if stray {
+			if err := os.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// syncParent makes a rename into path's directory durable.
+func syncParent(path string) error {
+	d, err := os.Open(filepath.Dir(path))
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
 }
 
 // fetch updates the mirror from the remote with specs. It reports

@@ -150,7 +150,7 @@ func (m *Manager) resolveBase(ctx context.Context, r Repo, c cred, b Base, branc
 		return plumbing.ZeroHash, false, err
 	}
 	defer unlock()
-	mirror, err := m.openMirror(r)
+	mirror, err := m.openMirror(ctx, r, c)
 	if err != nil {
 		return plumbing.ZeroHash, false, err
 	}
