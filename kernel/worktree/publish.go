@@ -426,7 +426,7 @@ func (s *Session) fetchBranch(ctx context.Context, c cred) (plumbing.Hash, error
 		return plumbing.ZeroHash, err
 	}
 	defer unlock()
-	mirror, err := s.m.openMirror(s.repo)
+	mirror, err := s.m.openMirror(ctx, s.repo, c)
 	if err != nil {
 		return plumbing.ZeroHash, err
 	}
