@@ -227,7 +227,9 @@ func (a *actions) reviewEvent(pr int, login, state string) map[string]any {
 	retarget(ev, login)
 	p, _ := a.fake.PR("octo/app", pr)
 	prm := obj(ev, "pull_request")
-	prm["number"], prm["state"] = pr, "open"
+	// GitHub's payload says what the pull request is now; the example
+	// payload's draft:false would tell the bot its draft is already ready.
+	prm["number"], prm["state"], prm["draft"], prm["node_id"] = pr, "open", p.Draft, p.NodeID
 	obj(prm, "head")["sha"], obj(prm, "head")["ref"] = p.HeadSHA, p.Head
 	obj(obj(prm, "head"), "repo")["full_name"] = "octo/app"
 	obj(obj(prm, "base"), "repo")["full_name"] = "octo/app"
@@ -279,6 +281,10 @@ func TestActionPauseThenApproveOnAFreshMachine(t *testing.T) {
 	author := gittest.Git(t, a.bare, "log", "-1", "--format=%an <%ae>", "agent/"+out.SessionID)
 	if !strings.HasPrefix(author, "github-actions[bot] <") || !strings.HasSuffix(author, "+github-actions[bot]@users.noreply.github.com>") {
 		t.Errorf("commit author = %q", author)
+	}
+	// A completed run's pull request is ready for review, as the bot's.
+	if pr, ok := a.fake.PR("octo/app", out.PRNumber); !ok || pr.Draft {
+		t.Errorf("PR #%d after the completed run: found %v, draft %v", out.PRNumber, ok, pr.Draft)
 	}
 }
 
