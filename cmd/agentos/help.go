@@ -92,7 +92,7 @@ func helps() map[string]help {
 		},
 		"resume": {
 			usage:       []string{"resume SESSION --repo DIR [flags]"},
-			description: "Resume a paused session whose approvals were already answered (for example through the HTTP API). The run re-executes from its log: no model or tool call is repeated.",
+			description: "Resume a paused session whose approvals were already answered (for example through the HTTP API), or take over a session whose process was killed mid-run (the session lock shows no process holds it). The run re-executes from its log: no model call or tool call is repeated; a tool call the log shows started but not finished is undone and answered INTERRUPTED, never run again.",
 			flags:       func(fs *flag.FlagSet) { resumeFlags(fs) },
 			examples:    []string{"agentos resume cli-01k9xyz --repo . --profile profile.yaml"},
 			exitCodes:   true,
