@@ -40,17 +40,11 @@ func (d *Dispatcher) answer(ctx context.Context, repo Repo, t webhook.Trigger, a
 // answerSession answers approvals of session sid (pr is the session's pull
 // request when the trigger came from it).
 func (d *Dispatcher) answerSession(ctx context.Context, repo Repo, t webhook.Trigger, sid string, pr *PullRequest, a answer) (Result, error) {
-	unlock, err := d.lease(ctx, sid)
+	evs, l, unlock, err := d.openSession(ctx, repo, t, sid)
 	if err != nil {
 		return Result{SessionID: sid}, err
 	}
 	defer unlock()
-	evs, err := d.loadSession(ctx, repo, sid)
-	if err != nil {
-		return Result{SessionID: sid}, err
-	}
-	l, _ := loadLink(evs)
-	d.adopt(repo, t, &l)
 	snap, err := replay.Replay(evs)
 	if err != nil {
 		return Result{SessionID: sid}, err

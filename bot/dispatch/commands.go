@@ -185,17 +185,11 @@ func (d *Dispatcher) redelivered(ctx context.Context, repo Repo, sid string, evs
 // followUp starts another run of an existing session (a new request on the
 // bot's own PR, pr).
 func (d *Dispatcher) followUp(ctx context.Context, repo Repo, t webhook.Trigger, sid, prompt string, pr *PullRequest) (Result, error) {
-	unlock, err := d.lease(ctx, sid)
+	evs, l, unlock, err := d.openSession(ctx, repo, t, sid)
 	if err != nil {
 		return Result{SessionID: sid}, err
 	}
 	defer unlock()
-	evs, err := d.loadSession(ctx, repo, sid)
-	if err != nil {
-		return Result{}, err
-	}
-	l, _ := loadLink(evs)
-	d.adopt(repo, t, &l)
 	snap, err := replay.Replay(evs)
 	if err != nil {
 		return Result{}, err
@@ -264,17 +258,11 @@ func (d *Dispatcher) cancel(ctx context.Context, repo Repo, t webhook.Trigger, r
 			return Result{Outcome: "cancelled", SessionID: sid, Status: out.Status}, nil
 		}
 	}
-	unlock, err := d.lease(ctx, sid)
+	_, l, unlock, err := d.openSession(ctx, repo, t, sid)
 	if err != nil {
 		return Result{SessionID: sid}, err
 	}
 	defer unlock()
-	evs, err := d.loadSession(ctx, repo, sid)
-	if err != nil {
-		return Result{SessionID: sid}, err
-	}
-	l, _ := loadLink(evs)
-	d.adopt(repo, t, &l)
 	out, err := d.Runs.Cancel(ctx, sid, by, reason)
 	if errors.Is(err, run.ErrNotPaused) {
 		return Result{Outcome: "ignored", Reason: "nothing to cancel", SessionID: sid}, nil

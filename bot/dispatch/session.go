@@ -293,3 +293,22 @@ func (d *Dispatcher) remoteSessionFor(ctx context.Context, repo Repo, number int
 	}
 	return best, nil
 }
+
+// openSession takes session sid's lease and loads its log and link, with
+// the trigger's installation adopted into the link: the preamble of every
+// handler that acts on an existing session (answers, follow-ups, cancel).
+// The caller releases the lease with unlock; on error nothing is held.
+func (d *Dispatcher) openSession(ctx context.Context, repo Repo, t webhook.Trigger, sid string) ([]event.Event, link, func(), error) {
+	unlock, err := d.lease(ctx, sid)
+	if err != nil {
+		return nil, link{}, nil, err
+	}
+	evs, err := d.loadSession(ctx, repo, sid)
+	if err != nil {
+		unlock()
+		return nil, link{}, nil, err
+	}
+	l, _ := loadLink(evs)
+	d.adopt(repo, t, &l)
+	return evs, l, unlock, nil
+}
