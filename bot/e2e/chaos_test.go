@@ -75,7 +75,8 @@ func (r *chaosReport) add(f func(r *chaosReport)) {
 // ./bot/e2e); CI runs a short one. AGENTOS_CHAOS_TRIALS sets the number of
 // trials (default 2; the long run is 200); AGENTOS_CHAOS_STORE=postgres
 // runs serve on a fresh PostgreSQL database per trial (--store
-// postgres://…); -short skips it.
+// postgres://…); AGENTOS_CHAOS_SEED (default 0) offsets the trials' seeds,
+// so a second long run tries other kill schedules; -short skips it.
 func TestChaosKillServe(t *testing.T) {
 	if testing.Short() {
 		t.Skip("kills and restarts agentos serve")
@@ -89,11 +90,12 @@ func TestChaosKillServe(t *testing.T) {
 		}
 		trials = n
 	}
+	seed := chaosSeed(t)
 	bin := agentosBinary(t)
 	rep := &chaosReport{phases: map[string]int{}}
 	for i := range trials {
 		t.Run(fmt.Sprintf("trial-%d", i), func(t *testing.T) {
-			chaosTrial(t, bin, rand.New(rand.NewPCG(uint64(i), 7)), rep)
+			chaosTrial(t, bin, rand.New(rand.NewPCG(seed+uint64(i), 7)), rep)
 		})
 		rep.add(func(r *chaosReport) {
 			ds := slices.Clone(r.takeover)
@@ -122,6 +124,21 @@ func TestChaosKillServe(t *testing.T) {
 	for _, v := range rep.violations {
 		t.Error(v)
 	}
+}
+
+// chaosSeed is AGENTOS_CHAOS_SEED: trial i of a run uses seed+i, so a run
+// repeats exactly with the same seed and another seed tries other moments.
+func chaosSeed(t *testing.T) uint64 {
+	v := os.Getenv("AGENTOS_CHAOS_SEED")
+	if v == "" {
+		return 0
+	}
+	n, err := strconv.ParseUint(v, 10, 64)
+	if err != nil {
+		t.Fatalf("AGENTOS_CHAOS_SEED=%q: want a non-negative number", v)
+	}
+	t.Logf("trial seeds start at %d", n)
+	return n
 }
 
 // phaseAt names where a killed process was, from the last event of the

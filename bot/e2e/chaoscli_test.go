@@ -65,17 +65,19 @@ func (r *cliReport) add(f func(r *cliReport)) {
 //
 // go test -tags chaos -run TestChaosKillCLI ./bot/e2e;
 // AGENTOS_CHAOS_CLI_TRIALS sets the number of trials (default 2);
-// AGENTOS_CHAOS_CLI_KILLS the kills per trial (default 4); -short skips it.
+// AGENTOS_CHAOS_CLI_KILLS the kills per trial (default 4); AGENTOS_CHAOS_SEED
+// offsets the trials' seeds, as for TestChaosKillServe; -short skips it.
 func TestChaosKillCLI(t *testing.T) {
 	if testing.Short() {
 		t.Skip("kills agentos processes")
 	}
 	trials, kills := envInt(t, "AGENTOS_CHAOS_CLI_TRIALS", 2), envInt(t, "AGENTOS_CHAOS_CLI_KILLS", 4)
+	seed := chaosSeed(t)
 	bin := agentosBinary(t)
 	rep := &cliReport{phases: map[string]int{}, commands: map[string]int{}}
 	for i := range trials {
 		t.Run(fmt.Sprintf("trial-%d", i), func(t *testing.T) {
-			cliTrial(t, bin, rand.New(rand.NewPCG(uint64(i), 11)), kills, rep)
+			cliTrial(t, bin, rand.New(rand.NewPCG(seed+uint64(i), 11)), kills, rep)
 		})
 		rep.add(func(r *cliReport) {
 			ds := slices.Clone(r.takeover)
