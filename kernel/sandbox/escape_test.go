@@ -44,7 +44,7 @@ func token(t *testing.T, prefix string) string {
 	return prefix + "-" + hex.EncodeToString(b[:])
 }
 
-func write(t *testing.T, p, content string) {
+func write(t testing.TB, p, content string) {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		t.Fatal(err)

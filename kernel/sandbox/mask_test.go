@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -70,6 +71,80 @@ func TestDataDirectoryInsideTheWorktreeIsMasked(t *testing.T) {
 			}
 			if p, ok := ws.SandboxProfile().(sandbox.Profile); !ok || len(p.Masked) != 1 || p.Masked[0] != filepath.Join(work, ".agentos") {
 				t.Errorf("the profile does not record the mask: %+v", ws.SandboxProfile())
+			}
+		})
+	}
+}
+
+// TestDenyPatternsAreMaskedFromCommands: what policy.yaml's
+// workspace.denyPatterns keep from the repository tools (by default .env
+// and .env.local) a command cannot read either — a test that cats .env
+// gets an empty file — while the rest of the worktree, .git and a symlink
+// that happens to be named .env stay as they are. Under Landlock, which
+// cannot hide part of a granted tree, the command is refused and the
+// message says why. Unconfined (the control), the command reads them.
+func TestDenyPatternsAreMaskedFromCommands(t *testing.T) {
+	const secret = "DATABASE_URL=postgres://app:hunter2-7f3a@db/prod"
+	deny := []string{"**/.git/**", "**/.env", "**/.env.local", "secrets/**"}
+	setup := func(t *testing.T, s *sandbox.Sandbox) (*workspace.Root, string) {
+		t.Helper()
+		work, err := filepath.EvalSymlinks(t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		write(t, filepath.Join(work, "README.md"), "sample\n")
+		write(t, filepath.Join(work, ".env"), secret+"\n")
+		write(t, filepath.Join(work, "svc", "api", ".env.local"), secret+"\n")
+		write(t, filepath.Join(work, "secrets", "prod", "key.txt"), secret+"\n")
+		write(t, filepath.Join(work, "docs", "env.txt"), "not a secret\n")
+		if err := os.Symlink("env.txt", filepath.Join(work, "docs", ".env")); err != nil {
+			t.Fatal(err)
+		}
+		ws, err := workspace.Open(work, workspace.Options{Sandbox: s, DenyPatterns: deny})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ws.Close() })
+		return ws, work
+	}
+	script := `cat .env svc/api/.env.local secrets/prod/key.txt; ls -a secrets; cat docs/.env README.md`
+	runIn := func(ws *workspace.Root) (workspace.RunResult, error) {
+		return ws.Run(context.Background(), workspace.RunSpec{Argv: []string{"sh", "-c", script}, Timeout: 30 * time.Second})
+	}
+	t.Run("control", func(t *testing.T) {
+		ws, _ := setup(t, sandbox.Disabled())
+		res, err := runIn(ws)
+		if err != nil || strings.Count(res.Stdout, secret) != 3 {
+			t.Fatalf("unconfined, the command should read all three: %v %q", err, res.Stdout+res.Stderr)
+		}
+	})
+	for _, mode := range mechanisms {
+		t.Run(string(mode), func(t *testing.T) {
+			ws, work := setup(t, detect(t, mode))
+			res, err := runIn(ws)
+			out := res.Stdout + res.Stderr
+			if strings.Contains(out, "hunter2") {
+				t.Fatalf("a denied file is visible to the command:\n%s", out)
+			}
+			switch mode {
+			case sandbox.ModeBwrap:
+				if err != nil || !strings.Contains(res.Stdout, "sample") || !strings.Contains(res.Stdout, "not a secret") {
+					t.Errorf("the rest of the worktree should work: %v\n%s", err, out)
+				}
+			case sandbox.ModeLandlock:
+				if err == nil || !strings.Contains(err.Error(), "denyPatterns") {
+					t.Errorf("landlock ran a command it cannot keep out of .env: %v\n%s", err, out)
+				}
+			}
+			want := []string{filepath.Join(work, ".env"), filepath.Join(work, "secrets"), filepath.Join(work, "svc", "api", ".env.local")}
+			p, ok := ws.SandboxProfile().(sandbox.Profile)
+			got := slices.Clone(p.Masked)
+			slices.Sort(got)
+			if !ok || !slices.Equal(got, want) {
+				t.Errorf("masked %v, want %v", got, want)
+			}
+			if b, err := os.ReadFile(filepath.Join(work, ".env")); err != nil || string(b) != secret+"\n" {
+				t.Errorf("the mask changed the file itself: %q %v", b, err)
 			}
 		})
 	}

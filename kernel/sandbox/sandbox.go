@@ -285,7 +285,8 @@ type Request struct {
 	// Limits override the sandbox's defaults where not zero.
 	Limits Limits
 	// Mask are paths inside Work the command must not see (agentos's own
-	// data directory when it lies in the worktree): absolute. bwrap mounts
+	// data directory when it lies in the worktree, files the policy's deny
+	// patterns keep from the tools): absolute. bwrap mounts
 	// an empty directory (or /dev/null) over each; Landlock cannot take a
 	// subtree out of a granted one, so there a mask refuses the command.
 	Mask []string

@@ -387,7 +387,7 @@ func (s *Sandbox) bwrapArgs(req Request, gocache, hostSock string) []string {
 func (s *Sandbox) landlockCommand(ctx context.Context, req Request) (*Cmd, error) {
 	for _, m := range req.Mask {
 		if _, err := os.Lstat(m); err == nil {
-			return nil, fmt.Errorf("sandbox: %s lies inside the worktree, and Landlock cannot hide part of a tree it grants: keep agentos's data directory outside the repository (--data, AGENTOS_DATA), or use bwrap", m)
+			return nil, fmt.Errorf("sandbox: %s must be hidden from commands (agentos's data directory, or a path policy.yaml workspace.denyPatterns names, such as .env), and Landlock cannot hide part of a tree it grants: keep the data directory outside the repository (--data, AGENTOS_DATA) and such files out of the worktree, or use bwrap", m)
 		}
 	}
 	var cl cleanup

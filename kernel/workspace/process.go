@@ -151,7 +151,7 @@ func (w *Root) Run(ctx context.Context, spec RunSpec) (RunResult, error) {
 	if cwd != "." {
 		dir = w.dir + "/" + cwd
 	}
-	cmd, err := w.opts.Sandbox.Command(ctx, sandbox.Request{Argv: spec.Argv, Work: w.dir, Dir: dir, Env: env, Allow: w.opts.Network, Limits: w.opts.Limits, Mask: w.Excluded()})
+	cmd, err := w.opts.Sandbox.Command(ctx, sandbox.Request{Argv: spec.Argv, Work: w.dir, Dir: dir, Env: env, Allow: w.opts.Network, Limits: w.opts.Limits, Mask: w.Masked()})
 	if err != nil {
 		if errors.Is(err, sandbox.ErrUnavailable) {
 			return RunResult{}, sandboxUnavailable(err)
@@ -220,7 +220,7 @@ func (w *Root) SandboxErr() error {
 // SandboxProfile describes what a process started by Run can see and do
 // (kernel.Confinement; recorded in tool.invoke).
 func (w *Root) SandboxProfile() any {
-	return w.opts.Sandbox.Profile(w.dir, w.opts.Network, w.opts.Limits, w.Excluded()...)
+	return w.opts.Sandbox.Profile(w.dir, w.opts.Network, w.opts.Limits, w.Masked()...)
 }
 
 // SplitCommand splits a command line into argv with shell-like quoting

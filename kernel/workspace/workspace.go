@@ -253,14 +253,8 @@ func (w *Root) deny(clean, orig string) error {
 			return violation(orig, ex+" is excluded from the workspace (agentos's own data, not the repository's)")
 		}
 	}
-	for _, pat := range w.opts.DenyPatterns {
-		if ok, _ := doublestar.Match(pat, clean); ok {
-			return violation(orig, "matches deny pattern "+pat)
-		}
-		// "**/.git/**" style patterns should also cover the directory itself.
-		if ok, _ := doublestar.Match(pat, clean+"/x"); ok && strings.HasSuffix(pat, "/**") {
-			return violation(orig, "matches deny pattern "+pat)
-		}
+	if pat := w.denyPattern(clean); pat != "" {
+		return violation(orig, "matches deny pattern "+pat)
 	}
 	return nil
 }
