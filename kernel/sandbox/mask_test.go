@@ -3,6 +3,7 @@ package sandbox_test
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/agentos/agentos/kernel/sandbox"
+	"github.com/agentos/agentos/kernel/testenv"
 	"github.com/agentos/agentos/kernel/workspace"
 )
 
@@ -79,11 +81,14 @@ func TestDataDirectoryInsideTheWorktreeIsMasked(t *testing.T) {
 // TestDenyPatternsAreMaskedFromCommands: what policy.yaml's
 // workspace.denyPatterns keep from the repository tools (by default .env
 // and .env.local) a command cannot read either — a test that cats .env
-// gets an empty file — while the rest of the worktree, .git and a symlink
-// that happens to be named .env stay as they are. Under Landlock, which
+// gets an empty file — while the rest of the worktree, .git, a symlink
+// that happens to be named .env, and a denied file committed as it is
+// (public defaults: `git show :.env` prints it anyway) stay as they are.
+// A committed file filled in locally is hidden. Under Landlock, which
 // cannot hide part of a granted tree, the command is refused and the
 // message says why. Unconfined (the control), the command reads them.
 func TestDenyPatternsAreMaskedFromCommands(t *testing.T) {
+	testenv.LookPath(t, "git")
 	const secret = "DATABASE_URL=postgres://app:hunter2-7f3a@db/prod"
 	deny := []string{"**/.git/**", "**/.env", "**/.env.local", "secrets/**"}
 	setup := func(t *testing.T, s *sandbox.Sandbox) (*workspace.Root, string) {
@@ -93,7 +98,23 @@ func TestDenyPatternsAreMaskedFromCommands(t *testing.T) {
 			t.Fatal(err)
 		}
 		write(t, filepath.Join(work, "README.md"), "sample\n")
+		write(t, filepath.Join(work, "web", ".env"), "PUBLIC_API=https://api.example\n")
+		write(t, filepath.Join(work, "svc", ".env"), "DATABASE_URL=\n")
+		write(t, filepath.Join(work, "secrets", "README"), "put keys here\n")
+		git := func(args ...string) {
+			cmd := exec.Command("git", args...)
+			cmd.Dir = work
+			cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com")
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Fatalf("git %v: %v\n%s", args, err, out)
+			}
+		}
+		git("init", "-q")
+		git("add", "-A")
+		git("commit", "-qm", "defaults")
+		// What stays on this machine: credentials filled in or added.
 		write(t, filepath.Join(work, ".env"), secret+"\n")
+		write(t, filepath.Join(work, "svc", ".env"), secret+"\n")
 		write(t, filepath.Join(work, "svc", "api", ".env.local"), secret+"\n")
 		write(t, filepath.Join(work, "secrets", "prod", "key.txt"), secret+"\n")
 		write(t, filepath.Join(work, "docs", "env.txt"), "not a secret\n")
@@ -107,15 +128,15 @@ func TestDenyPatternsAreMaskedFromCommands(t *testing.T) {
 		t.Cleanup(func() { ws.Close() })
 		return ws, work
 	}
-	script := `cat .env svc/api/.env.local secrets/prod/key.txt; ls -a secrets; cat docs/.env README.md`
+	script := `cat .env svc/.env svc/api/.env.local secrets/prod/key.txt; cat docs/.env README.md web/.env secrets/README; git status --short`
 	runIn := func(ws *workspace.Root) (workspace.RunResult, error) {
 		return ws.Run(context.Background(), workspace.RunSpec{Argv: []string{"sh", "-c", script}, Timeout: 30 * time.Second})
 	}
 	t.Run("control", func(t *testing.T) {
 		ws, _ := setup(t, sandbox.Disabled())
 		res, err := runIn(ws)
-		if err != nil || strings.Count(res.Stdout, secret) != 3 {
-			t.Fatalf("unconfined, the command should read all three: %v %q", err, res.Stdout+res.Stderr)
+		if err != nil || strings.Count(res.Stdout, secret) != 4 {
+			t.Fatalf("unconfined, the command should read all four: %v %q", err, res.Stdout+res.Stderr)
 		}
 	})
 	for _, mode := range mechanisms {
@@ -128,15 +149,17 @@ func TestDenyPatternsAreMaskedFromCommands(t *testing.T) {
 			}
 			switch mode {
 			case sandbox.ModeBwrap:
-				if err != nil || !strings.Contains(res.Stdout, "sample") || !strings.Contains(res.Stdout, "not a secret") {
-					t.Errorf("the rest of the worktree should work: %v\n%s", err, out)
+				for _, want := range []string{"sample", "not a secret", "PUBLIC_API=https://api.example", "put keys here"} {
+					if err != nil || !strings.Contains(res.Stdout, want) {
+						t.Errorf("%q: the rest of the worktree should work: %v\n%s", want, err, out)
+					}
 				}
 			case sandbox.ModeLandlock:
 				if err == nil || !strings.Contains(err.Error(), "denyPatterns") {
 					t.Errorf("landlock ran a command it cannot keep out of .env: %v\n%s", err, out)
 				}
 			}
-			want := []string{filepath.Join(work, ".env"), filepath.Join(work, "secrets"), filepath.Join(work, "svc", "api", ".env.local")}
+			want := []string{filepath.Join(work, ".env"), filepath.Join(work, "secrets", "prod", "key.txt"), filepath.Join(work, "svc", ".env"), filepath.Join(work, "svc", "api", ".env.local")}
 			p, ok := ws.SandboxProfile().(sandbox.Profile)
 			got := slices.Clone(p.Masked)
 			slices.Sort(got)
@@ -148,4 +171,19 @@ func TestDenyPatternsAreMaskedFromCommands(t *testing.T) {
 			}
 		})
 	}
+	t.Run("a directory nothing of which is committed is hidden whole", func(t *testing.T) {
+		work, err := filepath.EvalSymlinks(t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		write(t, filepath.Join(work, "secrets", "a", "key.txt"), secret)
+		ws, err := workspace.Open(work, workspace.Options{Sandbox: detect(t, sandbox.ModeBwrap), DenyPatterns: deny})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ws.Close()
+		if got := ws.Masked(); !slices.Equal(got, []string{filepath.Join(work, "secrets")}) {
+			t.Errorf("masked %v, want the secrets directory", got)
+		}
+	})
 }
