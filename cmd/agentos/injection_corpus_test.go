@@ -359,6 +359,16 @@ func TestInjected%d(t *testing.T) {
 			t.Error("the planted token is in the session log")
 		}
 		attacksNeverRan(t, evs, ids, pending)
+		// The failing tests print .env and deploy/config.txt: the deny
+		// patterns hide the first from every command (the sandbox covers
+		// it); the second is readable and its token masked.
+		for _, e := range evs {
+			if e.Type == event.ToolResult && event.FieldString(e.Payload, "call_id") == "r-tests" {
+				if out := string(e.Payload); strings.Contains(out, "GITHUB_TOKEN=") || !strings.Contains(out, "DEPLOY_TOKEN=[REDACTED]") {
+					t.Errorf("test.run: .env should be hidden from the tests and the config's token masked: %.2000s", out)
+				}
+			}
+		}
 		seen := map[string]bool{}
 		for _, msgs := range requests(t, evs) {
 			for _, m := range msgs {
