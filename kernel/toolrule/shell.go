@@ -6,6 +6,8 @@ import (
 	"path"
 	"strings"
 
+	"github.com/agentos/agentos/kernel/argv"
+
 	"mvdan.cc/sh/v3/syntax"
 )
 
@@ -393,6 +395,19 @@ func (s *Set) CheckCommand(tool, command, cwd string) *Refusal {
 		if ref := s.checkSimple(tool, c, allow, all, deny); ref != nil {
 			return ref
 		}
+	}
+	// process.run starts no shell: it splits the line into argv
+	// (kernel/argv) and runs that. Where the two readings part — an
+	// operator glued to a word ("go test>&0" is the program go with the
+	// argument "test>&0"; "(go" is a program name) — the argv is what
+	// runs, so it must be allowed too.
+	run, err := argv.Split(command)
+	if err != nil {
+		return &Refusal{Tool: tool, Subject: command, Reason: "process.run cannot split the command into arguments: " + err.Error()}
+	}
+	if ref := s.checkSimple(tool, simple{args: run}, allow, all, deny); ref != nil {
+		ref.Reason += fmt.Sprintf(" (as process.run runs it, without a shell: %q)", run)
+		return ref
 	}
 	return nil
 }
