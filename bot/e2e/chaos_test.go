@@ -191,6 +191,8 @@ func phaseAt(t *testing.T, dataDir, dbURL string) string {
 func chaosTrial(t *testing.T, bin string, rng *rand.Rand, rep *chaosReport) {
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
+	var violationsBefore int
+	rep.add(func(r *chaosReport) { violationsBefore = len(r.violations) })
 	fake, srv, bare := startGitHub(ctx, t)
 	const botTok = "ghp_chaosBotToken0000000000000000000000"
 	fake.AddToken(botTok, botUser)
@@ -303,12 +305,11 @@ func chaosTrial(t *testing.T, bin string, rng *rand.Rand, rep *chaosReport) {
 				failedSessions, _ := sessions()
 				rep.add(func(r *chaosReport) {
 					r.trials++
-					r.violations = append(r.violations, fmt.Sprintf("%s: stuck after a kill in %q: no progress in 2 minutes (PR %d draft, approved %v, sessions %v)", t.Name(), lastPhase, pr.Number, approved, failedSessions))
+					r.violations = append(r.violations, fmt.Sprintf("%s: stuck after a kill in %q: no progress in 2 minutes (PR %d draft, approved %v, sessions %v, delivery errors %v)", t.Name(), lastPhase, pr.Number, approved, failedSessions, fake.DeliveryErrors()))
 				})
 				bot.stop(t)
-				if os.Getenv("E2E_SHOW_LOG") != "" {
-					t.Logf("logs of the killed processes:\n%s", tail(allLogs.String(), 40000))
-				}
+				allLogs.WriteString(bot.logs())
+				keepChaosLogs(t, allLogs.String(), fake)
 				return
 			}
 			continue
@@ -456,9 +457,36 @@ func chaosTrial(t *testing.T, bin string, rng *rand.Rand, rep *chaosReport) {
 	if vs := fake.Violations(); len(vs) != 0 {
 		violation("GitHub would have refused: %v", vs)
 	}
-	if t.Failed() || os.Getenv("E2E_SHOW_LOG") != "" {
-		_ = os.WriteFile(filepath.Join(t.TempDir(), "serve.log"), []byte(allLogs.String()), 0o644)
+	var violated bool
+	rep.add(func(r *chaosReport) { violated = len(r.violations) > violationsBefore })
+	if violated || t.Failed() || os.Getenv("E2E_SHOW_LOG") != "" {
+		keepChaosLogs(t, allLogs.String(), fake)
 	}
+}
+
+// keepChaosLogs writes a trial's evidence — every process's log, the
+// deliveries GitHub could not post and the ones still failed — to a file
+// that outlives the test (under AGENTOS_CHAOS_LOGDIR, else the temporary
+// directory), and says where: a violation in a long run is worth nothing
+// without it.
+func keepChaosLogs(t *testing.T, logs string, fake *fakegithub.Fake) {
+	t.Helper()
+	dir := os.Getenv("AGENTOS_CHAOS_LOGDIR")
+	if dir == "" {
+		dir = os.TempDir()
+	}
+	name := filepath.Join(dir, "agentos-chaos-"+strings.NewReplacer("/", "-", " ", "_").Replace(t.Name())+".log")
+	var b strings.Builder
+	fmt.Fprintf(&b, "delivery errors: %v\n\n", fake.DeliveryErrors())
+	for _, d := range fake.Deliveries() {
+		fmt.Fprintf(&b, "delivery %s %s %s by %s\n", d.ID, d.Event, d.Action(), d.Sender())
+	}
+	b.WriteString("\n" + logs)
+	if err := os.WriteFile(name, []byte(b.String()), 0o644); err != nil {
+		t.Logf("cannot keep the logs: %v", err)
+		return
+	}
+	t.Logf("logs of the trial's processes: %s", name)
 }
 
 // botWrites counts the bot's writes GitHub answered so far.
