@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/agentos/agentos/runtime/store/postgres/pgtest"
 )
 
 // busyDispatcher answers ErrBusy (the session is another replica's) for
@@ -52,4 +54,67 @@ func TestProcessorBusyIsNotFailure(t *testing.T) {
 	if rec.Outcome != OutcomeProcessed || rec.Attempts != 7 {
 		t.Fatalf("%+v, want processed on attempt 7", rec)
 	}
+}
+
+// TestBusyRetriesDoNotBackOff: a delivery that keeps finding its session
+// busy (another replica, or this process's takeover of a killed run,
+// works it) is claimable again BusyRetryDelay after each try, counts no
+// failure, and so is answered within BusyRetryDelay of the session
+// becoming free, however long it waited. Before, each busy try counted a
+// failure: the tenth waited 256 s on the log queue, an hour's cap on
+// PostgreSQL. A real failure after the busy tries waits the first
+// backoff. On both queues.
+func TestBusyRetriesDoNotBackOff(t *testing.T) {
+	check := func(t *testing.T, q Queue, setNow func(time.Time)) {
+		ctx := context.Background()
+		enqueue(t, q, "a")
+		now := time.Now()
+		for i := 1; i <= 10; i++ {
+			setNow(now)
+			d, ok := claim(t, q)
+			if !ok || d.Failures != 0 {
+				t.Fatalf("busy try %d: %+v %v; want claimable with no failure", i, d, ok)
+			}
+			if err := q.Done(ctx, "a", OutcomeRetry, busyPrefix+"session leased by replica-2"); err != nil {
+				t.Fatal(err)
+			}
+			setNow(now.Add(BusyRetryDelay - 100*time.Millisecond))
+			if _, ok := claim(t, q); ok {
+				t.Fatalf("busy try %d: claimed before BusyRetryDelay", i)
+			}
+			now = now.Add(BusyRetryDelay + 100*time.Millisecond)
+		}
+		setNow(now)
+		d, ok := claim(t, q)
+		if !ok || d.Failures != 0 || d.Attempts != 11 {
+			t.Fatalf("after ten busy tries: %+v %v; want claimable, attempt 11, no failure", d, ok)
+		}
+		if err := q.Done(ctx, "a", OutcomeRetry, "dispatch: GitHub answered 502"); err != nil {
+			t.Fatal(err)
+		}
+		setNow(now.Add(900 * time.Millisecond))
+		if _, ok := claim(t, q); ok {
+			t.Fatal("claimed before the first backoff (1 s)")
+		}
+		setNow(now.Add(1100 * time.Millisecond))
+		if d, ok := claim(t, q); !ok || d.Failures != 1 {
+			t.Fatalf("after a failed dispatch: %+v %v; want claimable after 1 s with 1 failure", d, ok)
+		}
+	}
+	t.Run("log", func(t *testing.T) {
+		dir := t.TempDir()
+		q := openLog(t, dir, defaultSegment)
+		check(t, q, func(n time.Time) { q.now = func() time.Time { return n } })
+		// The failures survive a reopen as counted: the busy tries none,
+		// the failed dispatch one.
+		killed(q)
+		q = openLog(t, dir, defaultSegment)
+		if r, _, err := q.Get(context.Background(), "a"); err != nil || r.Failures != 1 || r.Attempts != 12 {
+			t.Fatalf("after a reopen: %+v %v; want 12 attempts and 1 failure", r.noBody(), err)
+		}
+	})
+	t.Run("postgres", func(t *testing.T) {
+		q := openPGQueueAt(t, pgtest.Schema(t, pgtest.URL(t)), PGQueueOptions{})
+		check(t, q, func(n time.Time) { q.now = func() time.Time { return n } })
+	})
 }

@@ -447,7 +447,9 @@ func (q *LogQueue) finish(e *logEntry, outcome, errMsg string, at, notBefore int
 	e.outcome, e.errMsg = outcome, errMsg
 	if outcome == OutcomeRetry {
 		e.state, e.notBefore = statePending, notBefore
-		e.failures++
+		if !waitsForLease(outcome, errMsg) {
+			e.failures++
+		}
 		return
 	}
 	if e.state != stateDone {
@@ -747,7 +749,11 @@ func (q *LogQueue) commit(batch []*logOp) {
 				continue
 			}
 			var notBefore int64
-			if op.outcome == OutcomeRetry {
+			switch {
+			case waitsForLease(op.outcome, op.errMsg):
+				notBefore = now + int64(BusyRetryDelay)
+				retried = append(retried, e)
+			case op.outcome == OutcomeRetry:
 				// The backoff counts failed dispatches, this one included
 				// (finish counts it), not claims: restarts are no failures.
 				notBefore = now + int64(time.Second)<<min(e.failures, 8)

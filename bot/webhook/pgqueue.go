@@ -379,10 +379,12 @@ func (q *PGQueue) Done(ctx context.Context, id, outcome, errMsg string) error {
 		var ct interface{ RowsAffected() int64 }
 		// The backoff counts failed dispatches, this one included (the
 		// right-hand side reads the row before the update), not claims.
+		// A busy retry (waitsForLease) counts no failure and waits
+		// BusyRetryDelay.
 		ct, err = q.pool.Exec(ctx, `UPDATE agentos_deliveries SET state = 'pending', claim_token = NULL, error = $3,
-			failures = failures + 1,
-			due = $4::timestamptz + least(power(2, failures), $5) * interval '1 second'
-			WHERE id = $1 AND state = 'claimed' AND claim_token = $2`, id, tok, errMsg, now, DefaultMaxBackoff.Seconds())
+			failures = failures + CASE WHEN $6 THEN 0 ELSE 1 END,
+			due = $4::timestamptz + CASE WHEN $6 THEN $7 ELSE least(power(2, failures), $5) END * interval '1 second'
+			WHERE id = $1 AND state = 'claimed' AND claim_token = $2`, id, tok, errMsg, now, DefaultMaxBackoff.Seconds(), waitsForLease(outcome, errMsg), BusyRetryDelay.Seconds())
 		if err == nil && ct.RowsAffected() == 0 {
 			tag = "lost"
 		}

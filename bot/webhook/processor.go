@@ -34,6 +34,19 @@ var ErrBusy = errors.New("busy elsewhere")
 // replica (ErrBusy).
 const busyPrefix = "busy: "
 
+// BusyRetryDelay is how long a delivery that found its session busy
+// (ErrBusy) waits before it is claimable again. Waiting is not failing:
+// such a retry counts no failure and does not grow the backoff, which
+// would otherwise reach minutes (an hour on PostgreSQL) while another
+// replica, or this process's takeover of a killed run, works the session,
+// and leave an approval unanswered that long after the session is free.
+const BusyRetryDelay = 2 * time.Second
+
+// waitsForLease reports whether a retry's message is a busy one.
+func waitsForLease(outcome, msg string) bool {
+	return outcome == OutcomeRetry && strings.HasPrefix(msg, busyPrefix)
+}
+
 // Defaults of the Processor.
 const (
 	DefaultWorkers      = 8
