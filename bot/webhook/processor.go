@@ -64,7 +64,9 @@ const (
 //  4. the Trigger goes to the Dispatcher: nil → "processed"; an error →
 //     "retry" (claimable again after 2^(failures-1) s) until its
 //     MaxAttempts-th failed dispatch, which is "failed" for good with the
-//     error message. Errors wrapping ErrPermanent fail at once. Failures
+//     error message. Errors wrapping ErrPermanent fail at once; errors
+//     wrapping ErrBusy are retried after BusyRetryDelay, count no failure
+//     and are never given up on. Failures
 //     count dispatches that returned an error, not claims: a process
 //     killed mid-dispatch, or stopped (the delivery is then handed back,
 //     see Releaser), used up nothing.
