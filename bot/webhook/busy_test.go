@@ -57,8 +57,8 @@ func TestProcessorBusyIsNotFailure(t *testing.T) {
 }
 
 // TestBusyRetriesDoNotBackOff: a delivery that keeps finding its session
-// busy (another replica, or this process's takeover of a killed run,
-// works it) is claimable again BusyRetryDelay after each try, counts no
+// busy (another replica works it, or a killed replica's lease has not run
+// out) is claimable again BusyRetryDelay after each try, counts no
 // failure, and so is answered within BusyRetryDelay of the session
 // becoming free, however long it waited. Before, each busy try counted a
 // failure: the tenth waited 256 s on the log queue, an hour's cap on

@@ -38,8 +38,8 @@ const busyPrefix = "busy: "
 // (ErrBusy) waits before it is claimable again. Waiting is not failing:
 // such a retry counts no failure and does not grow the backoff, which
 // would otherwise reach minutes (an hour on PostgreSQL) while another
-// replica, or this process's takeover of a killed run, works the session,
-// and leave an approval unanswered that long after the session is free.
+// replica works the session (or a killed replica's lease runs out), and
+// leave an approval unanswered that long after the session is free.
 const BusyRetryDelay = 2 * time.Second
 
 // waitsForLease reports whether a retry's message is a busy one.
