@@ -257,7 +257,11 @@ func chaosTrial(t *testing.T, bin string, rng *rand.Rand, rep *chaosReport) {
 	}
 
 	var pr fakegithub.PullRequest
-	approved := false
+	// answered counts the bot's approval requests (its COMMENTED reviews)
+	// the maintainer approved. A kill during the approved patch closes it
+	// INTERRUPTED and never repeats it (ADR 21); the model tries again and
+	// the bot asks again, so a flow can need more than one approval.
+	answered := 0
 	lastPhase := ""
 	done := func() bool {
 		if pr.Number == 0 {
@@ -266,17 +270,22 @@ func chaosTrial(t *testing.T, bin string, rng *rand.Rand, rep *chaosReport) {
 		p, ok := fake.PR(repoName, pr.Number)
 		return ok && !p.Draft
 	}
-	// reviewed finds the draft PR with the bot's approval request.
-	reviewed := func() bool {
+	// requests counts the bot's approval requests on the draft PR (and
+	// finds the PR).
+	requests := func() int {
 		for _, p := range fake.PRs(repoName) {
+			n := 0
 			for _, r := range fake.Reviews(repoName, p.Number) {
 				if r.User == botUser && r.State == "COMMENTED" {
-					pr = p
-					return true
+					n++
 				}
 			}
+			if n > 0 {
+				pr = p
+				return n
+			}
 		}
-		return false
+		return 0
 	}
 	for kills := 0; !done(); {
 		if pr.Number == 0 && interrupted() {
@@ -285,18 +294,18 @@ func chaosTrial(t *testing.T, bin string, rng *rand.Rand, rep *chaosReport) {
 			}
 			asks++
 		}
-		if !approved && reviewed() {
+		if n := requests(); n > answered {
 			p, _ := fake.PR(repoName, pr.Number)
 			if _, _, err := alice.GitHub().PullRequests.CreateReview(ctx, owner, name, pr.Number, &gh.PullRequestReviewRequest{CommitID: gh.String(p.HeadSHA), Event: gh.String("APPROVE"), Body: gh.String("Looks right.")}); err != nil {
 				t.Fatal(err)
 			}
-			approved = true
+			answered = n
 		}
 		if kills >= 4 { // enough: let this process finish the flow
 			// A flow that makes no progress for two minutes after the
 			// last kill is stuck: a violation, reported with where the
 			// kill landed.
-			progress := func() bool { return (!approved && reviewed()) || (pr.Number == 0 && interrupted()) || done() }
+			progress := func() bool { return requests() > answered || (pr.Number == 0 && interrupted()) || done() }
 			deadline := time.Now().Add(2 * time.Minute)
 			for !progress() && time.Now().Before(deadline) {
 				time.Sleep(100 * time.Millisecond)
@@ -305,7 +314,7 @@ func chaosTrial(t *testing.T, bin string, rng *rand.Rand, rep *chaosReport) {
 				failedSessions, _ := sessions()
 				rep.add(func(r *chaosReport) {
 					r.trials++
-					r.violations = append(r.violations, fmt.Sprintf("%s: stuck after a kill in %q: no progress in 2 minutes (PR %d draft, approved %v, sessions %v, delivery errors %v)", t.Name(), lastPhase, pr.Number, approved, failedSessions, fake.DeliveryErrors()))
+					r.violations = append(r.violations, fmt.Sprintf("%s: stuck after a kill in %q: no progress in 2 minutes (PR %d draft, %d approval requests answered, sessions %v, delivery errors %v)", t.Name(), lastPhase, pr.Number, answered, failedSessions, fake.DeliveryErrors()))
 				})
 				bot.stop(t)
 				allLogs.WriteString(bot.logs())
@@ -431,7 +440,9 @@ func chaosTrial(t *testing.T, bin string, rng *rand.Rand, rep *chaosReport) {
 		case event.ApprovalRequested:
 			requested[event.FieldString(e.Payload, "approval_id")] = true
 		case event.ToolResult:
-			if event.FieldString(e.Payload, "tool") == "repo.patch" {
+			// Applied patches: an interrupted one (closed INTERRUPTED by a
+			// takeover, its effect gone with the rebuilt worktree) is not.
+			if event.FieldString(e.Payload, "tool") == "repo.patch" && event.FieldBool(e.Payload, "ok") {
 				patches++
 			}
 		}
@@ -440,7 +451,7 @@ func chaosTrial(t *testing.T, bin string, rng *rand.Rand, rep *chaosReport) {
 		violation("terminal reports %v, want exactly one completed", terminals)
 	}
 	if patches != 1 {
-		violation("%d repo.patch results in the log, want 1", patches)
+		violation("%d repo.patch calls applied in the log, want 1", patches)
 	}
 	var botReviews int
 	for _, r := range fake.Reviews(repoName, pr.Number) {
