@@ -98,32 +98,34 @@ func TestChaosKillServe(t *testing.T) {
 			chaosTrial(t, bin, rand.New(rand.NewPCG(seed+uint64(i), 7)), rep)
 		})
 		rep.add(func(r *chaosReport) {
-			ds := slices.Clone(r.takeover)
-			slices.Sort(ds)
-			med := time.Duration(0)
-			if len(ds) > 0 {
-				med = ds[len(ds)/2]
-			}
-			t.Logf("after trial %d: %d kills, %d violations, %d runs ended by a kill, median restart to takeover %v over %d, phases %v", i, r.kills, len(r.violations), r.interrupted, med, len(ds), r.phases)
+			t.Logf("after trial %d: %d kills, %d violations, %d runs ended by a kill, median restart to takeover %v over %d, phases %v", i, r.kills, len(r.violations), r.interrupted, medianOf(r.takeover), len(r.takeover), r.phases)
 		})
 	}
-	median := func(ds []time.Duration) time.Duration {
-		sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
-		if len(ds) == 0 {
-			return 0
-		}
-		return ds[len(ds)/2]
-	}
-	var phases []string
-	for p, n := range rep.phases {
-		phases = append(phases, fmt.Sprintf("%s %d", p, n))
-	}
-	sort.Strings(phases)
 	t.Logf("chaos: %d trials, %d kills; crash points by phase: %s; runs ended by a kill: %d; violations: %d; median restart to listening %v; median restart to the session taken back %v (%d kills needed it)",
-		rep.trials, rep.kills, strings.Join(phases, ", "), rep.interrupted, len(rep.violations), median(rep.recovery), median(rep.takeover), len(rep.takeover))
+		rep.trials, rep.kills, phaseList(rep.phases), rep.interrupted, len(rep.violations), medianOf(rep.recovery), medianOf(rep.takeover), len(rep.takeover))
 	for _, v := range rep.violations {
 		t.Error(v)
 	}
+}
+
+// medianOf is the median of ds (0 for none); ds is left as it is.
+func medianOf(ds []time.Duration) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+// phaseList renders crash points by phase, sorted: "intake 3, resume 1".
+func phaseList(phases map[string]int) string {
+	var out []string
+	for p, n := range phases {
+		out = append(out, fmt.Sprintf("%s %d", p, n))
+	}
+	slices.Sort(out)
+	return strings.Join(out, ", ")
 }
 
 // chaosSeed is AGENTOS_CHAOS_SEED: trial i of a run uses seed+i, so a run

@@ -12,7 +12,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -80,28 +79,11 @@ func TestChaosKillCLI(t *testing.T) {
 			cliTrial(t, bin, rand.New(rand.NewPCG(seed+uint64(i), 11)), kills, rep)
 		})
 		rep.add(func(r *cliReport) {
-			ds := slices.Clone(r.takeover)
-			slices.Sort(ds)
-			med := time.Duration(0)
-			if len(ds) > 0 {
-				med = ds[len(ds)/2]
-			}
-			t.Logf("after trial %d: %d kills, %d violations, %d runs ended by a kill, median resume start to takeover %v over %d, phases %v, commands %v", i, r.kills, len(r.violations), r.orphaned, med, len(ds), r.phases, r.commands)
+			t.Logf("after trial %d: %d kills, %d violations, %d runs ended by a kill, median resume start to takeover %v over %d, phases %v, commands %v", i, r.kills, len(r.violations), r.orphaned, medianOf(r.takeover), len(r.takeover), r.phases, r.commands)
 		})
 	}
-	ds := slices.Clone(rep.takeover)
-	slices.Sort(ds)
-	med := time.Duration(0)
-	if len(ds) > 0 {
-		med = ds[len(ds)/2]
-	}
-	var phases []string
-	for p, n := range rep.phases {
-		phases = append(phases, fmt.Sprintf("%s %d", p, n))
-	}
-	sort.Strings(phases)
 	t.Logf("cli chaos: %d trials, %d kills (by command %v); crash points by phase: %s; runs ended by a kill: %d; violations: %d; median resume start to the run taken over %v (%d takeovers)",
-		rep.trials, rep.kills, rep.commands, strings.Join(phases, ", "), rep.orphaned, len(rep.violations), med, len(ds))
+		rep.trials, rep.kills, rep.commands, phaseList(rep.phases), rep.orphaned, len(rep.violations), medianOf(rep.takeover), len(rep.takeover))
 	for _, v := range rep.violations {
 		t.Error(v)
 	}
