@@ -160,11 +160,13 @@ func TestDenyPatternsAreMaskedFromCommands(t *testing.T) {
 				}
 			}
 			want := []string{filepath.Join(work, ".env"), filepath.Join(work, "secrets", "prod", "key.txt"), filepath.Join(work, "svc", ".env"), filepath.Join(work, "svc", "api", ".env.local")}
-			p, ok := ws.SandboxProfile().(sandbox.Profile)
-			got := slices.Clone(p.Masked)
+			got := ws.Masked()
 			slices.Sort(got)
-			if !ok || !slices.Equal(got, want) {
+			if !slices.Equal(got, want) {
 				t.Errorf("masked %v, want %v", got, want)
+			}
+			if p, ok := ws.SandboxProfile().(sandbox.Profile); !ok || !slices.Equal(p.MaskedPatterns, deny) {
+				t.Errorf("the profile does not record the deny patterns it masks: %+v", ws.SandboxProfile())
 			}
 			if b, err := os.ReadFile(filepath.Join(work, ".env")); err != nil || string(b) != secret+"\n" {
 				t.Errorf("the mask changed the file itself: %q %v", b, err)

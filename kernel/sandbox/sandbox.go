@@ -303,11 +303,15 @@ type Profile struct {
 	Hidden []string `json:"read_only_inside,omitempty"`
 	// Masked are paths inside Writable that are not visible at all
 	// (Request.Mask).
-	Masked  []string      `json:"masked,omitempty"`
-	Network string        `json:"network"` // off | allow-list | host (unconfined)
-	Allow   []string      `json:"allow,omitempty"`
-	Limits  ProfileLimits `json:"limits"`
-	Notes   []string      `json:"notes,omitempty"`
+	Masked []string `json:"masked,omitempty"`
+	// MaskedPatterns are the workspace's deny patterns: what they match
+	// when a command starts is masked too (workspace.Root.Masked walks
+	// the worktree for it then; the profile does not walk it twice).
+	MaskedPatterns []string      `json:"masked_patterns,omitempty"`
+	Network        string        `json:"network"` // off | allow-list | host (unconfined)
+	Allow          []string      `json:"allow,omitempty"`
+	Limits         ProfileLimits `json:"limits"`
+	Notes          []string      `json:"notes,omitempty"`
 }
 
 // ProfileLimits are Limits for people and logs.

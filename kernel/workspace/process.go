@@ -221,7 +221,11 @@ func (w *Root) SandboxErr() error {
 // SandboxProfile describes what a process started by Run can see and do
 // (kernel.Confinement; recorded in tool.invoke).
 func (w *Root) SandboxProfile() any {
-	return w.opts.Sandbox.Profile(w.dir, w.opts.Network, w.opts.Limits, w.Masked()...)
+	p := w.opts.Sandbox.Profile(w.dir, w.opts.Network, w.opts.Limits, w.Excluded()...)
+	if p.Mechanism != sandbox.None && p.Mechanism != sandbox.Unavailable {
+		p.MaskedPatterns = append([]string(nil), w.opts.DenyPatterns...)
+	}
+	return p
 }
 
 // SplitCommand splits a command line into the argv process.run starts
