@@ -71,6 +71,7 @@ done <<'TARGETS'
 ./kernel/policy FuzzParse
 ./kernel/guard FuzzGuard
 ./kernel/toolrule FuzzCommandRules
+./kernel/argv FuzzSplitAgreesWithSh
 ./runtime/skills FuzzSkillFile
 ./runtime/workflow FuzzWorkflowFile
 ./runtime/untrusted FuzzGitHubText

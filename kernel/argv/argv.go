@@ -12,7 +12,10 @@ import (
 // Split splits a command line into argv with shell-like quoting
 // (single quotes, double quotes, backslash escapes) and no expansion: no
 // variables, globs, pipes or redirections. Metacharacters stay literal
-// arguments.
+// arguments. Where a line has none of those, Split reads it as POSIX sh
+// does (TestSplitAgreesWithSh checks this against /bin/sh): a
+// backslash-newline joins lines, and a backslash that ends the line is a
+// literal backslash.
 func Split(s string) ([]string, error) {
 	var out []string
 	var cur strings.Builder
@@ -31,7 +34,9 @@ func Split(s string) ([]string, error) {
 			case '"':
 				quote = 0
 			case '\\':
-				if i+1 < len(s) && strings.IndexByte(`"\$`+"`", s[i+1]) >= 0 {
+				if i+1 < len(s) && s[i+1] == '\n' {
+					i++ // line continuation
+				} else if i+1 < len(s) && strings.IndexByte(`"\$`+"`", s[i+1]) >= 0 {
 					i++
 					cur.WriteByte(s[i])
 				} else {
@@ -43,7 +48,13 @@ func Split(s string) ([]string, error) {
 		case c == '\'' || c == '"':
 			quote, inWord = c, true
 		case c == '\\':
-			if i+1 < len(s) {
+			switch {
+			case i+1 == len(s):
+				cur.WriteByte(c)
+				inWord = true
+			case s[i+1] == '\n':
+				i++ // line continuation
+			default:
 				i++
 				cur.WriteByte(s[i])
 				inWord = true

@@ -182,22 +182,10 @@ func TestProcess(t *testing.T) {
 }
 
 func TestSplitCommand(t *testing.T) {
-	cases := map[string][]string{
-		`go test ./...`:                  {"go", "test", "./..."},
-		`echo "a b" 'c d' e\ f`:          {"echo", "a b", "c d", "e f"},
-		`grep -r "x\"y" .`:               {"grep", "-r", `x"y`, "."},
-		`ls $HOME && rm -rf / | cat > x`: {"ls", "$HOME", "&&", "rm", "-rf", "/", "|", "cat", ">", "x"},
-	}
-	for in, want := range cases {
-		got, err := SplitCommand(in)
-		if err != nil || strings.Join(got, "\x00") != strings.Join(want, "\x00") {
-			t.Errorf("SplitCommand(%q) = %q, %v", in, got, err)
-		}
-	}
-	for _, bad := range []string{`echo "unterminated`, `   `, `'`} {
-		if _, err := SplitCommand(bad); err == nil {
-			t.Errorf("SplitCommand(%q) accepted", bad)
-		}
+	// SplitCommand is argv.Split (tested against /bin/sh in kernel/argv).
+	got, err := SplitCommand(`echo "a b" 'c d' e\ f`)
+	if err != nil || strings.Join(got, "\x00") != "echo\x00a b\x00c d\x00e f" {
+		t.Errorf("SplitCommand = %q, %v", got, err)
 	}
 	if !IsShell([]string{"/bin/bash", "-c", "x"}) || IsShell([]string{"go"}) {
 		t.Error("IsShell")
