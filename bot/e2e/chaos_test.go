@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -20,11 +21,13 @@ import (
 	"github.com/agentos/agentos/bot/github"
 	"github.com/agentos/agentos/bot/internal/fakegithub"
 	"github.com/agentos/agentos/bot/tracking"
+	"github.com/agentos/agentos/kernel/failpoint"
 	"github.com/agentos/agentos/kernel/testenv"
 	"github.com/agentos/agentos/runtime/demo"
 	"github.com/agentos/agentos/runtime/event"
 	"github.com/agentos/agentos/runtime/provider/fakemodel"
 	"github.com/agentos/agentos/runtime/replay"
+	"github.com/agentos/agentos/runtime/run"
 	"github.com/agentos/agentos/runtime/store"
 	"github.com/agentos/agentos/runtime/store/postgres"
 	"github.com/agentos/agentos/runtime/store/postgres/pgtest"
@@ -95,7 +98,7 @@ func TestChaosKillServe(t *testing.T) {
 	rep := &chaosReport{phases: map[string]int{}}
 	for i := range trials {
 		t.Run(fmt.Sprintf("trial-%d", i), func(t *testing.T) {
-			chaosTrial(t, bin, rand.New(rand.NewPCG(seed+uint64(i), 7)), rep)
+			chaosTrial(t, bin, rand.New(rand.NewPCG(seed+uint64(i), 7)), rep, "")
 		})
 		rep.add(func(r *chaosReport) {
 			t.Logf("after trial %d: %d kills, %d violations, %d runs ended by a kill, median restart to takeover %v over %d, phases %v", i, r.kills, len(r.violations), r.interrupted, medianOf(r.takeover), len(r.takeover), r.phases)
@@ -103,6 +106,29 @@ func TestChaosKillServe(t *testing.T) {
 	}
 	t.Logf("chaos: %d trials, %d kills; crash points by phase: %s; runs ended by a kill: %d; violations: %d; median restart to listening %v; median restart to the session taken back %v (%d kills needed it)",
 		rep.trials, rep.kills, phaseList(rep.phases), rep.interrupted, len(rep.violations), medianOf(rep.recovery), medianOf(rep.takeover), len(rep.takeover))
+	for _, v := range rep.violations {
+		t.Error(v)
+	}
+}
+
+// TestChaosKillInsideApprovedPatch lands a kill where timed kills almost
+// never do: inside the approved repo.patch, after it wrote the worktree and
+// before its tool.result is recorded (the failpoint
+// failpoint.PatchApplied, armed in the first process only). The restarted
+// process must close the call INTERRUPTED without repeating it (the
+// approval was for one call), rebuild the worktree without its effect,
+// and let the run go on: the model patches again, the bot asks for a
+// second approval, and the flow ends with the same invariants as every
+// chaos trial — one PR, one applied patch, one completed terminal report,
+// one review per approval request.
+func TestChaosKillInsideApprovedPatch(t *testing.T) {
+	if testing.Short() {
+		t.Skip("kills and restarts agentos serve")
+	}
+	testenv.LookPath(t, "git")
+	rep := &chaosReport{phases: map[string]int{}}
+	chaosTrial(t, agentosBinary(t), rand.New(rand.NewPCG(chaosSeed(t), 7)), rep, failpoint.PatchApplied)
+	t.Logf("chaos: %d kills; crash points by phase: %s; median restart to the session taken back %v", rep.kills, phaseList(rep.phases), medianOf(rep.takeover))
 	for _, v := range rep.violations {
 		t.Error(v)
 	}
@@ -190,7 +216,10 @@ func phaseAt(t *testing.T, dataDir, dbURL string) string {
 	}
 }
 
-func chaosTrial(t *testing.T, bin string, rng *rand.Rand, rep *chaosReport) {
+// chaosTrial runs one flow under kills. With fp set, the first process is
+// armed with that failpoint and killed by it (and no kill is timed); the
+// processes after it are not armed and not killed.
+func chaosTrial(t *testing.T, bin string, rng *rand.Rand, rep *chaosReport, fp string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 	var violationsBefore int
@@ -213,7 +242,12 @@ func chaosTrial(t *testing.T, bin string, rng *rand.Rand, rep *chaosReport) {
 		env["AGENTOS_DATABASE_URL"], env["AGENTOS_REPLICA_ID"] = dbURL, "chaos-1"
 	}
 	var allLogs strings.Builder
-	bot := startServeIn(ctx, t, bin, env, data)
+	first := env
+	if fp != "" {
+		first = maps.Clone(env)
+		first[failpoint.Env] = fp
+	}
+	bot := startServeIn(ctx, t, bin, first, data)
 	fake.DeliverTo(bot.url+"/webhook", []byte(secret))
 	alice, err := github.New(github.Config{BaseURL: srv.URL, Token: aliceTok})
 	if err != nil {
@@ -335,7 +369,26 @@ func chaosTrial(t *testing.T, bin string, rng *rand.Rand, rep *chaosReport) {
 		// PR marked ready — before the process can record it: the moments
 		// of publication, which timed kills rarely hit (the sandboxed go
 		// test takes most of a run's time).
-		if rng.IntN(5) < 2 {
+		phase := ""
+		if fp != "" {
+			// The armed process kills itself at the failpoint; until then
+			// the loop goes on answering approval requests.
+			select {
+			case <-bot.done:
+			case <-time.After(100 * time.Millisecond):
+				if done() {
+					t.Fatalf("the flow finished and the failpoint %s was never hit", fp)
+				}
+				continue
+			case <-ctx.Done():
+				t.Fatalf("timed out before the failpoint %s was hit; delivery errors %v\n%s", fp, fake.DeliveryErrors(), tail(allLogs.String()+bot.logs(), 20000))
+			}
+			if !strings.Contains(bot.logs(), "failpoint "+fp+": SIGKILL") {
+				t.Fatalf("the armed process ended, but not at the failpoint %s\n%s", fp, tail(bot.logs(), 20000))
+			}
+			phase = "failpoint " + fp
+			kills = 3 // this one makes 4: the flow now finishes unkilled
+		} else if rng.IntN(5) < 2 {
 			n := botWrites(fake) + 1 + rng.IntN(3)
 			for deadline := time.Now().Add(90 * time.Second); botWrites(fake) < n && time.Now().Before(deadline) && ctx.Err() == nil && !done(); {
 				time.Sleep(2 * time.Millisecond)
@@ -349,12 +402,14 @@ func chaosTrial(t *testing.T, bin string, rng *rand.Rand, rep *chaosReport) {
 				t.Fatalf("timed out; delivery errors %v\n%s", fake.DeliveryErrors(), tail(allLogs.String()+bot.logs(), 20000))
 			}
 		}
-		if done() {
-			break
+		if phase == "" {
+			if done() {
+				break
+			}
+			_ = bot.cmd.Process.Kill() // SIGKILL
+			<-bot.done
+			phase = phaseAt(t, data, dbURL)
 		}
-		_ = bot.cmd.Process.Kill() // SIGKILL
-		<-bot.done
-		phase := phaseAt(t, data, dbURL)
 		lastPhase = phase
 		allLogs.WriteString(bot.logs())
 		kills++
@@ -434,7 +489,7 @@ func chaosTrial(t *testing.T, bin string, rng *rand.Rand, rep *chaosReport) {
 	evs := decodeLog(t, raw)
 	var terminals []string
 	requested := map[string]bool{}
-	patches := 0
+	patches, interruptedPatches := 0, 0
 	for _, e := range evs {
 		switch e.Type {
 		case event.TurnTerminal:
@@ -447,6 +502,9 @@ func chaosTrial(t *testing.T, bin string, rng *rand.Rand, rep *chaosReport) {
 			if event.FieldString(e.Payload, "tool") == "repo.patch" && event.FieldBool(e.Payload, "ok") {
 				patches++
 			}
+			if event.FieldString(e.Payload, "tool") == "repo.patch" && event.FieldString(event.Field(e.Payload, "error"), "code") == run.CodeInterrupted {
+				interruptedPatches++
+			}
 		}
 	}
 	if !slices.Equal(terminals, []string{"completed"}) {
@@ -454,6 +512,16 @@ func chaosTrial(t *testing.T, bin string, rng *rand.Rand, rep *chaosReport) {
 	}
 	if patches != 1 {
 		violation("%d repo.patch calls applied in the log, want 1", patches)
+	}
+	if fp == failpoint.PatchApplied {
+		// The killed call is closed, not repeated, and the second patch
+		// needed an approval of its own.
+		if interruptedPatches != 1 {
+			violation("%d repo.patch calls closed %s, want the one the failpoint killed", interruptedPatches, run.CodeInterrupted)
+		}
+		if len(requested) != 2 {
+			violation("%d approval requests, want 2: one per repo.patch call", len(requested))
+		}
 	}
 	var botReviews int
 	for _, r := range fake.Reviews(repoName, pr.Number) {

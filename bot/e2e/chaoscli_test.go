@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentos/agentos/kernel/failpoint"
 	"github.com/agentos/agentos/kernel/testenv"
 	"github.com/agentos/agentos/runtime/demo"
 	"github.com/agentos/agentos/runtime/event"
@@ -76,7 +77,7 @@ func TestChaosKillCLI(t *testing.T) {
 	rep := &cliReport{phases: map[string]int{}, commands: map[string]int{}}
 	for i := range trials {
 		t.Run(fmt.Sprintf("trial-%d", i), func(t *testing.T) {
-			cliTrial(t, bin, rand.New(rand.NewPCG(seed+uint64(i), 11)), kills, rep)
+			cliTrial(t, bin, rand.New(rand.NewPCG(seed+uint64(i), 11)), kills, rep, "")
 		})
 		rep.add(func(r *cliReport) {
 			t.Logf("after trial %d: %d kills, %d violations, %d runs ended by a kill, median resume start to takeover %v over %d, phases %v, commands %v", i, r.kills, len(r.violations), r.orphaned, medianOf(r.takeover), len(r.takeover), r.phases, r.commands)
@@ -84,6 +85,27 @@ func TestChaosKillCLI(t *testing.T) {
 	}
 	t.Logf("cli chaos: %d trials, %d kills (by command %v); crash points by phase: %s; runs ended by a kill: %d; violations: %d; median resume start to the run taken over %v (%d takeovers)",
 		rep.trials, rep.kills, rep.commands, phaseList(rep.phases), rep.orphaned, len(rep.violations), medianOf(rep.takeover), len(rep.takeover))
+	for _, v := range rep.violations {
+		t.Error(v)
+	}
+}
+
+// TestChaosKillCLIInsideApprovedPatch: the CLI flow with the kill inside
+// the approved repo.patch — after it wrote the user's worktree, before its
+// tool.result is recorded (failpoint.PatchApplied, armed until it is hit;
+// no timed kills). The resume that takes the run over must close the call
+// INTERRUPTED, not repeat it, and put auth.go back as the log knows it:
+// the original, since no patch applied in the log.
+func TestChaosKillCLIInsideApprovedPatch(t *testing.T) {
+	if testing.Short() {
+		t.Skip("kills agentos processes")
+	}
+	rep := &cliReport{phases: map[string]int{}, commands: map[string]int{}}
+	cliTrial(t, agentosBinary(t), rand.New(rand.NewPCG(chaosSeed(t), 11)), 0, rep, failpoint.PatchApplied)
+	t.Logf("cli chaos: %d kills (by command %v); crash points by phase: %s", rep.kills, rep.commands, phaseList(rep.phases))
+	if rep.kills != 1 {
+		t.Errorf("%d kills, want the failpoint's one", rep.kills)
+	}
 	for _, v := range rep.violations {
 		t.Error(v)
 	}
@@ -144,7 +166,10 @@ func cliPhase(evs []event.Event) string {
 	}
 }
 
-func cliTrial(t *testing.T, bin string, rng *rand.Rand, maxKills int, rep *cliReport) {
+// cliTrial runs the CLI flow under at most maxKills timed kills; with fp
+// set, every command is armed with that failpoint until one is killed by
+// it.
+func cliTrial(t *testing.T, bin string, rng *rand.Rand, maxKills int, rep *cliReport, fp string) {
 	testenv.LookPath(t, "go")
 	repo, data := t.TempDir(), t.TempDir()
 	if err := demo.WriteSample(repo); err != nil {
@@ -203,6 +228,9 @@ func cliTrial(t *testing.T, bin string, rng *rand.Rand, maxKills int, rep *cliRe
 		}
 		cmd := exec.Command(bin, args...)
 		cmd.Env = env
+		if fp != "" {
+			cmd.Env = append(slices.Clone(env), failpoint.Env+"="+fp)
+		}
 		var out bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &out
 		started := time.Now()
@@ -263,11 +291,17 @@ func cliTrial(t *testing.T, bin string, rng *rand.Rand, maxKills int, rep *cliRe
 				return
 			}
 		}
+		phase := ""
+		if fp != "" && strings.Contains(out.String(), "failpoint "+fp+": SIGKILL") {
+			killed, phase, fp = true, "failpoint "+fp, "" // disarmed
+		}
 		fmt.Fprintf(&logs, "$ agentos %s (killed %v)\n%s\n", strings.Join(args, " "), killed, out.String())
 		if killed {
 			kills++
 			after := readSession(t, data, sid)
-			phase := cliPhase(after)
+			if phase == "" {
+				phase = cliPhase(after)
+			}
 			rep.add(func(r *cliReport) { r.kills++; r.phases[phase]++; r.commands[args[0]]++ })
 		}
 		if args[0] == "resume" && snap.RunStatus == "running" {

@@ -70,7 +70,7 @@ func agentosBinary(t *testing.T) string {
 			return
 		}
 		binary = filepath.Join(dir, "agentos")
-		cmd := exec.Command("go", "build", "-o", binary, "./cmd/agentos")
+		cmd := exec.Command("go", "build", "-tags", binaryTags, "-o", binary, "./cmd/agentos")
 		cmd.Dir = filepath.Join("..", "..")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			buildErr = fmt.Errorf("go build ./cmd/agentos: %v\n%s", err, out)

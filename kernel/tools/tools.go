@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/agentos/agentos/kernel"
+	"github.com/agentos/agentos/kernel/failpoint"
 	"github.com/agentos/agentos/kernel/patch"
 	"github.com/agentos/agentos/kernel/workspace"
 	"gopkg.in/yaml.v3"
@@ -150,6 +151,7 @@ func (t *tools) patchTool() kernel.ToolDef {
 			if err := t.commit(fps, results); err != nil {
 				return nil, err
 			}
+			failpoint.Hit(failpoint.PatchApplied)
 			return map[string]any{"files": a.Files, "lines_added": a.LinesAdded, "lines_removed": a.LinesRemoved}, nil
 		},
 	}
