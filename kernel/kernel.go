@@ -45,6 +45,21 @@ type Call struct {
 	// command or path they do not allow is refused (TOOL_NOT_ALLOWED,
 	// stage "rules") before the sandbox, the approval and tool.invoke.
 	Rules *toolrule.Set
+	// SkillRules, when not nil, are the argument rules of the loaded
+	// skills' allowed-tools (toolrule.ForScope: Bash(git diff:*) in a
+	// SKILL.md), checked the same way: a call must pass both sets.
+	SkillRules *toolrule.Set
+}
+
+// ruleSets are the call's argument rules that constrain something.
+func (c Call) ruleSets() []*toolrule.Set {
+	var out []*toolrule.Set
+	for _, s := range []*toolrule.Set{c.Rules, c.SkillRules} {
+		if !s.Empty() {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // Outcome is a dispatch that did not fail: a result, or an action waiting
@@ -436,7 +451,7 @@ func (k *Kernel) ExecuteApproved(ctx context.Context, rec Recorder, c Call, appr
 	if err := k.checkRules(ctx, rec, c, args, nil); err != nil {
 		return Outcome{}, err
 	}
-	if r.def.Category == CategoryWrite && !c.Rules.Empty() {
+	if r.def.Category == CategoryWrite && len(c.ruleSets()) > 0 {
 		risk, _, perr := k.assess(ctx, k.env(), r, args)
 		if perr != nil {
 			return Outcome{}, k.reject(ctx, rec, c, "policy", perr)
@@ -453,19 +468,18 @@ func (k *Kernel) ExecuteApproved(ctx context.Context, rec Recorder, c Call, appr
 // tool.rejected at stage "rules" with TOOL_NOT_ALLOWED and the refusal
 // (which rule, which command or path) as details.
 func (k *Kernel) checkRules(ctx context.Context, rec Recorder, c Call, args json.RawMessage, paths []string) error {
-	if c.Rules.Empty() {
-		return nil
+	for _, set := range c.ruleSets() {
+		var ref *toolrule.Refusal
+		if args != nil {
+			ref = set.CheckArgs(c.Name, args)
+		} else {
+			ref = set.CheckWrite(c.Name, paths)
+		}
+		if ref != nil {
+			return k.reject(ctx, rec, c, "rules", &Error{Kind: "gate", Code: CodeToolNotAllowed, Message: ref.Error(), Details: ref})
+		}
 	}
-	var ref *toolrule.Refusal
-	if args != nil {
-		ref = c.Rules.CheckArgs(c.Name, args)
-	} else {
-		ref = c.Rules.CheckWrite(c.Name, paths)
-	}
-	if ref == nil {
-		return nil
-	}
-	return k.reject(ctx, rec, c, "rules", &Error{Kind: "gate", Code: CodeToolNotAllowed, Message: ref.Error(), Details: ref})
+	return nil
 }
 
 func mustArgs(raw json.RawMessage) (json.RawMessage, *guard.Diagnostic) {

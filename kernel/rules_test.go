@@ -186,3 +186,46 @@ func TestArgumentRulesAndHooks(t *testing.T) {
 		t.Errorf("reached %v", reached)
 	}
 }
+
+// TestSkillRulesAndActionRulesBothBind: a call carries the Action's rules
+// and the loaded skills' (Call.SkillRules, from a SKILL.md's
+// allowed-tools: Bash(git diff:*)); each refuses what it does not allow,
+// and the refusal names whose rule it was.
+func TestSkillRulesAndActionRulesBothBind(t *testing.T) {
+	ctx := context.Background()
+	e := setup(t, "", nil)
+	action := rules(t, []string{"Bash(git:*)", "Read"}, nil)
+	skill, err := toolrule.ForScope([]string{"Bash(git diff:*)", "repo.read"})
+	must(t, err)
+	calls := []struct {
+		tool, args string
+		refused    string // what the refusal names; "" = not refused
+	}{
+		{"process.run", `{"command":"git diff HEAD~1"}`, ""},
+		{"process.run", `{"command":"git push origin main"}`, "skill allowed-tools rules Bash(git diff:*)"},
+		{"process.run", `{"command":"go test ./..."}`, "allowed_tools rules Bash(git:*)"},
+		{"repo.read", `{"path":"auth.go"}`, ""},
+	}
+	for i, c := range calls {
+		out, err := e.k.Dispatch(ctx, e.j, kernel.Call{ID: "s" + string(rune('a'+i)), Name: c.tool, Args: json.RawMessage(c.args), Caller: "worker", Rules: action, SkillRules: skill})
+		if c.refused == "" {
+			if err != nil {
+				t.Errorf("%s %s: %v, want it through the rules", c.tool, c.args, err)
+			}
+			continue
+		}
+		if code(err) != kernel.CodeToolNotAllowed || !strings.Contains(err.Error(), c.refused) {
+			t.Errorf("%s %s: %v (%+v), want TOOL_NOT_ALLOWED naming %q", c.tool, c.args, err, out, c.refused)
+		}
+	}
+	rej, _ := rejections(t, e)
+	if len(rej) != 2 {
+		t.Fatalf("%d rejections, want 2: %v", len(rej), rej)
+	}
+	if ref, _ := rej[0]["refusal"].(map[string]any); rej[0]["stage"] != "rules" || ref["source"] != toolrule.SourceSkills {
+		t.Errorf("the skill's refusal is recorded as %v", rej[0])
+	}
+	if ref, _ := rej[1]["refusal"].(map[string]any); ref["source"] != nil {
+		t.Errorf("the Action's refusal is recorded with a source: %v", rej[1])
+	}
+}

@@ -52,14 +52,19 @@ func cmdSkills(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			Triggers     []string `json:"triggers"`
 			AllowedTools []string `json:"allowed_tools"`
 			Declared     []string `json:"declared_tools,omitempty"`
-			Root         string   `json:"root"`
+			// Rules: the entries whose argument binds calls
+			// (Bash(git diff:*)); LeftOut: entries agentos cannot
+			// enforce, which allow nothing.
+			Rules   []string `json:"rules,omitempty"`
+			LeftOut []string `json:"left_out,omitempty"`
+			Root    string   `json:"root"`
 		}
 		out := struct {
 			Skills  []item           `json:"skills"`
 			Skipped []skills.Problem `json:"skipped"`
 		}{Skills: []item{}, Skipped: problems}
 		for _, s := range reg.List() {
-			out.Skills = append(out.Skills, item{s.Name, s.Description, s.Triggers, s.AllowedTools, s.DeclaredTools, s.Root})
+			out.Skills = append(out.Skills, item{s.Name, s.Description, s.Triggers, s.AllowedTools, s.DeclaredTools, argumentRules(s), s.RuleProblems, s.Root})
 		}
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
@@ -71,11 +76,29 @@ func cmdSkills(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			declared = fmt.Sprintf(" (as written: %s)", strings.Join(s.DeclaredTools, ", "))
 		}
 		fmt.Fprintf(stdout, "%-10s %-15s %s\n           triggers: %v  allowed-tools: %v%s\n", s.Name, s.Root, s.Description, s.Triggers, s.AllowedTools, declared)
+		if rules := argumentRules(s); len(rules) > 0 {
+			fmt.Fprintf(stdout, "           rules: %s (calls must match them while the skill is loaded)\n", strings.Join(rules, ", "))
+		}
+		for _, p := range s.RuleProblems {
+			fmt.Fprintf(stdout, "           left out, allows nothing: %s\n", p)
+		}
 	}
 	for _, p := range problems {
 		fmt.Fprintf(stderr, "skipped: %s\n", p)
 	}
 	return nil
+}
+
+// argumentRules are a skill's enforced allowed-tools entries with an
+// argument: the permission rules its calls must match.
+func argumentRules(s *skills.Skill) []string {
+	var out []string
+	for _, e := range s.ToolEntries {
+		if strings.Contains(e, "(") {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 func hooksFlags(fs *flag.FlagSet) (repo *string) {

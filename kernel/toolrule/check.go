@@ -18,16 +18,23 @@ type Refusal struct {
 	// Allowed are the allow rules none of which matches Subject.
 	Allowed []string `json:"allowed,omitempty"`
 	Reason  string   `json:"reason"`
+	// Source is the refusing set's Source: "" for the Action's lists,
+	// SourceSkills for the loaded skills' allowed-tools.
+	Source string `json:"source,omitempty"`
 }
 
 func (r *Refusal) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s %q: %s", r.Tool, r.Subject, r.Reason)
+	allowed, disallowed := "allowed_tools", "disallowed_tools"
+	if r.Source != "" {
+		allowed = r.Source
+	}
 	if r.Rule != "" {
-		fmt.Fprintf(&b, " (disallowed_tools rule %s)", r.Rule)
+		fmt.Fprintf(&b, " (%s rule %s)", disallowed, r.Rule)
 	}
 	if len(r.Allowed) > 0 {
-		fmt.Fprintf(&b, " (allowed_tools rules %s)", strings.Join(r.Allowed, ", "))
+		fmt.Fprintf(&b, " (%s rules %s)", allowed, strings.Join(r.Allowed, ", "))
 	}
 	return b.String()
 }
@@ -39,6 +46,18 @@ func (r *Refusal) Error() string {
 // checked with CheckWrite once their paths are known. A nil or empty
 // set allows everything.
 func (s *Set) CheckArgs(tool string, args json.RawMessage) *Refusal {
+	return s.sourced(s.checkArgs(tool, args))
+}
+
+// sourced marks a refusal with the set's Source.
+func (s *Set) sourced(r *Refusal) *Refusal {
+	if r != nil && r.Source == "" {
+		r.Source = s.Source
+	}
+	return r
+}
+
+func (s *Set) checkArgs(tool string, args json.RawMessage) *Refusal {
 	f := toolFamily[tool]
 	if s.Empty() || f == 0 || f == famEdit || !s.inForce(f) {
 		return nil
@@ -72,6 +91,10 @@ func (s *Set) CheckArgs(tool string, args json.RawMessage) *Refusal {
 // repo.write) against the Edit rules. A write whose paths are not known
 // is refused while an Edit rule is in force.
 func (s *Set) CheckWrite(tool string, paths []string) *Refusal {
+	return s.sourced(s.checkWrite(tool, paths))
+}
+
+func (s *Set) checkWrite(tool string, paths []string) *Refusal {
 	if s.Empty() || toolFamily[tool] != famEdit || !s.inForce(famEdit) {
 		return nil
 	}

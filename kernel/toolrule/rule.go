@@ -91,6 +91,53 @@ type Set struct {
 	// concern a rule family (bare or with an argument), in order: what
 	// a run records so that a resumed run can be checked against them.
 	AllowRaw, DenyRaw []string
+	// Source names the lists in refusals: "" for the Action's
+	// allowed_tools and disallowed_tools, SourceSkills for a scope's.
+	Source string
+}
+
+// SourceSkills is the Source of the rules ForScope builds.
+const SourceSkills = "skill allowed-tools"
+
+// scopeFamily maps the agentos tools whose bare name in a scope allows
+// every use of their family's argument, as Claude Code's bare Bash, Read
+// and Edit do. repo.search is not one: alone it reads no chosen path, and
+// a Read rule beside it still refuses it (CheckArgs).
+var scopeFamily = map[string]string{
+	"process.run": "Bash",
+	"repo.read":   "Read",
+	"repo.patch":  "Edit",
+	"repo.write":  "Edit",
+}
+
+// ForScope builds the rules of a tool scope's entries whose allowances add
+// up: the allowed-tools of the skills a run has loaded, in Claude Code's
+// names (Bash(git diff:*), Read(docs/**), Edit) or agentos names
+// (process.run, repo.read). A call is allowed when any entry allows it: a
+// bare name of the family's tool, in either naming, allows every use.
+// Entries that name no rule family are the scope's business and skipped.
+// An argument this package cannot enforce is an error, as for Parse; a
+// scope that cannot be enforced must not be widened by it. The set has
+// no deny rules, and Empty when no entry has an argument.
+func ForScope(entries []string) (*Set, error) {
+	in := make([]string, 0, len(entries))
+	seen := map[string]bool{}
+	for _, e := range entries {
+		e = strings.TrimSpace(e)
+		if fam, ok := scopeFamily[e]; ok {
+			e = fam
+		}
+		if !seen[e] {
+			seen[e] = true
+			in = append(in, e)
+		}
+	}
+	s, err := Parse(in, nil)
+	if err != nil {
+		return nil, err
+	}
+	s.Source = SourceSkills
+	return s, nil
 }
 
 // Parse builds a set from the entries of an allowed and a disallowed

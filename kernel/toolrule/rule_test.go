@@ -3,6 +3,7 @@ package toolrule
 import (
 	"encoding/json"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -277,5 +278,57 @@ func TestPathRules(t *testing.T) {
 	}
 	if ref := s.CheckArgs("test.run", json.RawMessage(`{}`)); ref != nil {
 		t.Errorf("a tool no rule family concerns was refused: %v", ref)
+	}
+}
+
+// TestForScope: a scope's entries add up — a bare name, Claude Code's or
+// agentos's, allows every use of its family; rules with an argument
+// allow what they match; an argument that cannot be enforced is an error.
+func TestForScope(t *testing.T) {
+	cmd := func(c string) json.RawMessage { return json.RawMessage(`{"command":` + strconv.Quote(c) + `}`) }
+	read := func(p string) json.RawMessage { return json.RawMessage(`{"path":` + strconv.Quote(p) + `}`) }
+	s, err := ForScope([]string{"echo", "Bash(git diff:*)", "Read(docs/**)", "repo.patch", "Bash(git log:*)"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Empty() || s.Source != SourceSkills || strings.Join(s.AllowRaw, " ") != "Bash(git diff:*) Read(docs/**) Edit Bash(git log:*)" {
+		t.Fatalf("set %+v", s)
+	}
+	for c, ok := range map[string]bool{"git diff --stat": true, "git log -1": true, "git push": false, "git diff; rm -rf .": false} {
+		if r := s.CheckArgs("process.run", cmd(c)); (r == nil) != ok {
+			t.Errorf("%q: refusal %v, want allowed=%v", c, r, ok)
+		} else if r != nil && (r.Source != SourceSkills || !strings.Contains(r.Error(), "skill allowed-tools rules")) {
+			t.Errorf("%q: refusal %v does not say it is the skills'", c, r.Error())
+		}
+	}
+	if r := s.CheckArgs("repo.read", read("docs/a.md")); r != nil {
+		t.Errorf("docs/a.md: %v", r)
+	}
+	if r := s.CheckArgs("repo.read", read("auth.go")); r == nil {
+		t.Error("auth.go read outside Read(docs/**)")
+	}
+	if r := s.CheckWrite("repo.patch", []string{"auth.go"}); r != nil {
+		t.Errorf("a bare repo.patch allows every write: %v", r)
+	}
+
+	// Another skill's bare name widens its family for the union.
+	if s, _ := ForScope([]string{"Bash(git diff:*)", "process.run"}); s.CheckArgs("process.run", cmd("go test ./...")) != nil {
+		t.Error("process.run beside Bash(git diff:*) still refused go test")
+	}
+	if s, _ := ForScope([]string{"Read(docs/**)", "Read"}); s.CheckArgs("repo.read", read("auth.go")) != nil {
+		t.Error("Read beside Read(docs/**) still refused auth.go")
+	}
+	// repo.search alone does not widen Read: it reads no chosen path.
+	if s, _ := ForScope([]string{"Read(docs/**)", "repo.search"}); s.CheckArgs("repo.read", read("auth.go")) == nil {
+		t.Error("repo.search widened Read(docs/**)")
+	}
+	// Names alone constrain no argument.
+	if s, _ := ForScope([]string{"echo", "repo.read", "Bash", "mcp__github__get_issue"}); !s.Empty() {
+		t.Errorf("bare names made rules: %+v", s)
+	}
+	for _, bad := range []string{"Read(//etc/**)", "Read(~/.ssh/**)", "WebFetch(domain:example.com)", "Grep(src/**)", "Bash(", "Bash()"} {
+		if _, err := ForScope([]string{"Bash(git diff:*)", bad}); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
 	}
 }

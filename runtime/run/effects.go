@@ -94,6 +94,9 @@ type Call struct {
 	// Rules are permission rules on the arguments (kernel.Call.Rules);
 	// nil means none.
 	Rules *toolrule.Set
+	// SkillRules are the loaded skills' argument rules
+	// (kernel.Call.SkillRules); nil means none.
+	SkillRules *toolrule.Set
 }
 
 // Tools is what the runtime needs from the kernel. The kernel records its

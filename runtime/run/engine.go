@@ -5,15 +5,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/agentos/agentos/runtime/untrusted"
 	"io/fs"
 	"strings"
 
+	"github.com/agentos/agentos/kernel/toolrule"
 	"github.com/agentos/agentos/runtime/event"
 	"github.com/agentos/agentos/runtime/hooks"
 	"github.com/agentos/agentos/runtime/journal"
 	"github.com/agentos/agentos/runtime/provider"
 	"github.com/agentos/agentos/runtime/skills"
+	"github.com/agentos/agentos/runtime/untrusted"
 	"github.com/agentos/agentos/schemas"
 	"github.com/agentos/agentos/workflows"
 )
@@ -100,6 +101,9 @@ type state struct {
 	prompt  string
 	skills  []*skills.Skill // loaded skills, in the order they were invoked
 	allowed []string
+	// skillRules are the argument rules of the loaded skills'
+	// allowed-tools (nil: none), for the Worker's calls.
+	skillRules *toolrule.Set
 	// defaultScoped: a loaded skill's scope came from the default tools,
 	// so Engine.DefaultScopeExtra applies.
 	defaultScoped bool

@@ -39,7 +39,7 @@ func domainOnly(err error) error {
 
 // Dispatch implements Tools.
 func (t KernelTools) Dispatch(ctx context.Context, rec kernel.Recorder, c Call) error {
-	_, err := t.K.Dispatch(ctx, rec, kernel.Call{ID: c.ID, Name: c.Name, Args: c.Args, Caller: c.Role, Scope: c.AllowedTools, NoRepair: c.NoRepair, WritePaths: c.WritePaths, Rules: c.Rules})
+	_, err := t.K.Dispatch(ctx, rec, kernel.Call{ID: c.ID, Name: c.Name, Args: c.Args, Caller: c.Role, Scope: c.AllowedTools, NoRepair: c.NoRepair, WritePaths: c.WritePaths, Rules: c.Rules, SkillRules: c.SkillRules})
 	return domainOnly(err)
 }
 
@@ -55,6 +55,6 @@ func (t KernelTools) ExecuteApproved(ctx context.Context, rec kernel.Recorder, c
 	if len(p.Args) > 0 {
 		args = p.Args // the approved arguments, exactly
 	}
-	_, err := t.K.ExecuteApproved(ctx, rec, kernel.Call{ID: c.ID, Name: c.Name, Args: args, Caller: c.Role, Scope: c.AllowedTools, NoRepair: c.NoRepair, WritePaths: c.WritePaths, Rules: c.Rules}, p.ApprovalID, p.Digest, rev)
+	_, err := t.K.ExecuteApproved(ctx, rec, kernel.Call{ID: c.ID, Name: c.Name, Args: args, Caller: c.Role, Scope: c.AllowedTools, NoRepair: c.NoRepair, WritePaths: c.WritePaths, Rules: c.Rules, SkillRules: c.SkillRules}, p.ApprovalID, p.Digest, rev)
 	return domainOnly(err)
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -27,6 +28,8 @@ import (
 // approval; anything else is TOOL_NOT_FOUND. It counts executions so tests
 // can prove nothing runs twice.
 type fakeKernel struct {
+	mu       sync.Mutex
+	calls    []Call // every dispatched call
 	executed atomic.Int32
 	approval atomic.Int32
 	started  chan struct{} // the slow tool started
@@ -53,6 +56,9 @@ func (k *fakeKernel) Specs(scope []string) []provider.ToolSpec {
 }
 
 func (k *fakeKernel) Dispatch(ctx context.Context, rec kernel.Recorder, c Call) error {
+	k.mu.Lock()
+	k.calls = append(k.calls, c)
+	k.mu.Unlock()
 	switch c.Name {
 	case "echo":
 		var a struct{ Text *string }

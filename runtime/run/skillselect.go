@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/agentos/agentos/kernel/toolrule"
 	"github.com/agentos/agentos/runtime/event"
 	"github.com/agentos/agentos/runtime/hooks"
 	"github.com/agentos/agentos/runtime/skills"
@@ -61,7 +62,7 @@ func (s *state) invokeSkill(ctx context.Context, sk *skills.Skill, by, scopeKind
 	lim := s.e.Limits
 	if lim.Allow != nil && (defaultTools || sk.AllowedTools == nil) {
 		c := *sk
-		c.AllowedTools = lim.Allow
+		c.AllowedTools, c.ToolEntries = lim.Allow, nil
 		sk = &c
 	}
 	loaded := append(append([]*skills.Skill(nil), s.skills...), sk)
@@ -75,6 +76,16 @@ func (s *state) invokeSkill(ctx context.Context, sk *skills.Skill, by, scopeKind
 		p["tool_limits"] = lim.record()
 		p["limited_scope"] = allowed
 	}
+	rules, err := toolrule.ForScope(scopeEntries(loaded))
+	if err != nil {
+		// Skills keep only the entries ForScope reads (skills.Load).
+		return fmt.Errorf("skill %s: %w", sk.Name, err)
+	}
+	if rules.Empty() {
+		rules = nil
+	} else {
+		p["tool_rules"] = rules.AllowRaw
+	}
 	ev, err := s.f.emit(ctx, event.SkillInvoke, "runtime", p, "")
 	if err != nil {
 		return err
@@ -86,7 +97,7 @@ func (s *state) invokeSkill(ctx context.Context, sk *skills.Skill, by, scopeKind
 	if err := lim.sameAsRecorded(ev); err != nil {
 		return err
 	}
-	s.skills, s.defaultScoped, s.allowed = loaded, defaultScoped, allowed
+	s.skills, s.defaultScoped, s.allowed, s.skillRules = loaded, defaultScoped, allowed, rules
 	d, err := s.f.hook(ctx, s.e.Hooks, hooks.Input{Event: hooks.SkillStart, SessionID: s.f.j.SessionID(), Cwd: s.in.Cwd, Skill: sk.Name})
 	if err != nil {
 		return err
@@ -116,6 +127,25 @@ func scope(loaded []*skills.Skill) []string {
 				seen[t] = true
 				out = append(out, t)
 			}
+		}
+	}
+	return out
+}
+
+// scopeEntries are the loaded skills' allowed-tools as toolrule.ForScope
+// reads them: each skill's enforceable entries as written (Bash(git
+// diff:*) keeps its argument), else its agentos tools, else the default
+// skill's tools. Their argument rules add up, as the scope does.
+func scopeEntries(loaded []*skills.Skill) []string {
+	var out []string
+	for _, sk := range loaded {
+		switch {
+		case sk.ToolEntries != nil:
+			out = append(out, sk.ToolEntries...)
+		case sk.AllowedTools != nil:
+			out = append(out, sk.AllowedTools...)
+		default:
+			out = append(out, skills.DefaultTools...)
 		}
 	}
 	return out

@@ -184,3 +184,55 @@ func TestPlannerSkillChoiceEdges(t *testing.T) {
 		})
 	}
 }
+
+// TestSkillArgumentRulesReachTheKernel: a skill's allowed-tools rule with
+// an argument (Bash(git diff:*)) is recorded in skill.invoke and carried
+// on every Worker call while the skill is loaded (Call.SkillRules), where
+// the kernel enforces it; a skill of bare names carries none.
+func TestSkillArgumentRulesReachTheKernel(t *testing.T) {
+	for _, c := range []struct {
+		tools string
+		rules string // the recorded tool_rules; "" = none
+	}{
+		// The default skill, loaded at intake, adds its bare repository
+		// tools (Read, Edit allow every path); process.run comes only
+		// with the chosen skill's rule.
+		{"echo Bash(git diff:*)", `["Read","Edit","Bash(git diff:*)"]`},
+		{"echo", ""},
+	} {
+		plan := `{"steps":[{"id":"s1","description":"echo the notes"}],"risks":[],"needs_advisor":false,"skills":["diff-notes"],"schema_version":"v1"}`
+		f, _ := selectionFixture(t, plan)
+		repo := fstest.MapFS{".claude/skills/diff-notes/SKILL.md": {Data: []byte("---\nname: diff-notes\ndescription: Writes notes from the diff.\nallowed-tools: " + c.tools + "\n---\nEcho the notes.\n")}}
+		sk, problems := skills.Discover(schemas.MustDefault(), skills.Root{Name: "builtin", FS: builtin.FS}, skills.Root{Name: ".claude/skills", FS: repo, Dir: ".claude/skills"})
+		if len(problems) > 0 {
+			t.Fatal(problems)
+		}
+		f.eng.Skills = sk
+		out, err := f.mgr.Start(context.Background(), f.eng, StartRequest{SessionID: "rules", Prompt: "write notes from the diff"})
+		if err != nil || out.Status != "completed" {
+			t.Fatalf("%s: %+v %v", c.tools, out, err)
+		}
+		evs := f.events(t, "rules")
+		verify(t, evs)
+		var recorded string
+		for _, e := range evs {
+			if e.Type == event.SkillInvoke && event.FieldString(e.Payload, "skill") == "diff-notes" {
+				recorded = string(event.Field(e.Payload, "tool_rules"))
+			}
+		}
+		if recorded != c.rules {
+			t.Errorf("%s: skill.invoke tool_rules %s, want %s", c.tools, recorded, c.rules)
+		}
+		f.kernel.mu.Lock()
+		calls := f.kernel.calls
+		f.kernel.mu.Unlock()
+		if len(calls) == 0 {
+			t.Fatalf("%s: no call reached the kernel", c.tools)
+		}
+		for _, call := range calls {
+			if got := call.SkillRules; (c.rules == "") != got.Empty() || (got != nil && strings.Join(got.AllowRaw, ",") != "Read,Edit,Bash(git diff:*)") {
+				t.Errorf("%s: call %s carries skill rules %v", c.tools, call.Name, got)
+			}
+		}
+	}
+}

@@ -68,7 +68,7 @@ func (s *state) work(ctx context.Context, directive, plan json.RawMessage, feedb
 		}
 		msgs = append(msgs, provider.Message{Role: provider.RoleAssistant, Content: resp.Text, ToolCalls: resp.ToolCalls})
 		for _, tc := range resp.ToolCalls {
-			c := Call{ID: tc.ID, Name: tc.Name, Args: tc.Args, AllowedTools: s.allowed, Role: "worker", NoRepair: s.in.NoRepair, WritePaths: s.writePaths}
+			c := Call{ID: tc.ID, Name: tc.Name, Args: tc.Args, AllowedTools: s.allowed, Role: "worker", NoRepair: s.in.NoRepair, WritePaths: s.writePaths, SkillRules: s.skillRules}
 			end := s.in.ctl.enterTool(c.Name, c.ID)
 			out, err := s.callTool(ctx, c)
 			end()

@@ -75,11 +75,12 @@ type Pass struct {
 // Pass runs one Plan-Work-Review pass. It may pause for an approval.
 func (st *Steps) Pass(ctx context.Context, p Pass) (Result, error) {
 	s := st.s
-	prompt, allowed, wp := s.prompt, s.allowed, s.writePaths
-	defer func() { s.prompt, s.allowed, s.writePaths = prompt, allowed, wp }()
+	prompt, allowed, wp, sr := s.prompt, s.allowed, s.writePaths, s.skillRules
+	defer func() { s.prompt, s.allowed, s.writePaths, s.skillRules = prompt, allowed, wp, sr }()
 	s.prompt = p.Prompt
 	if p.AllowedTools != nil {
-		s.allowed = p.AllowedTools
+		// A persona's own tools take the skills' place, rules and all.
+		s.allowed, s.skillRules = p.AllowedTools, nil
 	}
 	s.writePaths = p.WritePaths
 	return s.pass(ctx)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/adrg/frontmatter"
 	"github.com/agentos/agentos/kernel"
+	"github.com/agentos/agentos/kernel/toolrule"
 	"github.com/agentos/agentos/runtime/claudecode"
 	"github.com/agentos/agentos/schemas"
 	"gopkg.in/yaml.v3"
@@ -40,8 +41,17 @@ type Skill struct {
 	// does not restrict tools): DeclaredTools with Claude Code's names
 	// mapped through claudecode.Table (Read → repo.read, …). A declared
 	// name that maps to nothing is kept as it is, so it allows nothing.
+	// An entry whose argument agentos cannot enforce
+	// (WebFetch(domain:…), Read(//etc/**)) is left out: it allows nothing.
 	AllowedTools  []string
 	DeclaredTools []string // allowed-tools as the SKILL.md writes them
+	// ToolEntries are the DeclaredTools agentos enforces (nil when none
+	// are declared): their argument rules (Bash(git diff:*),
+	// Read(docs/**)) bind every call while the skill is loaded
+	// (toolrule.ForScope, kernel.Call.SkillRules).
+	ToolEntries []string
+	// RuleProblems say which declared entries were left out and why.
+	RuleProblems []string
 	// ModelInvocable is false for a skill whose frontmatter says
 	// disable-model-invocation: true (Claude Code's field for a skill
 	// only a person starts): the Planner is not offered it.
@@ -175,7 +185,15 @@ func load(reg *schemas.Registry, root Root, p, dirName string) (*Skill, error) {
 	}
 	s.DeclaredTools = parseAllowedTools(f.AllowedTools)
 	if s.DeclaredTools != nil {
-		s.AllowedTools, _ = claudecode.AllowedTools(s.DeclaredTools)
+		s.ToolEntries = []string{}
+		for _, d := range s.DeclaredTools {
+			if _, err := toolrule.ForScope([]string{d}); err != nil {
+				s.RuleProblems = append(s.RuleProblems, err.Error())
+				continue
+			}
+			s.ToolEntries = append(s.ToolEntries, d)
+		}
+		s.AllowedTools, _ = claudecode.AllowedTools(s.ToolEntries)
 		if s.AllowedTools == nil {
 			s.AllowedTools = []string{} // declared empty: no tool at all
 		}
@@ -235,7 +253,10 @@ func (r *Registry) ToolNotes(registered, lazy []string) []string {
 	}
 	var notes []string
 	for _, s := range r.List() {
-		for _, d := range s.DeclaredTools {
+		for _, p := range s.RuleProblems {
+			notes = append(notes, fmt.Sprintf("skill %s (%s): %s; the skill cannot use that entry", s.Name, s.Path, p))
+		}
+		for _, d := range s.ToolEntries {
 			ours, ok := claudecode.Ours(d)
 			if !ok {
 				ours = []string{strings.TrimSpace(d)}

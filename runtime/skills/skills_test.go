@@ -130,6 +130,35 @@ func TestClaudeCodeAllowedTools(t *testing.T) {
 	}
 }
 
+// TestAllowedToolsArgumentRules: an entry with an argument agentos
+// enforces stays (its rule binds calls while the skill is loaded, see
+// toolrule.ForScope); one whose argument it cannot enforce is left out,
+// grants no tool, and is reported at load.
+func TestAllowedToolsArgumentRules(t *testing.T) {
+	repo := fstest.MapFS{
+		".claude/skills/audit/SKILL.md": {Data: []byte("---\nname: audit\ndescription: Audits the config.\nallowed-tools: Bash(git log:*), Read(//etc/**), WebFetch(domain:example.com), Grep(src/**)\n---\nbody\n")},
+	}
+	r, problems := Discover(schemas.MustDefault(), Root{Name: ".claude/skills", FS: repo, Dir: ".claude/skills"})
+	if len(problems) > 0 {
+		t.Fatal(problems)
+	}
+	s, _ := r.Get("audit")
+	if got := strings.Join(s.ToolEntries, ","); got != "Bash(git log:*)" {
+		t.Errorf("enforced entries %q", got)
+	}
+	// Read(//etc/**) must not become an unrestricted repo.read, nor
+	// Grep(src/**) an unrestricted repo.search.
+	if got := strings.Join(s.AllowedTools, ","); got != "process.run" {
+		t.Errorf("allowed tools %s, want process.run only", got)
+	}
+	notes := strings.Join(r.ToolNotes([]string{"process.run", "repo.read", "repo.search"}, nil), "\n")
+	for _, want := range []string{`"Read(//etc/**)": an absolute path`, `"WebFetch(domain:example.com)": WebFetch rules`, `"Grep(src/**)": an argument is supported only`} {
+		if !strings.Contains(notes, want) {
+			t.Errorf("notes lack %q:\n%s", want, notes)
+		}
+	}
+}
+
 func TestClaudeCodeServerWideMCPTools(t *testing.T) {
 	repo := fstest.MapFS{".claude/skills/notes/SKILL.md": {Data: []byte("---\nname: notes\ndescription: Keeps notes in the memory server.\nallowed-tools: mcp__memory Read\n---\nbody\n")}}
 	r, problems := Discover(schemas.MustDefault(), Root{Name: ".claude/skills", FS: repo, Dir: ".claude/skills"})
