@@ -136,6 +136,10 @@ func FuzzNeutralize(f *testing.F) {
 				t.Fatalf("image or comment %q in %q (from %q)", m, out, in)
 			}
 		}
+		// The same, as goldmark (an independent GFM parser) reads it.
+		if live := liveInGFM(out); live != "" {
+			t.Fatalf("goldmark reads %s in %q (from %q)", live, out, in)
+		}
 		for _, text := range []string{out, func() string { s, _ := untrusted.GitHubText(out, 1<<20); return s }()} {
 			if r := command.Parse(text, trigger); r.Kind != command.Ignore {
 				t.Fatalf("the bot reads a command (%v) in %q (from %q)", r.Kind, text, in)

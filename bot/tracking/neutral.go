@@ -36,8 +36,14 @@ import (
 // neither mentions nor images inside them), as far as they are certainly
 // code: a fence only when its opening line starts at the left margin (an
 // indented one may belong to a list item that ends before the text does),
-// a code span only when its backtick is not escaped and it is not inside
-// an HTML block, where Markdown is not parsed.
+// a code span only when its backtick is not escaped, it is not inside
+// an HTML block, where Markdown is not parsed, and no backtick run earlier
+// in the same run of non-blank lines was left without its closing run on
+// its line. Such a run may close on a later line (a code span can span
+// lines within a paragraph: "`\n`@alice`" is a code span holding a
+// newline, then a live @alice), or the paragraph may end first; where the
+// pairing depends on block structure, the rest of the lines up to the
+// next blank line are neutralized whole, code spans included.
 func Neutralize(s, trigger string) string {
 	if s == "" {
 		return s
@@ -51,6 +57,7 @@ func Neutralize(s, trigger string) string {
 	lines := strings.SplitAfter(s, "\n")
 	fence := "" // the open fence's marker
 	html := false
+	unpaired := false // a backtick run above, in these non-blank lines, has no closing run on its line
 	for i, l := range lines {
 		t := strings.TrimRight(l, " \t\r\n")
 		if fence != "" {
@@ -60,17 +67,19 @@ func Neutralize(s, trigger string) string {
 			continue
 		}
 		if strings.TrimSpace(t) == "" {
-			html = false
+			html, unpaired = false, false
 			continue
 		}
 		if !html {
 			if m := opensFence(t); m != "" {
-				fence = m
+				fence, unpaired = m, false
 				continue
 			}
 			html = startsHTMLBlock(t)
 		}
-		lines[i] = neutralLine(l, trigger, html)
+		var open bool
+		lines[i], open = neutralLine(l, trigger, html || unpaired)
+		unpaired = unpaired || open
 	}
 	return strings.Join(lines, "")
 }
@@ -117,17 +126,25 @@ const zwsp = "&#8203;"
 
 var (
 	// An "@" (or an entity GitHub renders as one) after a character that
-	// does not make it part of a word, an e-mail address or a path.
-	mentionRe  = regexp.MustCompile(`(^|[^A-Za-z0-9_/])(@|&#0*64;|&#[xX]0*40;|&commat;)([A-Za-z0-9][A-Za-z0-9-]*)`)
-	htmlImgRe  = regexp.MustCompile(`(?i)<\s*(img|picture|source|video|image|svg|audio|iframe|object|embed|input)\b`)
-	htmlOpenRe = regexp.MustCompile(`<!--`)
+	// does not make it part of a word, an e-mail address or a path. An
+	// underscore does not count: it may be emphasis ("_@alice_" is a
+	// mention in italics; found by FuzzNeutralize's goldmark oracle).
+	mentionRe = regexp.MustCompile(`(^|[^A-Za-z0-9/])(@|&#0*64;|&#[xX]0*40;|&commat;)([A-Za-z0-9][A-Za-z0-9-]*)`)
+	// An "@" after an e-mail address: GitHub links "a@b.c" and the "@d"
+	// after it starts a text node of its own, where it is a mention
+	// (found by FuzzNeutralize's goldmark oracle: "0@0.0@0").
+	afterAddrRe = regexp.MustCompile(`(@[A-Za-z0-9._+-]*)(@|&#0*64;|&#[xX]0*40;|&commat;)([A-Za-z0-9])`)
+	htmlImgRe   = regexp.MustCompile(`(?i)<\s*(img|picture|source|video|image|svg|audio|iframe|object|embed|input)\b`)
+	htmlOpenRe  = regexp.MustCompile(`<!--`)
 )
 
-// neutralLine neutralizes one line outside fences, leaving code spans
-// unless the line is in an HTML block.
-func neutralLine(l, trigger string, html bool) string {
-	if html {
-		return neutralText(l, trigger, true)
+// neutralLine neutralizes one line outside fences, leaving its code spans
+// unless whole is set (a line in an HTML block, or after an unpaired
+// backtick run). unpaired reports a backtick run on the line without its
+// closing run there.
+func neutralLine(l, trigger string, whole bool) (out string, unpaired bool) {
+	if whole {
+		return neutralText(l, trigger, true), false
 	}
 	var b strings.Builder
 	first := true
@@ -155,15 +172,16 @@ func neutralLine(l, trigger string, html bool) string {
 		ticks := l[i : i+n]
 		rest := l[i+n:]
 		j := closingTicks(rest, n)
-		if j < 0 { // not a code span: literal backticks
+		if j < 0 { // not a code span on this line: literal backticks here
 			b.WriteString(ticks)
 			l = rest
+			unpaired = true
 			continue
 		}
 		b.WriteString(ticks + rest[:j+n])
 		l = rest[j+n:]
 	}
-	return b.String()
+	return b.String(), unpaired
 }
 
 // escapedAt reports whether s[i] follows an odd number of backslashes.
@@ -200,6 +218,7 @@ func neutralText(s, trigger string, lineStart bool) string {
 	for t := ""; t != s; {
 		t = s
 		s = mentionRe.ReplaceAllString(s, "${1}${2}"+zwsp+"${3}")
+		s = afterAddrRe.ReplaceAllString(s, "${1}${2}"+zwsp+"${3}")
 	}
 	s = strings.ReplaceAll(s, "![", "!"+zwsp+"[")
 	s = htmlImgRe.ReplaceAllStringFunc(s, func(m string) string { return "&lt;" + m[1:] })

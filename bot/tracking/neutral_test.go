@@ -37,6 +37,20 @@ func TestNeutralize(t *testing.T) {
 		// Unicode space and after a lone carriage return.
 		{"\v/Agent", "\v/&#8203;Agent"},
 		{"x\r/agent approve", "x\n/&#8203;agent approve"},
+		// Found by FuzzNeutralize's goldmark oracle: a code span may span
+		// lines, so a backtick left open on one line pairs with the first
+		// of the next ("`\n`" is code) and "@0" after it is prose.
+		{"`\r`@0`", "`\n`@&#8203;0`"},
+		{"see `x\nand `@alice` here", "see `x\nand `@&#8203;alice` here"},
+		// Lines whose backticks pair on the line keep their code spans;
+		// a blank line ends the paragraph and the doubt.
+		{"`a` @b\n`@c`", "`a` @&#8203;b\n`@c`"},
+		{"open `\n\n`@c`", "open `\n\n`@c`"},
+		// GitHub links an e-mail address; an "@" right after it begins a
+		// text node of its own, where it is a mention.
+		{"0@0.0@0", "0@0.0@&#8203;0"},
+		{"dev@example.com&#64;alice", "dev@example.com&#64;&#8203;alice"},
+		{"_@alice_ and *@bob*", "_@&#8203;alice_ and *@&#8203;bob*"},
 	} {
 		if got := Neutralize(c.in, "/agent"); got != c.want {
 			t.Errorf("Neutralize(%q) = %q, want %q", c.in, got, c.want)
