@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/agentos/agentos/bot/dispatch"
+	"github.com/agentos/agentos/kernel/testenv"
 	"github.com/agentos/agentos/runtime/event"
 	"github.com/agentos/agentos/runtime/provider"
 )
@@ -16,10 +18,13 @@ import (
 // claudeProjectScript drives a run in testdata/claude-project, a
 // repository whose .claude/ folder is written for Claude Code: a Bash
 // guard hook started through "$CLAUDE_PROJECT_DIR", prompt hooks, and an
-// Agent Skills skill (name and description only) that names Claude Code's
-// tools. The Planner picks the skill by its description; the Worker tries
-// rm -rf (the guard blocks it), reads the changelog, and runs a harmless
-// command, which the guard lets through to policy's approval.
+// Agent Skills skill (name and description only) whose allowed-tools are
+// Claude Code's permission rules (Read, Bash(git log:*)). The Planner
+// picks the skill by its description; the Worker tries rm -rf (the
+// skill's rule refuses it before any hook runs), reads the changelog, runs
+// a git log the rule allows and the guard refuses (its pattern sees
+// "rm -rf" in the format string), and a harmless git log, which the guard
+// lets through to policy's approval.
 const claudeProjectScript = `
 roles:
   lead:
@@ -29,8 +34,9 @@ roles:
   worker:
   - tool_calls: [{id: w1, name: process.run, args: {command: "rm -rf build"}}]
   - tool_calls: [{id: w2, name: repo.read, args: {path: CHANGELOG.md}}]
-  - tool_calls: [{id: w3, name: process.run, args: {command: "ls build"}}]
-  - text: '{"output":"read the changelog; the guard refused rm -rf","steps_completed":["s2","s3"],"tool_calls_made":["process.run:w1","repo.read:w2","process.run:w3"],"schema_version":"v1"}'
+  - tool_calls: [{id: w3, name: process.run, args: {command: "git log --format='rm -rf %s'"}}]
+  - tool_calls: [{id: w4, name: process.run, args: {command: "git log --oneline -1"}}]
+  - text: '{"output":"read the changelog; the guard refused rm -rf","steps_completed":["s2","s3"],"tool_calls_made":["process.run:w1","repo.read:w2","process.run:w3","process.run:w4"],"schema_version":"v1"}'
   reviewer:
   - text: '{"verdict":"pass","feedback":"ok","schema_version":"v1"}'
 `
@@ -43,6 +49,13 @@ func TestClaudeCodeProject(t *testing.T) {
 	// os.CopyFS does not keep the executable bit.
 	if err := os.Chmod(filepath.Join(repo, ".claude", "hooks", "guard.sh"), 0o755); err != nil {
 		t.Fatal(err)
+	}
+	// A repository with history, for git log.
+	testenv.LookPath(t, "git")
+	for _, args := range [][]string{{"init", "-q"}, {"add", "-A"}, {"-c", "user.name=Octo", "-c", "user.email=octo@example.com", "commit", "-q", "-m", "Release 1.2.0"}} {
+		if out, err := exec.Command("git", append([]string{"-C", repo}, args...)...).CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
 	}
 	script := filepath.Join(t.TempDir(), "script.yaml")
 	if err := os.WriteFile(script, []byte(claudeProjectScript), 0o644); err != nil {
@@ -86,40 +99,48 @@ func TestClaudeCodeProject(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var guardDeny, rejected, selected, invoked, lsRan, readRan bool
+	var guardDeny, rejected, ruled, hookOnW1, selected, invoked, logRan, readRan bool
 	for _, e := range evs {
 		p := string(e.Payload)
 		switch e.Type {
 		case event.HookFired:
 			if event.FieldString(e.Payload, "decision") == "deny" && event.FieldString(e.Payload, "tool") == "process.run" &&
-				strings.Contains(event.FieldString(e.Payload, "reason"), "guard.sh: refusing destructive command: rm -rf build") {
+				strings.Contains(event.FieldString(e.Payload, "reason"), "guard.sh: refusing destructive command: git log --format='rm -rf %s'") {
 				guardDeny = true
 			}
+			hookOnW1 = hookOnW1 || strings.Contains(p, "rm -rf build")
 		case event.ToolRejected:
-			rejected = rejected || (event.FieldString(e.Payload, "call_id") == "w1" && event.FieldString(e.Payload, "code") == "GATE_DENIED")
+			rejected = rejected || (event.FieldString(e.Payload, "call_id") == "w3" && event.FieldString(e.Payload, "code") == "GATE_DENIED")
+			// rm -rf build is outside the skill's Bash(git log:*): refused
+			// by the rule, before the hook.
+			ruled = ruled || (event.FieldString(e.Payload, "call_id") == "w1" && event.FieldString(e.Payload, "code") == "TOOL_NOT_ALLOWED" &&
+				event.FieldString(e.Payload, "stage") == "rules" && strings.Contains(p, `"source":"skill allowed-tools"`))
 		case event.SkillSelected:
 			selected = strings.Contains(p, `"chosen":["changelog"]`)
 		case event.SkillInvoke:
 			// allowed-tools: Read, Bash(git log:*) → repo.read, process.run
 			invoked = event.FieldString(e.Payload, "skill") == "changelog" && event.FieldString(e.Payload, "selected_by") == "planner" &&
-				strings.Contains(p, `"allowed_tools":["repo.read","process.run"]`)
+				strings.Contains(p, `"allowed_tools":["repo.read","process.run"]`) && strings.Contains(p, `"Bash(git log:*)"`)
 		case event.ToolResult:
 			switch event.FieldString(e.Payload, "call_id") {
 			case "w2":
 				readRan = event.FieldBool(e.Payload, "ok")
-			case "w3":
-				lsRan = event.FieldBool(e.Payload, "ok") && strings.Contains(p, "out.txt")
+			case "w4":
+				logRan = event.FieldBool(e.Payload, "ok") && strings.Contains(p, "Release 1.2.0")
 			}
 		}
 	}
 	if !guardDeny || !rejected {
 		t.Errorf("the guard's deny is not in the log (hook.fired deny %v, tool.rejected GATE_DENIED %v)", guardDeny, rejected)
 	}
+	if !ruled || hookOnW1 {
+		t.Errorf("rm -rf build: refused by the skill's rule %v, a hook saw it %v; want refused before any hook", ruled, hookOnW1)
+	}
 	if !selected || !invoked {
 		t.Errorf("the Agent Skills skill was not selected and loaded (skill.selected %v, skill.invoke %v)", selected, invoked)
 	}
-	if !readRan || !lsRan {
-		t.Errorf("the run did not go on after the block (repo.read %v, ls %v)", readRan, lsRan)
+	if !readRan || !logRan {
+		t.Errorf("the run did not go on after the block (repo.read %v, git log %v)", readRan, logRan)
 	}
 }
 
