@@ -30,6 +30,7 @@ const appToken = "ghs_RoundTripInstallationToken0123456789"
 // Data API as that installation.
 type gitDataWorld struct {
 	fake *fakegithub.Fake
+	url  string // the fake's
 	bare string
 	api  worktree.GitDataAPI
 	wm   *worktree.Manager
@@ -71,7 +72,7 @@ func newGitDataWorld(t *testing.T, wrap func(worktree.GitDataAPI) worktree.GitDa
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { f.CheckNoViolations(t) })
-	return &gitDataWorld{fake: f, bare: bare, api: api, wm: wm}
+	return &gitDataWorld{fake: f, url: url, bare: bare, api: api, wm: wm}
 }
 
 func (w *gitDataWorld) prepare(t *testing.T, sid string) *worktree.Session {
@@ -401,8 +402,25 @@ func TestAppModeCommitsAreVerified(t *testing.T) {
 	if src := gittest.Git(t, w.bare, "show", res.Branch+":auth.go"); !strings.Contains(src, "ConstantTimeCompare") {
 		t.Errorf("the fix is not on the branch:\n%s", src)
 	}
-	if n := w.botCalls()["POST /repos/{owner}/{repo}/git/commits"]; n != len(commits) {
-		t.Errorf("%d commits made through the API, %d on the branch", n, len(commits))
+	// The session's log on the artifact branch too: every commit there
+	// GitHub's and Verified.
+	artifacts := strings.Fields(gittest.Git(t, w.bare, "rev-list", "agent-sessions"))
+	if len(artifacts) == 0 {
+		t.Fatal("no commit on agent-sessions")
+	}
+	for _, sha := range artifacts {
+		if !w.fake.Verified(sha) {
+			t.Errorf("artifact commit %s is not Verified", sha)
+		}
+		if who := gittest.Git(t, w.bare, "log", "-1", "--format=%an|%cn", sha); who != "agentos[bot]|GitHub" {
+			t.Errorf("artifact commit %s by %q, want agentos[bot], committed by GitHub", sha, who)
+		}
+	}
+	if raw := gittest.Git(t, w.bare, "show", "agent-sessions:sessions/"+res.SessionID+"/events.jsonl"); !strings.Contains(raw, `"turn.terminal"`) {
+		t.Errorf("the committed log has no terminal report:\n%.2000s", raw)
+	}
+	if n := w.botCalls()["POST /repos/{owner}/{repo}/git/commits"]; n != len(commits)+len(artifacts) {
+		t.Errorf("%d commits made through the API, %d on the branch and %d on agent-sessions", n, len(commits), len(artifacts))
 	}
 }
 
@@ -540,6 +558,103 @@ func TestVerifiedRepublishAfterDeathInPublication(t *testing.T) {
 			if !ok || budget >= total {
 				break
 			}
+		}
+	}
+}
+
+// TestArtifactBranchThroughGitData: with an installation token the
+// session logs reach the agent-sessions branch through the Git Data API:
+// the orphan branch is created with GitHub's first commit, the same bytes
+// again make no commit, and writers racing from two processes (two
+// managers, two mirrors) each land on a linear history, every commit
+// GitHub's and Verified, no session's files lost.
+func TestArtifactBranchThroughGitData(t *testing.T) {
+	w := newGitDataWorld(t, nil)
+	ctx := context.Background()
+	repo := worktree.Repo{Owner: "octo", Name: "app"}
+	art := func(sid string) worktree.Artifact {
+		return worktree.Artifact{Repo: repo, SessionID: sid, RunID: "run-" + sid, Events: []byte(`{"seq":1,"session":"` + sid + `"}` + "\n"), Snapshot: []byte(`{"session":"` + sid + `"}`)}
+	}
+	first, err := w.wm.CommitArtifact(ctx, art("s-first"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := gittest.Git(t, w.bare, "rev-parse", "agent-sessions"); got != first {
+		t.Fatalf("agent-sessions at %s, CommitArtifact said %s", got, first)
+	}
+	if parents := gittest.Git(t, w.bare, "log", "-1", "--format=%P", first); parents != "" {
+		t.Errorf("the orphan branch's first commit has parents %q", parents)
+	}
+	calls := gitDataCalls(w.fake)
+	again, err := w.wm.CommitArtifact(ctx, art("s-first"))
+	if err != nil || again != first {
+		t.Fatalf("the same bytes again: %s, %v; want %s and no commit", again, err, first)
+	}
+	if after := gitDataCalls(w.fake); fmt.Sprint(after) != fmt.Sprint(calls) {
+		t.Errorf("the same bytes again called the Git Data API: %v, before %v", after, calls)
+	}
+
+	// A log too long to travel inside the tree request goes as a blob.
+	big := art("s-big")
+	big.Events = []byte(strings.Repeat(`{"seq":1,"type":"output.delta","payload":{"text":"0123456789"}}`+"\n", 5000))
+	blobs := gitDataCalls(w.fake)["POST /repos/{owner}/{repo}/git/blobs"]
+	if _, err := w.wm.CommitArtifact(ctx, big); err != nil {
+		t.Fatal(err)
+	}
+	if got := gittest.Git(t, w.bare, "show", "agent-sessions:sessions/s-big/events.jsonl"); got+"\n" != string(big.Events) {
+		t.Errorf("the long log on the branch differs (%d bytes, want %d)", len(got)+1, len(big.Events))
+	}
+	if n := gitDataCalls(w.fake)["POST /repos/{owner}/{repo}/git/blobs"] - blobs; n != 1 {
+		t.Errorf("%d blobs created for the long log, want 1", n)
+	}
+
+	// A second process: its own mirror, the same branch.
+	other, err := worktree.New(worktree.Config{CacheDir: t.TempDir(), BaseURL: w.url, GitData: w.api,
+		Token: func(context.Context, worktree.Repo) (string, error) { return appToken, nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for i := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			m := w.wm
+			if i%2 == 1 {
+				m = other
+			}
+			if _, err := m.CommitArtifact(ctx, art(fmt.Sprintf("s-%d", i))); err != nil {
+				errs <- err
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	files := gittest.Git(t, w.bare, "ls-tree", "-r", "--name-only", "agent-sessions")
+	for _, sid := range []string{"s-first", "s-big", "s-0", "s-1", "s-2", "s-3", "s-4", "s-5", "s-6", "s-7"} {
+		for _, f := range []string{"events.jsonl", "snapshot.json"} {
+			if !strings.Contains(files, "sessions/"+sid+"/"+f+"\n") && !strings.HasSuffix(files, "sessions/"+sid+"/"+f) {
+				t.Errorf("sessions/%s/%s lost; the branch holds:\n%s", sid, f, files)
+			}
+		}
+	}
+	// More ref updates than commits: writers lost the race and rebuilt.
+	t.Logf("Git Data API calls: %v", gitDataCalls(w.fake))
+	shas := strings.Fields(gittest.Git(t, w.bare, "rev-list", "agent-sessions"))
+	if merges := gittest.Git(t, w.bare, "rev-list", "--merges", "agent-sessions"); merges != "" {
+		t.Errorf("merge commits on agent-sessions: %s", merges)
+	}
+	if len(shas) != 10 {
+		t.Logf("agent-sessions:\n%s", gittest.Git(t, w.bare, "log", "--format=%H %P %s", "agent-sessions"))
+		t.Errorf("%d commits on agent-sessions, want 10 (one per session)", len(shas))
+	}
+	for _, sha := range shas {
+		if !w.fake.Verified(sha) {
+			t.Errorf("commit %s is not Verified", sha)
 		}
 	}
 }

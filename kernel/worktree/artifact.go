@@ -100,6 +100,25 @@ func (m *Manager) CommitArtifact(ctx context.Context, a Artifact) (string, error
 		if !changed {
 			return tip.String(), nil
 		}
+		if api := m.gitDataFor(c); api != nil {
+			// Through the Git Data API, as the session branch is
+			// published (publish.go): GitHub makes and signs the commit.
+			head, err := m.publishArtifactAPI(ctx, api, mirror.Storer, a.Repo, branch, tip, newHash, ArtifactDir(a.SessionID), files)
+			if errors.Is(err, ErrRefExists) || errors.Is(err, ErrNotFastForward) {
+				continue // the branch moved meanwhile: rebuild on its new tip
+			}
+			if err != nil {
+				return "", c.wrap("publish "+branch+" through the Git Data API", err)
+			}
+			// GitHub's commit is not in the mirror yet: fetch it (another
+			// writer may have moved the branch past it already; a retry
+			// after a failed fetch finds the tree there and commits
+			// nothing).
+			if _, err := m.fetchBranch(ctx, mirror, a.Repo, c, branch); err != nil {
+				return "", err
+			}
+			return head.String(), nil
+		}
 		lease := tip
 		err = push(ctx, mirror.Storer, c, pushRequest{url: m.remoteURL(a.Repo), branch: branch, new: newHash, lease: &lease})
 		if err == nil {
@@ -120,6 +139,68 @@ func (m *Manager) CommitArtifact(ctx context.Context, a Artifact) (string, error
 		}
 	}
 	return "", fmt.Errorf("%w: %s after %d attempts", ErrConflict, branch, m.cfg.PushRetries+1)
+}
+
+// publishArtifactAPI re-creates the artifact commit local (built on tip,
+// placing files under dir) through the Git Data API: the files inside the
+// tree request (a blob of its own for one too long or not text), the tree
+// on tip's tree, a commit GitHub makes and signs, and the branch
+// created (tip zero: the orphan branch's first commit) or moved, never
+// forced. It returns GitHub's commit. ErrRefExists or ErrNotFastForward
+// mean another writer moved the branch first.
+func (m *Manager) publishArtifactAPI(ctx context.Context, api GitDataAPI, st storer.EncodedObjectStorer, r Repo, branch string, tip, local plumbing.Hash, dir string, files []file) (plumbing.Hash, error) {
+	lc, err := object.GetCommit(st, local)
+	if err != nil {
+		return plumbing.ZeroHash, fmt.Errorf("read commit %s: %w", local, err)
+	}
+	base := ""
+	var parents []string
+	if !tip.IsZero() {
+		tc, err := object.GetCommit(st, tip)
+		if err != nil {
+			return plumbing.ZeroHash, fmt.Errorf("read commit %s: %w", tip, err)
+		}
+		base, parents = tc.TreeHash.String(), []string{tip.String()}
+	}
+	entries := make([]TreeEntry, 0, len(files))
+	for _, f := range files {
+		e := TreeEntry{Path: dir + "/" + f.name, Mode: "100644"}
+		if inlineText(f.data) {
+			e.Content = f.data // inside the tree request: no call of its own
+		} else {
+			// A long log: a base64 blob of its own.
+			sha, err := api.CreateBlob(ctx, r, f.data)
+			if err != nil {
+				return plumbing.ZeroHash, err
+			}
+			e.SHA = sha
+		}
+		entries = append(entries, e)
+	}
+	tree, err := api.CreateTree(ctx, r, base, entries)
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	if tree != lc.TreeHash.String() {
+		return plumbing.ZeroHash, fmt.Errorf("GitHub built tree %s for the artifact commit, whose tree is %s", tree, lc.TreeHash)
+	}
+	sha, err := api.CreateCommit(ctx, r, lc.Message, tree, parents)
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	h := plumbing.NewHash(sha)
+	if len(sha) != 40 || h.String() != sha {
+		return plumbing.ZeroHash, fmt.Errorf("GitHub answered commit %q, not a SHA", sha)
+	}
+	if tip.IsZero() {
+		err = api.CreateRef(ctx, r, branch, sha)
+	} else {
+		err = api.UpdateRef(ctx, r, branch, sha)
+	}
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	return h, nil
 }
 
 // fetchBranch updates the mirror's copy of branch and returns its tip, or

@@ -99,6 +99,15 @@ func (m *Manager) publisherFor(c cred) publisher {
 	return gitPush{}
 }
 
+// gitDataFor is the Git Data API an operation under c publishes through,
+// by the same rule as publisherFor; nil: push over git.
+func (m *Manager) gitDataFor(c cred) GitDataAPI {
+	if p, ok := m.publisherFor(c).(apiPublish); ok {
+		return p.api
+	}
+	return nil
+}
+
 // gitPush pushes over git; the update must fast-forward the remote branch.
 type gitPush struct{}
 

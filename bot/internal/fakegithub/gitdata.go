@@ -362,10 +362,15 @@ func (f *Fake) Verified(sha string) bool {
 }
 
 // gitRef writes a branch ref of a git-backed repository, as a push would:
-// the object must be a commit, and without force an update must fast-
-// forward. It reports whether the repository is git-backed; on a problem
-// it has answered.
-func (c *call) gitRef(rs *repoState, name, sha, old string, force bool) (backed, ok bool) {
+// the object must be a commit, a create needs the ref absent, and without
+// force an update must fast-forward. The ref's value is read from git
+// itself, not from the refs the fake synced before the request (another
+// request's sync may have put back a value read before this one's
+// update), and the write is git's compare-and-swap on the value checked,
+// so concurrent writers are refused as GitHub refuses them, never lost. It
+// reports whether the repository is git-backed; on a problem it has
+// answered.
+func (c *call) gitRef(rs *repoState, name, sha string, create, force bool) (backed, ok bool) {
 	if _, b := c.f.gitDirs[key(rs.Owner, rs.Name)]; !b {
 		return false, true
 	}
@@ -373,14 +378,28 @@ func (c *call) gitRef(rs *repoState, name, sha, old string, force bool) (backed,
 		writeError(c.w, http.StatusUnprocessableEntity, "Object does not exist")
 		return true, false
 	}
-	if old != "" && !force {
-		if _, err := c.gitIn(rs, nil, nil, "merge-base", "--is-ancestor", old, sha); err != nil {
+	cur, _ := c.gitIn(rs, nil, nil, "rev-parse", "--verify", "-q", name)
+	switch {
+	case create && cur != "":
+		writeError(c.w, http.StatusUnprocessableEntity, "Reference already exists")
+		return true, false
+	case !create && cur == "":
+		writeError(c.w, http.StatusUnprocessableEntity, "Reference does not exist")
+		return true, false
+	}
+	if !create && !force {
+		if _, err := c.gitIn(rs, nil, nil, "merge-base", "--is-ancestor", cur, sha); err != nil {
 			writeError(c.w, http.StatusUnprocessableEntity, "Update is not a fast forward")
 			return true, false
 		}
 	}
-	if _, err := c.gitIn(rs, nil, nil, "update-ref", name, sha); err != nil {
-		writeError(c.w, http.StatusInternalServerError, err.Error())
+	expect := cur
+	if create {
+		expect = strings.Repeat("0", 40) // the ref must not exist
+	}
+	if _, err := c.gitIn(rs, nil, nil, "update-ref", name, sha, expect); err != nil {
+		// Moved by a push over git since it was read.
+		writeError(c.w, http.StatusUnprocessableEntity, "Update is not a fast forward")
 		return true, false
 	}
 	return true, true

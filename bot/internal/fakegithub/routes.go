@@ -927,11 +927,11 @@ func createRef(c *call) {
 		writeError(c.w, http.StatusUnprocessableEntity, "Object does not exist")
 		return
 	}
-	if _, ok := rs.refs[in.Ref]; ok {
+	if _, ok := rs.refs[in.Ref]; ok && c.f.gitDirs[key(rs.Owner, rs.Name)] == "" { // a git-backed ref is read from git (gitRef)
 		writeError(c.w, http.StatusUnprocessableEntity, "Reference already exists")
 		return
 	}
-	if backed, ok := c.gitRef(rs, in.Ref, in.SHA, "", false); backed && !ok {
+	if backed, ok := c.gitRef(rs, in.Ref, in.SHA, true, false); backed && !ok {
 		return
 	}
 	rs.refs[in.Ref] = in.SHA
@@ -944,8 +944,8 @@ func updateRef(c *call) {
 		return
 	}
 	name := fullRef(c.params["ref"])
-	old, ok := rs.refs[name]
-	if !ok {
+	_, backed := c.f.gitDirs[key(rs.Owner, rs.Name)]
+	if _, ok := rs.refs[name]; !ok && !backed { // a git-backed ref is read from git (gitRef)
 		writeError(c.w, http.StatusUnprocessableEntity, "Reference does not exist")
 		return
 	}
@@ -960,7 +960,7 @@ func updateRef(c *call) {
 		writeError(c.w, http.StatusUnprocessableEntity, "Object does not exist")
 		return
 	}
-	if backed, ok := c.gitRef(rs, name, in.SHA, old, in.Force); backed && !ok {
+	if backed, ok := c.gitRef(rs, name, in.SHA, false, in.Force); backed && !ok {
 		return
 	}
 	rs.refs[name] = in.SHA
