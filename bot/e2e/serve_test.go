@@ -48,8 +48,10 @@ const (
 	botUser     = "agentos-bot" // token mode: the token's user
 	budget      = 16            // REST + GraphQL calls per full flow (issue 15, item 4)
 	// appBudget adds, in App mode, the 5 Git Data API calls that publish
-	// the session branch as Verified commits (issue 16, ADR 25).
-	appBudget = budget + 5
+	// the session branch as Verified commits (issue 16, ADR 25), and the 6
+	// that publish the session log's two commits on agent-sessions the
+	// same way (a tree, a commit and a ref write each).
+	appBudget = budget + 5 + 6
 )
 
 var (
