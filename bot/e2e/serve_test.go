@@ -423,7 +423,9 @@ func startServeIn(ctx context.Context, t *testing.T, bin string, vars map[string
 	t.Helper()
 	home := t.TempDir()
 	env := []string{"HOME=" + home, "PATH=" + os.Getenv("PATH"), "GOTOOLCHAIN=local", "GOFLAGS=-mod=mod"}
-	for _, k := range []string{"GOCACHE", "GOMODCACHE", "GOPATH", "GOROOT", "CI", "TMPDIR"} {
+	// AGENTOS_LOG_LEVEL=debug reaches the bot: a chaos violation's kept
+	// logs then say what each process did.
+	for _, k := range []string{"GOCACHE", "GOMODCACHE", "GOPATH", "GOROOT", "CI", "TMPDIR", "AGENTOS_LOG_LEVEL"} {
 		if v := os.Getenv(k); v != "" {
 			env = append(env, k+"="+v)
 		}
