@@ -261,7 +261,10 @@ func commitMessageAt(prompt string, out run.Outcome, seq int64) string {
 // earlier attempt stopped half-way: a run left running by a process that
 // died, a run whose approvals were all answered but that did not resume,
 // a pause whose approval request never reached GitHub, or (for a retried
-// delivery) a finished run whose publication may not have completed.
+// delivery) a finished run whose publication may not have completed —
+// also one whose process died between its end (run.completed or
+// run.failed) and its terminal report, which recoverSession writes from
+// the recorded end (CloseEnded) before it publishes.
 func (d *Dispatcher) recoverable(snap replay.Snapshot, l link, t webhook.Trigger, sid string) bool {
 	switch {
 	case d.Runs.Running(sid):
@@ -272,7 +275,9 @@ func (d *Dispatcher) recoverable(snap replay.Snapshot, l link, t webhook.Trigger
 		return len(snap.ResolvedApprovals) > 0
 	case snap.RunStatus == "paused":
 		return !published(snap, l)
-	case snap.RunStatus == "" || snap.Terminal == nil:
+	case snap.RunStatus == "":
+		return false
+	case snap.Terminal == nil && snap.RunStatus != "completed" && snap.RunStatus != "failed":
 		return false
 	}
 	return t.Attempt > 1

@@ -325,6 +325,12 @@ func TestTakeoverAfterDeathMidRun(t *testing.T) {
 		if e.Type == event.LLMRequest && event.FieldString(e.Payload, "role") == "worker" && len(points) < 16 {
 			points = append(points, int(e.Seq))
 		}
+		// Deaths at the end: after run.completed (no terminal report
+		// yet: the 200-trial chaos run's trial 191 stuck there) and after
+		// the terminal report (no session.close).
+		if e.Type == event.RunCompleted || e.Type == event.TurnTerminal {
+			points = append(points, int(e.Seq))
+		}
 	}
 	slices.Sort(points)
 	for _, n := range slices.Compact(points) {
