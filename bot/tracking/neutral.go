@@ -140,12 +140,20 @@ var (
 
 // neutralLine neutralizes one line outside fences, leaving its code spans
 // unless whole is set (a line in an HTML block, or after an unpaired
-// backtick run). unpaired reports a backtick run on the line without its
-// closing run there.
+// backtick run). unpaired reports what makes the next lines' code spans
+// doubtful too: a backtick run on the line without its closing run there,
+// or a link destination or HTML tag left open at its end.
+//
+// A backtick after an open link destination ("[a](" with no closing ")"
+// yet) or an open HTML tag or autolink ("<" with no ">" yet) may belong to
+// it, not to a code span: in "[](`)@0`" the link's destination is "`"
+// and "@0" is prose (found by FuzzNeutralize's goldmark oracle). From
+// such a backtick on, the line is neutralized whole.
 func neutralLine(l, trigger string, whole bool) (out string, unpaired bool) {
 	if whole {
 		return neutralText(l, trigger, true), false
 	}
+	full, pos := l, 0
 	var b strings.Builder
 	first := true
 	for len(l) > 0 {
@@ -162,6 +170,10 @@ func neutralLine(l, trigger string, whole bool) (out string, unpaired bool) {
 			b.WriteString(neutralText(l, trigger, first))
 			break
 		}
+		if openConstruct(full[:pos+i]) {
+			b.WriteString(neutralText(l, trigger, first))
+			return b.String(), true
+		}
 		b.WriteString(neutralText(l[:i], trigger, first))
 		first = false
 		// A code span runs to the next backtick run of the same length.
@@ -174,14 +186,57 @@ func neutralLine(l, trigger string, whole bool) (out string, unpaired bool) {
 		j := closingTicks(rest, n)
 		if j < 0 { // not a code span on this line: literal backticks here
 			b.WriteString(ticks)
-			l = rest
+			l, pos = rest, pos+i+n
 			unpaired = true
 			continue
 		}
 		b.WriteString(ticks + rest[:j+n])
-		l = rest[j+n:]
+		l, pos = rest[j+n:], pos+i+n+j+n
 	}
-	return b.String(), unpaired
+	return b.String(), unpaired || openConstruct(full)
+}
+
+// openConstruct reports whether s (a line up to a backtick) leaves a link
+// destination or an HTML tag or autolink open, so that what follows may
+// belong to it: a "](" after which the parentheses never close (a
+// backslash-escaped one does not count), or a "<" with no ">" after it or
+// with a quote after it (an attribute value may hold a ">").
+func openConstruct(s string) bool {
+	for k := strings.Index(s, "]("); k >= 0; {
+		depth, closed := 1, false
+		for i := k + 2; i < len(s) && !closed; i++ {
+			switch {
+			case s[i] == '\\':
+				i++
+			case s[i] == '(':
+				depth++
+			case s[i] == ')':
+				depth--
+				closed = depth == 0
+			}
+		}
+		if !closed {
+			return true
+		}
+		next := strings.Index(s[k+2:], "](")
+		if next < 0 {
+			break
+		}
+		k += 2 + next
+	}
+	for k := strings.IndexByte(s, '<'); k >= 0; {
+		rest := s[k+1:]
+		gt := strings.IndexByte(rest, '>')
+		if gt < 0 || strings.ContainsAny(rest, `"'`) {
+			return true
+		}
+		next := strings.IndexByte(rest, '<')
+		if next < 0 {
+			break
+		}
+		k += 1 + next
+	}
+	return false
 }
 
 // escapedAt reports whether s[i] follows an odd number of backslashes.

@@ -51,6 +51,14 @@ func TestNeutralize(t *testing.T) {
 		{"0@0.0@0", "0@0.0@&#8203;0"},
 		{"dev@example.com&#64;alice", "dev@example.com&#64;&#8203;alice"},
 		{"_@alice_ and *@bob*", "_@&#8203;alice_ and *@&#8203;bob*"},
+		// A backtick inside a link destination or an HTML tag is not a code
+		// span's: "@0" after it is prose. Closed ones leave code alone.
+		{"[](`)@0`0", "[](`)@&#8203;0`0"},
+		{"[](a(b)`)@0`", "[](a(b)`)@&#8203;0`"},
+		{"<a title='`'>@0`", "<a title='`'>@&#8203;0`"},
+		{"[x](y \"\n`\")@0`", "[x](y \"\n`\")@&#8203;0`"},
+		{"see [docs](x) and `@Override`", "see [docs](x) and `@Override`"},
+		{"a <b>bold</b> `@Override`", "a <b>bold</b> `@Override`"},
 	} {
 		if got := Neutralize(c.in, "/agent"); got != c.want {
 			t.Errorf("Neutralize(%q) = %q, want %q", c.in, got, c.want)

@@ -106,7 +106,16 @@ func (f *Fake) serveGit(w http.ResponseWriter, r *http.Request) bool {
 	if login != "" {
 		env = append(env, "REMOTE_USER="+login) // lets http-backend accept pushes
 	}
-	(&cgi.Handler{Path: backend, Env: env, InheritEnv: []string{"PATH"}}).ServeHTTP(w, req)
+	h := &cgi.Handler{Path: backend, Env: env, InheritEnv: []string{"PATH"}}
+	if t, err := exec.LookPath("timeout"); err == nil {
+		// A client killed mid-push (the chaos tests SIGKILL the bot) can
+		// leave git-http-backend spinning on its closed input for good: a
+		// whole core, and a server that never shuts down (net/http/cgi
+		// does not stop the child when the request ends). No request of
+		// these tests takes a minute.
+		h.Path, h.Args = t, []string{"-k", "5", "60", backend}
+	}
+	h.ServeHTTP(w, req)
 	if before != nil {
 		f.pushed(repoKey, login, before, headsOf(dir))
 	}

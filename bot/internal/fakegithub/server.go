@@ -47,10 +47,16 @@ func Start(f *Fake) (*Server, error) {
 	return s, nil
 }
 
-// Close stops posting webhook deliveries and shuts the server down.
+// Close stops posting webhook deliveries and shuts the server down,
+// waiting at most 10 seconds for requests in flight before it cuts them.
 func (s *Server) Close(ctx context.Context) error {
 	s.Fake.Close()
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
 	err := s.srv.Shutdown(ctx)
+	if errors.Is(err, context.DeadlineExceeded) {
+		err = s.srv.Close()
+	}
 	if serr := <-s.done; !errors.Is(serr, http.ErrServerClosed) {
 		err = errors.Join(err, serr)
 	}
