@@ -43,15 +43,7 @@ func TestActionCommitsAreVerified(t *testing.T) {
 		t.Errorf("the fix is not on the branch:\n%s", src)
 	}
 	// The session log on agent-sessions: GitHub's commits too.
-	artifacts := strings.Fields(gittest.Git(t, a.bare, "rev-list", "agent-sessions"))
-	if len(artifacts) == 0 {
-		t.Fatal("no commit on agent-sessions")
-	}
-	for _, sha := range artifacts {
-		if !a.fake.Verified(sha) {
-			t.Errorf("artifact commit %s is not Verified", sha)
-		}
-	}
+	artifacts := gittest.APICommits(t, a.bare, a.fake.Verified, "github-actions[bot]", "agent-sessions")
 	if n := a.fake.Calls()["POST /repos/{owner}/{repo}/git/commits"]; n != len(commits)+len(artifacts) {
 		t.Errorf("%d commits made through the API, %d on the branch and %d on agent-sessions", n, len(commits), len(artifacts))
 	}

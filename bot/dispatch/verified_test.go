@@ -404,18 +404,7 @@ func TestAppModeCommitsAreVerified(t *testing.T) {
 	}
 	// The session's log on the artifact branch too: every commit there
 	// GitHub's and Verified.
-	artifacts := strings.Fields(gittest.Git(t, w.bare, "rev-list", "agent-sessions"))
-	if len(artifacts) == 0 {
-		t.Fatal("no commit on agent-sessions")
-	}
-	for _, sha := range artifacts {
-		if !w.fake.Verified(sha) {
-			t.Errorf("artifact commit %s is not Verified", sha)
-		}
-		if who := gittest.Git(t, w.bare, "log", "-1", "--format=%an|%cn", sha); who != "agentos[bot]|GitHub" {
-			t.Errorf("artifact commit %s by %q, want agentos[bot], committed by GitHub", sha, who)
-		}
-	}
+	artifacts := gittest.APICommits(t, w.bare, w.fake.Verified, "agentos[bot]", "agent-sessions")
 	if raw := gittest.Git(t, w.bare, "show", "agent-sessions:sessions/"+res.SessionID+"/events.jsonl"); !strings.Contains(raw, `"turn.terminal"`) {
 		t.Errorf("the committed log has no terminal report:\n%.2000s", raw)
 	}
@@ -644,17 +633,12 @@ func TestArtifactBranchThroughGitData(t *testing.T) {
 	}
 	// More ref updates than commits: writers lost the race and rebuilt.
 	t.Logf("Git Data API calls: %v", gitDataCalls(w.fake))
-	shas := strings.Fields(gittest.Git(t, w.bare, "rev-list", "agent-sessions"))
+	shas := gittest.APICommits(t, w.bare, w.fake.Verified, "", "agent-sessions")
 	if merges := gittest.Git(t, w.bare, "rev-list", "--merges", "agent-sessions"); merges != "" {
 		t.Errorf("merge commits on agent-sessions: %s", merges)
 	}
 	if len(shas) != 10 {
 		t.Logf("agent-sessions:\n%s", gittest.Git(t, w.bare, "log", "--format=%H %P %s", "agent-sessions"))
 		t.Errorf("%d commits on agent-sessions, want 10 (one per session)", len(shas))
-	}
-	for _, sha := range shas {
-		if !w.fake.Verified(sha) {
-			t.Errorf("commit %s is not Verified", sha)
-		}
 	}
 }

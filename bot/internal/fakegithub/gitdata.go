@@ -371,7 +371,7 @@ func (f *Fake) Verified(sha string) bool {
 // reports whether the repository is git-backed; on a problem it has
 // answered.
 func (c *call) gitRef(rs *repoState, name, sha string, create, force bool) (backed, ok bool) {
-	if _, b := c.f.gitDirs[key(rs.Owner, rs.Name)]; !b {
+	if !c.f.gitBacked(rs) {
 		return false, true
 	}
 	if !c.objectExists(rs, sha, "commit") {
@@ -403,4 +403,11 @@ func (c *call) gitRef(rs *repoState, name, sha string, create, force bool) (back
 		return true, false
 	}
 	return true, true
+}
+
+// gitBacked reports whether a bare repository is the source of truth for
+// rs's refs (BackWithGit).
+func (f *Fake) gitBacked(rs *repoState) bool {
+	_, ok := f.gitDirs[key(rs.Owner, rs.Name)]
+	return ok
 }

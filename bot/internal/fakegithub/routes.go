@@ -927,7 +927,7 @@ func createRef(c *call) {
 		writeError(c.w, http.StatusUnprocessableEntity, "Object does not exist")
 		return
 	}
-	if _, ok := rs.refs[in.Ref]; ok && c.f.gitDirs[key(rs.Owner, rs.Name)] == "" { // a git-backed ref is read from git (gitRef)
+	if _, ok := rs.refs[in.Ref]; ok && !c.f.gitBacked(rs) { // a git-backed ref is read from git (gitRef)
 		writeError(c.w, http.StatusUnprocessableEntity, "Reference already exists")
 		return
 	}
@@ -944,8 +944,7 @@ func updateRef(c *call) {
 		return
 	}
 	name := fullRef(c.params["ref"])
-	_, backed := c.f.gitDirs[key(rs.Owner, rs.Name)]
-	if _, ok := rs.refs[name]; !ok && !backed { // a git-backed ref is read from git (gitRef)
+	if _, ok := rs.refs[name]; !ok && !c.f.gitBacked(rs) { // a git-backed ref is read from git (gitRef)
 		writeError(c.w, http.StatusUnprocessableEntity, "Reference does not exist")
 		return
 	}

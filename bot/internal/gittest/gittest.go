@@ -180,3 +180,28 @@ func gitMaybe(dir string, args ...string) string {
 
 // String describes the server.
 func (s *Server) String() string { return fmt.Sprintf("git server %s (%s)", s.URL, s.Root) }
+
+// APICommits lists the commits of rev-list revs in the bare repository
+// and checks that each one is GitHub's: verified (the fake's Verified)
+// and, when author is not empty, authored by author and committed by
+// GitHub, as a commit an app makes through the Git Data API is. It fails
+// the test when there is none.
+func APICommits(tb testing.TB, bare string, verified func(sha string) bool, author string, revs ...string) []string {
+	tb.Helper()
+	shas := strings.Fields(Git(tb, bare, append([]string{"rev-list"}, revs...)...))
+	if len(shas) == 0 {
+		tb.Fatalf("no commit in %v", revs)
+	}
+	for _, sha := range shas {
+		if !verified(sha) {
+			tb.Errorf("commit %s (%v) is not Verified", sha, revs)
+		}
+		if author == "" {
+			continue
+		}
+		if who := Git(tb, bare, "log", "-1", "--format=%an|%cn", sha); who != author+"|GitHub" {
+			tb.Errorf("commit %s (%v) by %q, want %s, committed by GitHub", sha, revs, who, author)
+		}
+	}
+	return shas
+}
