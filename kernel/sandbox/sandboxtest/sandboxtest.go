@@ -23,13 +23,19 @@ var (
 	sbx  *sandbox.Sandbox
 )
 
-// Sandbox returns the test binary's sandbox (mode auto: bwrap, else
-// landlock), or ends the test as testenv.Require does.
+// Sandbox returns the test binary's sandbox, or ends the test as
+// testenv.Require does. The mode is AGENTOS_SANDBOX's (auto when unset:
+// bwrap, else landlock), so that the same tests run under each mechanism:
+// AGENTOS_SANDBOX=landlock go test ./... is a host without bubblewrap.
 func Sandbox(tb testing.TB) *sandbox.Sandbox {
 	tb.Helper()
 	once.Do(func() {
 		cache := filepath.Join(os.TempDir(), fmt.Sprintf("agentos-sandboxtest-%d", os.Getuid()))
-		sbx = sandbox.Detect(context.Background(), sandbox.Config{Mode: sandbox.ModeAuto, CacheDir: cache, GoCache: filepath.Join(cache, "go-build")})
+		mode, err := sandbox.ParseMode(os.Getenv(sandbox.EnvMode))
+		if err != nil || mode == sandbox.ModeNone {
+			mode = sandbox.ModeAuto // a test sandbox is never "none"
+		}
+		sbx = sandbox.Detect(context.Background(), sandbox.Config{Mode: mode, CacheDir: cache, GoCache: filepath.Join(cache, "go-build")})
 	})
 	testenv.Require(tb, "an OS sandbox for commands (bubblewrap, or Landlock)", sbx.Err())
 	return sbx
