@@ -3,7 +3,6 @@ package worktree
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -40,8 +39,7 @@ func TestAuthorFor(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer s.Close()
-			mustWrite(t, filepath.Join(s.Dir, "README.md"), "hello agent\n")
-			sha, err := s.Commit(ctx, CommitOptions{Message: "change", RunID: "run-1"})
+			sha, err := s.Commit(ctx, CommitOptions{Message: "change", RunID: "run-1", Changes: []Change{write(t, s.Dir, "README.md", "hello agent\n")}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -76,8 +74,8 @@ func TestAuthorFor(t *testing.T) {
 			for _, tt := range tests {
 				t.Run(tt.name, func(t *testing.T) {
 					answer, failWith = tt.id, tt.err
-					mustWrite(t, filepath.Join(s.Dir, "README.md"), "again "+tt.name+"\n")
-					_, err := s.Commit(ctx, CommitOptions{Message: "change", RunID: "run-2"})
+					c := write(t, s.Dir, "README.md", "again "+tt.name+"\n")
+					_, err := s.Commit(ctx, CommitOptions{Message: "change", RunID: "run-2", Changes: []Change{c}})
 					if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 						t.Errorf("Commit = %v, want an error containing %q", err, tt.wantErr)
 					}

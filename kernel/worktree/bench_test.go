@@ -277,15 +277,14 @@ func BenchmarkCommitPush(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer s.Close()
-			target := filepath.Join(s.Dir, "pkg07", "sub0", "file0007.go")
 			var commitT, pushT time.Duration
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				b.StopTimer()
-				mustWrite(b, target, fmt.Sprintf("package p // %d\n", i))
+				c := write(b, s.Dir, "pkg07/sub0/file0007.go", fmt.Sprintf("package p // %d\n", i))
 				b.StartTimer()
 				t0 := time.Now()
-				if _, err := s.Commit(ctx, CommitOptions{Message: "change", RunID: "r"}); err != nil {
+				if _, err := s.Commit(ctx, CommitOptions{Message: "change", RunID: "r", Changes: []Change{c}}); err != nil {
 					b.Fatal(err)
 				}
 				t1 := time.Now()

@@ -63,18 +63,27 @@
 //
 // # Backends
 //
-// Preparing a worktree and committing in it touch every file of the tree.
-// With BackendAuto those two steps run the git CLI when it is on PATH and
-// go-git otherwise; BackendGoGit and BackendCLI force one. Mirror fetches,
-// pushes and artifact commits always use go-git. Measured on a 5,000-file,
-// 200-commit repository with a warm mirror (BenchmarkPrepare,
-// BenchmarkCommitPush), against the git CLI doing the same work, on a
-// loaded 2-core machine: preparation 0.9-1.1x with the CLI step and
-// 1.0-1.5x with go-git alone; commit+push 0.94-1.04x with the CLI step and
-// 2.5-3x with go-git alone (go-git's status of the worktree is the slow
-// part; the push, which sends exactly the new objects computed from tree
-// diffs, is as fast as `git push`). The go-git path avoids go-git's
-// Worktree.Reset and Worktree.Commit: checkoutFresh writes the files and
-// the index directly, and writeIndexTree writes only the trees that changed
-// (Worktree.Commit rewrites all of them).
+// Preparing a worktree touches every file of the tree. With BackendAuto
+// that step runs the git CLI (`git reset --hard`, on the repository
+// Prepare has just initialised) when it is on PATH and go-git otherwise;
+// BackendGoGit and BackendCLI force one. Commits, mirror fetches, pushes
+// and artifact commits always use go-git. Measured on a 5,000-file,
+// 200-commit repository with a warm mirror (BenchmarkPrepare), against the
+// git CLI doing the same work, on a loaded 2-core machine: preparation
+// 0.9-1.1x with the CLI step and 1.0-1.5x with go-git alone. The go-git
+// path avoids go-git's Worktree.Reset and Worktree.Commit: checkoutFresh
+// writes the files and the index directly, and a commit writes only the
+// blobs of its change set and the trees that changed.
+//
+// # Commits and the git CLI
+//
+// A session commit holds only the change set its caller names — the
+// files the kernel's file tools wrote, each checked against the SHA-256
+// the tool recorded — and nothing else commands left in the worktree
+// (commit.go). Whenever the git CLI runs (the CLI checkout, mirror
+// maintenance), it runs with a minimal environment that holds no
+// credential and with every configuration-driven program and submodule
+// recursion turned off (gitcli.go): a worktree is shaped by the
+// repository and by the commands the agent ran, and git runs outside the
+// sandbox.
 package worktree

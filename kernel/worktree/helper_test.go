@@ -3,6 +3,8 @@ package worktree
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"net/http"
@@ -196,4 +198,27 @@ var backends = []struct {
 }{
 	{"gogit", BackendGoGit},
 	{"cli", BackendCLI},
+}
+
+// write writes content to the slash path rel of the worktree dir, as a
+// kernel file tool does, and returns the change a commit takes for it.
+func write(t testing.TB, dir, rel, content string) Change {
+	t.Helper()
+	mustWrite(t, filepath.Join(dir, filepath.FromSlash(rel)), content)
+	return Change{Path: rel, SHA256: sha256Hex(content)}
+}
+
+// remove deletes the slash path rel of the worktree dir, as a kernel file
+// tool does, and returns the change a commit takes for it.
+func remove(t testing.TB, dir, rel string) Change {
+	t.Helper()
+	if err := os.Remove(filepath.Join(dir, filepath.FromSlash(rel))); err != nil {
+		t.Fatal(err)
+	}
+	return Change{Path: rel}
+}
+
+func sha256Hex(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])
 }

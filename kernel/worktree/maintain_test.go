@@ -64,8 +64,7 @@ func TestMirrorPacksRolledUp(t *testing.T) {
 		t.Fatalf("%d packs while a session was open, want no roll-up (>= 6)", n)
 	}
 	// The open session still reads and commits through its cached list.
-	mustWrite(t, filepath.Join(open.Dir, "b.txt"), "b\n")
-	if _, err := open.Commit(ctx, CommitOptions{Message: "still works"}); err != nil {
+	if _, err := open.Commit(ctx, CommitOptions{Message: "still works", Changes: []Change{write(t, open.Dir, "b.txt", "b\n")}}); err != nil {
 		t.Fatalf("commit in the open session: %v", err)
 	}
 	open.Close()
@@ -91,8 +90,7 @@ func TestMirrorPacksRolledUp(t *testing.T) {
 	if _, err := runGitErr(mirror, nil, "fsck", "--no-dangling", "--connectivity-only"); err != nil {
 		t.Errorf("mirror after the roll-up: %v", err)
 	}
-	mustWrite(t, filepath.Join(s.Dir, "c.txt"), "c\n")
-	if _, err := s.Commit(ctx, CommitOptions{Message: "after roll-up"}); err != nil {
+	if _, err := s.Commit(ctx, CommitOptions{Message: "after roll-up", Changes: []Change{write(t, s.Dir, "c.txt", "c\n")}}); err != nil {
 		t.Fatalf("commit after the roll-up: %v", err)
 	}
 	if err := s.Push(ctx); err != nil {

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -240,6 +239,11 @@ type CommitOptions struct {
 	RunID string
 	// Time is the author and committer time; zero means now.
 	Time time.Time
+	// Changes are the paths the kernel's file tools changed, in order
+	// (the last change of a path wins): the commit is the branch tip's
+	// tree with these paths as the tools left them, and nothing else of
+	// the worktree (see commit.go).
+	Changes []Change
 	// AllowEmpty makes a commit even when the tree did not change (the
 	// draft PR of a session that changed nothing yet needs one commit).
 	AllowEmpty bool
@@ -259,10 +263,13 @@ func commitMessage(msg, sessionID, runID string) string {
 	return msg + "\n\n" + t
 }
 
-// Commit records every change in the worktree (additions, edits,
-// deletions) as one commit on the session branch, authored and committed
-// by the bot identity, and returns its SHA. It returns ErrNoChanges when
-// there is nothing to commit.
+// Commit records the change set opts.Changes as one commit on the
+// session branch, authored and committed by the bot identity, and returns
+// its SHA. Each changed file must hold, in the worktree, the content its
+// tool wrote (else a *ChangedError); files nothing in the change set
+// names are not committed, whatever commands did to them. It returns
+// ErrNoChanges when the tree would not change. The commit is built with
+// go-git whatever the backend: no git program runs.
 func (s *Session) Commit(ctx context.Context, opts CommitOptions) (string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -281,93 +288,7 @@ func (s *Session) Commit(ctx context.Context, opts CommitOptions) (string, error
 	if err != nil {
 		return "", err
 	}
-	if s.m.UsesCLI() {
-		return s.commitCLI(ctx, msg, when, opts.AllowEmpty, author)
-	}
-	return s.commitGoGit(msg, when, opts.AllowEmpty, author)
-}
-
-func (s *Session) commitGoGit(msg string, when time.Time, allowEmpty bool, author Identity) (string, error) {
-	repo, st, err := s.m.openRepo(s.repo, s.Dir)
-	if err != nil {
-		return "", fmt.Errorf("worktree: commit: %w", err)
-	}
-	defer st.Close()
-	wt, err := repo.Worktree()
-	if err != nil {
-		return "", fmt.Errorf("worktree: commit: %w", err)
-	}
-	if err := wt.AddWithOptions(&git.AddOptions{All: true}); err != nil {
-		return "", fmt.Errorf("worktree: commit: stage: %w", err)
-	}
-	// go-git's Worktree.Commit writes every tree of the index as a loose
-	// object, unchanged ones included (hundreds of files per commit in a
-	// medium repository); writeIndexTree writes only the new ones.
-	idx, err := st.Index()
-	if err != nil {
-		return "", fmt.Errorf("worktree: commit: %w", err)
-	}
-	tree, err := writeIndexTree(st, idx)
-	if err != nil {
-		return "", fmt.Errorf("worktree: commit: %w", err)
-	}
-	ref := plumbing.NewBranchReferenceName(s.Branch)
-	head, err := st.Reference(ref)
-	if err != nil {
-		return "", fmt.Errorf("worktree: commit: %w", err)
-	}
-	parent, err := object.GetCommit(st, head.Hash())
-	if err != nil {
-		return "", fmt.Errorf("worktree: commit: %w", err)
-	}
-	if parent.TreeHash == tree && !allowEmpty {
-		return "", ErrNoChanges
-	}
-	sig := object.Signature{Name: author.Name, Email: author.Email, When: when}
-	commit := &object.Commit{Author: sig, Committer: sig, Message: msg, TreeHash: tree, ParentHashes: []plumbing.Hash{parent.Hash}}
-	obj := st.NewEncodedObject()
-	if err := commit.Encode(obj); err != nil {
-		return "", fmt.Errorf("worktree: commit: %w", err)
-	}
-	h, err := st.SetEncodedObject(obj)
-	if err != nil {
-		return "", fmt.Errorf("worktree: commit: %w", err)
-	}
-	if err := st.CheckAndSetReference(plumbing.NewHashReference(ref, h), head); err != nil {
-		return "", fmt.Errorf("worktree: commit: %w", err)
-	}
-	return h.String(), nil
-}
-
-func (s *Session) commitCLI(ctx context.Context, msg string, when time.Time, allowEmpty bool, author Identity) (string, error) {
-	if err := s.m.git(ctx, s.Dir, nil, nil, nil, "add", "-A"); err != nil {
-		return "", fmt.Errorf("worktree: commit: stage: %w", err)
-	}
-	date := when.Format(time.RFC3339)
-	env := []string{
-		"GIT_AUTHOR_NAME=" + author.Name, "GIT_AUTHOR_EMAIL=" + author.Email, "GIT_AUTHOR_DATE=" + date,
-		"GIT_COMMITTER_NAME=" + author.Name, "GIT_COMMITTER_EMAIL=" + author.Email, "GIT_COMMITTER_DATE=" + date,
-	}
-	// --cleanup=verbatim keeps the message exactly as built; no hooks run.
-	args := []string{"commit", "-q", "--no-verify", "--cleanup=verbatim", "-F", "-"}
-	if allowEmpty {
-		args = append(args, "--allow-empty")
-	}
-	err := s.m.git(ctx, s.Dir, env, strings.NewReader(msg), nil, args...)
-	if err != nil {
-		var out bytes.Buffer
-		if e2 := s.m.git(ctx, s.Dir, nil, nil, &out, "status", "--porcelain"); e2 == nil && out.Len() == 0 {
-			return "", ErrNoChanges
-		}
-		return "", fmt.Errorf("worktree: commit: %w", err)
-	}
-	st := s.m.openStorage(s.repo, s.Dir)
-	defer st.Close()
-	ref, err := st.Reference(plumbing.NewBranchReferenceName(s.Branch))
-	if err != nil {
-		return "", fmt.Errorf("worktree: commit: %w", err)
-	}
-	return ref.Hash().String(), nil
+	return s.commitChanges(msg, when, opts.Changes, opts.AllowEmpty, author)
 }
 
 // Head returns the SHA the session branch points at in the worktree.
@@ -455,34 +376,14 @@ func (s *Session) Close() error {
 	return nil
 }
 
-// git runs the git CLI in dir for a local operation (checkout, stage,
-// commit). Network operations never go through the CLI, so no credential
-// ever reaches a git process.
+// git runs the git CLI in dir for a local operation (the checkout at
+// Prepare), hardened (see gitcli.go). Network operations never go through
+// the CLI, so no credential ever reaches a git process.
 func (m *Manager) git(ctx context.Context, dir string, env []string, stdin *strings.Reader, stdout *bytes.Buffer, args ...string) error {
 	if m.gitPath == "" {
 		return errors.New("git CLI not available")
 	}
 	return execGit(ctx, m.gitPath, dir, env, stdin, stdout, args...)
-}
-
-// execGit runs the git executable at path in dir, with no system or global
-// configuration and no terminal prompt.
-func execGit(ctx context.Context, path, dir string, env []string, stdin *strings.Reader, stdout *bytes.Buffer, args ...string) error {
-	cmd := exec.CommandContext(ctx, path, append([]string{"-C", dir}, args...)...)
-	cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0", "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", "LC_ALL=C")
-	cmd.Env = append(cmd.Env, env...)
-	if stdin != nil {
-		cmd.Stdin = stdin
-	}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if stdout != nil {
-		cmd.Stdout = stdout
-	}
-	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("git %s: %w: %s", args[0], err, strings.TrimSpace(stderr.String()))
-	}
-	return nil
 }
 
 // CommitMessage returns the message of commit sha (a commit of the session

@@ -3,7 +3,6 @@ package worktree
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"testing"
 )
 
@@ -24,7 +23,7 @@ func TestSessionBranchArtifact(t *testing.T) {
 			if _, err := s.LoadArtifact(); !errors.Is(err, ErrNotFound) {
 				t.Errorf("LoadArtifact before any commit error = %v, want ErrNotFound", err)
 			}
-			mustWrite(t, filepath.Join(s.Dir, "wip.txt"), "work in progress\n")
+			wip := write(t, s.Dir, "wip.txt", "work in progress\n")
 			events := []byte(`{"seq":1}` + "\n")
 			sha, err := s.CommitArtifact(ctx, Artifact{RunID: "run-1", Events: events, Snapshot: []byte(`{}`)})
 			if err != nil {
@@ -48,7 +47,7 @@ func TestSessionBranchArtifact(t *testing.T) {
 			if got := runGit(t, s.Dir, "status", "--porcelain"); got != "?? wip.txt" {
 				t.Errorf("worktree status after artifact commit = %q, want only wip.txt untracked", got)
 			}
-			work, err := s.Commit(ctx, CommitOptions{Message: "work", RunID: "run-1"})
+			work, err := s.Commit(ctx, CommitOptions{Message: "work", RunID: "run-1", Changes: []Change{wip}})
 			if err != nil {
 				t.Fatal(err)
 			}

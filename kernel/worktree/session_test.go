@@ -123,14 +123,14 @@ func TestPrepareCommitPush(t *testing.T) {
 			}
 
 			// Edit, add, delete.
-			mustWrite(t, filepath.Join(s.Dir, "README.md"), "hello agent\n")
-			mustWrite(t, filepath.Join(s.Dir, "src", "new", "c.go"), "package c\n")
-			// An object the mirror already has (the git CLI writes no copy).
-			mustWrite(t, filepath.Join(s.Dir, "src", "copy.go"), "package a\n")
-			if err := os.Remove(filepath.Join(s.Dir, "src", "old.txt")); err != nil {
-				t.Fatal(err)
+			changes := []Change{
+				write(t, s.Dir, "README.md", "hello agent\n"),
+				write(t, s.Dir, "src/new/c.go", "package c\n"),
+				// An object the mirror already has (no copy is written).
+				write(t, s.Dir, "src/copy.go", "package a\n"),
+				remove(t, s.Dir, "src/old.txt"),
 			}
-			sha, err := s.Commit(ctx, CommitOptions{Message: "Fix the widget\n\nLonger body.", RunID: "01HZXRUN0001"})
+			sha, err := s.Commit(ctx, CommitOptions{Message: "Fix the widget\n\nLonger body.", RunID: "01HZXRUN0001", Changes: changes})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -174,8 +174,10 @@ func TestPrepareCommitPush(t *testing.T) {
 			}
 
 			// A second commit fast-forwards the branch.
-			mustWrite(t, filepath.Join(s.Dir, "src", "a.go"), "package a // v2\n")
-			sha2, err := s.Commit(ctx, CommitOptions{Message: "Second", RunID: "01HZXRUN0001"})
+			// The change set is the session's: the first commit's changes
+			// again, and the new one.
+			changes = append(changes, write(t, s.Dir, "src/a.go", "package a // v2\n"))
+			sha2, err := s.Commit(ctx, CommitOptions{Message: "Second", RunID: "01HZXRUN0001", Changes: changes})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -212,8 +214,7 @@ func TestPrepareCommitPush(t *testing.T) {
 			if got, _ := os.ReadFile(filepath.Join(s2.Dir, "src", "a.go")); string(got) != "package a // v2\n" {
 				t.Errorf("resumed worktree src/a.go = %q", got)
 			}
-			mustWrite(t, filepath.Join(s2.Dir, "src", "a.go"), "package a // v3\n")
-			sha3, err := s2.Commit(ctx, CommitOptions{Message: "Third", RunID: "01HZXRUN0002"})
+			sha3, err := s2.Commit(ctx, CommitOptions{Message: "Third", RunID: "01HZXRUN0002", Changes: []Change{write(t, s2.Dir, "src/a.go", "package a // v3\n")}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -323,8 +324,7 @@ func TestPullRequestFromFork(t *testing.T) {
 			if s.BaseSHA != head || s.Branch != "agent/7-ession01" {
 				t.Fatalf("base %s branch %s, want %s agent/7-ession01", s.BaseSHA, s.Branch, head)
 			}
-			mustWrite(t, filepath.Join(s.Dir, "fork.txt"), "fixed by the agent\n")
-			sha, err := s.Commit(ctx, CommitOptions{Message: "Address review", RunID: "r1"})
+			sha, err := s.Commit(ctx, CommitOptions{Message: "Address review", RunID: "r1", Changes: []Change{write(t, s.Dir, "fork.txt", "fixed by the agent\n")}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -369,8 +369,7 @@ func TestPushRefusesNonFastForward(t *testing.T) {
 	defer s.Close()
 	// Someone else pushes to the session branch first.
 	other := seed(t, bare, s.Branch, map[string]string{"b.txt": "other\n"})
-	mustWrite(t, filepath.Join(s.Dir, "a.txt"), "mine\n")
-	if _, err := s.Commit(ctx, CommitOptions{Message: "mine"}); err != nil {
+	if _, err := s.Commit(ctx, CommitOptions{Message: "mine", Changes: []Change{write(t, s.Dir, "a.txt", "mine\n")}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Push(ctx); err == nil {
@@ -445,8 +444,7 @@ func TestPrepareAfterRemoteBranchDeleted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mustWrite(t, filepath.Join(s.Dir, "a.txt"), "2\n")
-	if _, err := s.Commit(ctx, CommitOptions{Message: "m"}); err != nil {
+	if _, err := s.Commit(ctx, CommitOptions{Message: "m", Changes: []Change{write(t, s.Dir, "a.txt", "2\n")}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Push(ctx); err != nil {

@@ -61,8 +61,7 @@ func TestTokenNeverWritten(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			mustWrite(t, filepath.Join(s.Dir, "b.txt"), "2\n")
-			if _, err := s.Commit(ctx, CommitOptions{Message: "m", RunID: "r"}); err != nil {
+			if _, err := s.Commit(ctx, CommitOptions{Message: "m", RunID: "r", Changes: []Change{write(t, s.Dir, "b.txt", "2\n")}}); err != nil {
 				t.Fatal(err)
 			}
 			if err := s.Push(ctx); err != nil {
@@ -158,8 +157,7 @@ func TestPushWithRevokedTokenScrubbed(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	mustWrite(t, filepath.Join(s.Dir, "a.txt"), "2\n")
-	if _, err := s.Commit(ctx, CommitOptions{Message: "m"}); err != nil {
+	if _, err := s.Commit(ctx, CommitOptions{Message: "m", Changes: []Change{write(t, s.Dir, "a.txt", "2\n")}}); err != nil {
 		t.Fatal(err)
 	}
 	tok = revoked
