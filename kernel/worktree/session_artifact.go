@@ -7,12 +7,11 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
-	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
 )
 
@@ -66,25 +65,32 @@ func (s *Session) CommitArtifact(ctx context.Context, a Artifact) (string, error
 		return "", fmt.Errorf("worktree: artifact: %w", err)
 	}
 	if changed {
-		dir := filepath.Join(s.Dir, ".agent", "sessions", s.id)
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return "", fmt.Errorf("worktree: artifact: %w", err)
-		}
-		wt, err := repo.Worktree()
+		// The files go into the worktree too, so that it shows them as
+		// committed. The worktree is what commands left: a symlink there
+		// must not take the write out of it (os.Root refuses), and the
+		// index entries are set from the data, not read back through it.
+		root, err := os.OpenRoot(s.Dir)
 		if err != nil {
 			return "", fmt.Errorf("worktree: artifact: %w", err)
 		}
+		defer root.Close()
+		dir := SessionArtifactDir(s.id)
+		if err := root.MkdirAll(dir, 0o755); err != nil {
+			return "", fmt.Errorf("worktree: artifact: %w", err)
+		}
+		entries, paths := map[string]treeFile{}, map[string]bool{}
 		for _, f := range files {
-			if err := os.WriteFile(filepath.Join(dir, f.name), f.data, 0o644); err != nil {
+			p := dir + "/" + f.name
+			if err := root.WriteFile(p, f.data, 0o644); err != nil {
 				return "", fmt.Errorf("worktree: artifact: %w", err)
 			}
-			if err := wt.AddWithOptions(&git.AddOptions{Path: SessionArtifactDir(s.id) + "/" + f.name, SkipStatus: true}); err != nil {
-				return "", fmt.Errorf("worktree: artifact: stage: %w", err)
-			}
+			entries[p] = treeFile{mode: filemode.Regular, hash: plumbing.ComputeHash(plumbing.BlobObject, f.data)}
+			paths[p] = true
 		}
 		if err := repo.Storer.SetReference(plumbing.NewHashReference(ref, sha)); err != nil {
 			return "", fmt.Errorf("worktree: artifact: %w", err)
 		}
+		s.updateIndex(st, entries, paths)
 	}
 	c, err := s.m.cred(ctx, s.repo)
 	if err != nil {
