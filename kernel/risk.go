@@ -30,8 +30,11 @@ type Risk struct {
 	TouchesBuild    bool     `json:"touches_build"`
 	HighRiskCommand bool     `json:"high_risk_command,omitempty"`
 	Trusted         bool     `json:"trusted,omitempty"` // lowered by adaptive trust
-	Control         string   `json:"control"`
-	Reason          string   `json:"reason,omitempty"`
+	// ProtectedPaths are the CI and agent configuration paths a write
+	// changes (ProtectedPaths func): such a write always needs approval.
+	ProtectedPaths []string `json:"protected_paths,omitempty"`
+	Control        string   `json:"control"`
+	Reason         string   `json:"reason,omitempty"`
 }
 
 // Preview is what a maintainer sees before approving (and what the agent
@@ -48,6 +51,9 @@ type Preview struct {
 	EnvNames     []string     `json:"env_names,omitempty"`
 	Timeout      string       `json:"timeout,omitempty"`
 	Paths        []string     `json:"paths,omitempty"`
+	// ProtectedPaths: the CI and agent configuration this write changes,
+	// the reason it waits for a maintainer whatever the policy says.
+	ProtectedPaths []string `json:"protected_paths,omitempty"`
 }
 
 func matchAny(p string, pats []string) bool {
@@ -160,7 +166,74 @@ func (k *Kernel) assess(ctx context.Context, env Env, r *registered, args []byte
 			risk.Control = ControlPreviewAuto
 		}
 	}
+	// CI and agent configuration: after the policy, so no policy lowers it.
+	if r.def.Category == CategoryWrite && risk.Control != ControlDeny {
+		if ci := k.protectedPaths(risk.Paths); len(ci) > 0 {
+			risk.Control, risk.Trusted, risk.ProtectedPaths, preview.ProtectedPaths = ControlApproval, false, ci, ci
+			risk.Reason = fmt.Sprintf("%s changes CI or agent configuration (%s): that always needs a maintainer's approval, whatever policy.yaml says", r.def.Name, strings.Join(ci, ", "))
+		}
+	}
 	return risk, preview, nil
+}
+
+// Changes to these paths run code or change what reviews, builds and
+// agents trust: CI definitions, GitHub's workflows, actions, CODEOWNERS
+// and dependabot, agent configuration and git's per-path behaviour. A
+// write touching one always needs approval (docs/kernel-policy.md, "CI
+// and agent configuration"). Names are compared case-insensitively, as a
+// case-insensitive file system (macOS, Windows) would.
+var (
+	// protectedDirs are directories, at any depth.
+	protectedDirs = []string{".github", ".gitlab", ".circleci", ".buildkite", ".agent", ".claude"}
+	// protectedFiles are file names, at any depth.
+	protectedFiles = []string{".gitlab-ci.yml", ".gitlab-ci.yaml", ".travis.yml", ".travis.yaml", "azure-pipelines.yml", "azure-pipelines.yaml", "jenkinsfile", ".mcp.json", ".gitmodules", ".gitattributes", "action.yml", "action.yaml", "codeowners"}
+)
+
+// IsProtectedPath reports whether a workspace-relative path is CI or
+// agent configuration (protectedDirs, protectedFiles). The path is
+// cleaned first ("./", "a/../", doubled and back slashes), and each
+// component is compared without case and without trailing dots and
+// spaces (which Windows ignores).
+func IsProtectedPath(p string) bool {
+	p = path.Clean("/" + strings.ReplaceAll(p, `\`, "/"))
+	segs := strings.Split(strings.TrimPrefix(p, "/"), "/")
+	for i, seg := range segs {
+		seg = strings.ToLower(strings.TrimRight(seg, ". "))
+		for _, d := range protectedDirs {
+			if seg == d {
+				return true
+			}
+		}
+		if i == len(segs)-1 {
+			for _, f := range protectedFiles {
+				if seg == f {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// protectedPaths returns the paths, as the call named them, that are CI
+// or agent configuration, under their own name or, when the workspace
+// resolves paths (kernel/workspace does), under the name a symlink in the
+// workspace leads to (ci/x.yml where ci is a link to .github).
+func (k *Kernel) protectedPaths(paths []string) []string {
+	res, _ := k.Workspace.(interface{ Resolve(string) (string, error) })
+	var out []string
+	for _, p := range paths {
+		hit := IsProtectedPath(p)
+		if !hit && res != nil {
+			if r, err := res.Resolve(p); err == nil && IsProtectedPath(r) {
+				hit = true
+			}
+		}
+		if hit {
+			out = appendUnique(out, p)
+		}
+	}
+	return out
 }
 
 func appendUnique(l []string, s string) []string {
