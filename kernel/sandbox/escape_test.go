@@ -29,10 +29,14 @@ import (
 // whose environment holds a token.
 type fixture struct {
 	base, work, other, key, data, outside, modcache string
-	keySecret, dataSecret, otherSecret, envSecret   string
-	port, pgPort, udpPort                           int
-	accepted, pgAccepted, udpGot                    atomic.Int32
-	decoy                                           int
+	// sock is a unix socket listening outside the worktree, abstract an
+	// abstract one; sockAccepted counts connections to either.
+	sock, abstract                                string
+	sockAccepted                                  atomic.Int32
+	keySecret, dataSecret, otherSecret, envSecret string
+	port, pgPort, udpPort                         int
+	accepted, pgAccepted, udpGot                  atomic.Int32
+	decoy                                         int
 }
 
 func token(t *testing.T, prefix string) string {
@@ -112,7 +116,110 @@ func newFixture(t *testing.T, modcache string) *fixture {
 	}
 	f.decoy = decoy.Process.Pid
 	t.Cleanup(func() { _ = decoy.Process.Kill(); _ = decoy.Wait() })
+	// A database's or Docker's local socket, by path and abstract.
+	f.sock = filepath.Join(f.outside, "db.sock")
+	f.abstract = "@" + token(t, "agentos-escape")
+	for _, addr := range []string{f.sock, f.abstract} {
+		ln, err := net.Listen("unix", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ln.Close() })
+		go func() {
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				f.sockAccepted.Add(1)
+				c.Close()
+			}
+		}()
+	}
+	// The repository has a submodule that is not checked out: a gitlink
+	// in the index and an empty directory (a pull request can add one).
+	gitInit(t, f.work)
 	return f
+}
+
+// gitInit makes work's .git a real repository (keeping the fixture's
+// config) whose index has a gitlink at sub.
+func gitInit(t *testing.T, work string) {
+	t.Helper()
+	for _, args := range [][]string{
+		{"init", "-q"},
+		{"update-index", "--add", "--cacheinfo", "160000,1111111111111111111111111111111111111111,sub"},
+	} {
+		cmd := exec.Command("git", append([]string{"-C", work}, args...)...)
+		cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v: %s", args, err, out)
+		}
+	}
+	write(t, filepath.Join(work, ".git", "config"), "[core]\n\trepositoryformatversion = 0\n")
+	if err := os.MkdirAll(filepath.Join(work, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// userGitStatus runs the user's ordinary `git status` in the worktree,
+// as after `agentos tool call test.run`: with the user's environment.
+func userGitStatus(work string) string {
+	cmd := exec.Command("git", "-C", work, "status", "--short")
+	out, err := cmd.CombinedOutput()
+	return strings.TrimSpace(string(out) + errString(err))
+}
+
+// plantRepo is a script that makes planted/ a repository whose
+// core.fsmonitor writes marker, and points gitlink (a submodule path) at
+// it the way named.
+func plantRepo(marker, how string) string {
+	return `mkdir -p planted && git init -q planted 2>/dev/null || mkdir -p planted/.git; ` +
+		`printf '[core]\n\trepositoryformatversion = 0\n\tfsmonitor = "touch ` + marker + `; false"\n\tworktree = ../../sub\n' > planted/.git/config; ` + how
+}
+
+// fsmonitorBlocked judges a planted-repository case: nothing is left at
+// the submodule path and the user's next git status runs nothing.
+func fsmonitorBlocked(f *fixture, o outcome) (bool, string) {
+	marker := filepath.Join(f.outside, "fsmonitor-ran")
+	status := userGitStatus(f.work)
+	if _, err := os.Stat(marker); err == nil {
+		return false, "the user's git status ran the planted core.fsmonitor"
+	}
+	if fi, err := os.Lstat(filepath.Join(f.work, "sub", ".git")); err == nil {
+		return false, fmt.Sprintf("sub/.git (%s) is still there", fi.Mode().Type())
+	}
+	var tamper *sandbox.GitTamperError
+	if !errors.As(o.err, &tamper) && (o.err == nil || !strings.Contains(o.err.Error(), "submodule path")) {
+		return false, fmt.Sprintf("the command did not fail with a tamper error (err %v; git status: %s)", o.err, firstLine(status))
+	}
+	return true, firstLine(o.err.Error())
+}
+
+// unixConnect is a script that connects to a unix socket (a path, or
+// @name for an abstract one) and prints CONNECTED.
+func unixConnect(addr string) string {
+	if strings.HasPrefix(addr, "@") {
+		addr = "\\0" + addr[1:]
+	}
+	return `perl -MSocket -e 'my $a = $ARGV[0]; $a =~ s/^\\0/\0/; socket(my $s, AF_UNIX, SOCK_STREAM, 0) or die "socket: $!\n"; connect($s, pack_sockaddr_un($a)) or die "connect: $!\n"; print "CONNECTED\n"' '` + addr + `'`
+}
+
+func notConnected(f *fixture, o outcome) (bool, string) {
+	if f.sockAccepted.Load() > 0 || strings.Contains(o.res.Stdout, "CONNECTED") {
+		return false, "connected"
+	}
+	return true, firstLine(o.output())
+}
+
+// printed judges a case that prints word when it gets through.
+func printed(word string) func(f *fixture, o outcome) (bool, string) {
+	return func(f *fixture, o outcome) (bool, string) {
+		if strings.Contains(o.res.Stdout, word) {
+			return false, word
+		}
+		return true, firstLine(o.output())
+	}
 }
 
 func listenTCP(t *testing.T, addr string, n *atomic.Int32) int {
@@ -298,6 +405,65 @@ func corpus() []escape {
 				}
 				return true, firstLine(o.output())
 			}},
+		{name: "connect to a host unix socket by path", control: true,
+			script: func(f *fixture) string { return unixConnect(f.sock) }, blocked: notConnected},
+		{name: "connect to a host abstract unix socket", control: true,
+			script: func(f *fixture) string { return unixConnect(f.abstract) }, blocked: notConnected},
+		{name: "connect to PostgreSQL's local socket", control: socketExists("/var/run/postgresql/.s.PGSQL.5432"),
+			script:  func(f *fixture) string { return unixConnect("/var/run/postgresql/.s.PGSQL.5432") },
+			blocked: printed("CONNECTED")},
+		{name: "connect to MariaDB's local socket", control: socketExists("/run/mysqld/mysqld.sock"),
+			script:  func(f *fixture) string { return unixConnect("/run/mysqld/mysqld.sock") },
+			blocked: printed("CONNECTED")},
+		{name: "connect to docker.sock", control: socketExists("/var/run/docker.sock"),
+			script:  func(f *fixture) string { return unixConnect("/var/run/docker.sock") },
+			blocked: printed("CONNECTED")},
+		{name: "open an AF_VSOCK socket (to the hypervisor)",
+			script: func(f *fixture) string {
+				return `perl -e 'socket(my $s, 40, 1, 0) or die "socket: $!\n"; print "VSOCK-OPEN\n"'`
+			},
+			blocked: printed("VSOCK-OPEN")},
+		{name: "set up io_uring (socket operations past the filter)",
+			script: func(f *fixture) string {
+				return `perl -e 'my $p = "\0" x 120; my $fd = syscall(425, 1, $p); $fd < 0 and die "io_uring_setup: $!\n"; print "IOURING-OPEN\n"'`
+			},
+			blocked: printed("IOURING-OPEN")},
+		{name: "fill /dev/shm past the tmp limit", limits: sandbox.Limits{Tmp: 4 << 20},
+			script: func(f *fixture) string {
+				return "head -c 16777216 /dev/zero > /dev/shm/fill; ls -l /dev/shm/fill; head -c 16777216 /dev/zero > /dev/fill && echo DEV-WRITTEN; rm -f /dev/shm/fill"
+			},
+			blocked: func(f *fixture, o outcome) (bool, string) {
+				if strings.Contains(o.res.Stdout, "16777216") || strings.Contains(o.res.Stdout, "DEV-WRITTEN") {
+					return false, firstLine(o.res.Stdout)
+				}
+				return true, firstLine(o.output())
+			}},
+		{name: "plant a repository at a submodule path (gitfile → core.fsmonitor)", control: true,
+			script: func(f *fixture) string {
+				return plantRepo(filepath.Join(f.outside, "fsmonitor-ran"), `printf 'gitdir: ../planted/.git\n' > sub/.git`)
+			},
+			blocked: fsmonitorBlocked},
+		{name: "plant a repository at a submodule path (a .git directory)", control: true,
+			script: func(f *fixture) string {
+				return plantRepo(filepath.Join(f.outside, "fsmonitor-ran"), `rm -rf sub/.git && cp -r planted/.git sub/.git && sed -i '/worktree/d' sub/.git/config`)
+			},
+			blocked: fsmonitorBlocked},
+		{name: "add a gitlink to the index, then plant a repository there", control: true,
+			script: func(f *fixture) string {
+				return plantRepo(filepath.Join(f.outside, "fsmonitor-ran"),
+					`git update-index --add --cacheinfo 160000,2222222222222222222222222222222222222222,sub2 && mkdir -p sub2 && printf 'gitdir: ../planted/.git\n' > sub2/.git`)
+			},
+			blocked: func(f *fixture, o outcome) (bool, string) {
+				marker := filepath.Join(f.outside, "fsmonitor-ran")
+				userGitStatus(f.work)
+				if _, err := os.Stat(marker); err == nil {
+					return false, "the user's git status ran the planted core.fsmonitor"
+				}
+				if _, err := os.Lstat(filepath.Join(f.work, "sub2", ".git")); err == nil {
+					return false, "sub2/.git is still there"
+				}
+				return true, firstLine(o.output() + errString(o.err))
+			}},
 		{name: "fork bomb (stops itself after 400 forks)", limits: sandbox.Limits{Processes: 48}, timeout: 60 * time.Second,
 			script: func(f *fixture) string {
 				// Each fork that works bumps the counter; a failed fork
@@ -413,6 +579,12 @@ func TestEscapeCorpus(t *testing.T) {
 			os.Remove(filepath.Join(f.modcache, "pwned"))
 			write(t, filepath.Join(f.work, ".git", "config"), "[core]\n\trepositoryformatversion = 0\n")
 			os.RemoveAll(filepath.Join(f.work, ".git", "hooks"))
+			os.RemoveAll(filepath.Join(f.work, "sub", ".git"))
+			os.RemoveAll(filepath.Join(f.work, "planted"))
+			os.RemoveAll(filepath.Join(f.work, "sub2"))
+			gitInit(t, f.work)
+			os.Remove(filepath.Join(f.outside, "fsmonitor-ran"))
+			f.sockAccepted.Store(0)
 			f.accepted.Store(0)
 			f.pgAccepted.Store(0)
 			f.udpGot.Store(0)
@@ -439,6 +611,11 @@ func TestEscapeCorpus(t *testing.T) {
 			t.Logf("escape corpus, %s: %d/%d cases blocked\n%s", mode, blocked, len(cases), report.String())
 		})
 	}
+}
+
+func socketExists(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.Mode().Type() == os.ModeSocket
 }
 
 func dirExists(p string) bool {

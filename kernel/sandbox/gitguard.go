@@ -180,8 +180,16 @@ func (g *gitGuard) verify() error {
 
 // GitTamperError reports that a command changed the worktree's git control
 // files; they were restored.
-type GitTamperError struct{ Paths []string }
+type GitTamperError struct {
+	Paths []string
+	// Nested: the paths are repositories planted at submodule paths
+	// (see gitlinks.go), which were removed.
+	Nested bool
+}
 
 func (e *GitTamperError) Error() string {
+	if e.Nested {
+		return "the command planted git repositories at submodule paths (" + strings.Join(e.Paths, ", ") + "); they were removed: a command may not make a submodule path a repository, whose configuration host git would run"
+	}
 	return "the command changed git control files (" + strings.Join(e.Paths, ", ") + "); they were restored: commands may not change .git"
 }

@@ -224,6 +224,10 @@ func (s *Sandbox) env(req Request, home, tmp string, proxy string) []string {
 		"GOCACHE":     s.goCacheDir(req.Work),
 		"GOPATH":      home + "/go",
 		"GOTOOLCHAIN": "local",
+		// /etc/gitconfig is not the command's (it may hold credential
+		// helpers); under Landlock it exists but is unreadable, and git
+		// stops on the error instead of skipping it.
+		"GIT_CONFIG_NOSYSTEM": "1",
 
 		"AGENTOS_SANDBOX_MECHANISM":  string(s.mech),
 		"npm_config_update_notifier": "false",

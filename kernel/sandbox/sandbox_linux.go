@@ -140,7 +140,24 @@ func (s *Sandbox) probe(ctx context.Context, hidden []string) (ProbeResult, erro
 		return ProbeResult{}, err
 	}
 	check := append([]string{secret}, hidden...)
-	sp := launch.Spec{Stage: launch.StageProbe, Check: check, Write: []string{work, root, filepath.Join(work, ".git")}}.Encode()
+	// A host unix socket outside the worktree (a database's, Docker's)
+	// must not be reachable by its path.
+	sockPath := filepath.Join(root, "host.sock")
+	sock, err := net.Listen("unix", sockPath)
+	if err != nil {
+		return ProbeResult{}, fmt.Errorf("probe: host socket: %w", err)
+	}
+	defer sock.Close()
+	go func() {
+		for {
+			c, err := sock.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	sp := launch.Spec{Stage: launch.StageProbe, Check: check, Write: []string{work, root, filepath.Join(work, ".git")}, Socket: sockPath}.Encode()
 	launcher := s.launcher
 	if s.mech == Bwrap {
 		launcher = insideLauncher
@@ -214,6 +231,8 @@ func judge(m Mechanism, r ProbeResult) error {
 		return fmt.Errorf("the probe could write in %v, want only its worktree", r.Writable)
 	case !strings.HasPrefix(r.Network, "blocked"):
 		return fmt.Errorf("the probe reached the network (%s)", r.Network)
+	case !strings.HasPrefix(r.UnixSocket, "blocked"):
+		return fmt.Errorf("the probe connected to a host unix socket (%q)", r.UnixSocket)
 	case !r.Shell:
 		return errors.New("the probe could not run /bin/sh")
 	case m == Bwrap && r.Processes > 4:
@@ -291,7 +310,7 @@ func (s *Sandbox) bwrapCommand(ctx context.Context, req Request) (*Cmd, error) {
 		proxyURL = p.URL(insideProxy)
 		br = &launch.Bridge{Listen: insideProxy, Socket: insideSocket}
 	}
-	initSpec := launch.Spec{Stage: launch.StageInit, Rlimits: rlimits(req.Limits, s.pids.kind == pidsRlimit), Bridge: br}
+	initSpec := launch.Spec{Stage: launch.StageInit, Rlimits: rlimits(req.Limits, s.pids.kind == pidsRlimit), Bridge: br, Seccomp: launch.SeccompNetns}
 	var extra []*os.File
 	if s.pids.kind == pidsCgroup {
 		cg, err := newCgroup(s.pids.parent, req.Limits.Processes+cgroupSlack)
@@ -309,6 +328,13 @@ func (s *Sandbox) bwrapCommand(ctx context.Context, req Request) (*Cmd, error) {
 		extra = append(extra, procs)
 		initSpec.CgroupFD = 3
 	}
+	links, err := snapshotGitlinks(req.Work)
+	if err != nil {
+		return fail(err)
+	}
+	// Checked after the command and the cleanups above (added first, it
+	// runs last).
+	cl = append(cleanup{links.verify}, cl...)
 	argv := append([]string{s.bwrap}, s.bwrapArgs(req, gocache, hostSock)...)
 	argv = append(argv, "--", insideLauncher, launch.LauncherArg, initSpec.Encode())
 	argv = append(argv, req.Argv...)
@@ -343,10 +369,19 @@ func (s *Sandbox) bwrapArgs(req Request, gocache, hostSock string) []string {
 	for _, f := range s.host.etc {
 		a = append(a, "--ro-bind-try", f, f)
 	}
+	// bwrap's /dev is a tmpfs of half the host's memory: keep it
+	// read-only (device nodes still work) and give /dev/shm a tmpfs of its
+	// own, sized like /tmp.
 	a = append(a, "--proc", "/proc", "--dev", "/dev")
-	if s.bwrapOpt.size {
-		a = append(a, "--size", strconv.FormatUint(req.Limits.Tmp, 10))
+	size := func() {
+		if s.bwrapOpt.size {
+			a = append(a, "--size", strconv.FormatUint(req.Limits.Tmp, 10))
+		}
 	}
+	size()
+	a = append(a, "--tmpfs", "/dev/shm")
+	a = append(a, "--remount-ro", "/dev")
+	size()
 	a = append(a, "--tmpfs", insideTmp, "--dir", insideHome)
 	for _, t := range s.host.tools {
 		if within(req.Work, t) {
@@ -459,9 +494,14 @@ func (s *Sandbox) landlockCommand(ctx context.Context, req Request) (*Cmd, error
 	if err != nil {
 		return fail(err)
 	}
-	// Checked after the command and the cleanups above are done (it was
-	// added first, so it runs last).
-	cl = append(cleanup{guard.verify}, cl...)
+	links, err := snapshotGitlinks(req.Work)
+	if err != nil {
+		return fail(err)
+	}
+	// Checked after the command and the cleanups above are done (added
+	// first, they run last: the control files are restored, the index
+	// with them, before the submodule paths are checked).
+	cl = append(cleanup{links.verify, guard.verify}, cl...)
 	argv := append([]string{s.launcher, launch.LauncherArg, sup.Encode()}, req.Argv...)
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = s.env(req, home, tmp, proxyURL)

@@ -171,6 +171,17 @@ func initStage(sp Spec, argv []string) int {
 		}
 		go bridge(ln, sp.Bridge.Socket)
 	}
+	if sp.Seccomp != "" {
+		// After the bridge's listener: the filter allows what the bridge
+		// does (TCP in, unix out), and every process started from here on
+		// inherits it.
+		if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+			return setupFailed(fmt.Errorf("no_new_privs: %w", err))
+		}
+		if err := installSeccomp(sp.Seccomp); err != nil {
+			return setupFailed(err)
+		}
+	}
 	pid, err := startChild(argv, os.Environ())
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "%s%v\n", SetupPrefix, err)
@@ -436,6 +447,15 @@ func probeStage(sp Spec) int {
 		r.Network = "open (a connection was attempted)"
 	default:
 		r.Network = "blocked: " + err.Error()
+	}
+	if sp.Socket != "" {
+		r.UnixSocket = "blocked"
+		if c, err := net.DialTimeout("unix", sp.Socket, 300*time.Millisecond); err == nil {
+			c.Close()
+			r.UnixSocket = "open"
+		} else {
+			r.UnixSocket = "blocked: " + err.Error()
+		}
 	}
 	r.Shell = exec.Command("/bin/sh", "-c", "exit 0").Run() == nil
 	if err := json.NewEncoder(os.Stdout).Encode(r); err != nil {

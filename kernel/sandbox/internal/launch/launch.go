@@ -61,7 +61,7 @@ type Spec struct {
 	CgroupFD int       `json:"cgroup_fd,omitempty"`
 	Bridge   *Bridge   `json:"bridge,omitempty"`
 	Landlock *Landlock `json:"landlock,omitempty"`
-	// Seccomp is "" (none), "no-inet" or "tcp-only".
+	// Seccomp is "" (none) or one of the Seccomp modes below.
 	Seccomp  string `json:"seccomp,omitempty"`
 	DropCaps bool   `json:"drop_caps,omitempty"`
 	Dir      string `json:"dir,omitempty"`
@@ -70,6 +70,9 @@ type Spec struct {
 	// to create a file in.
 	Check []string `json:"check,omitempty"`
 	Write []string `json:"write,omitempty"`
+	// Socket is a listening unix socket of the host the probe tries to
+	// connect to by its path.
+	Socket string `json:"socket,omitempty"`
 }
 
 type Rlimit struct {
@@ -109,6 +112,9 @@ type ProbeResult struct {
 	GitWritable  bool `json:"git_writable"`
 	// Network is "blocked: <error>" or "open".
 	Network string `json:"network"`
+	// UnixSocket is "blocked: <error>" or "open": a connect() by path to
+	// a host socket outside the worktree.
+	UnixSocket string `json:"unix_socket,omitempty"`
 	// Shell is whether /bin/sh could be run.
 	Shell bool   `json:"shell"`
 	Error string `json:"error,omitempty"`
@@ -142,6 +148,7 @@ func (s Spec) Encode() string {
 
 // Seccomp modes of Spec.Seccomp.
 const (
-	SeccompNoInet  = "no-inet"  // no IP sockets at all
-	SeccompTCPOnly = "tcp-only" // IP sockets only for plain TCP (Landlock limits the ports)
+	SeccompNoInet  = "no-inet"  // Landlock: no IP or unix sockets at all
+	SeccompTCPOnly = "tcp-only" // Landlock: IP sockets only for plain TCP (Landlock limits the ports), no unix sockets
+	SeccompNetns   = "netns"    // bwrap: unix, netlink and IP sockets (in the sandbox's own namespaces), nothing else
 )

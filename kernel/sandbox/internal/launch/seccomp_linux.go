@@ -22,18 +22,30 @@ func seccompArch() (uint32, bool) {
 	return 0, false
 }
 
-// seccompFilter builds the classic BPF program of a mode. It refuses:
-// every syscall of another architecture (and the x32 ABI), io_uring
-// (whose socket operations bypass a socket() filter), and socket() for
-// any family but AF_UNIX and AF_NETLINK — for AF_INET and AF_INET6 it
-// allows, in tcp-only mode, only SOCK_STREAM with protocol 0 or
-// IPPROTO_TCP (not MPTCP or SCTP, which Landlock's TCP rules do not see).
+// seccompFilter builds the classic BPF program of a mode. Every mode
+// refuses every syscall of another architecture (and the x32 ABI),
+// io_uring (whose socket operations bypass a socket() filter), and
+// socket() for families other than those below.
+//
+// Under Landlock (no-inet, tcp-only) the command shares the host's file
+// system and network namespace, and Landlock does not govern connect() to
+// a unix socket by path: socket(AF_UNIX) is refused, or a command could
+// reach a database's or Docker's local socket (socketpair, which names no
+// path, stays allowed). AF_NETLINK stays allowed. For AF_INET and
+// AF_INET6, no-inet refuses everything; tcp-only allows only SOCK_STREAM
+// with protocol 0 or IPPROTO_TCP (not MPTCP or SCTP, which Landlock's TCP
+// rules do not see).
+//
+// Under bwrap (netns) the command has its own network namespace and sees
+// only the file system the sandbox binds (no host socket is in it): unix,
+// netlink and IP sockets are allowed, every other family (AF_VSOCK to the
+// hypervisor, AF_PACKET, AF_ALG, …) is refused.
 func seccompFilter(mode string) ([]unix.SockFilter, error) {
 	arch, ok := seccompArch()
 	if !ok {
 		return nil, fmt.Errorf("seccomp: unsupported architecture %s", runtime.GOARCH)
 	}
-	if mode != SeccompNoInet && mode != SeccompTCPOnly {
+	if mode != SeccompNoInet && mode != SeccompTCPOnly && mode != SeccompNetns {
 		return nil, fmt.Errorf("seccomp: unknown mode %q", mode)
 	}
 	const (
@@ -70,24 +82,36 @@ func seccompFilter(mode string) ([]unix.SockFilter, error) {
 	}
 	p = append(p,
 		ins{code: jeq, k: uint32(unix.SYS_IO_URING_SETUP), jt: "deny"},
+		ins{code: jeq, k: uint32(unix.SYS_IO_URING_ENTER), jt: "deny"},
+		ins{code: jeq, k: uint32(unix.SYS_IO_URING_REGISTER), jt: "deny"},
 		ins{code: jeq, k: uint32(unix.SYS_SOCKET), jt: "socket", jf: "allow"},
 		ins{label: "socket", code: ldW, k: offArg0},
-		ins{code: jeq, k: unix.AF_UNIX, jt: "allow"},
-		ins{code: jeq, k: unix.AF_NETLINK, jt: "allow"},
-		ins{code: jeq, k: unix.AF_INET, jt: "inet"},
-		ins{code: jeq, k: unix.AF_INET6, jt: "inet", jf: "deny"},
 	)
-	if mode == SeccompNoInet {
-		p = append(p, ins{label: "inet", code: ret, k: deny})
+	if mode == SeccompNetns {
+		p = append(p,
+			ins{code: jeq, k: unix.AF_UNIX, jt: "allow"},
+			ins{code: jeq, k: unix.AF_NETLINK, jt: "allow"},
+			ins{code: jeq, k: unix.AF_INET, jt: "allow"},
+			ins{code: jeq, k: unix.AF_INET6, jt: "allow", jf: "deny"},
+		)
 	} else {
 		p = append(p,
-			ins{label: "inet", code: ldW, k: offArg1},
-			ins{code: and, k: 0xf}, // SOCK_TYPE_MASK: drop SOCK_NONBLOCK, SOCK_CLOEXEC
-			ins{code: jeq, k: unix.SOCK_STREAM, jf: "deny"},
-			ins{code: ldW, k: offArg2},
-			ins{code: jeq, k: 0, jt: "allow"},
-			ins{code: jeq, k: unix.IPPROTO_TCP, jt: "allow", jf: "deny"},
+			ins{code: jeq, k: unix.AF_NETLINK, jt: "allow"},
+			ins{code: jeq, k: unix.AF_INET, jt: "inet"},
+			ins{code: jeq, k: unix.AF_INET6, jt: "inet", jf: "deny"},
 		)
+		if mode == SeccompNoInet {
+			p = append(p, ins{label: "inet", code: ret, k: deny})
+		} else {
+			p = append(p,
+				ins{label: "inet", code: ldW, k: offArg1},
+				ins{code: and, k: 0xf}, // SOCK_TYPE_MASK: drop SOCK_NONBLOCK, SOCK_CLOEXEC
+				ins{code: jeq, k: unix.SOCK_STREAM, jf: "deny"},
+				ins{code: ldW, k: offArg2},
+				ins{code: jeq, k: 0, jt: "allow"},
+				ins{code: jeq, k: unix.IPPROTO_TCP, jt: "allow", jf: "deny"},
+			)
+		}
 	}
 	p = append(p,
 		ins{label: "allow", code: ret, k: allow},
