@@ -138,7 +138,10 @@ func (t *tools) patchTool() kernel.ToolDef {
 		Input: json.RawMessage(`{"type":"object","additionalProperties":false,"required":["unifiedDiff"],"properties":{
 			"path":{"type":"string","minLength":1},"unifiedDiff":{"type":"string","minLength":1}}}`),
 		Output: json.RawMessage(`{"type":"object","required":["files","lines_added","lines_removed"],"properties":{
-			"files":{"type":"array","items":{"type":"object","required":["path","op"]}},"lines_added":{"type":"integer"},"lines_removed":{"type":"integer"}}}`),
+			"files":{"type":"array","items":{"type":"object","required":["path","op"],"properties":{
+				"path":{"type":"string"},"old_path":{"type":"string"},"op":{"type":"string"},
+				"hash":{"type":"string","pattern":"^[0-9a-f]{64}$","description":"sha256 of the file's content after the patch; absent for a deletion"}}}},
+			"lines_added":{"type":"integer"},"lines_removed":{"type":"integer"}}}`),
 		Assess: func(ctx context.Context, env kernel.Env, args json.RawMessage) (kernel.Assessment, error) {
 			_, _, a, err := t.planPatch(args)
 			return a, err
@@ -152,7 +155,7 @@ func (t *tools) patchTool() kernel.ToolDef {
 				return nil, err
 			}
 			failpoint.Hit(failpoint.PatchApplied)
-			return map[string]any{"files": a.Files, "lines_added": a.LinesAdded, "lines_removed": a.LinesRemoved}, nil
+			return map[string]any{"files": patchedFiles(fps, results, a.Files), "lines_added": a.LinesAdded, "lines_removed": a.LinesRemoved}, nil
 		},
 	}
 }
