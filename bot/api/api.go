@@ -250,10 +250,25 @@ func (a *API) healthz(c *gin.Context) {
 	c.JSON(http.StatusOK, gin.H{"status": "ok"})
 }
 
+// readyz answers whether the server can serve. Anyone may ask (a load
+// balancer's probe carries no credentials), so without the API token the
+// answer is the status alone, one word; the reason a store is unreachable
+// and the sandbox report (paths, mechanism, warnings) are the operator's,
+// shown with Authorization: Bearer <API token>.
 func (a *API) readyz(c *gin.Context) {
 	ctx, cancel := context.WithTimeout(c.Request.Context(), 5*time.Second)
 	defer cancel()
-	if err := a.o.Ready(ctx); err != nil {
+	err := a.o.Ready(ctx)
+	c.Header("Cache-Control", "no-store")
+	if !a.operatorToken(c.Request) {
+		if err != nil {
+			c.String(http.StatusServiceUnavailable, "unavailable")
+			return
+		}
+		c.String(http.StatusOK, "ready")
+		return
+	}
+	if err != nil {
 		Abort(c, http.StatusServiceUnavailable, "not_ready", "the event store is not reachable: "+err.Error())
 		return
 	}
@@ -262,6 +277,21 @@ func (a *API) readyz(c *gin.Context) {
 		body["sandbox"] = a.o.Sandbox
 	}
 	c.JSON(http.StatusOK, body)
+}
+
+// operatorToken reports whether r carries Authorization: Bearer with the
+// API token, compared in constant time (of the digests, so the length
+// does not leak either). No token configured admits no one.
+func (a *API) operatorToken(r *http.Request) bool {
+	if a.o.Token == "" {
+		return false
+	}
+	scheme, tok, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(tok) == "" {
+		return false
+	}
+	got := sha256.Sum256([]byte(strings.TrimSpace(tok)))
+	return subtle.ConstantTimeCompare(got[:], a.tokenH[:]) == 1
 }
 
 // auth admits a request to a write endpoint: Authorization: Bearer TOKEN,
@@ -279,8 +309,7 @@ func (a *API) auth(c *gin.Context) {
 		Abort(c, http.StatusUnauthorized, "unauthenticated", "send Authorization: Bearer <token>")
 		return
 	}
-	got := sha256.Sum256([]byte(strings.TrimSpace(tok)))
-	if subtle.ConstantTimeCompare(got[:], a.tokenH[:]) != 1 {
+	if !a.operatorToken(c.Request) {
 		c.Header("WWW-Authenticate", `Bearer realm="agentos", error="invalid_token"`)
 		Abort(c, http.StatusUnauthorized, "invalid_token", "the bearer token is not valid")
 		return

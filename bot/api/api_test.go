@@ -533,24 +533,32 @@ func TestReadyz(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	env := newTestEnv(t, Options{Store: st})
-	if r := env.do(t, http.MethodGet, "/readyz", "", ""); r.status != http.StatusOK {
+	env := newTestEnv(t, Options{Store: st, Token: testToken})
+	if r := env.do(t, http.MethodGet, "/readyz", "-", ""); r.status != http.StatusOK || string(r.body) != "ready" {
 		t.Fatalf("open store: %d %s", r.status, r.body)
 	}
 	if r := env.do(t, http.MethodGet, "/healthz", "", ""); r.status != http.StatusOK {
 		t.Fatalf("healthz: %d", r.status)
 	}
 	st.Close()
-	r := env.do(t, http.MethodGet, "/readyz", "", "")
+	// Without the API token: the status, one word, no reason.
+	for _, auth := range []string{"-", "Bearer wrong-token-0123456789", "Bearer " + testToken + "x"} {
+		r := env.do(t, http.MethodGet, "/readyz", auth, "")
+		if r.status != http.StatusServiceUnavailable || string(r.body) != "unavailable" {
+			t.Errorf("closed store, Authorization %q: %d %s, want 503 unavailable and nothing else", auth, r.status, r.body)
+		}
+	}
+	r := env.do(t, http.MethodGet, "/readyz", "Bearer "+testToken, "")
 	if r.status != http.StatusServiceUnavailable || r.errorCode() != "not_ready" || !strings.Contains(string(r.body), "closed") {
-		t.Errorf("closed store: %d %s, want 503 not_ready naming the reason", r.status, r.body)
+		t.Errorf("closed store, with the API token: %d %s, want 503 not_ready naming the reason", r.status, r.body)
 	}
 	if r := env.do(t, http.MethodGet, "/healthz", "", ""); r.status != http.StatusOK {
 		t.Errorf("healthz must not depend on the store: %d", r.status)
 	}
 }
 
-// TestReadyzShowsSandbox: /readyz carries how commands are confined.
+// TestReadyzShowsSandbox: /readyz carries how commands are confined, to
+// the holder of the API token only.
 func TestReadyzShowsSandbox(t *testing.T) {
 	st, err := sqlite.Open(t.TempDir(), newSealer(t), sqlite.Options{})
 	if err != nil {
@@ -558,8 +566,14 @@ func TestReadyzShowsSandbox(t *testing.T) {
 	}
 	defer st.Close()
 	rep := sandbox.Disabled().Report()
-	env := newTestEnv(t, Options{Store: st, Sandbox: rep})
-	r := env.do(t, http.MethodGet, "/readyz", "", "")
+	env := newTestEnv(t, Options{Store: st, Sandbox: rep, Token: testToken})
+	for _, auth := range []string{"-", "Bearer not-the-token-0123456789", "Basic " + testToken} {
+		r := env.do(t, http.MethodGet, "/readyz", auth, "")
+		if r.status != http.StatusOK || string(r.body) != "ready" {
+			t.Errorf("Authorization %q: %d %q, want 200 \"ready\" and no details", auth, r.status, r.body)
+		}
+	}
+	r := env.do(t, http.MethodGet, "/readyz", "Bearer "+testToken, "")
 	var body struct {
 		Status  string         `json:"status"`
 		Sandbox sandbox.Report `json:"sandbox"`
@@ -569,6 +583,18 @@ func TestReadyzShowsSandbox(t *testing.T) {
 	}
 	if body.Status != "ready" || body.Sandbox.Mechanism != sandbox.None || !body.Sandbox.Ready || body.Sandbox.Warning == "" {
 		t.Errorf("readyz sandbox = %+v, want mechanism none with its warning", body.Sandbox)
+	}
+}
+
+// TestReadyzWithoutAPIToken: a server with no API token shows no one the
+// details.
+func TestReadyzWithoutAPIToken(t *testing.T) {
+	env := newTestEnv(t, Options{Sandbox: sandbox.Disabled().Report()})
+	for _, auth := range []string{"-", "Bearer ", "Bearer operator-read-token"} {
+		r := env.do(t, http.MethodGet, "/readyz", auth, "")
+		if r.status != http.StatusOK || string(r.body) != "ready" {
+			t.Errorf("Authorization %q: %d %q, want 200 \"ready\"", auth, r.status, r.body)
+		}
 	}
 }
 

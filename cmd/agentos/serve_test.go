@@ -522,7 +522,7 @@ func TestLogLevel(t *testing.T) {
 }
 
 // TestServeSandbox: the server says at start which sandbox commands run
-// in, loudly when none, and /readyz shows it.
+// in, loudly when none, and /readyz shows it to the API token's holder.
 func TestServeSandbox(t *testing.T) {
 	for _, tc := range []struct {
 		mode, log, mechanism string
@@ -534,8 +534,8 @@ func TestServeSandbox(t *testing.T) {
 			if tc.mode == "bwrap" {
 				testenv.LookPath(t, "bwrap")
 			}
-			s := startServe(t, map[string]string{"AGENTOS_SANDBOX": tc.mode})
-			code, body := httpDo(t, http.MethodGet, s.url+"/readyz", "", "", nil)
+			s := startServe(t, map[string]string{"AGENTOS_SANDBOX": tc.mode, "AGENTOS_API_TOKEN": serveToken})
+			code, body := httpDo(t, http.MethodGet, s.url+"/readyz", serveToken, "", nil)
 			var ready struct {
 				Sandbox struct {
 					Mechanism string `json:"mechanism"`
