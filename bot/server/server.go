@@ -54,6 +54,12 @@ type Options struct {
 	ReadHeaderTimeout, ReadTimeout, WriteTimeout, IdleTimeout time.Duration
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
+	// LoopbackOnly serves on a loopback address only (Run refuses another
+	// listener) and, on every route, refuses a request whose Host header
+	// does not name it (HostGuard): for a server without access control
+	// (agentos view), which a web page could otherwise read by pointing
+	// its own name at 127.0.0.1.
+	LoopbackOnly bool
 }
 
 // Server is the HTTP server and its actors.
@@ -90,6 +96,9 @@ func New(o Options) (*Server, error) {
 	e.ContextWithFallback = true // c.Done/c.Err follow the request's context
 	s := &Server{o: o, engine: e, log: o.Logger}
 	e.Use(s.requestLog, s.recovery)
+	if o.LoopbackOnly {
+		e.Use(HostGuard())
+	}
 	e.NoRoute(func(c *gin.Context) {
 		api.Abort(c, http.StatusNotFound, "not_found", "no route "+c.Request.Method+" "+c.Request.URL.Path)
 	})
@@ -120,6 +129,10 @@ func (s *Server) Run(ctx context.Context) error {
 		if ln, err = net.Listen("tcp", s.o.Addr); err != nil {
 			return fmt.Errorf("server: %w", err)
 		}
+	}
+	if s.o.LoopbackOnly && !onLoopback(ln.Addr()) {
+		ln.Close()
+		return fmt.Errorf("server: %s is not a loopback address, and this server serves on loopback only", ln.Addr())
 	}
 	srv := &http.Server{
 		Handler:           s.engine,

@@ -32,6 +32,7 @@ import (
 
 	"github.com/agentos/agentos/bot/access"
 	"github.com/agentos/agentos/bot/api"
+	"github.com/agentos/agentos/bot/server"
 	"github.com/agentos/agentos/runtime/event"
 	"github.com/agentos/agentos/runtime/replay"
 	"github.com/agentos/agentos/runtime/store"
@@ -126,6 +127,10 @@ func Templates() (*template.Template, error) {
 
 // Register mounts the pages, the assets and (when enabled) sign-in.
 func (v *Viewer) Register(r gin.IRouter) {
+	// On a loopback address the pages answer only to their own name
+	// (DNS rebinding); the public URL's host is theirs too, for a reverse
+	// proxy on the same machine that forwards it.
+	r = r.Group("", server.HostGuard(v.publicHosts()...))
 	sub, _ := fs.Sub(assetFS, "assets")
 	assets := http.StripPrefix("/assets/", http.FileServer(http.FS(sub)))
 	r.GET("/assets/*file", func(c *gin.Context) {
@@ -143,6 +148,18 @@ func (v *Viewer) Register(r gin.IRouter) {
 		r.POST("/logout", v.secure, v.logout)
 		r.GET("/v1/auth/device", v.deviceInfo)
 	}
+}
+
+// publicHosts is the host of the public URL sign-in calls back to, if any.
+func (v *Viewer) publicHosts() []string {
+	if v.o.OAuth == nil {
+		return nil
+	}
+	u, err := url.Parse(v.o.OAuth.CallbackURL)
+	if err != nil || u.Host == "" {
+		return nil
+	}
+	return []string{u.Host}
 }
 
 // Run is the viewer's actor: when ctx ends it waits for the answers in

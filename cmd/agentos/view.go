@@ -103,7 +103,7 @@ func cmdView(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return fmt.Errorf("view: listen on %s: %w", *addr, err)
 	}
 	fmt.Fprintf(stdout, "Serving %s (session %s, %d events, read-only) at http://%s/runs/%s\nPress Ctrl-C to stop.\n", path, st.SessionID(), len(evs), ln.Addr(), st.SessionID())
-	opts := server.Options{Listener: ln, Actors: []func(context.Context) error{a.Run, v.Run}, OnShutdown: []func(){a.EndStreams}, Logger: log}
+	opts := server.Options{Listener: ln, Actors: []func(context.Context) error{a.Run, v.Run}, OnShutdown: []func(){a.EndStreams}, Logger: log, LoopbackOnly: true}
 	// cmd does not import gin; the route funcs' type comes from the field.
 	opts.Routes = append(opts.Routes, a.Register, v.Register)
 	srv, err := server.New(opts)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"net/url"
 	"regexp"
 	"strings"
 	"testing"
@@ -71,5 +72,70 @@ func TestViewRefusesNonLoopbackAndBadLogs(t *testing.T) {
 	bad := writeFile(t, t.TempDir(), "events.jsonl", "{\"not\":\"an event\"}\n")
 	if err := cmdView(ctx, []string{bad}, io.Discard, io.Discard); err == nil {
 		t.Error("a log that does not verify was served")
+	}
+}
+
+// TestViewRefusesAForeignHost: agentos view serves without sign-in, so a
+// web page that points its own name at 127.0.0.1 (DNS rebinding) must not
+// read the session through it: every route, the page and the API alike,
+// answers only to the address it listens on, localhost, 127.0.0.1 and
+// [::1] on its port; any other Host gets 421.
+func TestViewRefusesAForeignHost(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	pr, pw := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		done <- cmdView(ctx, []string{"../../testdata/sessions/approval.events.jsonl"}, pw, io.Discard)
+		pw.Close()
+	}()
+	line, err := bufio.NewReader(pr).ReadString('\n')
+	if err != nil {
+		t.Fatalf("no output: %v (%v)", err, <-done)
+	}
+	go io.Copy(io.Discard, pr)
+	page := regexp.MustCompile(`http://\S+`).FindString(line)
+	u, err := url.Parse(page)
+	if err != nil || u.Port() == "" {
+		t.Fatalf("view printed %q", line)
+	}
+	get := func(path, host string) (int, string) {
+		req, err := http.NewRequest(http.MethodGet, "http://"+u.Host+path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Host = host
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	events := strings.Replace(u.Path, "/runs/", "/v1/runs/", 1)
+	for _, host := range []string{u.Host, "localhost:" + u.Port(), "127.0.0.1:" + u.Port(), "[::1]:" + u.Port()} {
+		for _, path := range []string{u.Path, events} {
+			if code, body := get(path, host); code != http.StatusOK || !strings.Contains(body, "recorded-approval") {
+				t.Errorf("GET %s with Host %s: %d %.200s, want 200 and the session", path, host, code, body)
+			}
+		}
+	}
+	for _, host := range []string{"rebind.example:" + u.Port(), "rebind.example", "localhost:1", "127.0.0.1"} {
+		for _, path := range []string{u.Path, events, events + "/events", "/v1/runs", "/runs"} {
+			code, body := get(path, host)
+			if code != http.StatusMisdirectedRequest || strings.Contains(body, "recorded-approval") {
+				t.Errorf("GET %s with Host %s: %d %.200s, want 421 and nothing of the session", path, host, code, body)
+			}
+		}
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil && !errors.Is(err, context.Canceled) {
+			t.Errorf("view ended with %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("view did not stop")
 	}
 }
