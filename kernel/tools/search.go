@@ -5,10 +5,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"io/fs"
 	"regexp"
 	"runtime"
 	"sort"
 	"sync"
+	"sync/atomic"
 
 	"github.com/agentos/agentos/kernel"
 	"github.com/agentos/agentos/kernel/workspace"
@@ -25,18 +28,23 @@ type Match struct {
 const (
 	defaultMaxResults = 200
 	maxLineShown      = 300
+	// searchFileCap is the most repo.search reads of one file: a larger
+	// file is searched in its first searchFileCap bytes (counted in
+	// files_cut), so the parallel workers hold at most this much each.
+	searchFileCap = 4 << 20
 )
 
 func (t *tools) search() kernel.ToolDef {
 	return kernel.ToolDef{
-		Name: "repo.search", Description: "Search the repository's files (respects .gitignore, skips binary files) for a literal string, or a regular expression with regex: true; globs narrow the files.", Category: kernel.CategoryRead,
+		Name: "repo.search", Description: "Search the repository's files (respects .gitignore, skips binary files and anything that is not a regular file, counted in files_skipped) for a literal string, or a regular expression with regex: true; globs narrow the files. Of a file over 4 MiB only the first 4 MiB are searched (files_cut); the matches are cut to the output limit (truncated).", Category: kernel.CategoryRead,
 		Input: json.RawMessage(`{"type":"object","additionalProperties":false,"required":["query"],"properties":{
 			"query":{"type":"string","minLength":1,"maxLength":1000},
 			"globs":{"type":"array","items":{"type":"string","minLength":1},"maxItems":20},
 			"regex":{"type":"boolean"},
 			"max_results":{"type":"integer","minimum":1,"maximum":2000}}}`),
 		Output: json.RawMessage(`{"type":"object","required":["matches","truncated","files_scanned"],"properties":{
-			"matches":{"type":"array","items":{"type":"object","required":["path","line","text"]}},"truncated":{"type":"boolean"},"files_scanned":{"type":"integer"}}}`),
+			"matches":{"type":"array","items":{"type":"object","required":["path","line","text"],"properties":{"path":{"type":"string"},"line":{"type":"integer","minimum":1},"text":{"type":"string"}}}},
+			"truncated":{"type":"boolean"},"files_scanned":{"type":"integer","minimum":0},"files_skipped":{"type":"integer","minimum":0},"files_cut":{"type":"integer","minimum":0}}}`),
 		Assess: func(ctx context.Context, env kernel.Env, args json.RawMessage) (kernel.Assessment, error) {
 			_, err := parseSearch(args)
 			return kernel.Assessment{}, err
@@ -46,14 +54,20 @@ func (t *tools) search() kernel.ToolDef {
 			if err != nil {
 				return nil, err
 			}
-			matches, truncated, scanned, err := t.Search(ctx, q)
+			r, err := t.searchFiles(ctx, q)
 			if err != nil {
 				return nil, err
 			}
-			for i := range matches {
-				matches[i].Text = env.Redact(matches[i].Text)
+			// The output limit of the exec tools bounds the matches too.
+			size, max := 0, outputLimit(env)
+			for i := range r.Matches {
+				r.Matches[i].Text = env.Redact(r.Matches[i].Text)
+				if size += len(r.Matches[i].Path) + len(r.Matches[i].Text); size > max && i > 0 {
+					r.Matches, r.Truncated = r.Matches[:i], true
+					break
+				}
 			}
-			return map[string]any{"matches": matches, "truncated": truncated, "files_scanned": scanned}, nil
+			return map[string]any{"matches": r.Matches, "truncated": r.Truncated, "files_scanned": r.Scanned, "files_skipped": r.Skipped, "files_cut": r.Cut}, nil
 		},
 	}
 }
@@ -98,8 +112,23 @@ func parseSearch(args json.RawMessage) (Query, error) {
 }
 
 // Search scans the workspace in parallel and returns matches sorted by path
-// and line, at most q.Max of them.
+// and line, at most q.Max of them (never nil).
 func (t *tools) Search(ctx context.Context, q Query) ([]Match, bool, int, error) {
+	r, err := t.searchFiles(ctx, q)
+	return r.Matches, r.Truncated, r.Scanned, err
+}
+
+// SearchResult is a search's matches and counts.
+type SearchResult struct {
+	Matches   []Match // sorted by path and line; never nil
+	Truncated bool    // more than Query.Max matches
+	Scanned   int     // regular files searched
+	Skipped   int     // entries that are not regular files, not searched
+	Cut       int     // files over searchFileCap: only their start searched
+}
+
+func (t *tools) searchFiles(ctx context.Context, q Query) (SearchResult, error) {
+	var skipped, cut atomic.Int64
 	files := make(chan *workspace.File, 256)
 	type result struct {
 		path    string
@@ -113,8 +142,11 @@ func (t *tools) Search(ctx context.Context, q Query) ([]Match, bool, int, error)
 		go func() {
 			defer wg.Done()
 			for f := range files {
-				b, err := f.Read()
+				b, err := readPrefix(f, &cut)
 				f.Release()
+				if errors.Is(err, workspace.ErrNotRegular) {
+					skipped.Add(1) // swapped since the walk listed it
+				}
 				if err != nil {
 					continue
 				}
@@ -127,7 +159,7 @@ func (t *tools) Search(ctx context.Context, q Query) ([]Match, bool, int, error)
 	scanned := 0
 	var walkErr error
 	go func() {
-		walkErr = t.ws.WalkFiles(ctx, func(f *workspace.File) error {
+		walkErr = t.ws.WalkFilesSkipped(ctx, func(f *workspace.File) error {
 			if len(q.Globs) > 0 && !globMatch(q.Globs, f.Rel) {
 				f.Release()
 				return nil
@@ -135,17 +167,23 @@ func (t *tools) Search(ctx context.Context, q Query) ([]Match, bool, int, error)
 			scanned++
 			files <- f
 			return nil
+		}, func(rel string, _ fs.FileMode) {
+			if len(q.Globs) == 0 || globMatch(q.Globs, rel) {
+				skipped.Add(1)
+			}
 		})
 		close(files)
 		wg.Wait()
 		close(results)
 	}()
-	var all []Match
+	all := []Match{}
 	for r := range results {
 		all = append(all, r.matches...)
 	}
+	res := SearchResult{Scanned: scanned, Skipped: int(skipped.Load()), Cut: int(cut.Load())}
 	if walkErr != nil {
-		return nil, false, scanned, walkErr
+		res.Matches = []Match{}
+		return res, walkErr
 	}
 	sort.Slice(all, func(i, j int) bool {
 		if all[i].Path != all[j].Path {
@@ -153,11 +191,35 @@ func (t *tools) Search(ctx context.Context, q Query) ([]Match, bool, int, error)
 		}
 		return all[i].Line < all[j].Line
 	})
-	truncated := len(all) > q.Max
-	if truncated {
+	res.Truncated = len(all) > q.Max
+	if res.Truncated {
 		all = all[:q.Max]
 	}
-	return all, truncated, scanned, nil
+	res.Matches = all
+	return res, nil
+}
+
+// readPrefix reads a walked file, at most searchFileCap bytes of it (cut
+// back to its last whole line; counted in cut): the file is opened like
+// every workspace read (workspace.Root.Open), so a FIFO is refused, not
+// waited on.
+func readPrefix(f *workspace.File, cut *atomic.Int64) ([]byte, error) {
+	r, err := f.Open()
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	b, full, err := r.ReadPrefix(searchFileCap)
+	if err != nil {
+		return nil, err
+	}
+	if !full {
+		cut.Add(1)
+		if i := bytes.LastIndexByte(b, '\n'); i >= 0 {
+			b = b[:i+1]
+		}
+	}
+	return b, nil
 }
 
 func globMatch(globs []string, p string) bool {
@@ -188,7 +250,7 @@ func searchContent(p string, b []byte, q Query) []Match {
 	}
 	var out []Match
 	sc := bufio.NewScanner(bytes.NewReader(b))
-	sc.Buffer(make([]byte, 64<<10), 4<<20)
+	sc.Buffer(make([]byte, 64<<10), searchFileCap+1)
 	for n := 1; sc.Scan(); n++ {
 		l := sc.Bytes()
 		if (q.Re != nil && q.Re.Match(l)) || (q.Re == nil && bytes.Contains(l, q.Literal)) {

@@ -7,14 +7,19 @@
 package tools
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/agentos/agentos/kernel"
 	"github.com/agentos/agentos/kernel/failpoint"
@@ -70,17 +75,25 @@ func (t *tools) echo() kernel.ToolDef {
 	}
 }
 
-const readCap = 256 << 10
+// outputLimit is the most a file tool returns of a file's text: the exec
+// tools' limits.maxStdout (docs/kernel-policy.md), the same default when
+// the policy sets none.
+func outputLimit(env kernel.Env) int {
+	if env.Limits.MaxStdout > 0 {
+		return env.Limits.MaxStdout
+	}
+	return workspace.DefaultMaxOutput
+}
 
 func (t *tools) read() kernel.ToolDef {
 	return kernel.ToolDef{
-		Name: "repo.read", Description: "Read a file of the repository, optionally a 1-based inclusive line range [start, end].", Category: kernel.CategoryRead,
+		Name: "repo.read", Description: "Read a file of the repository, optionally a 1-based inclusive line range [start, end]. The content is cut to the output limit at a line boundary (truncated: true; end_line is the last line returned, read on from there). sha256 and total_lines are the whole file's; they are absent for a file over 16 MiB, of which only the first 16 MiB are read.", Category: kernel.CategoryRead,
 		Input: json.RawMessage(`{"type":"object","additionalProperties":false,"required":["path"],"properties":{
 			"path":{"type":"string","minLength":1},
 			"range":{"type":"array","items":{"type":"integer","minimum":1},"minItems":2,"maxItems":2}}}`),
-		Output: json.RawMessage(`{"type":"object","required":["path","content","sha256","total_lines"],"properties":{
-			"path":{"type":"string"},"content":{"type":"string"},"sha256":{"type":"string"},"total_lines":{"type":"integer"},
-			"start_line":{"type":"integer"},"end_line":{"type":"integer"},"truncated":{"type":"boolean"}}}`),
+		Output: json.RawMessage(`{"type":"object","required":["path","content","size","start_line","end_line","truncated"],"properties":{
+			"path":{"type":"string"},"content":{"type":"string"},"sha256":{"type":"string","pattern":"^[0-9a-f]{64}$"},"total_lines":{"type":"integer","minimum":0},
+			"size":{"type":"integer","minimum":0},"start_line":{"type":"integer","minimum":1},"end_line":{"type":"integer","minimum":0},"truncated":{"type":"boolean"}}}`),
 		Assess: func(ctx context.Context, env kernel.Env, args json.RawMessage) (kernel.Assessment, error) {
 			var a struct{ Path string }
 			if err := decode(args, &a); err != nil {
@@ -99,37 +112,175 @@ func (t *tools) read() kernel.ToolDef {
 			if err := decode(args, &a); err != nil {
 				return nil, err
 			}
-			b, err := t.ws.ReadFile(a.Path)
-			if err != nil {
-				return nil, err
-			}
-			if bytes.IndexByte(b[:min(len(b), 8000)], 0) >= 0 {
-				return nil, &kernel.Error{Kind: "runtime", Code: kernel.CodeToolRuntimeError, Message: a.Path + " is a binary file"}
-			}
-			lines := strings.SplitAfter(string(b), "\n")
-			if n := len(lines); n > 0 && lines[n-1] == "" {
-				lines = lines[:n-1]
-			}
-			start, end := 1, len(lines)
+			start, end := 1, 0
 			if len(a.Range) == 2 {
 				start, end = a.Range[0], a.Range[1]
 				if start > end {
 					return nil, &kernel.Error{Kind: "guard", Code: kernel.CodeInvalidArguments, Message: fmt.Sprintf("range [%d, %d] is empty", start, end)}
 				}
-				end = min(end, len(lines))
 			}
-			var content string
-			if start <= end && start <= len(lines) {
-				content = strings.Join(lines[start-1:end], "")
+			f, err := t.ws.Open(a.Path)
+			if err != nil {
+				return nil, err
 			}
-			res := map[string]any{"path": a.Path, "sha256": Sha256Hex(b), "total_lines": len(lines), "start_line": start, "end_line": end}
-			if len(content) > readCap {
-				content, res["truncated"] = content[:readCap], true
+			defer f.Close()
+			r, err := readLines(ctx, f, f.Size() <= workspace.MaxFileSize, start, end, outputLimit(env))
+			if err != nil {
+				return nil, err
 			}
-			res["content"] = env.Redact(content)
+			if r.binary {
+				return nil, &kernel.Error{Kind: "runtime", Code: kernel.CodeToolRuntimeError, Message: a.Path + " is a binary file"}
+			}
+			if !r.complete && r.endLine < start {
+				return nil, &kernel.Error{Kind: "runtime", Code: kernel.CodeOutputLimit, Message: fmt.Sprintf("%s is %d bytes; line %d is past the first %d bytes, which are all repo.read reads of a file: find the text with repo.search", a.Path, f.Size(), start, workspace.MaxFileSize)}
+			}
+			res := map[string]any{"path": a.Path, "size": f.Size(), "start_line": start, "end_line": r.endLine, "truncated": r.truncated, "content": env.Redact(string(r.content))}
+			if r.complete {
+				res["sha256"], res["total_lines"] = hex.EncodeToString(r.sum), r.total
+			}
 			return res, nil
 		},
 	}
+}
+
+// lines is what readLines found.
+type lines struct {
+	content   []byte // lines start..endLine, at most the output limit
+	endLine   int    // the last line (partly) in content; start-1 if none
+	truncated bool   // content stops before the range (or the file) ends
+	binary    bool   // a NUL byte in the first 8000 bytes (git's heuristic)
+	complete  bool   // the whole file was read: total and sum are its own
+	total     int    // lines read
+	sum       []byte // SHA-256 of the bytes read
+}
+
+// readLines streams a file once, with a bounded buffer: it keeps lines
+// start..end (end 0: to the last) up to max bytes, cut at a line
+// boundary (a single line longer than max is cut at a UTF-8 boundary),
+// and counts and hashes the lines for total_lines and sha256. It reads at
+// most workspace.MaxFileSize bytes; of a larger file (whole false) it
+// stops as soon as the range is read, since its hash could not be
+// complete anyway.
+func readLines(ctx context.Context, f io.Reader, whole bool, start, end, max int) (lines, error) {
+	h := sha256.New()
+	lr := &io.LimitedReader{R: f, N: workspace.MaxFileSize}
+	br := bufio.NewReaderSize(io.TeeReader(lr, h), 64<<10)
+	out := lines{endLine: start - 1}
+	if head, _ := br.Peek(8000); bytes.IndexByte(head, 0) >= 0 {
+		out.binary = true
+		return out, nil
+	}
+	inRange := func(n int) bool { return n >= start && (end == 0 || n <= end) }
+	n, inLine, full, stopped := 1, false, false, false // line number, mid-line, content full, stopped early
+	lastWhole := start - 1                             // last line wholly in content
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if err != nil && err != bufio.ErrBufferFull && err != io.EOF {
+			return out, err
+		}
+		if len(chunk) > 0 {
+			inLine = true
+			if inRange(n) && !full {
+				if room := max - len(out.content); len(chunk) <= room {
+					out.content = append(out.content, chunk...)
+					out.endLine = n
+				} else if full = true; lastWhole >= start {
+					// Cut at the last whole line: end_line is where a
+					// ranged read goes on.
+					out.content, out.endLine = out.content[:wholeLen(out.content, lastWhole-start+1)], lastWhole
+				} else {
+					// The range's first line alone is over the limit.
+					cut := room
+					for cut > 0 && !utf8.RuneStart(chunk[cut]) {
+						cut--
+					}
+					out.content, out.endLine = append(out.content, chunk[:cut]...), n
+				}
+			}
+		}
+		if err == nil || (err == io.EOF && inLine) {
+			// A line ends here (or the file ends within one).
+			if inRange(n) && !full {
+				lastWhole = n
+			}
+			out.total, n, inLine = n, n+1, false
+		}
+		if err == io.EOF {
+			break
+		}
+		if full || (end > 0 && n > end) {
+			if !whole {
+				stopped = true
+				break
+			}
+			// Only total_lines and sha256 are left: count in bulk.
+			if err := countRest(ctx, br, &out.total, inLine); err != nil {
+				return out, err
+			}
+			break
+		}
+		if err := ctx.Err(); err != nil {
+			return out, err
+		}
+	}
+	// Complete: read to the end, and no byte past MaxFileSize.
+	out.complete = !stopped && lr.N > 0
+	if !stopped && lr.N <= 0 {
+		var one [1]byte
+		k, _ := f.Read(one[:])
+		out.complete = k == 0
+	}
+	out.truncated = full || (!out.complete && (end == 0 || out.endLine < end))
+	if out.complete {
+		out.sum = h.Sum(nil)
+		out.endLine = min(out.endLine, out.total)
+	} else {
+		out.total = 0
+	}
+	return out, nil
+}
+
+// countRest reads r to its end and adds the lines that end in it to
+// *total; mid says a line has begun and not ended before r (it is not in
+// *total yet).
+func countRest(ctx context.Context, r io.Reader, total *int, mid bool) error {
+	buf := make([]byte, 64<<10)
+	for {
+		k, err := r.Read(buf)
+		if k > 0 {
+			if c := bytes.Count(buf[:k], []byte{'\n'}); c > 0 {
+				*total += c
+				mid = buf[k-1] != '\n'
+			} else {
+				mid = true
+			}
+		}
+		if err == io.EOF {
+			if mid {
+				*total++
+			}
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+	}
+}
+
+// wholeLen is the length of the first k lines of b.
+func wholeLen(b []byte, k int) int {
+	off := 0
+	for i := 0; i < k; i++ {
+		j := bytes.IndexByte(b[off:], '\n')
+		if j < 0 {
+			return len(b)
+		}
+		off += j + 1
+	}
+	return off
 }
 
 func (t *tools) patchTool() kernel.ToolDef {
@@ -190,7 +341,13 @@ func (t *tools) planPatch(args json.RawMessage) ([]patch.File, [][]byte, kernel.
 		}
 		var old []byte
 		if f.Op != patch.Create {
+			// Bounded (workspace.MaxFileSize, regular files only): a FIFO
+			// or a huge target is refused with its own structured error.
 			b, err := t.ws.ReadFile(f.OldPath)
+			var ke *kernel.Error
+			if errors.As(err, &ke) {
+				return nil, nil, as, ke
+			}
 			if err != nil {
 				return nil, nil, as, &kernel.Error{Kind: "runtime", Code: kernel.CodeToolRuntimeError, Message: fmt.Sprintf("%s: %v", f.OldPath, err)}
 			}
@@ -286,8 +443,10 @@ func (t *tools) write() kernel.ToolDef {
 			}
 			old, err := t.ws.ReadFile(a.Path)
 			op := "modify"
-			if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
 				op, old = "create", nil
+			} else if err != nil {
+				return kernel.Assessment{}, err // not a regular file, or over workspace.MaxFileSize
 			}
 			diff, added, removed := lineDiff(a.Path, string(old), a.Content)
 			return kernel.Assessment{Paths: []string{a.Path}, Files: []kernel.FileChange{{Path: a.Path, Op: op, Hunks: 1, Added: added, Removed: removed}}, LinesAdded: added, LinesRemoved: removed, Diff: diff}, nil
@@ -301,6 +460,9 @@ func (t *tools) write() kernel.ToolDef {
 				return nil, err
 			}
 			cur, err := t.ws.ReadFile(a.Path)
+			if err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return nil, err // not a regular file, or over workspace.MaxFileSize
+			}
 			exists := err == nil
 			switch {
 			case a.Expected == "" && exists:

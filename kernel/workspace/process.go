@@ -133,7 +133,7 @@ func (w *Root) Run(ctx context.Context, spec RunSpec) (RunResult, error) {
 		cwd = r
 	}
 	if spec.MaxOutput <= 0 {
-		spec.MaxOutput = 20000
+		spec.MaxOutput = DefaultMaxOutput
 	}
 	rctx := ctx
 	if spec.Timeout > 0 {

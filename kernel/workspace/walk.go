@@ -7,13 +7,14 @@ import (
 	"os"
 	"path"
 	"sort"
+	"strings"
 	"sync/atomic"
 
 	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
 )
 
-// File is a regular file found by WalkFiles. Read reads it through an open
-// handle on its directory (one openat, where a path from the root would
+// File is a regular file found by WalkFiles. Open and Read (read.go) read
+// it through an open handle on its directory (one openat, where a path from the root would
 // resolve every component again); Release gives the handle back. Read and
 // Release may be called from another goroutine than the walk's, and each
 // File must be released exactly once.
@@ -22,17 +23,6 @@ type File struct {
 	Entry fs.DirEntry // as read from the directory
 	dir   *dirHandle
 	name  string
-}
-
-// Read returns the file's content. The file is opened relative to its
-// directory without following a symlink, so a file swapped for a link
-// after the walk listed it is not read through the link.
-func (f *File) Read() ([]byte, error) {
-	b, err := readFileAt(f.dir, f.name)
-	if err != nil {
-		return nil, jailOr(f.Rel, err)
-	}
-	return b, nil
 }
 
 // Release returns the file's share of its directory handle.
@@ -67,10 +57,18 @@ func (d *dirHandle) release() {
 // skipped. fn may return fs.SkipDir to skip the rest of a directory or
 // fs.SkipAll to stop.
 func (w *Root) WalkFiles(ctx context.Context, fn func(f *File) error) error {
+	return w.WalkFilesSkipped(ctx, fn, nil)
+}
+
+// WalkFilesSkipped is WalkFiles that also reports, to skipped (when not
+// nil, on the walk's goroutine), every entry it passes over because it is
+// neither a regular file nor a directory (a symlink, a FIFO, a socket, a
+// device) and is not ignored or denied.
+func (w *Root) WalkFilesSkipped(ctx context.Context, fn func(f *File) error, skipped func(rel string, typ fs.FileMode)) error {
 	base := w.readIgnore(".git/info/exclude", nil)
 	top := &dirHandle{root: w.root}
 	top.refs.Add(1)
-	err := w.walkDir(ctx, top, "", nil, base, fn)
+	err := w.walkDir(ctx, top, "", nil, base, fn, skipped)
 	top.release()
 	if errors.Is(err, fs.SkipAll) {
 		return nil
@@ -78,7 +76,7 @@ func (w *Root) WalkFiles(ctx context.Context, fn func(f *File) error) error {
 	return err
 }
 
-func (w *Root) walkDir(ctx context.Context, dir *dirHandle, rel string, parts []string, ps []gitignore.Pattern, fn func(f *File) error) error {
+func (w *Root) walkDir(ctx context.Context, dir *dirHandle, rel string, parts []string, ps []gitignore.Pattern, fn func(f *File) error, skipped func(string, fs.FileMode)) error {
 	df, err := dir.root.Open(".")
 	if err != nil {
 		return nil // unreadable entries are skipped, not fatal
@@ -91,7 +89,7 @@ func (w *Root) walkDir(ctx context.Context, dir *dirHandle, rel string, parts []
 	sort.Slice(ents, func(i, j int) bool { return ents[i].Name() < ents[j].Name() })
 	for _, e := range ents {
 		if e.Name() == ".gitignore" && e.Type().IsRegular() {
-			ps = append(ps[:len(ps):len(ps)], parseIgnore(dir.root, ".gitignore", parts)...)
+			ps = append(ps[:len(ps):len(ps)], parseIgnore(df, ".gitignore", path.Join(rel, ".gitignore"), parts)...)
 			break
 		}
 	}
@@ -103,7 +101,7 @@ func (w *Root) walkDir(ctx context.Context, dir *dirHandle, rel string, parts []
 		p := path.Join(rel, e.Name())
 		sub := append(parts[:len(parts):len(parts)], e.Name())
 		if e.IsDir() {
-			if e.Name() == ".git" || w.deny(p, p) != nil || matcher.Match(sub, true) {
+			if strings.EqualFold(e.Name(), ".git") || w.deny(p, p) != nil || matcher.Match(sub, true) {
 				continue
 			}
 			child, err := dir.root.OpenRoot(e.Name())
@@ -112,14 +110,20 @@ func (w *Root) walkDir(ctx context.Context, dir *dirHandle, rel string, parts []
 			}
 			h := &dirHandle{root: child, own: true}
 			h.refs.Add(1)
-			err = w.walkDir(ctx, h, p, sub, ps, fn)
+			err = w.walkDir(ctx, h, p, sub, ps, fn, skipped)
 			h.release()
 			if err != nil {
 				return err
 			}
 			continue
 		}
-		if !e.Type().IsRegular() || w.deny(p, p) != nil || matcher.Match(sub, false) {
+		if w.deny(p, p) != nil || matcher.Match(sub, false) {
+			continue
+		}
+		if !e.Type().IsRegular() {
+			if skipped != nil {
+				skipped(p, e.Type())
+			}
 			continue
 		}
 		dir.refs.Add(1)

@@ -12,6 +12,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -244,7 +245,9 @@ func (w *Root) Resolve(p string) (string, error) {
 // deny applies the built-in and policy deny rules to a clean path.
 func (w *Root) deny(clean, orig string) error {
 	for _, seg := range strings.Split(clean, "/") {
-		if seg == ".git" {
+		// Case-insensitively: on a case-insensitive file system (macOS,
+		// Windows) .GIT/config is .git/config.
+		if strings.EqualFold(seg, ".git") {
 			return violation(orig, ".git internals are not part of the workspace")
 		}
 	}
@@ -257,19 +260,6 @@ func (w *Root) deny(clean, orig string) error {
 		return violation(orig, "matches deny pattern "+pat)
 	}
 	return nil
-}
-
-// ReadFile reads a file inside the jail.
-func (w *Root) ReadFile(p string) ([]byte, error) {
-	r, err := w.Resolve(p)
-	if err != nil {
-		return nil, err
-	}
-	b, err := w.root.ReadFile(r)
-	if err != nil {
-		return nil, jailOr(p, err)
-	}
-	return b, nil
 }
 
 // Stat stats a path inside the jail (following in-root symlinks).
@@ -381,7 +371,14 @@ func (w *Root) Revision(ctx context.Context) (kernel.Revision, error) {
 	err := w.WalkFiles(ctx, func(f *File) error {
 		defer f.Release()
 		rel, d := f.Rel, f.Entry
-		b, err := f.Read()
+		// Streamed: a large file costs time, not memory.
+		r, err := f.Open()
+		if err != nil {
+			return nil
+		}
+		fh := sha256.New()
+		_, err = io.Copy(fh, r)
+		r.Close()
 		if err != nil {
 			return nil
 		}
@@ -389,8 +386,7 @@ func (w *Root) Revision(ctx context.Context) (kernel.Revision, error) {
 		if err != nil {
 			return nil
 		}
-		sum := sha256.Sum256(b)
-		entries = append(entries, entry{rel, fmt.Sprintf("%s\x00%o\x00%x\n", rel, fi.Mode().Perm(), sum)})
+		entries = append(entries, entry{rel, fmt.Sprintf("%s\x00%o\x00%x\n", rel, fi.Mode().Perm(), fh.Sum(nil))})
 		return nil
 	})
 	if err != nil {
@@ -408,11 +404,19 @@ func (w *Root) Revision(ctx context.Context) (kernel.Revision, error) {
 // ReadWalked reads a file that Walk just reported. Walk yields only regular
 // files inside the root (it does not follow symlinks) that passed the deny
 // rules, so the component-by-component resolution of ReadFile is skipped;
-// os.Root still refuses anything that would leave the root.
+// os.Root still refuses anything that would leave the root, and the file
+// is read like every other (Open): regular files only, at most
+// MaxFileSize bytes.
 func (w *Root) ReadWalked(rel string) ([]byte, error) {
-	b, err := w.root.ReadFile(rel)
+	dir, err := w.root.OpenFile(path.Dir(rel), os.O_RDONLY|oDirectory, 0)
 	if err != nil {
 		return nil, jailOr(rel, err)
 	}
-	return b, nil
+	defer dir.Close()
+	f, err := openAt(dir, path.Base(rel), rel)
+	if err != nil {
+		return nil, jailOr(rel, err)
+	}
+	defer f.Close()
+	return f.ReadAll(MaxFileSize)
 }
