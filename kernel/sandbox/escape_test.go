@@ -478,6 +478,19 @@ func corpus() []escape {
 				}
 				return true, fmt.Sprintf("stopped after %d forks: %s", n, firstLine(o.res.Stderr))
 			}},
+		{name: "use more memory than the limit across 8 processes", control: true, limits: sandbox.Limits{Memory: 128 << 20}, timeout: 60 * time.Second,
+			script: func(f *fixture) string {
+				// Each process stays under the per-process limit (about
+				// 40 MB each); together they hold about 320 MB.
+				return `for i in 1 2 3 4 5 6 7 8; do perl -e '$x = "a" x 40000000; sleep 3; print "ALIVE\n"' & done; wait`
+			},
+			blocked: func(f *fixture, o outcome) (bool, string) {
+				n := strings.Count(o.res.Stdout, "ALIVE")
+				if n == 8 {
+					return false, "all 8 processes kept their memory"
+				}
+				return true, fmt.Sprintf("%d of 8 processes survived", n)
+			}},
 		{name: "fill the disk past the file-size limit", limits: sandbox.Limits{FileSize: 1 << 20},
 			script: func(f *fixture) string { return "head -c 8388608 /dev/zero > big; echo WROTE" },
 			blocked: func(f *fixture, o outcome) (bool, string) {

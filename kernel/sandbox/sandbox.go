@@ -173,6 +173,13 @@ type Sandbox struct {
 	limits   Limits
 	abi      int       // Landlock ABI (0: none)
 	pids     pidsLimit // how the process limit is enforced
+	// memCgroup is the cgroup directory commands' memory cgroups are made
+	// in ("" = the command tree's memory is not limited, only each
+	// process's data segment); memWithPids: it is the pids cgroup's
+	// hierarchy (cgroup v2), so one cgroup carries both limits.
+	memCgroup   string
+	memWithPids bool
+	memWhy      string
 }
 
 // Mechanism is the active mechanism (Unavailable when commands are refused).
@@ -324,6 +331,9 @@ type ProfileLimits struct {
 	OpenFiles uint64 `json:"open_files"`
 	// ProcessLimit says how Processes is enforced.
 	ProcessLimit string `json:"process_limit"`
+	// TreeMemory says whether MemoryMB also bounds the whole process tree
+	// (a memory cgroup) or only each process's data segment.
+	TreeMemory string `json:"tree_memory,omitempty"`
 }
 
 // Profile describes the confinement of a command in work with the given
@@ -353,8 +363,12 @@ func (s *Sandbox) Profile(work string, allow []string, lim Limits, mask ...strin
 	p.Masked = append([]string(nil), mask...)
 	p.ReadOnly = s.host.readOnly()
 	p.Limits.ProcessLimit = string(s.pids.kind)
+	p.Limits.TreeMemory = s.treeMemory()
 	if s.pids.kind == pidsNone {
 		p.Notes = append(p.Notes, "the process limit is not enforced: "+s.pids.why)
+	}
+	if s.memCgroup == "" {
+		p.Notes = append(p.Notes, "the command tree's memory is not limited as a whole, only each process's data segment: "+s.memWhy)
 	}
 	if s.mech == Landlock {
 		p.Notes = append(p.Notes, "landlock: .git is restored if a command changes its control files; IP networking (loopback too) is refused outside the proxy")
@@ -373,7 +387,14 @@ type Report struct {
 	Bwrap        string    `json:"bwrap,omitempty"`
 	LandlockABI  int       `json:"landlock_abi,omitempty"`
 	ProcessLimit string    `json:"process_limit,omitempty"`
-	ReadOnly     []string  `json:"read_only,omitempty"`
+	// TreeMemory says how the memory of a command's whole process tree
+	// is limited ("memory cgroup", or "none: <why>").
+	TreeMemory string   `json:"tree_memory,omitempty"`
+	ReadOnly   []string `json:"read_only,omitempty"`
+	// Limited and Unlimited say, resource by resource, what bounds a
+	// command and what does not.
+	Limited   []string `json:"limited,omitempty"`
+	Unlimited []string `json:"unlimited,omitempty"`
 	Warning      string    `json:"warning,omitempty"`
 }
 
@@ -394,12 +415,58 @@ func (s *Sandbox) Report() Report {
 	}
 	if r.Mechanism == Bwrap || r.Mechanism == Landlock {
 		r.ProcessLimit = string(s.pids.kind)
+		r.TreeMemory = s.treeMemory()
 		if s.pids.kind == pidsNone {
 			r.Warning = "the process limit is not enforced: " + s.pids.why
 		}
 		r.ReadOnly = s.host.readOnly()
+		r.Limited, r.Unlimited = s.limitReport()
 	}
 	return r
+}
+
+// limitReport lists what bounds a command under this sandbox, and what
+// does not.
+func (s *Sandbox) limitReport() (limited, unlimited []string) {
+	l := s.limits
+	limited = append(limited,
+		fmt.Sprintf("CPU time: %s per process (RLIMIT_CPU)", l.CPU),
+		fmt.Sprintf("file size: %d MiB per file written (RLIMIT_FSIZE)", l.FileSize>>20),
+		fmt.Sprintf("open files: %d per process (RLIMIT_NOFILE)", l.OpenFiles),
+		fmt.Sprintf("memory: %d MiB per process (RLIMIT_DATA)", l.Memory>>20),
+		"network: none, or the policy's allow-list through the egress proxy; no host unix sockets, AF_VSOCK or io_uring",
+	)
+	if s.memCgroup != "" {
+		limited = append(limited, fmt.Sprintf("memory: %d MiB for the whole process tree (memory cgroup, swap included)", l.Memory>>20))
+	} else {
+		unlimited = append(unlimited, "memory of the whole process tree: "+s.memWhy)
+	}
+	if s.pids.kind != pidsNone {
+		limited = append(limited, fmt.Sprintf("processes: %d (%s)", l.Processes, s.pids.kind))
+	} else {
+		unlimited = append(unlimited, "processes: "+s.pids.why)
+	}
+	switch s.mech {
+	case Bwrap:
+		if s.bwrapOpt.size {
+			limited = append(limited, fmt.Sprintf("/tmp, HOME and /dev/shm: tmpfs of %d MiB each; /dev read-only", l.Tmp>>20))
+		} else {
+			unlimited = append(unlimited, "/tmp, HOME and /dev/shm: tmpfs without a size (this bwrap has no --size: 0.8 or newer has)")
+		}
+		unlimited = append(unlimited, "disk used in the worktree and its build cache: only each file's size is limited")
+	case Landlock:
+		limited = append(limited, "/dev/shm: not writable")
+		unlimited = append(unlimited, "the private /tmp and HOME, the worktree and the build cache: on the host's disk, only each file's size is limited")
+	}
+	return limited, unlimited
+}
+
+// treeMemory says how a command tree's memory is limited.
+func (s *Sandbox) treeMemory() string {
+	if s.memCgroup != "" {
+		return "memory cgroup"
+	}
+	return "none: " + s.memWhy
 }
 
 // goCacheDir is the worktree's private Go build cache (or the shared one).

@@ -65,6 +65,7 @@ func (s *Sandbox) try(ctx context.Context, m Mechanism, bwrapPath string) Attemp
 		s.abi = abi
 	}
 	s.pids = decidePids(m)
+	s.decideMemory()
 	s.mech, s.err = m, nil
 	res, err := s.probe(ctx, nil)
 	if err == nil {
@@ -312,21 +313,20 @@ func (s *Sandbox) bwrapCommand(ctx context.Context, req Request) (*Cmd, error) {
 	}
 	initSpec := launch.Spec{Stage: launch.StageInit, Rlimits: rlimits(req.Limits, s.pids.kind == pidsRlimit), Bridge: br, Seccomp: launch.SeccompNetns}
 	var extra []*os.File
-	if s.pids.kind == pidsCgroup {
-		cg, err := newCgroup(s.pids.parent, req.Limits.Processes+cgroupSlack)
-		if err != nil {
-			return fail(fmt.Errorf("sandbox: process cgroup: %w", err))
-		}
-		cl.add(func() error { return removeCgroup(cg) })
-		// The launcher, pid 1 inside, joins through this descriptor
+	cgroups, err := s.commandCgroups(req.Limits, &cl)
+	if err != nil {
+		return fail(err)
+	}
+	for _, cg := range cgroups {
+		// The launcher, pid 1 inside, joins through these descriptors
 		// before it starts the command.
 		procs, err := os.OpenFile(filepath.Join(cg, "cgroup.procs"), os.O_WRONLY, 0)
 		if err != nil {
-			return fail(fmt.Errorf("sandbox: process cgroup: %w", err))
+			return fail(fmt.Errorf("sandbox: cgroup: %w", err))
 		}
 		cl.add(procs.Close)
 		extra = append(extra, procs)
-		initSpec.CgroupFD = 3
+		initSpec.CgroupFDs = append(initSpec.CgroupFDs, 2+len(extra))
 	}
 	links, err := snapshotGitlinks(req.Work)
 	if err != nil {
@@ -482,14 +482,11 @@ func (s *Sandbox) landlockCommand(ctx context.Context, req Request) (*Cmd, error
 	}
 	confineSpec := launch.Spec{Stage: launch.StageConfine, Rlimits: rlimits(req.Limits, s.pids.kind == pidsRlimitShared || s.pids.kind == pidsRlimit), NprocShared: s.pids.kind == pidsRlimitShared, Landlock: &ll, Seccomp: mode, DropCaps: os.Geteuid() == 0, Dir: req.Dir}
 	sup := launch.Spec{Stage: launch.StageSupervise, Dir: req.Dir, Next: &confineSpec}
-	if s.pids.kind == pidsCgroup {
-		cg, err := newCgroup(s.pids.parent, req.Limits.Processes+cgroupSlack)
-		if err != nil {
-			return fail(fmt.Errorf("sandbox: process cgroup: %w", err))
-		}
-		cl.add(func() error { return removeCgroup(cg) })
-		sup.Cgroup = cg
+	cgroups, err := s.commandCgroups(req.Limits, &cl)
+	if err != nil {
+		return fail(err)
 	}
+	sup.Cgroups = cgroups
 	guard, err := snapshotGit(req.Work)
 	if err != nil {
 		return fail(err)

@@ -151,14 +151,14 @@ func exitCode(ws unix.WaitStatus) int {
 // initStage is pid 1 of a bwrap sandbox. When it exits, the kernel kills
 // every other process of the pid namespace: nothing survives the command.
 func initStage(sp Spec, argv []string) int {
-	if sp.CgroupFD > 0 {
+	for _, fd := range sp.CgroupFDs {
 		// The bot opened the command's cgroup.procs and passed it in:
 		// "0" moves the writer, wherever its pid namespace.
-		f := os.NewFile(uintptr(sp.CgroupFD), "cgroup.procs")
+		f := os.NewFile(uintptr(fd), "cgroup.procs")
 		_, err := f.WriteString("0")
 		f.Close()
 		if err != nil {
-			return setupFailed(fmt.Errorf("join the process cgroup: %w", err))
+			return setupFailed(fmt.Errorf("join the command's cgroup: %w", err))
 		}
 	}
 	if err := setRlimits(sp.Rlimits, false); err != nil {
@@ -224,8 +224,14 @@ func closeWrite(c net.Conn) {
 // (SIGTERM). It stays outside the Landlock domain, so that with Landlock
 // ABI 6 the command cannot signal it.
 func superviseStage(sp Spec, argv []string) int {
-	if err := JoinCgroup(sp.Cgroup); err != nil {
-		return setupFailed(err)
+	for _, cg := range sp.Cgroups {
+		if err := JoinCgroup(cg); err != nil {
+			return setupFailed(err)
+		}
+	}
+	tree := ""
+	if len(sp.Cgroups) > 0 {
+		tree = sp.Cgroups[0]
 	}
 	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
 		return setupFailed(fmt.Errorf("subreaper: %w", err))
@@ -255,7 +261,7 @@ func superviseStage(sp Spec, argv []string) int {
 	case <-sigs:
 		code = 128 + int(syscall.SIGKILL)
 	}
-	killTree(sp.Cgroup)
+	killTree(tree)
 	return code
 }
 

@@ -54,11 +54,12 @@ type Spec struct {
 	// NprocShared: RLIMIT_NPROC counts every task of the uid (landlock,
 	// not root), so the limit is added to the uid's tasks at start.
 	NprocShared bool `json:"nproc_shared,omitempty"`
-	// Cgroup is the command's cgroup directory (supervise joins it);
-	// CgroupFD an inherited descriptor of its cgroup.procs (init, inside
-	// bwrap, where the cgroup file system is not mounted).
-	Cgroup   string    `json:"cgroup,omitempty"`
-	CgroupFD int       `json:"cgroup_fd,omitempty"`
+	// Cgroups are the command's cgroup directories, the pids one first
+	// (supervise joins them); CgroupFDs inherited descriptors of their
+	// cgroup.procs (init, inside bwrap, where the cgroup file system is
+	// not mounted).
+	Cgroups   []string `json:"cgroups,omitempty"`
+	CgroupFDs []int    `json:"cgroup_fds,omitempty"`
 	Bridge   *Bridge   `json:"bridge,omitempty"`
 	Landlock *Landlock `json:"landlock,omitempty"`
 	// Seccomp is "" (none) or one of the Seccomp modes below.
