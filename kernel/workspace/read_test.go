@@ -162,3 +162,40 @@ func TestGitInternalsCaseInsensitive(t *testing.T) {
 		}
 	}
 }
+
+// TestFSRefusesFIFOs: the runtime's configuration reads (Root.FS) refuse
+// a FIFO at once; regular files, directories and in-root symlinks read
+// as before.
+func TestFSRefusesFIFOs(t *testing.T) {
+	w, dir, _ := jail(t)
+	if err := os.MkdirAll(filepath.Join(dir, ".agent"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(filepath.Join(dir, ".agent", "memory.md"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fsys := w.FS()
+	within(t, 10*time.Second, func() {
+		if _, err := fs.ReadFile(fsys, ".agent/memory.md"); !errors.Is(err, ErrNotRegular) {
+			t.Errorf("ReadFile of a FIFO: %v, want ErrNotRegular", err)
+		}
+		if _, err := fsys.Open(".agent/memory.md"); !errors.Is(err, ErrNotRegular) {
+			t.Errorf("Open of a FIFO: %v, want ErrNotRegular", err)
+		}
+		if _, err := fs.ReadDir(fsys, ".agent/memory.md"); !errors.Is(err, ErrNotRegular) {
+			t.Errorf("ReadDir of a FIFO: %v, want ErrNotRegular", err)
+		}
+		if fi, err := fs.Stat(fsys, ".agent/memory.md"); err != nil || fi.Mode()&fs.ModeNamedPipe == 0 {
+			t.Errorf("Stat of a FIFO: %v", err)
+		}
+	})
+	if b, err := fs.ReadFile(fsys, "dirlink/inner.txt"); err != nil || string(b) != "inner" {
+		t.Errorf("ReadFile through an in-root link: %q %v", b, err)
+	}
+	if ds, err := fs.ReadDir(fsys, "sub"); err != nil || len(ds) == 0 {
+		t.Errorf("ReadDir: %v %v", ds, err)
+	}
+	if _, err := fs.ReadFile(fsys, "to-secret"); err == nil {
+		t.Error("read through a link out of the root")
+	}
+}

@@ -3,7 +3,6 @@
 package workspace
 
 import (
-	"io/fs"
 	"os"
 	"path"
 	"syscall"
@@ -36,22 +35,6 @@ func openAt(dir *os.File, name, rel string) (*FileReader, error) {
 		return nil, notRegular(rel, modeType(fi.Mode()))
 	}
 	return &FileReader{f: f, rel: rel, size: fi.Size()}, nil
-}
-
-func modeType(m fs.FileMode) string {
-	switch {
-	case m.IsDir():
-		return "a directory"
-	case m&fs.ModeNamedPipe != 0:
-		return "a named pipe (FIFO)"
-	case m&fs.ModeSocket != 0:
-		return "a socket"
-	case m&fs.ModeDevice != 0:
-		return "a device"
-	case m&fs.ModeSymlink != 0:
-		return "a symbolic link"
-	}
-	return "not a regular file"
 }
 
 // FileReader is an open regular file of the workspace (see Root.Open).

@@ -161,9 +161,6 @@ func (w *Root) Close() error { return w.root.Close() }
 // Root implements kernel.Workspace.
 func (w *Root) Root() string { return w.dir }
 
-// FS returns a read-only fs.FS jailed to the root (for configuration reads).
-func (w *Root) FS() fs.FS { return w.root.FS() }
-
 func violation(p, why string) error {
 	return &kernel.Error{Kind: "jail", Code: kernel.CodeJailViolation, Message: fmt.Sprintf("%q: %s", p, why)}
 }
