@@ -67,7 +67,9 @@ func (e *ChangedError) Error() string {
 }
 
 // cleanChangePath checks a change's path and returns its clean form: a
-// relative slash path with no "..", and no .git component in any case.
+// relative slash path with no "..", and no component that is .git in any
+// case or that a Windows checkout would take for .git (".git." or
+// ".git " with trailing dots and spaces, the short name "git~1").
 func cleanChangePath(p string) (string, error) {
 	if p == "" || strings.ContainsAny(p, "\\\x00") || strings.HasPrefix(p, "/") {
 		return "", fmt.Errorf("%w: change path %q", ErrInvalid, p)
@@ -75,6 +77,11 @@ func cleanChangePath(p string) (string, error) {
 	c := path.Clean(p)
 	if !safeTreePath(c) {
 		return "", fmt.Errorf("%w: change path %q", ErrInvalid, p)
+	}
+	for _, part := range strings.Split(c, "/") {
+		if t := strings.TrimRight(part, ". "); strings.EqualFold(t, ".git") || strings.EqualFold(part, "git~1") {
+			return "", fmt.Errorf("%w: change path %q", ErrInvalid, p)
+		}
 	}
 	return c, nil
 }

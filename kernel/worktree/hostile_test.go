@@ -461,7 +461,7 @@ func TestCommitTakesOnlyTheChangeSet(t *testing.T) {
 			}
 
 			// Paths no file tool can write.
-			for _, p := range []string{"sub/.git", ".git/config", "x/.GIT/hooks/pre-commit", "../outside", "/etc/passwd", "", "a\\b"} {
+			for _, p := range []string{"sub/.git", ".git/config", "x/.GIT/hooks/pre-commit", ".git./config", "x/.git  /y", "GIT~1/config", "../outside", "/etc/passwd", "", "a\\b"} {
 				if _, err := s.Commit(ctx, CommitOptions{Message: "bad", Changes: []Change{{Path: p, SHA256: sha256Hex("x")}}}); !errors.Is(err, ErrInvalid) {
 					t.Errorf("Commit of %q = %v, want ErrInvalid", p, err)
 				}
