@@ -262,6 +262,10 @@ type escape struct {
 	control bool
 	limits  sandbox.Limits
 	timeout time.Duration
+	// unenforced, when set, returns why a sandbox documents that it does
+	// not enforce what the case tests ("" = it does): the case is then
+	// reported, not failed (agentos doctor says the same).
+	unenforced func(s *sandbox.Sandbox) string
 }
 
 func secretHidden(secret func(f *fixture) string) func(f *fixture, o outcome) (bool, string) {
@@ -479,6 +483,12 @@ func corpus() []escape {
 				return true, fmt.Sprintf("stopped after %d forks: %s", n, firstLine(o.res.Stderr))
 			}},
 		{name: "use more memory than the limit across 8 processes", control: true, limits: sandbox.Limits{Memory: 128 << 20}, timeout: 60 * time.Second,
+			unenforced: func(s *sandbox.Sandbox) string {
+				if tm := s.Report().TreeMemory; strings.HasPrefix(tm, "none") {
+					return tm
+				}
+				return ""
+			},
 			script: func(f *fixture) string {
 				// Each process stays under the per-process limit (about
 				// 40 MB each); together they hold about 320 MB.
@@ -607,9 +617,16 @@ func TestEscapeCorpus(t *testing.T) {
 		t.Run(string(mode), func(t *testing.T) {
 			s := detect(t, mode)
 			f := newFixture(t, filepath.Join(sharedDir(t), "modcache"))
-			blocked := 0
+			blocked, unenforced := 0, 0
 			var report strings.Builder
 			for _, c := range cases {
+				if c.unenforced != nil {
+					if why := c.unenforced(s); why != "" {
+						unenforced++
+						fmt.Fprintf(&report, "  %-8s %-62s %s\n", "n/a", c.name, "documented as not limited: "+why)
+						continue
+					}
+				}
 				o := run(t, s, f, c)
 				ok, why := c.blocked(f, o)
 				mark := "blocked"
@@ -621,7 +638,7 @@ func TestEscapeCorpus(t *testing.T) {
 				}
 				fmt.Fprintf(&report, "  %-8s %-62s %s\n", mark, c.name, why)
 			}
-			t.Logf("escape corpus, %s: %d/%d cases blocked\n%s", mode, blocked, len(cases), report.String())
+			t.Logf("escape corpus, %s (uid %d): %d/%d cases blocked, %d documented as not enforced here\n%s", mode, os.Getuid(), blocked, len(cases)-unenforced, unenforced, report.String())
 		})
 	}
 }

@@ -395,7 +395,7 @@ type Report struct {
 	// command and what does not.
 	Limited   []string `json:"limited,omitempty"`
 	Unlimited []string `json:"unlimited,omitempty"`
-	Warning      string    `json:"warning,omitempty"`
+	Warning   string   `json:"warning,omitempty"`
 }
 
 // Report summarises the sandbox.

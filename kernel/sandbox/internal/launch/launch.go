@@ -58,10 +58,10 @@ type Spec struct {
 	// (supervise joins them); CgroupFDs inherited descriptors of their
 	// cgroup.procs (init, inside bwrap, where the cgroup file system is
 	// not mounted).
-	Cgroups   []string `json:"cgroups,omitempty"`
-	CgroupFDs []int    `json:"cgroup_fds,omitempty"`
-	Bridge   *Bridge   `json:"bridge,omitempty"`
-	Landlock *Landlock `json:"landlock,omitempty"`
+	Cgroups   []string  `json:"cgroups,omitempty"`
+	CgroupFDs []int     `json:"cgroup_fds,omitempty"`
+	Bridge    *Bridge   `json:"bridge,omitempty"`
+	Landlock  *Landlock `json:"landlock,omitempty"`
 	// Seccomp is "" (none) or one of the Seccomp modes below.
 	Seccomp  string `json:"seccomp,omitempty"`
 	DropCaps bool   `json:"drop_caps,omitempty"`
