@@ -9,6 +9,7 @@ import (
 	"github.com/agentos/agentos/bot/github"
 	"github.com/agentos/agentos/kernel/worktree"
 	"github.com/agentos/agentos/runtime/event"
+	"github.com/agentos/agentos/runtime/replay"
 )
 
 // Worktrees adapts kernel/worktree (shared mirrors, session worktrees, the
@@ -155,7 +156,7 @@ type sessionTree struct {
 
 func (t *sessionTree) Dir() string { return t.s.Dir }
 
-func (t *sessionTree) Commit(ctx context.Context, message, runID string, allowEmpty bool) (string, bool, error) {
+func (t *sessionTree) Commit(ctx context.Context, message, runID string, changes []replay.FileChange, allowEmpty bool) (string, bool, error) {
 	head, err := t.s.Head()
 	if err != nil {
 		return "", false, err
@@ -166,7 +167,11 @@ func (t *sessionTree) Commit(ctx context.Context, message, runID string, allowEm
 			return "", false, err
 		}
 	}
-	sha, err := t.s.Commit(ctx, worktree.CommitOptions{Message: message, RunID: runID, AllowEmpty: allowEmpty})
+	cs := make([]worktree.Change, len(changes))
+	for i, c := range changes {
+		cs[i] = worktree.Change{Path: c.Path, SHA256: c.SHA256}
+	}
+	sha, err := t.s.Commit(ctx, worktree.CommitOptions{Message: message, RunID: runID, Changes: cs, AllowEmpty: allowEmpty})
 	if errors.Is(err, worktree.ErrNoChanges) {
 		return t.tip, false, nil
 	}

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/agentos/agentos/bot/auth"
+	"github.com/agentos/agentos/runtime/replay"
 )
 
 // Repo names a repository.
@@ -122,12 +123,17 @@ type Git interface {
 // Worktree is one session's checkout.
 type Worktree interface {
 	Dir() string
-	// Commit commits the working tree as a child of the session branch's
-	// tip (whatever HEAD points at) with the bot identity, the message and
-	// the Agent-Session and Agent-Run trailers; allowEmpty makes a commit
-	// even without changes. It returns the new tip, or the old tip and
-	// false when there was nothing to commit.
-	Commit(ctx context.Context, message, runID string, allowEmpty bool) (sha string, made bool, err error)
+	// Commit commits the change set — the files the kernel's file tools
+	// changed, as the session's log records them (replay.WorkspaceChanges)
+	// — as a child of the session branch's tip (whatever HEAD points at)
+	// with the bot identity, the message and the Agent-Session and
+	// Agent-Run trailers. Nothing else of the working tree is committed:
+	// what commands wrote there is not. A file of the change set that no
+	// longer holds what its tool wrote fails the commit
+	// (*worktree.ChangedError). allowEmpty makes a commit even without
+	// changes. It returns the new tip, or the old tip and false when there
+	// was nothing to commit.
+	Commit(ctx context.Context, message, runID string, changes []replay.FileChange, allowEmpty bool) (sha string, made bool, err error)
 	// Push publishes the session branch to the base repository and
 	// returns its tip there: the committed SHA when pushed over git,
 	// GitHub's own commit (same tree and message) when published through

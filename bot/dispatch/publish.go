@@ -8,8 +8,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/agentos/agentos/bot/webhook"
+	"github.com/agentos/agentos/kernel/worktree"
 
 	"github.com/agentos/agentos/runtime/replay"
 	"github.com/agentos/agentos/runtime/run"
@@ -29,7 +33,7 @@ import (
 // and approval ids), so nothing is published twice.
 func (d *Dispatcher) publish(ctx context.Context, repo Repo, sid string, wt Worktree, l link, out run.Outcome, outcome string, before replay.Usage, known *PullRequest, again *recovery) (Result, error) {
 	res := Result{Outcome: outcome, SessionID: sid, Status: out.Status, Branch: l.Branch}
-	snap, lastSeq, err := d.snapshotAt(ctx, sid)
+	snap, lastSeq, changes, err := d.publishedState(ctx, sid)
 	if err != nil {
 		return res, err
 	}
@@ -47,7 +51,13 @@ func (d *Dispatcher) publish(ctx context.Context, repo Repo, sid string, wt Work
 	// The draft PR needs a commit; later pauses commit only changes. A
 	// branch an earlier attempt pushed has its commit already.
 	empty := out.Status == "paused" && l.PR == 0 && (again == nil || !again.onRemote)
-	head, made, err := wt.Commit(ctx, msg, out.RunID, empty)
+	head, made, err := wt.Commit(ctx, msg, out.RunID, changes, empty)
+	var changed *worktree.ChangedError
+	if errors.As(err, &changed) {
+		// A command changed a file after the kernel wrote it. What it left
+		// is not committed, and no retry of the delivery changes that.
+		return res, fmt.Errorf("%w: %w", webhook.ErrPermanent, err)
+	}
 	if err != nil {
 		return res, err
 	}
@@ -140,6 +150,21 @@ func (d *Dispatcher) publish(ctx context.Context, repo Repo, sid string, wt Work
 	}
 	d.logOutcome(repo, l, res, snap)
 	return res, nil
+}
+
+// publishedState is what a publication of the session commits: its state,
+// the seq of its last event, and the change set of its file tools over
+// all of its runs (the only worktree content a session commit takes).
+func (d *Dispatcher) publishedState(ctx context.Context, sid string) (replay.Snapshot, int64, []replay.FileChange, error) {
+	evs, err := d.Runs.Store.Read(ctx, sid, 1)
+	if err != nil {
+		return replay.Snapshot{}, 0, nil, err
+	}
+	if len(evs) == 0 {
+		return replay.Snapshot{}, 0, nil, fmt.Errorf("session %s has no events", sid)
+	}
+	snap, err := replay.Replay(evs)
+	return snap, evs[len(evs)-1].Seq, replay.WorkspaceChanges(evs), err
 }
 
 // snapshotAt is the session's state and the seq of its last event.

@@ -179,7 +179,22 @@ func checkBranchIsWorktree(t *testing.T, w *gitDataWorld, s *worktree.Session, c
 	}
 }
 
-// TestPublishThroughGitDataRoundTrips: what a session commits (an
+// gitCommit commits the whole worktree of s with the git CLI, as a
+// commit of the session branch: a session's own commits take only what
+// the kernel's file tools wrote (regular files, their modes kept), and the
+// publisher must carry any tree a branch can hold (a human's push to it,
+// a base with symlinks and executables).
+func gitCommit(t *testing.T, s *worktree.Session, msg string, allowEmpty bool) {
+	t.Helper()
+	gittest.Git(t, s.Dir, "add", "-A")
+	args := []string{"-c", "user.name=agentos[bot]", "-c", "user.email=bot@example.com", "commit", "-q", "--no-verify", "-m", msg}
+	if allowEmpty {
+		args = append(args, "--allow-empty")
+	}
+	gittest.Git(t, s.Dir, args...)
+}
+
+// TestPublishThroughGitDataRoundTrips: what a session branch holds (an
 // executable bit set and cleared, a deletion, binary content, nested
 // directories made and emptied, a symbolic link, an empty commit) is
 // published through the Git Data API as GitHub's Verified commits, and the
@@ -202,9 +217,7 @@ func TestPublishThroughGitDataRoundTrips(t *testing.T) {
 	if err := os.Symlink("README.md", filepath.Join(s.Dir, "link")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Commit(ctx, worktree.CommitOptions{Message: "first"}); err != nil {
-		t.Fatal(err)
-	}
+	gitCommit(t, s, "first", false)
 	w.fake.ResetCalls()
 	head, err := s.Publish(ctx)
 	if err != nil {
@@ -244,9 +257,7 @@ func TestPublishThroughGitDataRoundTrips(t *testing.T) {
 	if err := os.Symlink("keep/a/b/c.txt", filepath.Join(s.Dir, "link")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Commit(ctx, worktree.CommitOptions{Message: "second"}); err != nil {
-		t.Fatal(err)
-	}
+	gitCommit(t, s, "second", false)
 	if _, err := s.Commit(ctx, worktree.CommitOptions{Message: "third, empty", AllowEmpty: true}); err != nil {
 		t.Fatal(err)
 	}
@@ -350,12 +361,14 @@ func TestPublishThroughGitDataIsIdempotent(t *testing.T) {
 				}
 			}
 			writeFile(t, s.Dir, "a.txt", []byte("one\n"), 0o644)
-			if _, err := s.Commit(ctx, worktree.CommitOptions{Message: "one"}); err != nil {
+			one := worktree.Change{Path: "a.txt", SHA256: sha256Hex("one\n")}
+			if _, err := s.Commit(ctx, worktree.CommitOptions{Message: "one", Changes: []worktree.Change{one}}); err != nil {
 				t.Fatal(err)
 			}
 			publish()
-			writeFile(t, s.Dir, "b.txt", []byte("two\n"), 0o755)
-			if _, err := s.Commit(ctx, worktree.CommitOptions{Message: "two"}); err != nil {
+			writeFile(t, s.Dir, "b.txt", []byte("two\n"), 0o644)
+			two := worktree.Change{Path: "b.txt", SHA256: sha256Hex("two\n")}
+			if _, err := s.Commit(ctx, worktree.CommitOptions{Message: "two", Changes: []worktree.Change{one, two}}); err != nil {
 				t.Fatal(err)
 			}
 			publish()
