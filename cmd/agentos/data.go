@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -14,12 +16,60 @@ import (
 )
 
 // defaultDataDir is where the embedded store lives unless --data says
-// otherwise: $AGENTOS_DATA, else ./.agentos.
+// otherwise: dataDirFor the working directory.
 func defaultDataDir() string {
+	wd, err := os.Getwd()
+	if err != nil {
+		wd = "."
+	}
+	return dataDirFor(wd)
+}
+
+// dataDirFor is the data directory of the repository that holds dir:
+// $AGENTOS_DATA when set; else .agentos at the repository's top when a
+// store is already there (made before the default moved); else a
+// directory of the user's state directory keyed by the repository
+// ($XDG_STATE_HOME/agentos/<name>-<hash of its path>, by default under
+// ~/.local/state). Outside the repository, commands never see it and no
+// sandbox has to hide it: Landlock cannot hide part of a tree it grants.
+func dataDirFor(dir string) string {
 	if d := os.Getenv("AGENTOS_DATA"); d != "" {
 		return d
 	}
-	return ".agentos"
+	top := repoTop(dir)
+	if fi, err := os.Stat(filepath.Join(top, ".agentos")); err == nil && fi.IsDir() {
+		return filepath.Join(top, ".agentos")
+	}
+	state := os.Getenv("XDG_STATE_HOME")
+	if state == "" || !filepath.IsAbs(state) {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return filepath.Join(top, ".agentos")
+		}
+		state = filepath.Join(home, ".local", "state")
+	}
+	sum := sha256.Sum256([]byte(top))
+	return filepath.Join(state, "agentos", filepath.Base(top)+"-"+hex.EncodeToString(sum[:6]))
+}
+
+// repoTop is the top of the git repository holding dir (the nearest
+// directory with a .git), or dir itself, as an absolute clean path.
+func repoTop(dir string) string {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return filepath.Clean(dir)
+	}
+	if r, err := filepath.EvalSymlinks(abs); err == nil {
+		abs = r
+	}
+	for d := abs; ; d = filepath.Dir(d) {
+		if _, err := os.Lstat(filepath.Join(d, ".git")); err == nil {
+			return d
+		}
+		if filepath.Dir(d) == d {
+			return abs
+		}
+	}
 }
 
 // newSealer returns the sealer every store of this process uses, with the

@@ -98,3 +98,40 @@ func TestToolApproveWithTheEventsFileInTheWorkspace(t *testing.T) {
 		t.Error("the approved write did not happen")
 	}
 }
+
+// TestDefaultDataDirIsOutsideTheRepository: with no --data and no
+// $AGENTOS_DATA, the store goes to the state directory, keyed by the
+// repository's top (the same from any of its subdirectories, different
+// for another repository); a .agentos store made before the default moved
+// is still found.
+func TestDefaultDataDirIsOutsideTheRepository(t *testing.T) {
+	t.Setenv("AGENTOS_DATA", "")
+	state := t.TempDir()
+	t.Setenv("XDG_STATE_HOME", state)
+	repo, other := t.TempDir(), t.TempDir()
+	for _, d := range []string{filepath.Join(repo, ".git"), filepath.Join(repo, "a", "b"), filepath.Join(other, ".git")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := dataDirFor(repo)
+	if !strings.HasPrefix(got, filepath.Join(state, "agentos")+string(filepath.Separator)) {
+		t.Fatalf("dataDirFor(%s) = %s, want under %s/agentos", repo, got, state)
+	}
+	if sub := dataDirFor(filepath.Join(repo, "a", "b")); sub != got {
+		t.Errorf("from a subdirectory: %s, want %s", sub, got)
+	}
+	if o := dataDirFor(other); o == got {
+		t.Errorf("another repository shares %s", o)
+	}
+	if err := os.Mkdir(filepath.Join(repo, ".agentos"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if old := dataDirFor(filepath.Join(repo, "a")); old != filepath.Join(repo, ".agentos") {
+		t.Errorf("an existing .agentos store: %s", old)
+	}
+	t.Setenv("AGENTOS_DATA", "/somewhere")
+	if d := dataDirFor(repo); d != "/somewhere" {
+		t.Errorf("AGENTOS_DATA: %s", d)
+	}
+}

@@ -198,6 +198,12 @@ func printDoctor(w io.Writer, rep doctorReport) {
 	if r.ProcessLimit != "" {
 		fmt.Fprintf(w, "processes  limited by %s\n", r.ProcessLimit)
 	}
+	if len(r.Limited) > 0 {
+		fmt.Fprintf(w, "limited    %s\n", strings.Join(r.Limited, "\n           "))
+	}
+	if len(r.Unlimited) > 0 {
+		fmt.Fprintf(w, "NOT limited %s\n", strings.Join(r.Unlimited, "\n           "))
+	}
 	if len(r.ReadOnly) > 0 {
 		fmt.Fprintf(w, "read-only  %s\n", strings.Join(r.ReadOnly, "\n           "))
 	}
@@ -219,7 +225,7 @@ func printDoctor(w io.Writer, rep doctorReport) {
 		if p.Processes < 0 {
 			procs = "no /proc"
 		}
-		fmt.Fprintf(w, "a command sees:\n  pid %d, uid %d, %s\n  network: %s\n", p.PID, p.UID, procs, p.Network)
+		fmt.Fprintf(w, "a command sees:\n  pid %d, uid %d, %s\n  network: %s\n  host unix socket: %s\n", p.PID, p.UID, procs, p.Network, p.UnixSocket)
 		for _, c := range rep.Checked {
 			mark := "hidden "
 			if c.Visible {

@@ -20,14 +20,15 @@ import (
 )
 
 type mcpServeOpts struct {
-	workspace, policy, events, http, tokenFile string
+	workspace, policy, events, data, http, tokenFile string
 }
 
 func mcpServeFlags(fs *flag.FlagSet) *mcpServeOpts {
 	var o mcpServeOpts
 	fs.StringVar(&o.workspace, "workspace", "", "workspace directory the tools are jailed in (required)")
 	fs.StringVar(&o.policy, "policy", "", "operator policy.yaml (default: the built-in policy; the workspace's .agent/policy.yaml may only tighten it)")
-	fs.StringVar(&o.events, "events", filepath.Join(defaultDataDir(), "mcp", "events.jsonl"), "events.jsonl every call is recorded in (answer approvals with agentos tool approve --events FILE)")
+	fs.StringVar(&o.data, "data", "", "data directory (default: $AGENTOS_DATA, else the workspace's directory under ~/.local/state/agentos); the events file goes in its mcp/")
+	fs.StringVar(&o.events, "events", "", "events.jsonl every call is recorded in (default: DATA/mcp/events.jsonl; answer approvals with agentos tool approve --events FILE)")
 	fs.StringVar(&o.http, "http", "", "serve Streamable HTTP on ADDR (host:port, path /mcp) instead of stdio; clients must send the bearer token")
 	fs.StringVar(&o.tokenFile, "token-file", "", "file holding the bearer token for --http (default: $AGENTOS_MCP_TOKEN, else a random token printed to stderr)")
 	return &o
@@ -35,7 +36,7 @@ func mcpServeFlags(fs *flag.FlagSet) *mcpServeOpts {
 
 func cmdMCP(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		return usageErrorf("usage: agentos mcp serve --workspace DIR [--policy FILE] [--events FILE] [--http ADDR]")
+		return usageErrorf("usage: agentos mcp serve --workspace DIR [--policy FILE] [--data DIR | --events FILE] [--http ADDR]")
 	}
 	switch args[0] {
 	case "serve":
@@ -52,7 +53,14 @@ func mcpServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	if len(pos) != 0 || o.workspace == "" {
-		return usageErrorf("usage: agentos mcp serve --workspace DIR [--policy FILE] [--events FILE] [--http ADDR]")
+		return usageErrorf("usage: agentos mcp serve --workspace DIR [--policy FILE] [--data DIR | --events FILE] [--http ADDR]")
+	}
+	if o.events == "" {
+		data := o.data
+		if data == "" {
+			data = dataDirFor(o.workspace)
+		}
+		o.events = filepath.Join(data, "mcp", "events.jsonl")
 	}
 	if err := os.MkdirAll(filepath.Dir(o.events), 0o755); err != nil {
 		return usageErrorf("--events: %v", err)

@@ -18,6 +18,14 @@ import (
 	"github.com/oklog/ulid/v2"
 )
 
+// dataDir is --data, else the default data directory of --repo.
+func (f *runFlags) dataDir() string {
+	if f.data != "" {
+		return f.data
+	}
+	return dataDirFor(f.repo)
+}
+
 // runFlags are shared by run, approve, deny and resume.
 type runFlags struct {
 	repo, data, profile, providerName, script, policy, session string
@@ -26,7 +34,7 @@ type runFlags struct {
 
 func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.repo, "repo", "", "repository working tree the agent works in (required)")
-	fs.StringVar(&f.data, "data", defaultDataDir(), "embedded store directory ($AGENTOS_DATA); the repository tools never see it")
+	fs.StringVar(&f.data, "data", "", "embedded store directory (default: $AGENTOS_DATA, else the repository's directory under ~/.local/state/agentos); the repository tools never see it")
 	fs.StringVar(&f.profile, "profile", "", "runtime profile (YAML): provider, model, base_url, limits (see the README)")
 	fs.StringVar(&f.providerName, "provider", "", "scripted, openai, anthropic or gemini (overrides the profile and AGENTOS_PROVIDER)")
 	fs.StringVar(&f.script, "script", "", "script for the scripted provider (overrides AGENTOS_SCRIPT)")
@@ -106,7 +114,7 @@ func (f *runFlags) openRuntime(ctx context.Context, stderr io.Writer) (*runtimeE
 	if err := checkProvider(ctx, prof, stderr); err != nil {
 		return nil, err
 	}
-	env, err := buildRuntime(ctx, envOptions{repo: f.repo, dataDir: f.data, policyFile: f.policy, profile: prof, sessionID: f.session})
+	env, err := buildRuntime(ctx, envOptions{repo: f.repo, dataDir: f.dataDir(), policyFile: f.policy, profile: prof, sessionID: f.session})
 	if err != nil {
 		return nil, err
 	}
@@ -117,7 +125,7 @@ func (f *runFlags) openRuntime(ctx context.Context, stderr io.Writer) (*runtimeE
 }
 
 func finishRun(ctx context.Context, env *runtimeEnv, f runFlags, out agentrun.Outcome, stdout io.Writer) error {
-	path, err := exportSession(ctx, env.store, f.data, out.SessionID)
+	path, err := exportSession(ctx, env.store, f.dataDir(), out.SessionID)
 	if err != nil {
 		return err
 	}
@@ -233,7 +241,7 @@ func cmdResolve(decision string) func(ctx context.Context, args []string, stdout
 		if err := checkProvider(ctx, prof, stderr); err != nil {
 			return err
 		}
-		env, err := buildRuntime(ctx, envOptions{repo: f.repo, dataDir: f.data, policyFile: f.policy, profile: prof, sessionID: sid})
+		env, err := buildRuntime(ctx, envOptions{repo: f.repo, dataDir: f.dataDir(), policyFile: f.policy, profile: prof, sessionID: sid})
 		if err != nil {
 			return err
 		}
@@ -269,7 +277,7 @@ func cmdResume(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := checkProvider(ctx, prof, stderr); err != nil {
 		return err
 	}
-	env, err := buildRuntime(ctx, envOptions{repo: f.repo, dataDir: f.data, policyFile: f.policy, profile: prof, sessionID: pos[0]})
+	env, err := buildRuntime(ctx, envOptions{repo: f.repo, dataDir: f.dataDir(), policyFile: f.policy, profile: prof, sessionID: pos[0]})
 	if err != nil {
 		return err
 	}

@@ -20,5 +20,15 @@ func TestMain(m *testing.M) {
 			os.Setenv(setup.EnvGoCache, filepath.Join(d, "agentos", "sandbox", "go-build"))
 		}
 	}
-	os.Exit(m.Run())
+	// The default data directory is under $XDG_STATE_HOME: the tests'
+	// stores go to a directory of their own, not the user's.
+	state, err := os.MkdirTemp("", "agentos-test-state-*")
+	if err == nil && os.Getenv("XDG_STATE_HOME") == "" {
+		os.Setenv("XDG_STATE_HOME", state)
+	}
+	code := m.Run()
+	if err == nil {
+		os.RemoveAll(state)
+	}
+	os.Exit(code)
 }

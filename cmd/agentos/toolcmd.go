@@ -140,6 +140,15 @@ func toolKernel(workspaceDir, policyFile, events string) (*kernel.Kernel, *works
 			return nil, nil, nil, usageErrorf("--events: %v", err)
 		}
 		exclude = append(exclude, abs)
+		// The events file's directory holds its lock and the files beside
+		// it (mcp serve's data directory): commands see none of it, and
+		// write none of it. Not when the events file sits at the
+		// workspace's top, whose directory is the workspace itself.
+		if wsAbs, err := filepath.Abs(workspaceDir); err == nil {
+			if d := filepath.Dir(abs); d != wsAbs && strings.HasPrefix(d, wsAbs+string(filepath.Separator)) {
+				exclude = append(exclude, d)
+			}
+		}
 	}
 	sb, err := setup.Sandbox(context.Background(), os.Getenv)
 	if err != nil {

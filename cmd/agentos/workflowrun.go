@@ -94,7 +94,7 @@ func cmdWorkflowRun(ctx context.Context, args []string, stdout, stderr io.Writer
 		return runError(ctx, f.session, err)
 	}
 	if f.asJSON {
-		path, err := exportSession(rctx, env.store, f.data, out.SessionID)
+		path, err := exportSession(rctx, env.store, f.dataDir(), out.SessionID)
 		if err != nil {
 			return err
 		}
