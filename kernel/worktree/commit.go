@@ -126,12 +126,11 @@ func (s *Session) blobSHA256(st *sessionStorage, h plumbing.Hash) (string, error
 func (s *Session) commitChanges(msg string, when time.Time, changes []Change, allowEmpty bool, author Identity) (string, error) {
 	st := s.m.openStorage(s.repo, s.Dir)
 	defer st.Close()
-	ref := plumbing.NewBranchReferenceName(s.Branch)
-	head, err := st.Reference(ref)
+	head, err := s.branchTip(st)
 	if err != nil {
 		return "", fmt.Errorf("worktree: commit: %w", err)
 	}
-	parent, err := object.GetCommit(st, head.Hash())
+	parent, err := object.GetCommit(st, head)
 	if err != nil {
 		return "", fmt.Errorf("worktree: commit: %w", err)
 	}
@@ -252,7 +251,7 @@ func (s *Session) commitChanges(msg string, when time.Time, changes []Change, al
 	if err != nil {
 		return "", fmt.Errorf("worktree: commit: %w", err)
 	}
-	if err := st.CheckAndSetReference(plumbing.NewHashReference(ref, h), head); err != nil {
+	if err := s.setTip(st, h); err != nil {
 		return "", fmt.Errorf("worktree: commit: %w", err)
 	}
 	s.updateIndex(st, files, indexed)

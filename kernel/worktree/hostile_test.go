@@ -502,3 +502,82 @@ func TestCommitTakesOnlyTheChangeSet(t *testing.T) {
 		})
 	}
 }
+
+// TestPlantedRefsAndObjectsAreRefused: a command can write into the
+// worktree's .git. A session branch moved to a commit the session did not
+// make, or an object file replaced under the name of a commit the session
+// made, is neither committed on nor published.
+func TestPlantedRefsAndObjectsAreRefused(t *testing.T) {
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			ctx := context.Background()
+			srv := newGitServer(t)
+			bare := srv.bare(t, testRepo.Owner, testRepo.Name)
+			seed(t, bare, "main", map[string]string{"a.txt": "1\n"})
+			m := newManager(t, srv, b.backend)
+			s, err := m.Prepare(ctx, PrepareOptions{Repo: testRepo, SessionID: "01HZXPLANTEDREFS01", Number: 6})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			mine, err := s.Commit(ctx, CommitOptions{Message: "mine", Changes: []Change{write(t, s.Dir, "a.txt", "2\n")}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			// A commit made by a command, on top of the session's, with a
+			// workflow in it.
+			blob := runGitIn(t, s.Dir, "on: push\n", "hash-object", "-w", "--stdin")
+			tree := runGitIn(t, s.Dir, "100644 blob "+blob+"\tevil.yml\n", "mktree")
+			evil := runGitIn(t, s.Dir, "", "commit-tree", tree, "-p", mine, "-m", "evil")
+			ref := "refs/heads/" + s.Branch
+			runGit(t, s.Dir, "update-ref", ref, evil)
+			if _, err := s.Commit(ctx, CommitOptions{Message: "more", Changes: []Change{write(t, s.Dir, "b.txt", "b\n")}}); !errors.Is(err, ErrBranchMoved) {
+				t.Errorf("Commit on a moved branch = %v, want ErrBranchMoved", err)
+			}
+			if _, err := s.Publish(ctx); !errors.Is(err, ErrBranchMoved) {
+				t.Errorf("Publish of a moved branch = %v, want ErrBranchMoved", err)
+			}
+			if _, err := s.Head(); !errors.Is(err, ErrBranchMoved) {
+				t.Errorf("Head of a moved branch = %v, want ErrBranchMoved", err)
+			}
+			if _, err := runGitErr(bare, nil, "rev-parse", "--verify", ref); err == nil {
+				t.Fatalf("the branch reached the remote")
+			}
+
+			// The ref put back, the session's own commit object replaced by
+			// the command's under its name.
+			runGit(t, s.Dir, "update-ref", ref, mine)
+			obj := func(h string) string { return filepath.Join(s.Dir, ".git", "objects", h[:2], h[2:]) }
+			planted, err := os.ReadFile(obj(evil))
+			if err != nil {
+				t.Fatal(err)
+			}
+			os.Chmod(obj(mine), 0o644)
+			if err := os.WriteFile(obj(mine), planted, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.Commit(ctx, CommitOptions{Message: "more", Changes: []Change{write(t, s.Dir, "b.txt", "b\n")}}); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "other content") {
+				t.Errorf("Commit on a replaced object = %v, want ErrInvalid", err)
+			}
+			if _, err := s.Publish(ctx); err == nil {
+				t.Error("Publish of a replaced object succeeded")
+			}
+			if out, err := runGitErr(bare, nil, "rev-parse", "--verify", ref); err == nil {
+				if files := runGit(t, bare, "ls-tree", "-r", "--name-only", out); strings.Contains(files, "evil.yml") {
+					t.Fatalf("the command's commit reached the remote: %s", files)
+				}
+			}
+		})
+	}
+}
+
+// runGitIn runs the git CLI in dir with stdin and returns its trimmed
+// stdout.
+func runGitIn(t *testing.T, dir, stdin string, args ...string) string {
+	t.Helper()
+	out, err := runGitErr(dir, []byte(stdin), args...)
+	if err != nil {
+		t.Fatalf("git %s: %v", strings.Join(args, " "), err)
+	}
+	return out
+}

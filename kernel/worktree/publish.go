@@ -472,10 +472,8 @@ func (s *Session) adopt(tip, head plumbing.Hash) error {
 	if hc.TreeHash != lc.TreeHash {
 		return fmt.Errorf("the published commit %s has tree %s, the local tip %s has %s", head, hc.TreeHash, tip, lc.TreeHash)
 	}
-	ref := plumbing.NewBranchReferenceName(s.Branch)
-	cur, err := st.Reference(ref)
-	if err != nil {
+	if _, err := s.branchTip(st); err != nil {
 		return err
 	}
-	return st.CheckAndSetReference(plumbing.NewHashReference(ref, head), cur)
+	return s.setTip(st, head)
 }

@@ -64,6 +64,11 @@ type Session struct {
 
 	mu     sync.Mutex
 	closed bool
+	// tip is the session branch's commit as this Session last set it. The
+	// branch's ref in the worktree's .git is written for git's sake but
+	// never trusted: commands the agent runs can write there (see
+	// branchTip).
+	tip plumbing.Hash
 	// release drops the session's shared lock on the mirror (see
 	// maintain.go), taken in Prepare and held until Close.
 	release func()
@@ -118,7 +123,7 @@ func (m *Manager) Prepare(ctx context.Context, opts PrepareOptions) (*Session, e
 	if err != nil {
 		return nil, err
 	}
-	s := &Session{m: m, repo: opts.Repo, id: opts.SessionID, Dir: dir, Branch: branch, BaseSHA: base.String(), Resumed: resumed, known: []plumbing.Hash{base}, release: release}
+	s := &Session{m: m, repo: opts.Repo, id: opts.SessionID, Dir: dir, Branch: branch, BaseSHA: base.String(), Resumed: resumed, known: []plumbing.Hash{base}, tip: base, release: release}
 	author, err := m.author(ctx, opts.Repo)
 	if err != nil {
 		release()
@@ -298,16 +303,13 @@ func (s *Session) Head() (string, error) {
 	if err := s.check(); err != nil {
 		return "", err
 	}
-	repo, st, err := s.m.openRepo(s.repo, s.Dir)
-	if err != nil {
-		return "", fmt.Errorf("worktree: head: %w", err)
-	}
+	st := s.m.openStorage(s.repo, s.Dir)
 	defer st.Close()
-	ref, err := repo.Reference(plumbing.NewBranchReferenceName(s.Branch), true)
+	tip, err := s.branchTip(st)
 	if err != nil {
 		return "", fmt.Errorf("worktree: head: %w", err)
 	}
-	return ref.Hash().String(), nil
+	return tip.String(), nil
 }
 
 // Push publishes the session branch to the base repository (see
@@ -335,12 +337,12 @@ func (s *Session) Publish(ctx context.Context) (string, error) {
 		return "", err
 	}
 	st := s.m.openStorage(s.repo, s.Dir)
-	ref, err := st.Reference(plumbing.NewBranchReferenceName(s.Branch))
+	tip, err := s.branchTip(st)
 	st.Close()
 	if err != nil {
 		return "", fmt.Errorf("worktree: push: %w", err)
 	}
-	head, err := s.publish(ctx, c, ref.Hash())
+	head, err := s.publish(ctx, c, tip)
 	if err != nil {
 		return "", err
 	}

@@ -48,8 +48,7 @@ func (s *Session) CommitArtifact(ctx context.Context, a Artifact) (string, error
 		return "", fmt.Errorf("worktree: artifact: %w", err)
 	}
 	defer st.Close()
-	ref := plumbing.NewBranchReferenceName(s.Branch)
-	head, err := repo.Reference(ref, true)
+	head, err := s.branchTip(st)
 	if err != nil {
 		return "", fmt.Errorf("worktree: artifact: %w", err)
 	}
@@ -60,7 +59,7 @@ func (s *Session) CommitArtifact(ctx context.Context, a Artifact) (string, error
 		return "", err
 	}
 	sig := object.Signature{Name: author.Name, Email: author.Email, When: when}
-	sha, changed, err := buildCommit(repo.Storer, head.Hash(), []string{".agent", "sessions", s.id}, files, msg, sig)
+	sha, changed, err := buildCommit(repo.Storer, head, []string{".agent", "sessions", s.id}, files, msg, sig)
 	if err != nil {
 		return "", fmt.Errorf("worktree: artifact: %w", err)
 	}
@@ -87,7 +86,7 @@ func (s *Session) CommitArtifact(ctx context.Context, a Artifact) (string, error
 			entries[p] = treeFile{mode: filemode.Regular, hash: plumbing.ComputeHash(plumbing.BlobObject, f.data)}
 			paths[p] = true
 		}
-		if err := repo.Storer.SetReference(plumbing.NewHashReference(ref, sha)); err != nil {
+		if err := s.setTip(st, sha); err != nil {
 			return "", fmt.Errorf("worktree: artifact: %w", err)
 		}
 		s.updateIndex(st, entries, paths)
@@ -112,16 +111,13 @@ func (s *Session) LoadArtifact() ([]byte, error) {
 	if err := s.check(); err != nil {
 		return nil, err
 	}
-	repo, st, err := s.m.openRepo(s.repo, s.Dir)
-	if err != nil {
-		return nil, fmt.Errorf("worktree: artifact: %w", err)
-	}
+	st := s.m.openStorage(s.repo, s.Dir)
 	defer st.Close()
-	head, err := repo.Reference(plumbing.NewBranchReferenceName(s.Branch), true)
+	head, err := s.branchTip(st)
 	if err != nil {
 		return nil, fmt.Errorf("worktree: artifact: %w", err)
 	}
-	commit, err := object.GetCommit(repo.Storer, head.Hash())
+	commit, err := object.GetCommit(st, head)
 	if err != nil {
 		return nil, fmt.Errorf("worktree: artifact: %w", err)
 	}

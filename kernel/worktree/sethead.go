@@ -29,15 +29,14 @@ func (s *Session) SetHead(ctx context.Context, sha string) error {
 	}
 	st := s.m.openStorage(s.repo, s.Dir)
 	defer st.Close()
-	ref := plumbing.NewBranchReferenceName(s.Branch)
-	cur, err := st.Reference(ref)
+	cur, err := s.branchTip(st)
 	if err != nil {
 		return fmt.Errorf("worktree: set head: %w", err)
 	}
-	if cur.Hash() == h {
+	if cur == h {
 		return nil
 	}
-	tip, err := object.GetCommit(st, cur.Hash())
+	tip, err := object.GetCommit(st, cur)
 	if err != nil {
 		return fmt.Errorf("worktree: set head: %w", err)
 	}
@@ -52,10 +51,10 @@ func (s *Session) SetHead(ctx context.Context, sha string) error {
 	if !related {
 		// Moving forward again to a commit this session made is fine too.
 		if related, err = tip.IsAncestor(target); err != nil || !related {
-			return fmt.Errorf("%w: %s is neither an ancestor nor a descendant of the branch tip %s", ErrInvalid, sha, cur.Hash())
+			return fmt.Errorf("%w: %s is neither an ancestor nor a descendant of the branch tip %s", ErrInvalid, sha, cur)
 		}
 	}
-	if err := st.CheckAndSetReference(plumbing.NewHashReference(ref, h), cur); err != nil {
+	if err := s.setTip(st, h); err != nil {
 		return fmt.Errorf("worktree: set head: %w", err)
 	}
 	return nil

@@ -3,6 +3,7 @@ package worktree
 import (
 	"errors"
 	"fmt"
+	"io"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -64,13 +65,41 @@ func (s *sessionStorage) Close() error {
 	return errors.Join(s.mirror.Close(), s.Storage.Close())
 }
 
-// EncodedObject looks in the worktree, then in the mirror.
+// EncodedObject looks in the worktree, then in the mirror. An object from
+// the worktree's own .git is checked against its name: the commands the
+// agent runs can write there (go-git reads a loose object or a pack entry
+// without hashing it), and a planted object under the name of a commit or
+// tree the session builds on would otherwise become part of what is
+// pushed. The mirror is agentos's own and outside any sandbox.
 func (s *sessionStorage) EncodedObject(t plumbing.ObjectType, h plumbing.Hash) (plumbing.EncodedObject, error) {
 	o, err := s.Storage.EncodedObject(t, h)
 	if errors.Is(err, plumbing.ErrObjectNotFound) {
 		return s.mirror.EncodedObject(t, h)
 	}
-	return o, err
+	if err != nil {
+		return nil, err
+	}
+	return verified(o, h)
+}
+
+// verified returns a copy of o, read once, after checking that its
+// content hashes to h.
+func verified(o plumbing.EncodedObject, h plumbing.Hash) (plumbing.EncodedObject, error) {
+	r, err := o.Reader()
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	m := &plumbing.MemoryObject{}
+	m.SetType(o.Type())
+	m.SetSize(o.Size())
+	if _, err := io.Copy(m, r); err != nil {
+		return nil, err
+	}
+	if m.Hash() != h {
+		return nil, fmt.Errorf("%w: the object stored as %s in the worktree's .git holds other content (%s)", ErrInvalid, h, m.Hash())
+	}
+	return m, nil
 }
 
 // DeltaObject returns whole objects: a delta stored in the mirror's pack
