@@ -31,7 +31,7 @@ type Risk struct {
 	HighRiskCommand bool     `json:"high_risk_command,omitempty"`
 	Trusted         bool     `json:"trusted,omitempty"` // lowered by adaptive trust
 	// ProtectedPaths are the CI and agent configuration paths a write
-	// changes (ProtectedPaths func): such a write always needs approval.
+	// changes (IsProtectedPath): such a write always needs approval.
 	ProtectedPaths []string `json:"protected_paths,omitempty"`
 	Control        string   `json:"control"`
 	Reason         string   `json:"reason,omitempty"`
