@@ -80,10 +80,13 @@
 // A session commit holds only the change set its caller names — the
 // files the kernel's file tools wrote, each checked against the SHA-256
 // the tool recorded — and nothing else commands left in the worktree
-// (commit.go). Whenever the git CLI runs (the CLI checkout, mirror
-// maintenance), it runs with a minimal environment that holds no
-// credential and with every configuration-driven program and submodule
-// recursion turned off (gitcli.go): a worktree is shaped by the
-// repository and by the commands the agent ran, and git runs outside the
-// sandbox.
+// (commit.go). Nor does the session trust the worktree's .git, which
+// those commands can write too: the branch tip is kept in memory and a
+// ref moved by anything else is refused (tip.go), and an object read from
+// the worktree's own store must hash to its name (storage.go). Whenever
+// the git CLI runs (the CLI checkout, mirror maintenance), it runs with a
+// minimal environment that holds no credential and with every
+// configuration-driven program and submodule recursion turned off
+// (gitcli.go): a worktree is shaped by the repository and by the commands
+// the agent ran, and git runs outside the sandbox.
 package worktree
