@@ -7,13 +7,31 @@ import (
 	"regexp"
 )
 
-var cardRe = regexp.MustCompile(`\b\d{16}\b`)
+// cardRes match card numbers: 16 digits in a row, four groups of four
+// separated by a space or a dash (4111 1111 1111 1111, as people write
+// them in issue bodies), and the 4-6-5 grouping of 15-digit cards.
+var cardRes = []*regexp.Regexp{
+	regexp.MustCompile(`\b\d{16}\b`),
+	regexp.MustCompile(`\b\d{4}([ -])\d{4}([ -])\d{4}([ -])\d{4}\b`),
+	regexp.MustCompile(`\b\d{4}([ -])\d{6}([ -])\d{5}\b`),
+}
+
+// RedactPrompt is what the redact_pii hook does to a prompt: every card
+// number becomes [REDACTED-CC]. The RunManager applies it before it
+// records the prompt (session.start, run.started), so the raw text never
+// reaches the log; the hook applies it for any other caller.
+func RedactPrompt(prompt string) string {
+	for _, re := range cardRes {
+		prompt = re.ReplaceAllString(prompt, "[REDACTED-CC]")
+	}
+	return prompt
+}
 
 // RedactCardNumbers is the seed's redact_pii UserPromptSubmit hook: a
-// 16-digit sequence in a prompt becomes [REDACTED-CC].
+// card number in a prompt (RedactPrompt) becomes [REDACTED-CC].
 func RedactCardNumbers() Func {
 	return Func{Name: "redact_pii", Prio: 80, Fn: func(ctx context.Context, in Input) (Decision, error) {
-		red := cardRe.ReplaceAllString(in.Prompt, "[REDACTED-CC]")
+		red := RedactPrompt(in.Prompt)
 		if red == in.Prompt {
 			return Decision{Decision: Allow}, nil
 		}

@@ -28,7 +28,7 @@ func startedRun(t *testing.T, f *fixture, sid, runID string) *journal.Journal {
 // terminal report and no new run; calling again changes nothing; a paused
 // or finished session is left alone.
 func TestCloseOrphan(t *testing.T) {
-	f := newFixture(t, script(finalReport), nil)
+	f := newFixture(t, script(echoCall, finalReport), nil)
 	ctx := context.Background()
 	startedRun(t, f, "crashed", "run-dead")
 	for i := 0; i < 2; i++ {

@@ -114,6 +114,9 @@ type state struct {
 	calls      int
 	usage      provider.Usage
 	approvals  map[string]Resolution
+	// evidenceReworked: a report the log did not support was sent back to
+	// the Worker (once per run).
+	evidenceReworked bool
 }
 
 // Execute runs (or re-runs over its recorded history) one run.
@@ -258,19 +261,20 @@ func (s *state) pass(ctx context.Context) (Result, error) {
 		if err := s.transition(ctx, from, "WORK", "worker", ""); err != nil {
 			return Result{}, err
 		}
-		report, res, err := s.work(ctx, directive, plan, feedback)
+		report, ev, res, err := s.checkedWork(ctx, directive, plan, feedback)
 		if err != nil || res.Paused {
 			return res, err
-		}
-		if _, err := s.f.emit(ctx, event.WorkerReport, "worker", report, ""); err != nil {
-			return Result{}, err
 		}
 		if err := s.transition(ctx, "WORK", "REVIEW", "reviewer", ""); err != nil {
 			return Result{}, err
 		}
+		input := "Intent:\n" + event.FieldString(directive, "intent") + "\n\nplan_v1:\n" + string(plan) + "\n\nworker_report_v1 (written by the worker, not by you):\n" + string(report)
+		if ev != nil {
+			input += "\n\nEvidence (produced by agentos from this run's event log, not by the worker): every tool call with its outcome, the commands' exit codes, the changed files, the tests:\n" + ev.reviewerText()
+		}
 		review, err := s.roleJSON(ctx, "reviewer", "review_result_v1", []provider.Message{
 			{Role: provider.RoleSystem, Content: s.system("reviewer")},
-			{Role: provider.RoleUser, Content: "Intent:\n" + event.FieldString(directive, "intent") + "\n\nplan_v1:\n" + string(plan) + "\n\nworker_report_v1 (written by the worker, not by you):\n" + string(report)},
+			{Role: provider.RoleUser, Content: input},
 		})
 		if err != nil {
 			return Result{}, err
@@ -312,6 +316,45 @@ func (s *state) pass(ctx context.Context) (Result, error) {
 	}
 	rep := s.lastReport()
 	return Result{Output: event.FieldString(rep, "output"), Report: rep}, nil
+}
+
+// checkedWork is WORK under the evidence contract (evidence.go): the
+// Worker's report is recorded, then checked against the run's log. A
+// command the environment could not run ends the run; an unsupported
+// report goes back to the Worker once with the discrepancy quoted, and a
+// second one ends the run. ev is nil for a run recorded before the
+// contract.
+func (s *state) checkedWork(ctx context.Context, directive, plan json.RawMessage, feedback string) (json.RawMessage, *evidence, Result, error) {
+	for {
+		report, res, err := s.work(ctx, directive, plan, feedback)
+		if err != nil || res.Paused {
+			return nil, nil, res, err
+		}
+		if _, err := s.f.emit(ctx, event.WorkerReport, "worker", report, ""); err != nil {
+			return nil, nil, Result{}, err
+		}
+		ev, legacy, err := s.checkReport(ctx, report, plan)
+		if err != nil || legacy {
+			return report, nil, Result{}, err
+		}
+		if f := ev.failure(s.evidenceReworked); f != nil {
+			return nil, nil, Result{}, f
+		}
+		if len(ev.Problems) == 0 {
+			return report, ev, Result{}, nil
+		}
+		s.evidenceReworked = true
+		if err := s.transition(ctx, "WORK", "REWORK", "runtime", "evidence: "+clip(strings.Join(ev.Problems, "; "), 500)); err != nil {
+			return nil, nil, Result{}, err
+		}
+		if err := s.transition(ctx, "REWORK", "WORK", "worker", ""); err != nil {
+			return nil, nil, Result{}, err
+		}
+		if feedback != "" {
+			feedback += "\n\n"
+		}
+		feedback += ev.feedback()
+	}
 }
 
 // selectSkill is the run's skill and why: the skill the prompt selects

@@ -68,7 +68,7 @@ roles:
 // .agent/roles/ when present, the memory file and the previous run's
 // summary reach the model, and the repository as such does not.
 func TestContextAssembly(t *testing.T) {
-	f := newFixture(t, script(finalReport)+"\n", nil)
+	f := newFixture(t, script(echoCall, finalReport)+"\n", nil)
 	f.eng.Repo = fstest.MapFS{
 		".agent/roles/lead.md": {Data: []byte("# Lead (repository override)\nALWAYS-ANSWER-IN-JSON-OVERRIDE")},
 		".agent/memory.md":     {Data: []byte("MEMORY: this repository pins Go 1.26")},
@@ -101,7 +101,7 @@ func TestContextAssembly(t *testing.T) {
 roles:
   lead: [{text: '` + leadOK + `'}, {text: '` + leadOK + `'}]
   planner: [{text: '` + planOK + `'}, {text: '` + planOK + `'}]
-  worker: [{text: '` + reportOK + `'}, {text: '` + reportOK + `'}]
+  worker: [` + echoTurn + `, {text: '` + reportOK + `'}, {text: '` + reportNone + `'}]
   reviewer: [{text: '` + reviewPass + `'}, {text: '` + reviewPass + `'}]
 `
 	f2 := newFixture(t, twice, f.store)
@@ -195,7 +195,14 @@ func TestOneActiveRunPerSession(t *testing.T) {
 	for _, role := range []struct{ name, text string }{{"lead", leadOK}, {"planner", planOK}, {"worker", reportOK}, {"reviewer", reviewPass}} {
 		b.WriteString("  " + role.name + ":\n")
 		if role.name == "worker" {
-			b.WriteString(echoCall + "\n") // the first run calls a tool
+			// The first run calls a tool and reports it; the others
+			// report honestly that they called none.
+			b.WriteString(echoCall + "\n")
+			b.WriteString("    - text: '" + reportOK + "'\n")
+			for i := 1; i < n; i++ {
+				b.WriteString("    - text: '" + reportNone + "'\n")
+			}
+			continue
 		}
 		for i := 0; i < n; i++ {
 			b.WriteString("    - text: '" + role.text + "'\n")

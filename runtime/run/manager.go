@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/agentos/agentos/runtime/event"
+	"github.com/agentos/agentos/runtime/hooks"
 	"github.com/agentos/agentos/runtime/journal"
 	"github.com/agentos/agentos/runtime/provider"
 	"github.com/agentos/agentos/runtime/replay"
@@ -138,11 +139,15 @@ func (m *Manager) Start(ctx context.Context, eng *Engine, req StartRequest) (Out
 		return Outcome{}, err
 	}
 	runID := newRunID(m.Now())
+	// The prompt is redacted before the first event records it: the log
+	// (which the bot may commit to a public branch) never holds the raw
+	// text, and the run works from what the log holds.
+	prompt := hooks.RedactPrompt(req.Prompt)
 	// A process that died between session.start and run.started left a
 	// session.start of a run that never began: the run begins now under
 	// its id, so every run id in the log has its run and its terminal.
 	reuse := false
-	if n := len(evs); n > 0 && evs[n-1].Type == event.SessionStart && evs[n-1].RunID != "" && event.FieldString(evs[n-1].Payload, "prompt") == req.Prompt {
+	if n := len(evs); n > 0 && evs[n-1].Type == event.SessionStart && evs[n-1].RunID != "" && event.FieldString(evs[n-1].Payload, "prompt") == prompt {
 		runID, reuse = evs[n-1].RunID, true
 	}
 	j.SetRun(runID)
@@ -151,7 +156,7 @@ func (m *Manager) Start(ctx context.Context, eng *Engine, req StartRequest) (Out
 		corr = req.SessionID
 	}
 	noRepair := !eng.GuardRepair()
-	start := map[string]any{"prompt": req.Prompt, "guard": map[string]any{"repair": !noRepair}}
+	start := map[string]any{"prompt": prompt, "guard": map[string]any{"repair": !noRepair}}
 	if req.SessionKey != "" {
 		start["session_key"] = req.SessionKey
 	}
@@ -165,7 +170,7 @@ func (m *Manager) Start(ctx context.Context, eng *Engine, req StartRequest) (Out
 	} else if _, err := j.Append(ctx, event.SessionStart, "user", start, ""); err != nil {
 		return Outcome{}, err
 	}
-	started := map[string]any{"run_id": runID, "prompt": req.Prompt, "trigger": map[string]any{"correlation_id": corr}}
+	started := map[string]any{"run_id": runID, "prompt": prompt, "trigger": map[string]any{"correlation_id": corr}}
 	for k, v := range req.Trigger {
 		started["trigger"].(map[string]any)[k] = v
 	}
@@ -181,7 +186,7 @@ func (m *Manager) Start(ctx context.Context, eng *Engine, req StartRequest) (Out
 	if _, err := j.Append(ctx, event.RunStarted, "runtime", started, ""); err != nil {
 		return Outcome{}, err
 	}
-	in := Input{Prompt: req.Prompt, Cwd: req.Cwd, Transcript: req.Transcript, PrevSummary: prevSummary(snap), RoleTurns: roleTurns(evs), Source: "startup", NoRepair: noRepair, Workflow: req.Workflow}
+	in := Input{Prompt: prompt, Cwd: req.Cwd, Transcript: req.Transcript, PrevSummary: prevSummary(snap), RoleTurns: roleTurns(evs), Source: "startup", NoRepair: noRepair, Workflow: req.Workflow}
 	return m.drive(ctx, eng, j, runID, corr, in, nil)
 }
 

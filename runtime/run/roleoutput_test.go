@@ -198,6 +198,7 @@ roles:
   lead: [{text: '` + leadOK + `'}]
   planner: [{text: '` + planOK + `'}]
   worker:
+` + echoCall + `
 ` + finalReport + `
   reviewer: [{text: '{"verdict":"ok"}'}, {text: '{"verdict":"ok"}'}]
 `, "reviewer output is not valid review_result_v1 after one repair turn"},
