@@ -37,6 +37,9 @@ type fixture struct {
 	port, pgPort, udpPort                         int
 	accepted, pgAccepted, udpGot                  atomic.Int32
 	decoy                                         int
+	// dotenv is the content of the worktree's .env (credentials beside
+	// the code, hidden by the policy's deny patterns).
+	dotenv string
 }
 
 func token(t *testing.T, prefix string) string {
@@ -75,6 +78,8 @@ func newFixture(t *testing.T, modcache string) *fixture {
 	write(t, filepath.Join(f.data, "agentos.db"), f.dataSecret)
 	write(t, filepath.Join(f.other, "secret.txt"), f.otherSecret)
 	write(t, filepath.Join(f.work, "README.md"), "sample\n")
+	f.dotenv = "API_KEY=" + token(t, "DOTENV")
+	write(t, filepath.Join(f.work, ".env"), f.dotenv)
 	write(t, filepath.Join(f.work, ".git", "config"), "[core]\n\trepositoryformatversion = 0\n")
 	write(t, filepath.Join(f.work, ".git", "HEAD"), "ref: refs/heads/main\n")
 	for _, d := range []string{f.outside, f.modcache} {
@@ -409,6 +414,20 @@ func corpus() []escape {
 				}
 				return true, firstLine(o.output())
 			}},
+		{name: "read the .env beside the code (then find it back as it was)", control: true,
+			script: func(f *fixture) string { return "cat .env; cat ./.env; ls -a; echo overwritten > .env" },
+			blocked: func(f *fixture, o outcome) (bool, string) {
+				if strings.Contains(o.output(), f.dotenv) {
+					return false, "the secret was printed"
+				}
+				if o.err != nil {
+					return false, "the command did not run: " + o.err.Error()
+				}
+				if b, err := os.ReadFile(filepath.Join(f.work, ".env")); err != nil || string(b) != f.dotenv {
+					return false, fmt.Sprintf(".env was not put back as it was: %q %v", b, err)
+				}
+				return true, "hidden while the command ran, put back after"
+			}},
 		{name: "connect to a host unix socket by path", control: true,
 			script: func(f *fixture) string { return unixConnect(f.sock) }, blocked: notConnected},
 		{name: "connect to a host abstract unix socket", control: true,
@@ -568,7 +587,7 @@ func survivors(tok string) []int {
 // process runner, the path every exec tool and hook takes.
 func run(t *testing.T, s *sandbox.Sandbox, f *fixture, c escape) outcome {
 	t.Helper()
-	ws, err := workspace.Open(f.work, workspace.Options{Sandbox: s, Limits: c.limits})
+	ws, err := workspace.Open(f.work, workspace.Options{Sandbox: s, Limits: c.limits, DenyPatterns: []string{".env"}})
 	if err != nil {
 		t.Fatal(err)
 	}

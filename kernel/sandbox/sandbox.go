@@ -293,10 +293,16 @@ type Request struct {
 	Limits Limits
 	// Mask are paths inside Work the command must not see (agentos's own
 	// data directory when it lies in the worktree, files the policy's deny
-	// patterns keep from the tools): absolute. bwrap mounts
-	// an empty directory (or /dev/null) over each; Landlock cannot take a
-	// subtree out of a granted one, so there a mask refuses the command.
+	// patterns keep from the tools): absolute. bwrap mounts an empty
+	// directory (or /dev/null) over each; Landlock cannot take a subtree
+	// out of a granted one, so there each is moved out of the worktree
+	// while the command runs (aside_linux.go), except Data.
 	Mask []string
+	// Data are the paths of Mask that are agentos's own data (a data
+	// directory inside the worktree, whose database is open): Landlock
+	// can neither hide nor move them, so there the command is refused
+	// while one exists.
+	Data []string
 }
 
 // Profile is what a command can see and do: recorded with every exec tool

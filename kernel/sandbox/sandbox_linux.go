@@ -420,13 +420,20 @@ func (s *Sandbox) bwrapArgs(req Request, gocache, hostSock string) []string {
 }
 
 func (s *Sandbox) landlockCommand(ctx context.Context, req Request) (*Cmd, error) {
-	for _, m := range req.Mask {
-		if _, err := os.Lstat(m); err == nil {
-			return nil, fmt.Errorf("sandbox: %s must be hidden from commands (agentos's data directory, or a path policy.yaml workspace.denyPatterns names, such as .env), and Landlock cannot hide part of a tree it grants: keep the data directory outside the repository (--data, AGENTOS_DATA) and such files out of the worktree, or use bwrap", m)
-		}
-	}
 	var cl cleanup
 	fail := func(err error) (*Cmd, error) { _ = cl.run(); return nil, err }
+	// Masked files leave the worktree while the command runs (see
+	// aside_linux.go); put back after everything else.
+	for _, d := range req.Data {
+		if _, err := os.Lstat(d); err == nil {
+			return nil, fmt.Errorf("sandbox: %s is agentos's own data and must be hidden from commands, and Landlock cannot hide part of a tree it grants: keep the data directory outside the repository (--data, AGENTOS_DATA; the default is), or use bwrap", d)
+		}
+	}
+	restore, err := moveAside(req.Work, req.Mask)
+	if err != nil {
+		return nil, err
+	}
+	cl.add(restore)
 	gocache := s.goCacheDir(req.Work)
 	if err := os.MkdirAll(gocache, 0o700); err != nil {
 		return fail(fmt.Errorf("sandbox: go build cache: %w", err))
@@ -498,7 +505,7 @@ func (s *Sandbox) landlockCommand(ctx context.Context, req Request) (*Cmd, error
 	// Checked after the command and the cleanups above are done (added
 	// first, they run last: the control files are restored, the index
 	// with them, before the submodule paths are checked).
-	cl = append(cleanup{links.verify, guard.verify}, cl...)
+	cl = append(cleanup{restore, links.verify, guard.verify}, cl[1:]...)
 	argv := append([]string{s.launcher, launch.LauncherArg, sup.Encode()}, req.Argv...)
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = s.env(req, home, tmp, proxyURL)

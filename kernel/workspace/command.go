@@ -39,7 +39,7 @@ func (w *Root) Command(ctx context.Context, argv []string, drop func(name string
 		}
 		env = setEnv(env, name, kv)
 	}
-	return w.opts.Sandbox.Command(ctx, sandbox.Request{Argv: argv, Work: w.dir, Dir: w.dir, Env: env, Allow: w.opts.Network, Limits: w.opts.Limits, Mask: w.Masked()})
+	return w.opts.Sandbox.Command(ctx, sandbox.Request{Argv: argv, Work: w.dir, Dir: w.dir, Env: env, Allow: w.opts.Network, Limits: w.opts.Limits, Mask: w.Masked(), Data: w.Excluded()})
 }
 
 func setEnv(env []string, name, kv string) []string {

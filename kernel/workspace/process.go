@@ -152,7 +152,7 @@ func (w *Root) Run(ctx context.Context, spec RunSpec) (RunResult, error) {
 	if cwd != "." {
 		dir = w.dir + "/" + cwd
 	}
-	cmd, err := w.opts.Sandbox.Command(ctx, sandbox.Request{Argv: spec.Argv, Work: w.dir, Dir: dir, Env: env, Allow: w.opts.Network, Limits: w.opts.Limits, Mask: w.Masked()})
+	cmd, err := w.opts.Sandbox.Command(ctx, sandbox.Request{Argv: spec.Argv, Work: w.dir, Dir: dir, Env: env, Allow: w.opts.Network, Limits: w.opts.Limits, Mask: w.Masked(), Data: w.Excluded()})
 	if err != nil {
 		if errors.Is(err, sandbox.ErrUnavailable) {
 			return RunResult{}, sandboxUnavailable(err)
