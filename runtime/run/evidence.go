@@ -333,8 +333,8 @@ func checkEvidence(evs []event.Event, report, plan json.RawMessage, testsOffered
 	}
 	claim := ""
 	for _, text := range append([]string{rep.Output}, rep.Steps...) {
-		if m := testClaim.FindString(text); m != "" {
-			claim = fmt.Sprintf("the report says %q", m)
+		if testClaim.MatchString(text) {
+			claim = fmt.Sprintf("the report says %q", clip(strings.TrimSpace(text), 200))
 			break
 		}
 	}

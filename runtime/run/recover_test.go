@@ -39,6 +39,7 @@ func TestManagerRecoversFromLogs(t *testing.T) {
 	sealer, err := event.NewSealer(schemas.MustDefault(), nil, nil)
 	must(t, err)
 	empty := store.NewMemory(sealer)
+	trackStore(empty)
 	f2 := newFixture(t, script(worker...), empty)
 	f2.mgr.Logs = DirLogs(data)
 	if err := f2.mgr.Resolve(ctx, "lost", "ap-1", "approve", "octocat", ""); !errors.Is(err, ErrUnverifiedLog) {

@@ -152,6 +152,7 @@ func newFixture(t *testing.T, script string, st store.Store) *fixture {
 		}
 		st = store.NewMemory(sealer)
 	}
+	trackStore(st)
 	sc, err := scripted.Parse(strings.NewReader(script))
 	if err != nil {
 		t.Fatal(err)
@@ -192,6 +193,9 @@ func verify(t *testing.T, evs []event.Event) {
 	rep := replay.VerifyEvents(schemas.MustDefault(), evs)
 	if !rep.Valid {
 		t.Fatalf("log does not verify: %v\n%s", rep.Problem, types(evs))
+	}
+	if err := checkHonest(evs); err != nil {
+		t.Fatalf("honest-outcome invariant: %v", err)
 	}
 }
 

@@ -179,11 +179,29 @@ func TestCloseEnded(t *testing.T) {
 // after its run.completed gets the terminal report that follows from it
 // and the session.close, once.
 func TestCloseEndedWritesTheMissingTerminal(t *testing.T) {
-	f := newFixture(t, script(finalReport), nil)
+	// A real run's log cut after its run.completed (a completed run is
+	// one the engine finished: the honest-outcome invariant holds it to
+	// its log like any other).
+	whole := newFixture(t, script(echoCall, finalReport), nil)
 	ctx := context.Background()
-	j := startedRun(t, f, "ended", "run-1")
-	_, err := j.Append(ctx, event.RunCompleted, "runtime", map[string]any{"output": "done"}, "")
-	must(t, err)
+	if out, err := whole.mgr.Start(ctx, whole.eng, StartRequest{SessionID: "ended", Prompt: "greet"}); err != nil || out.Status != "completed" {
+		t.Fatalf("%+v %v", out, err)
+	}
+	var log bytes.Buffer
+	if _, err := store.Export(ctx, whole.store, "ended", &log); err != nil {
+		t.Fatal(err)
+	}
+	var cut []byte
+	for _, line := range bytes.SplitAfter(log.Bytes(), []byte("\n")) {
+		cut = append(cut, line...)
+		if bytes.Contains(line, []byte(`"type":"run.completed"`)) {
+			break
+		}
+	}
+	f := newFixture(t, script(), nil)
+	if _, _, err := store.Import(ctx, bytes.NewReader(cut), f.store); err != nil {
+		t.Fatal(err)
+	}
 	for i, want := range []bool{true, false} {
 		if done, err := f.mgr.CloseEnded(ctx, "ended"); done != want || err != nil {
 			t.Fatalf("call %d: %v %v, want %v", i, done, err, want)

@@ -15,6 +15,7 @@ import (
 func TestTrustFromStore(t *testing.T) {
 	sealer, _ := event.NewSealer(schemas.MustDefault(), nil, nil)
 	s := store.NewMemory(sealer)
+	trackStore(s)
 	ctx := context.Background()
 	var seq int64
 	app := func(typ string, p map[string]any, parent string) string {
@@ -63,6 +64,7 @@ func (r *readCounter) Read(ctx context.Context, sid string, from int64) ([]event
 func TestTrustFromStoreIncremental(t *testing.T) {
 	sealer, _ := event.NewSealer(schemas.MustDefault(), nil, nil)
 	mem := store.NewMemory(sealer)
+	trackStore(mem)
 	s := &readCounter{Store: mem}
 	ctx := context.Background()
 	seqs := map[string]int64{}
