@@ -21,6 +21,14 @@ import (
 	"github.com/agentos/agentos/runtime/workflow/cycle"
 )
 
+// forkRefusal is the reply to `/agent <prompt>` on a fork's pull request.
+func forkRefusal(author, headRepo string) string {
+	return fmt.Sprintf("@%s this pull request comes from a fork (`%s`), so I won't work on it here: "+
+		"that would push the fork's commits to a branch of this repository, where its workflows would run them with this repository's secrets. "+
+		"Push the branch to this repository (or ask its author to), then ask again on that pull request. `/agent review` works on forks.",
+		author, headRepo)
+}
+
 // startRun begins a session for `/agent <prompt>`. On the bot's own PR it
 // starts a follow-up run of that PR's session instead.
 func (d *Dispatcher) startRun(ctx context.Context, repo Repo, t webhook.Trigger, prompt string) (Result, error) {
@@ -50,16 +58,17 @@ func (d *Dispatcher) startRun(ctx context.Context, repo Repo, t webhook.Trigger,
 				return d.followUp(ctx, repo, t, sid, prompt, &pr)
 			}
 		}
-		if pr.HeadRepo == repo.FullName() {
-			base = Base{Ref: pr.HeadRef, SHA: pr.HeadSHA}
-			l.BaseRef = pr.HeadRef
-		} else {
-			// A fork: take the head through the base repository's
-			// refs/pull/N/head, and put the work on our own branch.
-			base = Base{PullNumber: pr.Number, SHA: pr.HeadSHA}
-			l.BaseRef = pr.BaseRef
-			l.Untrusted = true
+		if pr.HeadRepo != repo.FullName() {
+			// A fork: its commits never go to a branch of this repository.
+			// A branch here would run them in this repository's
+			// push-triggered workflows, with its secrets, before any
+			// maintainer approved anything (docs/architecture.md, trust
+			// boundaries). Reading work (/agent review) stays available.
+			_, err := d.GitHub.CreateComment(ctx, repo, t.Number, forkRefusal(t.Author, pr.HeadRepo))
+			return Result{Outcome: "replied", Reason: "fork"}, err
 		}
+		base = Base{Ref: pr.HeadRef, SHA: pr.HeadSHA}
+		l.BaseRef = pr.HeadRef
 	} else {
 		// The payload names the default branch; ask only when it does not.
 		def := t.DefaultBranch
