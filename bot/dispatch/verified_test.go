@@ -179,27 +179,29 @@ func checkBranchIsWorktree(t *testing.T, w *gitDataWorld, s *worktree.Session, c
 	}
 }
 
-// gitCommit commits the whole worktree of s with the git CLI, as a
-// commit of the session branch: a session's own commits take only what
-// the kernel's file tools wrote (regular files, their modes kept), and the
-// publisher must carry any tree a branch can hold (a human's push to it,
-// a base with symlinks and executables).
-func gitCommit(t *testing.T, s *worktree.Session, msg string, allowEmpty bool) {
+// fileWrite writes data to name in the worktree dir as a kernel file tool
+// does and returns the change a session commit takes for it.
+func fileWrite(t *testing.T, dir, name string, data []byte) worktree.Change {
 	t.Helper()
-	gittest.Git(t, s.Dir, "add", "-A")
-	args := []string{"-c", "user.name=agentos[bot]", "-c", "user.email=bot@example.com", "commit", "-q", "--no-verify", "-m", msg}
-	if allowEmpty {
-		args = append(args, "--allow-empty")
-	}
-	gittest.Git(t, s.Dir, args...)
+	writeFile(t, dir, name, data, 0o644)
+	return worktree.Change{Path: name, SHA256: sha256Hex(string(data))}
 }
 
-// TestPublishThroughGitDataRoundTrips: what a session branch holds (an
-// executable bit set and cleared, a deletion, binary content, nested
-// directories made and emptied, a symbolic link, an empty commit) is
-// published through the Git Data API as GitHub's Verified commits, and the
-// branch fetched with git equals the worktree. Publishing again makes no
-// call that writes.
+// fileRemove deletes name in the worktree dir as a kernel file tool does
+// and returns the change a session commit takes for it.
+func fileRemove(t *testing.T, dir, name string) worktree.Change {
+	t.Helper()
+	if err := os.Remove(filepath.Join(dir, filepath.FromSlash(name))); err != nil {
+		t.Fatal(err)
+	}
+	return worktree.Change{Path: name}
+}
+
+// TestPublishThroughGitDataRoundTrips: what a session commits (text and
+// binary content, a deletion, nested directories made and emptied, an
+// empty commit) is published through the Git Data API as GitHub's
+// Verified commits, and the branch fetched with git equals the worktree.
+// Publishing again makes no call that writes.
 func TestPublishThroughGitDataRoundTrips(t *testing.T) {
 	ctx := context.Background()
 	w := newGitDataWorld(t, nil)
@@ -207,27 +209,26 @@ func TestPublishThroughGitDataRoundTrips(t *testing.T) {
 	bin := make([]byte, 300<<10)
 	rand.New(rand.NewSource(1)).Read(bin)
 	bin[0], bin[1] = 0, 0xff // not UTF-8
-	writeFile(t, s.Dir, "README.md", []byte("hello, world\n"), 0o644)
-	writeFile(t, s.Dir, "bin/run", []byte("#!/bin/sh\nexec true\n"), 0o755)
-	writeFile(t, s.Dir, "assets/blob.bin", bin, 0o644)
-	writeFile(t, s.Dir, "x/y/z/deep.go", []byte("package z\n"), 0o644)
-	if err := os.Remove(filepath.Join(s.Dir, "old.txt")); err != nil {
+	changes := []worktree.Change{
+		fileWrite(t, s.Dir, "README.md", []byte("hello, world\n")),
+		fileWrite(t, s.Dir, "bin/run", []byte("#!/bin/sh\nexec true\n")),
+		fileWrite(t, s.Dir, "assets/blob.bin", bin),
+		fileWrite(t, s.Dir, "x/y/z/deep.go", []byte("package z\n")),
+		fileRemove(t, s.Dir, "old.txt"),
+	}
+	if _, err := s.Commit(ctx, worktree.CommitOptions{Message: "first", Changes: changes}); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Symlink("README.md", filepath.Join(s.Dir, "link")); err != nil {
-		t.Fatal(err)
-	}
-	gitCommit(t, s, "first", false)
 	w.fake.ResetCalls()
 	head, err := s.Publish(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Five files written: the text ones (README, bin/run, deep.go) go in
-	// the tree request; the binary one and the link as blobs. One tree,
-	// one commit, the branch created.
+	// Four files written: the text ones (README, bin/run, deep.go) go in
+	// the tree request, the binary one as a blob. One tree, one commit,
+	// the branch created.
 	if got, want := fakegithub.FormatCalls(gitDataCalls(w.fake)), fakegithub.FormatCalls(map[string]int{
-		"POST /repos/{owner}/{repo}/git/blobs":   2,
+		"POST /repos/{owner}/{repo}/git/blobs":   1,
 		"POST /repos/{owner}/{repo}/git/trees":   1,
 		"POST /repos/{owner}/{repo}/git/commits": 1,
 		"POST /repos/{owner}/{repo}/git/refs":    1,
@@ -239,35 +240,27 @@ func TestPublishThroughGitDataRoundTrips(t *testing.T) {
 	}
 	checkBranchIsWorktree(t, w, s, 1)
 
-	// The next commits: the exec bit moves from tool.sh to nothing, the
-	// deep file goes (its directories with it), the link is retargeted,
-	// then an empty commit.
-	if err := os.Chmod(filepath.Join(s.Dir, "tool.sh"), 0o755); err != nil {
+	// The next commits: the deep file goes (its directories with it),
+	// tool.sh and the binary change, then an empty commit. The change set
+	// is the session's whole: the first commit's changes are in it again.
+	bin[2] ^= 0xff
+	changes = append(changes,
+		fileRemove(t, s.Dir, "x/y/z/deep.go"),
+		fileWrite(t, s.Dir, "tool.sh", []byte("#!/bin/sh\necho tool v2\n")),
+		fileWrite(t, s.Dir, "assets/blob.bin", bin))
+	if _, err := s.Commit(ctx, worktree.CommitOptions{Message: "second", Changes: changes}); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Chmod(filepath.Join(s.Dir, "bin/run"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.RemoveAll(filepath.Join(s.Dir, "x")); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Remove(filepath.Join(s.Dir, "link")); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink("keep/a/b/c.txt", filepath.Join(s.Dir, "link")); err != nil {
-		t.Fatal(err)
-	}
-	gitCommit(t, s, "second", false)
-	if _, err := s.Commit(ctx, worktree.CommitOptions{Message: "third, empty", AllowEmpty: true}); err != nil {
+	if _, err := s.Commit(ctx, worktree.CommitOptions{Message: "third, empty", Changes: changes, AllowEmpty: true}); err != nil {
 		t.Fatal(err)
 	}
 	w.fake.ResetCalls()
 	if head, err = s.Publish(ctx); err != nil {
 		t.Fatal(err)
 	}
-	// tool.sh and bin/run change mode only (GitHub has their blobs); the
-	// link's target is a new blob: one blob, one tree (the empty commit
-	// needs none), two commits, one ref update.
+	// The binary is a new blob; tool.sh goes in the tree request: one
+	// blob, one tree (the empty commit needs none), two commits, one ref
+	// update.
 	if got, want := fakegithub.FormatCalls(gitDataCalls(w.fake)), fakegithub.FormatCalls(map[string]int{
 		"POST /repos/{owner}/{repo}/git/blobs":       1,
 		"POST /repos/{owner}/{repo}/git/trees":       1,
@@ -280,8 +273,8 @@ func TestPublishThroughGitDataRoundTrips(t *testing.T) {
 	if msg := gittest.Git(t, w.bare, "log", "-1", "--format=%s", s.Branch); msg != "third, empty" {
 		t.Errorf("tip message %q", msg)
 	}
-	if got := gittest.Git(t, w.bare, "ls-tree", s.Branch, "tool.sh", "bin/run"); !strings.Contains(got, "100644 blob") || !strings.Contains(got, "100755 blob") {
-		t.Errorf("modes on the remote:\n%s", got)
+	if got := gittest.Git(t, w.bare, "ls-tree", "-r", "--name-only", s.Branch); strings.Contains(got, "x/") || strings.Contains(got, "old.txt") {
+		t.Errorf("deleted files on the remote:\n%s", got)
 	}
 
 	// Publishing again: nothing to create.
