@@ -298,6 +298,27 @@ func record(ctx context.Context, rec kernel.Recorder, in Input, d Decision) erro
 	if d.Reason != "" {
 		p["reason"] = d.Reason
 	}
+	if in.Event == UserPromptSubmit {
+		// A prompt hook sees the prompt as the user wrote it; what it
+		// records (a rewritten prompt, a reason quoting it) is redacted
+		// like the prompt the log holds (RedactPrompt).
+		if d.Reason != "" {
+			p["reason"] = RedactPrompt(d.Reason)
+		}
+		if d.Decision == Transform {
+			out := json.RawMessage(RedactPrompt(string(d.Output)))
+			if !json.Valid(out) {
+				b, err := json.Marshal(RedactPrompt(string(d.Output)))
+				if err != nil {
+					return err
+				}
+				out = b
+			}
+			p["output"] = out
+			_, err := rec.Record(ctx, "hook.fired", "hooks", p, "")
+			return err
+		}
+	}
 	if in.ToolName != "" {
 		p["tool"] = in.ToolName
 	}

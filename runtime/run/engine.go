@@ -76,6 +76,11 @@ type Input struct {
 	Workflow json.RawMessage
 
 	ctl *control // the manager's cancel handle; nil when not cancellable
+	// rawPrompt is the request as the user wrote it, before the RunManager
+	// redacted it for the log (Prompt): only the UserPromptSubmit hooks of
+	// a live start see it, and what they record is redacted
+	// (hooks.RedactPrompt). Empty: Prompt is all there is.
+	rawPrompt string
 }
 
 // Result is how Execute ended when it did not fail.
@@ -166,7 +171,11 @@ func (s *state) run(ctx context.Context) (Result, error) {
 	if d.Decision == hooks.Deny {
 		return Result{}, &Failure{Status: StatusDenied, Class: ClassPolicyDenied, Code: "GATE_DENIED", Reason: "SessionStart hook: " + d.Reason, NextAction: "change the hook configuration or ask a maintainer"}
 	}
-	d, err = s.f.hook(ctx, s.e.Hooks, hooks.Input{Event: hooks.UserPromptSubmit, SessionID: s.f.j.SessionID(), Cwd: s.in.Cwd, Transcript: s.in.Transcript, Prompt: s.prompt})
+	submitted := s.prompt
+	if s.in.rawPrompt != "" {
+		submitted = s.in.rawPrompt
+	}
+	d, err = s.f.hook(ctx, s.e.Hooks, hooks.Input{Event: hooks.UserPromptSubmit, SessionID: s.f.j.SessionID(), Cwd: s.in.Cwd, Transcript: s.in.Transcript, Prompt: submitted})
 	if err != nil {
 		return Result{}, err
 	}
@@ -176,7 +185,9 @@ func (s *state) run(ctx context.Context) (Result, error) {
 	case hooks.Transform:
 		var p struct{ Prompt string }
 		if err := json.Unmarshal(d.Output, &p); err == nil {
-			s.prompt = p.Prompt
+			// Whatever a hook wrote, the model and the log get no card
+			// number.
+			s.prompt = hooks.RedactPrompt(p.Prompt)
 		}
 	}
 	// Every run has a tool scope (seed 000's fail-closed table): the skill

@@ -304,13 +304,34 @@ func TestEnvironmentalFailureNeverCompletes(t *testing.T) {
 // in groups or in one piece, appears in no event; the log holds the
 // redacted prompt from session.start on.
 func TestCardNumberNeverReachesTheLog(t *testing.T) {
+	for _, rewrite := range []bool{false, true} {
+		t.Run(fmt.Sprintf("rewriting hook %v", rewrite), func(t *testing.T) { cardNeverLogged(t, rewrite) })
+	}
+}
+
+func cardNeverLogged(t *testing.T, rewrite bool) {
 	f := newFixture(t, script(echoCall, finalReport), nil)
+	if rewrite {
+		// A repository's prompt hook that runs before the built-in
+		// redaction and rewrites the prompt it was given, quoting it.
+		must(t, f.eng.Hooks.Register(hooks.UserPromptSubmit, hooks.Func{Name: "rewrite", Prio: 200, Fn: func(_ context.Context, in hooks.Input) (hooks.Decision, error) {
+			out, _ := json.Marshal(map[string]string{"prompt": in.Prompt + " (rewritten)"})
+			return hooks.Decision{Decision: hooks.Transform, Output: out, Reason: "rewrote " + in.Prompt}, nil
+		}}))
+	}
 	prompt := "refund the order paid with 4111 1111 1111 1111 (also 4111-1111-1111-1111 and 4111111111111111)"
 	if out := start(t, f, "card", prompt); out.Status != "completed" {
 		t.Fatalf("outcome %s %+v", out.Status, out.Terminal)
 	}
 	evs := f.events(t, "card")
 	verify(t, evs)
+	transformed := false
+	for _, e := range evs {
+		transformed = transformed || (e.Type == event.HookFired && event.FieldString(e.Payload, "handler") == "redact_pii" && event.FieldString(e.Payload, "decision") == "transform")
+	}
+	if !transformed {
+		t.Error("the redaction hook's decision is not in the log")
+	}
 	for _, e := range evs {
 		for _, raw := range []string{"4111 1111 1111 1111", "4111-1111-1111-1111", "4111111111111111", "1111 1111"} {
 			if bytes.Contains(e.Line(), []byte(raw)) {

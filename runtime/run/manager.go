@@ -186,7 +186,7 @@ func (m *Manager) Start(ctx context.Context, eng *Engine, req StartRequest) (Out
 	if _, err := j.Append(ctx, event.RunStarted, "runtime", started, ""); err != nil {
 		return Outcome{}, err
 	}
-	in := Input{Prompt: prompt, Cwd: req.Cwd, Transcript: req.Transcript, PrevSummary: prevSummary(snap), RoleTurns: roleTurns(evs), Source: "startup", NoRepair: noRepair, Workflow: req.Workflow}
+	in := Input{Prompt: prompt, rawPrompt: req.Prompt, Cwd: req.Cwd, Transcript: req.Transcript, PrevSummary: prevSummary(snap), RoleTurns: roleTurns(evs), Source: "startup", NoRepair: noRepair, Workflow: req.Workflow}
 	return m.drive(ctx, eng, j, runID, corr, in, nil)
 }
 
