@@ -347,22 +347,7 @@ func (v *Verifier) Finish() Report {
 	}
 	r.Valid = true
 	if r.Closed && v.closeOK {
-		a := &Audit{}
-		for _, typ := range SuccessfulSessionTypes {
-			// A workflow session whose phases were all persona fan-outs
-			// and gates ran no Worker: it has no worker.report to show.
-			if typ == event.WorkerReport && v.seen[event.WorkflowStarted] && !v.sawWork {
-				continue
-			}
-			if !v.seen[typ] {
-				a.Missing = append(a.Missing, typ)
-			}
-		}
-		// A session that ran through the workflow plane (L8) also ends its
-		// cycle with a verdict.
-		if v.seen[event.WorkflowStarted] && !v.seen[event.WorkflowCompleted] && !v.seen[event.WorkflowAborted] {
-			a.Missing = append(a.Missing, event.WorkflowCompleted+"|"+event.WorkflowAborted)
-		}
+		a := &Audit{Missing: auditMissing(v.seen, v.sawWork)}
 		a.Complete = len(a.Missing) == 0
 		r.Audit = a
 		if !a.Complete && !v.opts.Lenient {
@@ -371,6 +356,43 @@ func (v *Verifier) Finish() Report {
 		}
 	}
 	return r
+}
+
+// auditMissing is the audit-completeness check of a session that closes
+// ok: the types of SuccessfulSessionTypes it has not seen.
+func auditMissing(seen map[string]bool, sawWork bool) []string {
+	var missing []string
+	for _, typ := range SuccessfulSessionTypes {
+		// A workflow session whose phases were all persona fan-outs
+		// and gates ran no Worker: it has no worker.report to show.
+		if typ == event.WorkerReport && seen[event.WorkflowStarted] && !sawWork {
+			continue
+		}
+		if !seen[typ] {
+			missing = append(missing, typ)
+		}
+	}
+	// A session that ran through the workflow plane (L8) also ends its
+	// cycle with a verdict.
+	if seen[event.WorkflowStarted] && !seen[event.WorkflowCompleted] && !seen[event.WorkflowAborted] {
+		missing = append(missing, event.WorkflowCompleted+"|"+event.WorkflowAborted)
+	}
+	return missing
+}
+
+// AuditMissing is what strict verify would find missing (audit_incomplete)
+// if the session of evs closed ok now: the RunManager checks it before it
+// reports a run completed, so that a completed run's log verifies.
+func AuditMissing(evs []event.Event) []string {
+	seen := map[string]bool{event.SessionClose: true}
+	sawWork := false
+	for _, e := range evs {
+		seen[e.Type] = true
+		if e.Type == event.AgentTransition && event.FieldString(e.Payload, "to") == "WORK" {
+			sawWork = true
+		}
+	}
+	return auditMissing(seen, sawWork)
 }
 
 func firstOpen(m map[string]open, code, msg string) *Problem {

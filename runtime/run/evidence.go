@@ -13,7 +13,7 @@ import (
 )
 
 // The evidence contract: the Worker's report is checked against the run's
-// log before the Reviewer sees it (docs/architecture.md, "Evidence"). A
+// log before the Reviewer sees it. A
 // claim the log does not support goes back to the Worker once, with the
 // discrepancy quoted; a second unsupported report ends the run failed
 // (EVIDENCE_MISMATCH). A command the environment could not run (no
@@ -27,6 +27,10 @@ import (
 const (
 	CodeEvidenceMismatch = "EVIDENCE_MISMATCH"
 	CodeEnvironment      = "ENVIRONMENT"
+	// CodeAuditIncomplete: the run would be completed, but its log lacks
+	// an event type strict verify requires of a successful session
+	// (replay.AuditMissing).
+	CodeAuditIncomplete = "AUDIT_INCOMPLETE"
 )
 
 // evidenceKind is the artifact kind of a recorded evidence check.

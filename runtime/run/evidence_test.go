@@ -404,3 +404,16 @@ func TestEvidenceReworkSurvivesPauseAndResume(t *testing.T) {
 		t.Errorf("the resumed process made %d model calls, want 3", f2.calls.calls.Load())
 	}
 }
+
+// TestRejectedOnlyHonestReportIsNotCompleted: a Worker whose only call was
+// rejected and that honestly claims nothing passes the evidence check and
+// the Reviewer, but the run is not reported completed: its log would fail
+// strict verify (no tool.invoke, no tool.result).
+func TestRejectedOnlyHonestReportIsNotCompleted(t *testing.T) {
+	f := evFixture(t, workerScript(calls("w1", "repo.write", `{content: x}`), report("could not write a.txt")))
+	out := start(t, f, "rejected-only", "write a.txt")
+	if out.Status != "failed" || !strings.HasPrefix(out.Terminal.Reason, CodeAuditIncomplete) || !strings.Contains(out.Terminal.Reason, "tool.invoke") {
+		t.Fatalf("outcome %s %+v", out.Status, out.Terminal)
+	}
+	verify(t, f.events(t, "rejected-only"))
+}

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -530,6 +531,20 @@ func (m *Manager) drive(ctx context.Context, eng *Engine, j *journal.Journal, ru
 // turn.terminal, and session.close.
 func (m *Manager) finish(ctx context.Context, j *journal.Journal, runID, corr string, res Result, runErr error) (Outcome, error) {
 	out := Outcome{SessionID: j.SessionID(), RunID: runID, Output: res.Output}
+	if runErr == nil {
+		// A run reported completed must have a log that strict verify
+		// accepts: one that lacks an audit event type (a run whose Worker
+		// never got a tool call through, say) is not completed.
+		evs, err := j.Events(ctx)
+		if err != nil {
+			return out, err
+		}
+		if missing := replay.AuditMissing(evs); len(missing) > 0 {
+			runErr = &Failure{Status: StatusFailed, Class: ClassToolRuntimeError, Code: CodeAuditIncomplete,
+				Reason:     fmt.Sprintf("the run cannot be reported completed: its log has no %s events, so agentos verify would reject it (audit completeness)", strings.Join(missing, ", ")),
+				NextAction: "run the request again so that the worker does and checks the work through the kernel tools; the log shows which calls were refused"}
+		}
+	}
 	var rep Report
 	if runErr == nil {
 		rep = Report{Status: StatusCompleted, NextAction: "review the change", TraceID: runID, CorrelationID: corr, SchemaVersion: "v1"}
