@@ -160,6 +160,7 @@ func collectCalls(evs []event.Event) []callRecord {
 			recs[i].Code, recs[i].Error = string(kernel.CodeToolRuntimeError), "the call recorded no result"
 		}
 		recs[i].Environment, recs[i].fix = environmental(recs[i])
+		recs[i].Error = clip(recs[i].Error, 500)
 	}
 	return recs
 }
@@ -262,8 +263,12 @@ func exitText(c *int) string {
 // passing". A negation ("tests do not pass") does not match.
 var testClaim = regexp.MustCompile(`(?i)\b(?:tests?|test suite|specs?)\s+(?:now\s+|all\s+|still\s+)?(?:pass(?:es|ed|ing)?|succeed(?:s|ed)?|(?:are|is)\s+(?:now\s+|all\s+)?(?:passing|green|ok))\b|\btests?:\s*(?:pass(?:ed)?|ok|green)\b`)
 
-// testStep: a plan step about running or writing tests.
-var testStep = regexp.MustCompile(`(?i)\btest(?:s|ing)?\b`)
+// testStep: a plan step about running or writing tests; one about
+// reproducing a failure (testStepRed) does not claim they pass.
+var (
+	testStep    = regexp.MustCompile(`(?i)\btest(?:s|ing)?\b`)
+	testStepRed = regexp.MustCompile(`(?i)\b(?:reproduc\w*|fail\w*|red)\b`)
+)
 
 type workerReport struct {
 	Output    string   `json:"output"`
@@ -369,7 +374,7 @@ func testStepClaim(steps []string, plan json.RawMessage) string {
 		done[strings.TrimSpace(s)] = true
 	}
 	for _, s := range p.Steps {
-		if done[s.ID] && testStep.MatchString(s.Description) {
+		if done[s.ID] && testStep.MatchString(s.Description) && !testStepRed.MatchString(s.Description) {
 			return fmt.Sprintf("steps_completed includes plan step %s (%q)", s.ID, clip(s.Description, 120))
 		}
 	}

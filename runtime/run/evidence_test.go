@@ -241,6 +241,16 @@ func TestTestsFailThenClaimPass(t *testing.T) {
 		}
 		verify(t, f.events(t, "tests-red"))
 	})
+	t.Run("a completed plan step about tests", func(t *testing.T) {
+		s := strings.Replace(workerScript(write, report("changed a.go", "repo.write:w1"), report("changed a.go", "repo.write:w1")),
+			planOK, `{"steps":[{"id":"s1","description":"change a.go and run the tests"}],"risks":[],"needs_advisor":false,"schema_version":"v1"}`, 1)
+		f := evFixture(t, s)
+		out := start(t, f, "tests-step", "fix the bug")
+		if out.Status != "failed" || !strings.Contains(out.Terminal.Reason, "steps_completed includes plan step s1") || !strings.Contains(out.Terminal.Reason, "test.run was never called") {
+			t.Fatalf("outcome %s %+v", out.Status, out.Terminal)
+		}
+		verify(t, f.events(t, "tests-step"))
+	})
 	t.Run("a change after the passing run", func(t *testing.T) {
 		f := evFixture(t, workerScript(calls("t1", "test.run", `{}`), write,
 			report("tests pass", "test.run:t1", "repo.write:w1"),
@@ -373,6 +383,12 @@ func TestClaimForms(t *testing.T) {
 	} {
 		if got := testClaim.MatchString(text); got != claims {
 			t.Errorf("%q: claims tests pass = %v, want %v", text, got, claims)
+		}
+	}
+	plan := json.RawMessage(`{"steps":[{"id":"s1","description":"Run the tests to reproduce the failure"},{"id":"s2","description":"Patch auth.go"},{"id":"s3","description":"Run the tests again and confirm they pass"}]}`)
+	for steps, claims := range map[string]bool{"s1": false, "s1,s2": false, "s2,s3": true, "s3": true, "": false} {
+		if got := testStepClaim(strings.Split(steps, ","), plan) != ""; got != claims {
+			t.Errorf("steps %s: claims tests pass = %v, want %v", steps, got, claims)
 		}
 	}
 }
