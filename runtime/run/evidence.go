@@ -227,6 +227,8 @@ func environmental(r callRecord) (cause, fix string) {
 	}
 	msg := strings.TrimSpace(r.Error)
 	lower := strings.ToLower(msg + "\n" + r.stderr)
+	// A command that exited 0 ran, whatever its output says.
+	failed := r.ExitCode == nil || *r.ExitCode != 0
 	toolchain := "install the toolchain the command needs on the host, or make it visible to the sandbox (AGENTOS_SANDBOX_READONLY=/path/to/toolchain); agentos doctor shows what commands can see"
 	switch {
 	case strings.Contains(lower, "must be hidden"):
@@ -241,8 +243,8 @@ func environmental(r callRecord) (cause, fix string) {
 	case r.Code == string(kernel.CodeToolRuntimeError) && strings.HasPrefix(lower, "cannot start "):
 		return fmt.Sprintf("%s could not run: %s", what, clip(msg, 400)), toolchain
 	case r.ExitCode != nil && *r.ExitCode == 127,
-		strings.Contains(lower, "command not found"), strings.Contains(lower, "executable file not found"),
-		strings.Contains(lower, "execvp") && strings.Contains(lower, "no such file"):
+		failed && (strings.Contains(lower, "command not found") || strings.Contains(lower, "executable file not found") ||
+			strings.Contains(lower, "execvp") && strings.Contains(lower, "no such file")):
 		return fmt.Sprintf("%s could not run: command not found (exit %s)", what, exitText(r.ExitCode)), toolchain
 	case r.ExitCode != nil && *r.ExitCode == 126:
 		return fmt.Sprintf("%s could not run: the command is not executable (exit 126)", what),

@@ -298,6 +298,14 @@ func TestEnvironmentalFailureNeverCompletes(t *testing.T) {
 			}
 		})
 	}
+	// A passing test run whose output mentions a missing command ran.
+	t.Run("output only", func(t *testing.T) {
+		f := evFixture(t, workerScript(calls("t1", "test.run", `{}`), report("tests pass", "test.run:t1")),
+			testOutcome{exit: 0, stderr: "ok: TestMissingTool prints sh: foo: command not found"})
+		if out := start(t, f, "env-output", "run the tests"); out.Status != "completed" {
+			t.Fatalf("outcome %s %+v", out.Status, out.Terminal)
+		}
+	})
 	// A Worker that retries within its turns and gets the tests to run is
 	// not held to the earlier failure.
 	t.Run("retried", func(t *testing.T) {
