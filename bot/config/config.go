@@ -92,6 +92,10 @@ type Config struct {
 	// are refused), bwrap, landlock, or none — repository code then runs
 	// with the server's own reach, and every tracking comment says so.
 	Sandbox string
+	// SandboxReadOnly are extra host paths sandboxed commands may read
+	// (sandbox_readonly / AGENTOS_SANDBOX_READONLY, ':'-separated): a
+	// toolchain in a place the sandbox does not find by itself.
+	SandboxReadOnly []string
 
 	// Secrets: from the environment (or *_FILE) only, never from the file.
 

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 )
@@ -22,8 +23,11 @@ const (
 	EnvAPIToken       = "AGENTOS_API_TOKEN"
 	EnvCommitAuthor   = "AGENTOS_COMMIT_AUTHOR"
 	EnvSandbox        = "AGENTOS_SANDBOX"
-	EnvDatabaseURL    = "AGENTOS_DATABASE_URL"
-	EnvReplicaID      = "AGENTOS_REPLICA_ID"
+	// EnvSandboxReadOnly is the same variable runtime/setup reads for the
+	// CLI and the Action.
+	EnvSandboxReadOnly = "AGENTOS_SANDBOX_READONLY"
+	EnvDatabaseURL     = "AGENTOS_DATABASE_URL"
+	EnvReplicaID       = "AGENTOS_REPLICA_ID"
 )
 
 // secret reads NAME or NAME_FILE (the file's content, surrounding space
@@ -66,6 +70,15 @@ func (c *Config) ApplyEnv(getenv func(string) string) error {
 	plain(EnvPrivateKeyFile, "github_private_key_file", &c.GitHubPrivateKeyFile)
 	plain(EnvCommitAuthor, "commit_author", &c.CommitAuthor)
 	plain(EnvSandbox, "sandbox", &c.Sandbox)
+	if v := strings.TrimSpace(getenv(EnvSandboxReadOnly)); v != "" {
+		c.SandboxReadOnly = nil
+		for _, p := range filepath.SplitList(v) {
+			if p != "" {
+				c.SandboxReadOnly = append(c.SandboxReadOnly, p)
+			}
+		}
+		c.setSource("sandbox_readonly", "env "+EnvSandboxReadOnly)
+	}
 	if v := strings.TrimSpace(getenv(EnvAppID)); v != "" {
 		id, err := strconv.ParseInt(v, 10, 64)
 		if err != nil {

@@ -32,7 +32,7 @@ func serverSandbox(ctx context.Context, cfg config.Config) (*sandbox.Sandbox, er
 	if gocache == setup.GoCachePerWorktree {
 		gocache = ""
 	}
-	return sandbox.Detect(ctx, sandbox.Config{Mode: mode, GoCache: gocache}), nil
+	return sandbox.Detect(ctx, sandbox.Config{Mode: mode, GoCache: gocache, ReadOnly: cfg.SandboxReadOnly}), nil
 }
 
 // logSandbox says at start which sandbox commands run in: loudly when

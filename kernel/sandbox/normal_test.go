@@ -200,6 +200,16 @@ func TestNormalPath(t *testing.T) {
 					t.Fatalf("npm test: err %v, exit %d\n%s%s", err, res.ExitCode, res.Stdout, res.Stderr)
 				}
 			})
+			t.Run("python from the PATH (a version manager's shims)", func(t *testing.T) {
+				py, err := exec.LookPath("python3")
+				if err != nil {
+					t.Skip("no python3 on PATH")
+				}
+				res, err := runIn(t, s, goDir, nil, "python3", "-c", "import sys, json; print(json.dumps(sys.version_info[:2]))")
+				if err != nil || res.ExitCode != 0 || !strings.HasPrefix(strings.TrimSpace(res.Stdout), "[3,") {
+					t.Fatalf("%s: err %v, exit %d\n%s%s", py, err, res.ExitCode, res.Stdout, res.Stderr)
+				}
+			})
 			t.Run("module cache is read-only", func(t *testing.T) {
 				res, err := runIn(t, s, goDir, nil, "go", "clean", "-modcache")
 				if err == nil && res.ExitCode == 0 {

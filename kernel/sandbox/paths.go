@@ -138,6 +138,9 @@ func discover(getenv func(string) string, extra []string) hostPaths {
 	for _, d := range filepath.SplitList(path) {
 		add(d)
 	}
+	for _, d := range toolchainRoots(getenv, filepath.SplitList(path), h.system) {
+		add(d)
+	}
 	for _, d := range extra {
 		add(d)
 	}
@@ -269,4 +272,87 @@ func hasVar(env []string, name string) bool {
 		}
 	}
 	return false
+}
+
+// toolchainRoots finds what the version managers behind PATH entries need
+// besides those entries: a PATH directory of shims (pyenv, rbenv, nodenv,
+// asdf, mise) or of links (rustup's ~/.cargo/bin, Volta) only works with
+// the manager's own tree, and a bin directory of an installed version
+// (nvm, sdkman, pyenv, asdf, rustup toolchains) with its prefix (lib,
+// share). Each is read-only in the sandbox. Never a home directory or a
+// parent of one, and never the parts of a manager's home that hold
+// credentials (~/.cargo's credentials files: only its bin, registry and
+// git caches).
+func toolchainRoots(getenv func(string) string, pathDirs, system []string) []string {
+	home := getenv("HOME")
+	var out []string
+	addIf := func(p string) {
+		if p != "" && exists(p) {
+			out = append(out, p)
+		}
+	}
+	inSystem := func(p string) bool {
+		for _, s := range append(system, "/etc", "/usr") {
+			if within(p, s) {
+				return true
+			}
+		}
+		return false
+	}
+	for _, d := range pathDirs {
+		if d == "" || !filepath.IsAbs(d) {
+			continue
+		}
+		if r, err := filepath.EvalSymlinks(d); err == nil {
+			d = r
+		} else {
+			continue
+		}
+		if inSystem(d) {
+			continue
+		}
+		parent, base := filepath.Dir(d), filepath.Base(d)
+		switch {
+		// pyenv, rbenv, nodenv, goenv: <root>/shims and <root>/bin run
+		// <root>/libexec, which runs <root>/versions/*.
+		case (base == "shims" || base == "bin") && exists(filepath.Join(parent, "libexec")) && exists(filepath.Join(parent, "versions")):
+			addIf(parent)
+		// asdf and mise: <data>/shims run <data>/installs/*.
+		case base == "shims" && exists(filepath.Join(parent, "installs")):
+			addIf(parent)
+		// Volta: ~/.volta/bin links into ~/.volta/tools.
+		case base == "bin" && filepath.Base(parent) == ".volta":
+			addIf(filepath.Join(parent, "tools"))
+		// rustup: ~/.cargo/bin holds rustup's proxies, which run the
+		// toolchains of RUSTUP_HOME; cargo reads its registry caches.
+		case base == "bin" && exists(filepath.Join(d, "rustup")):
+			rh := getenv("RUSTUP_HOME")
+			if rh == "" && home != "" {
+				rh = filepath.Join(home, ".rustup")
+			}
+			addIf(rh)
+			addIf(filepath.Join(parent, "registry"))
+			addIf(filepath.Join(parent, "git"))
+		}
+		// The prefix of an installed version: <...>/versions/<v>/bin
+		// (nvm, pyenv), candidates/<c>/<v>/bin (sdkman),
+		// installs/<t>/<v>/bin (asdf, mise), toolchains/<t>/bin (rustup).
+		if base == "bin" {
+			for _, marker := range []string{"/versions/", "/candidates/", "/installs/", "/toolchains/"} {
+				if strings.Contains(parent+"/", marker) && exists(filepath.Join(parent, "lib")) {
+					addIf(parent)
+					break
+				}
+			}
+		}
+	}
+	// Never a home directory or one of its parents, nor the root.
+	var safe []string
+	for _, p := range out {
+		if p == "/" || p == home || (home != "" && strings.HasPrefix(home, p+"/")) {
+			continue
+		}
+		safe = append(safe, p)
+	}
+	return safe
 }
