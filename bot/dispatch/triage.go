@@ -162,7 +162,7 @@ func TriageComment(sid, trigger string, out TriageOutput, known, unknown []strin
 	b.WriteString(TriageMarker(sid) + "\n### agentos triage\n\n")
 	summary, _ := untrusted.GitHubText(out.Summary, 8000)
 	if s := strings.TrimSpace(summary); s != "" {
-		b.WriteString(tracking.Neutralize(s, trigger) + "\n\n")
+		b.WriteString(tracking.Quote(s, trigger) + "\n\n") // model text: inert, and its blocks stay in the quote
 	}
 	if len(known) > 0 {
 		names := make([]string, len(known))

@@ -12,25 +12,41 @@ import (
 
 // Text the bot posts quotes people who may not be maintainers and a model
 // that may have read their instructions: the prompt, plan steps, the
-// reviewer's feedback, the worker's report, a failure's reason. Neutralize
-// keeps such text from acting on GitHub when it is rendered:
+// reviewer's feedback, the worker's report, a failure's reason, review
+// findings, a triage summary. Neutralize keeps such text from acting on
+// GitHub, or on the maintainer reading it, when it is rendered: outside
+// code it is shown as written, as text, with none of the Markdown or HTML
+// that would link, load, hide or pose as the bot's own structure.
 //
-//   - an @mention (user or team, also spelt with an entity such as
-//     &#64;) would notify someone the run did not come from: "@" is
-//     followed by a zero-width space, so it reads the same and notifies no
-//     one;
-//   - an image (Markdown or HTML) would be fetched by every reader's browser
-//     from wherever it points, carrying whatever the URL encodes: images
-//     become plain text;
+//   - an @mention (user or team) would notify someone the run did not come
+//     from, and an e-mail address becomes a mailto: link: every "@" before
+//     a letter or digit is followed by a zero-width space, so it reads the
+//     same and neither notifies nor links;
+//   - a character reference (&#64;, &lt;, &commat; …) would let text spell
+//     any of this indirectly: its "&" is escaped, so it shows as typed;
+//   - raw HTML (an <a href>, an <img>, <details> that folds text away, a
+//     comment that hides it, an autolink such as <https://…>): every "<"
+//     is escaped, so tags show as text;
+//   - a link, an image, a reference link or its definition, a footnote:
+//     every "[" is escaped, so none of them forms;
+//   - a bare URL (scheme://…, www.…), which GitHub links on its own: a
+//     zero-width space goes after the "://" and before the "." of "www.";
+//   - a heading (an ATX "#" at the start of a line, also inside a quote or
+//     a list item, or a setext "===" or "---" line) would pose as a
+//     section of the bot's own: its "#" or first "=" or "-" is escaped;
+//   - "#123" would link (and cross-reference) an issue: a zero-width space
+//     goes after the "#";
 //   - a line starting with the bot's command would read as a command to
 //     anyone copying it, and to bots that do not skip the author: the
-//     command word is broken the same way;
-//   - an HTML comment would hide text from the reader: its opening is
-//     escaped, so it shows;
+//     command word is broken with a zero-width space;
 //   - zero-width, bidi and other invisible characters would hide or reorder
 //     text: each is shown as <U+XXXX>, in code too;
 //   - a credential-shaped string (a GitHub or API token, a private key,
 //     NAME_TOKEN=value) is masked, in code too.
+//
+// Text of several lines may still hold blocks (a list, a code block left
+// open) that run into what the bot writes after it: Quote keeps them in a
+// block quote.
 //
 // Code spans and fences are left as they are otherwise (GitHub renders
 // neither mentions nor images inside them), as far as they are certainly
@@ -44,7 +60,12 @@ import (
 // newline, then a live @alice), or the paragraph may end first; where the
 // pairing depends on block structure, the rest of the lines up to the
 // next blank line are neutralized whole, code spans included.
-func Neutralize(s, trigger string) string {
+func Neutralize(s, trigger string) string { return neutralize(s, trigger, true) }
+
+// neutralize is Neutralize; without blocks, for text the bot puts in the
+// middle of its own line: no line opens a fence, and backticks that open
+// no code span in the text are escaped.
+func neutralize(s, trigger string, blocks bool) string {
 	if s == "" {
 		return s
 	}
@@ -56,7 +77,12 @@ func Neutralize(s, trigger string) string {
 	s = strings.ReplaceAll(strings.ReplaceAll(s, "\r\n", "\n"), "\r", "\n")
 	lines := strings.SplitAfter(s, "\n")
 	fence := "" // the open fence's marker
-	html := false
+	// doubt: an indented line opened a fence, or may have (in a list item,
+	// or at the top level with up to three spaces). Where it ends depends
+	// on block structure (a list item may end before its fence closes),
+	// so a fence line at the left margin after it may be the closing one,
+	// with prose after it: from there on, no line is taken for code.
+	doubt := !blocks
 	unpaired := false // a backtick run above, in these non-blank lines, has no closing run on its line
 	for i, l := range lines {
 		t := strings.TrimRight(l, " \t\r\n")
@@ -67,21 +93,61 @@ func Neutralize(s, trigger string) string {
 			continue
 		}
 		if strings.TrimSpace(t) == "" {
-			html, unpaired = false, false
+			unpaired = false
 			continue
 		}
-		if !html {
-			if m := opensFence(t); m != "" {
-				fence, unpaired = m, false
-				continue
-			}
-			html = startsHTMLBlock(t)
+		if m := opensFence(t); m != "" && !doubt {
+			fence, unpaired = m, false
+			continue
 		}
+		doubt = doubt || opensFence(strings.TrimLeft(t, " \t>*+-.)0123456789")) != ""
 		var open bool
-		lines[i], open = neutralLine(l, trigger, html || unpaired)
+		lines[i], open = neutralLine(l, trigger, unpaired, !blocks)
+		lines[i] = breakSetext(lines[i])
 		unpaired = unpaired || open
 	}
 	return strings.Join(lines, "")
+}
+
+// Quote renders text of any length as a block quote of neutralized text
+// (Neutralize): whatever blocks it holds (lists, code blocks, quotes) stay
+// inside the quote, which ends at the next line that does not start with
+// ">" after a blank line, so the text cannot run into what the bot writes
+// after it. Put a blank line after it.
+func Quote(s, trigger string) string {
+	s = strings.Trim(Neutralize(s, trigger), "\n")
+	if s == "" {
+		return ""
+	}
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		if l == "" {
+			lines[i] = ">"
+		} else {
+			lines[i] = "> " + l
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+// setextRe is a line that would underline the paragraph above it as a
+// heading ("===" or "---", up to three spaces in, trailing spaces), after
+// the markers of the quotes and list items it is in.
+var setextRe = regexp.MustCompile(`^((?:[ \t]*(?:>|[-+*][ \t]|[0-9]{1,9}[.)][ \t]))*[ \t]*)(=+|-+)[ \t]*\r?\n?$`)
+
+// breakSetext escapes the first "=" or "-" of a setext underline, which
+// then reads as text.
+func breakSetext(l string) string {
+	m := setextRe.FindStringSubmatchIndex(l)
+	if m == nil {
+		return l
+	}
+	k := m[4] // start of the run
+	ent := "&#61;"
+	if l[k] == '-' {
+		ent = "&#45;"
+	}
+	return l[:k] + ent + l[k+1:]
 }
 
 // shapes masks credential shapes and NAME_TOKEN=value pairs; literal
@@ -125,17 +191,22 @@ func startsHTMLBlock(t string) bool { return htmlBlockRe.MatchString(t) }
 const zwsp = "&#8203;"
 
 var (
-	// An "@" (or an entity GitHub renders as one) after a character that
-	// does not make it part of a word, an e-mail address or a path. An
-	// underscore does not count: it may be emphasis ("_@alice_" is a
-	// mention in italics; found by FuzzNeutralize's goldmark oracle).
-	mentionRe = regexp.MustCompile(`(^|[^A-Za-z0-9/])(@|&#0*64;|&#[xX]0*40;|&commat;)([A-Za-z0-9][A-Za-z0-9-]*)`)
-	// An "@" after an e-mail address: GitHub links "a@b.c" and the "@d"
-	// after it starts a text node of its own, where it is a mention
-	// (found by FuzzNeutralize's goldmark oracle: "0@0.0@0").
-	afterAddrRe = regexp.MustCompile(`(@[A-Za-z0-9._+-]*)(@|&#0*64;|&#[xX]0*40;|&commat;)([A-Za-z0-9])`)
-	htmlImgRe   = regexp.MustCompile(`(?i)<\s*(img|picture|source|video|image|svg|audio|iframe|object|embed|input)\b`)
-	htmlOpenRe  = regexp.MustCompile(`<!--`)
+	// A character reference (CommonMark: named, decimal or hexadecimal).
+	entityRe = regexp.MustCompile(`&(#[0-9]{1,7};|#[xX][0-9A-Fa-f]{1,6};|[A-Za-z][A-Za-z0-9]{0,31};)`)
+	// An "@" that may begin a mention or end an e-mail address's local
+	// part.
+	atRe = regexp.MustCompile(`@([A-Za-z0-9])`)
+	// A URL's "://" and a "www." GitHub links without a scheme, also
+	// spelt with backslash escapes (":/\/" reads "://").
+	schemeRe = regexp.MustCompile(`:(\\?/\\?/)`)
+	wwwRe    = regexp.MustCompile(`(?i)(w\\?w\\?w)(\\?\.)`)
+	// An issue reference: "#" and a digit. The text's own character
+	// references are escaped first, and the bot's entities come after.
+	issueRe = regexp.MustCompile(`#([0-9])`)
+	// An ATX heading's "#", after the markers of the quotes and list items
+	// the line is in (more than a heading matches: a "#" after "1." or "-"
+	// without a space; escaping it changes nothing but the source).
+	atxRe = regexp.MustCompile(`^[ \t>*+\-0-9.)]*#`)
 )
 
 // neutralLine neutralizes one line outside fences, leaving its code spans
@@ -149,9 +220,16 @@ var (
 // it, not to a code span: in "[](`)@0`" the link's destination is "`"
 // and "@0" is prose (found by FuzzNeutralize's goldmark oracle). From
 // such a backtick on, the line is neutralized whole.
-func neutralLine(l, trigger string, whole bool) (out string, unpaired bool) {
+func neutralLine(l, trigger string, whole, inline bool) (out string, unpaired bool) {
+	// Inline, the backticks that open no code span here are escaped: after
+	// the text, the bot's line goes on, and its code spans would pair
+	// with them.
+	lit := func(s string) string { return s }
+	if inline {
+		lit = escapeTicks
+	}
 	if whole {
-		return neutralText(l, trigger, true), false
+		return lit(neutralText(l, trigger, true)), false
 	}
 	full, pos := l, 0
 	var b strings.Builder
@@ -171,7 +249,7 @@ func neutralLine(l, trigger string, whole bool) (out string, unpaired bool) {
 			break
 		}
 		if openConstruct(full[:pos+i]) {
-			b.WriteString(neutralText(l, trigger, first))
+			b.WriteString(lit(neutralText(l, trigger, first)))
 			return b.String(), true
 		}
 		b.WriteString(neutralText(l[:i], trigger, first))
@@ -185,7 +263,7 @@ func neutralLine(l, trigger string, whole bool) (out string, unpaired bool) {
 		rest := l[i+n:]
 		j := closingTicks(rest, n)
 		if j < 0 { // not a code span on this line: literal backticks here
-			b.WriteString(ticks)
+			b.WriteString(lit(ticks))
 			l, pos = rest, pos+i+n
 			unpaired = true
 			continue
@@ -239,6 +317,21 @@ func openConstruct(s string) bool {
 	return false
 }
 
+// escapeTicks escapes every backtick of s that is not escaped already.
+func escapeTicks(s string) string {
+	if !strings.Contains(s, "`") {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '`' && !escapedAt(s, i) {
+			b.WriteByte('\\')
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
 // escapedAt reports whether s[i] follows an odd number of backslashes.
 func escapedAt(s string, i int) bool {
 	k := 0
@@ -268,16 +361,21 @@ func closingTicks(s string, n int) int {
 }
 
 func neutralText(s, trigger string, lineStart bool) string {
-	// Replacing consumes the character before each "@", so "@a-@b" needs
-	// a second pass for "@b"; a neutralized mention never matches again.
-	for t := ""; t != s; {
-		t = s
-		s = mentionRe.ReplaceAllString(s, "${1}${2}"+zwsp+"${3}")
-		s = afterAddrRe.ReplaceAllString(s, "${1}${2}"+zwsp+"${3}")
+	// The text's own character references first: every entity written
+	// below is the bot's.
+	s = escapeBackslashes(s)
+	s = entityRe.ReplaceAllString(s, "&amp;$1")
+	s = issueRe.ReplaceAllString(s, "#"+zwsp+"${1}")
+	if lineStart {
+		if m := atxRe.FindStringIndex(s); m != nil {
+			s = s[:m[1]-1] + "&#35;" + s[m[1]:]
+		}
 	}
-	s = strings.ReplaceAll(s, "![", "!"+zwsp+"[")
-	s = htmlImgRe.ReplaceAllStringFunc(s, func(m string) string { return "&lt;" + m[1:] })
-	s = htmlOpenRe.ReplaceAllString(s, "&lt;!--")
+	s = atRe.ReplaceAllString(s, "@"+zwsp+"${1}")
+	s = schemeRe.ReplaceAllString(s, ":"+zwsp+"${1}")
+	s = wwwRe.ReplaceAllString(s, "${1}"+zwsp+"${2}")
+	s = strings.ReplaceAll(s, "<", "&lt;")
+	s = strings.ReplaceAll(s, "[", "&#91;")
 	if lineStart {
 		// As bot/command reads a line: any Unicode space (a vertical tab
 		// too) before the command word, compared case-insensitively.
@@ -291,6 +389,35 @@ func neutralText(s, trigger string, lineStart bool) string {
 	return s
 }
 
+// escapeBackslashes escapes the backslash before each "&", "<" and "["
+// (an odd run of them ends in an escape): the bot writes these characters
+// as character references, whose "&" the backslash would escape, showing
+// the reference as typed ("\\&#91;" reads "&#91;", and "#91" is an issue
+// reference).
+func escapeBackslashes(s string) string {
+	if !strings.Contains(s, "\\") {
+		return s
+	}
+	var b strings.Builder
+	run := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if run%2 == 1 && (c == '&' || c == '<' || c == '[') {
+			b.WriteByte('\\')
+		}
+		if c == '\\' {
+			run++
+		} else {
+			run = 0
+		}
+		b.WriteByte(c)
+	}
+	return b.String()
+}
+
 // Plain is text for a Markdown line: one line, cut to max characters,
-// neutralized.
-func Plain(s string, max int, trigger string) string { return Neutralize(oneLine(s, max), trigger) }
+// neutralized (Neutralize: it escapes "<", so an HTML comment too). The
+// bot puts it after text of its own, so it opens no code fence.
+func Plain(s string, max int, trigger string) string {
+	return neutralize(cutRunes(flat(s), max), trigger, false)
+}

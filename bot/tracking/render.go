@@ -96,7 +96,9 @@ func Render(v View) string {
 		}
 	}
 	if out := strings.TrimSpace(v.Output); out != "" {
-		fmt.Fprintf(&tail, "\n<details><summary>Worker report</summary>\n\n%s\n\n</details>\n", cutMarkdown(Neutralize(escapeMarker(out), v.trigger()), 4000, "\n\n_Report shortened; the full text is in the run's events._"))
+		// The model's own text, as a quote: its blocks stay in it, and
+		// nothing in it links, loads or folds (Quote).
+		fmt.Fprintf(&tail, "\n<details><summary>Worker report</summary>\n\n%s\n\n</details>\n", cutMarkdown(Quote(out, v.trigger()), 4000, "\n\n_Report shortened; the full text is in the run's events._"))
 	}
 	if u := v.Usage; u.InputTokens+u.OutputTokens > 0 || u.CostUSD > 0 || u.LLMCalls > 0 {
 		fmt.Fprintf(&tail, "\n**Usage:** %s input + %s output tokens · %d model calls · $%.4f\n", thousands(u.InputTokens), thousands(u.OutputTokens), u.LLMCalls, u.CostUSD)
@@ -110,7 +112,9 @@ func Render(v View) string {
 	if len(v.Approvals) > 0 {
 		var items []string
 		for _, a := range v.Approvals {
-			items = append(items, fmt.Sprintf("| %s | %s | %s |\n", code(a.ID), approvalSummary(a), code(shortDigest(a.Digest))))
+			// In a table, a "|" even in a code span ends the cell unless
+			// escaped: every cell's text goes through oneLine.
+			items = append(items, fmt.Sprintf("| %s | %s | %s |\n", code(oneLine(a.ID, 100)), approvalSummary(a), code(oneLine(shortDigest(a.Digest), 20))))
 		}
 		how := fmt.Sprintf("\nAnswer with `%[1]s approve <id>` (or `%[1]s approve all`), `%[1]s deny <id> <reason>`, or a review on the pull request: **Approve** approves every pending action, **Request changes** denies them with your review text as the reason. The previews are in the bot's review on the pull request.\n", v.trigger())
 		left -= section(&body, fmt.Sprintf("\n#### Waiting for approval (%d)\n\n| id | action | digest |\n|---|---|---|\n", len(v.Approvals)), items, how, "approvals", more, left)
@@ -138,7 +142,7 @@ func Render(v View) string {
 				res = inline(t.Result, 20)
 			}
 			if t.Detail != "" {
-				res += " (" + code(t.Detail) + ")"
+				res += " (" + code(oneLine(t.Detail, 200)) + ")"
 			}
 			items = append(items, fmt.Sprintf("| %s | %s |\n", c, res))
 		}
@@ -203,7 +207,7 @@ func section(b *strings.Builder, title string, items []string, footer, noun, mor
 }
 
 func approvalSummary(a Approval) string {
-	s := code(a.Tool)
+	s := code(oneLine(a.Tool, 200))
 	switch {
 	case a.Command != "":
 		s += " " + code(oneLine(a.Command, 200))
@@ -243,14 +247,15 @@ func chars(s string) int { return utf8.RuneCountInString(s) }
 
 // oneLine collapses whitespace, neutralises markers and table pipes, and
 // cuts to max characters.
-func oneLine(s string, max int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	s = strings.ReplaceAll(escapeMarker(s), "|", "\\|")
-	return cutRunes(s, max)
+func oneLine(s string, max int) string { return cutRunes(flat(escapeMarker(s)), max) }
+
+// flat collapses whitespace and escapes table pipes.
+func flat(s string) string {
+	return strings.ReplaceAll(strings.Join(strings.Fields(s), " "), "|", "\\|")
 }
 
-// inline is oneLine for short labels, neutralized.
-func inline(s string, max int) string { return Neutralize(oneLine(s, max), "") }
+// inline is Plain for short labels (no command word to break).
+func inline(s string, max int) string { return Plain(s, max, "") }
 
 func cutRunes(s string, max int) string {
 	if chars(s) <= max {
