@@ -36,7 +36,7 @@ roles:
   - tool_calls: [{id: w2, name: repo.read, args: {path: CHANGELOG.md}}]
   - tool_calls: [{id: w3, name: process.run, args: {command: "git log --format='rm -rf %s'"}}]
   - tool_calls: [{id: w4, name: process.run, args: {command: "git log --oneline -1"}}]
-  - text: '{"output":"read the changelog; the guard refused rm -rf","steps_completed":["s2","s3"],"tool_calls_made":["process.run:w1","repo.read:w2","process.run:w3","process.run:w4"],"schema_version":"v1"}'
+  - text: '{"output":"read the changelog; the guard refused rm -rf","steps_completed":["s2","s3"],"tool_calls_made":["repo.read:w2","process.run:w4"],"schema_version":"v1"}'
   reviewer:
   - text: '{"verdict":"pass","feedback":"ok","schema_version":"v1"}'
 `

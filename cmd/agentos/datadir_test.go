@@ -19,7 +19,7 @@ const snoopScript = `roles:
   worker:
     - tool_calls: [{id: t1, name: repo.search, args: {query: "hello, world"}}]
     - tool_calls: [{id: t2, name: repo.read, args: {path: ".agentos/sessions/s-one/events.jsonl"}}]
-    - text: '{"output":"looked","steps_completed":["s1"],"tool_calls_made":["repo.search:t1","repo.read:t2"],"schema_version":"v1"}'
+    - text: '{"output":"looked","steps_completed":["s1"],"tool_calls_made":["repo.search:t1"],"schema_version":"v1"}'
   reviewer: [{text: '{"verdict":"pass","feedback":"ok","schema_version":"v1"}'}]
 `
 
