@@ -18,7 +18,8 @@
 //	    these as failed deliveries, which tells the maintainer that the
 //	    app subscribes to more than it needs
 //	400 body that is not a JSON object (or a form without "payload")
-//	200 {"duplicate":true} delivery ID already stored (also across restarts)
+//	200 {"duplicate":true} delivery ID already stored (also across restarts),
+//	    or the same payload under another delivery ID: a replay (PayloadKey)
 //	202 {"accepted":true} stored durably
 //	503 the queue could not store it (GitHub marks the delivery failed, and
 //	    it can be redelivered)

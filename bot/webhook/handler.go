@@ -141,7 +141,10 @@ func (h *Handler) Serve(c *gin.Context) {
 	}
 	// The request's context ends if GitHub hangs up; the store then still
 	// finishes a write it began, and the redelivery is a duplicate.
-	dup, err := h.q.Enqueue(r.Context(), Delivery{ID: id, Event: event, Action: action, Body: body, ReceivedAt: h.now()})
+	// A replay of a signed body under a new delivery ID is a duplicate
+	// too: the queue also knows each delivery by its payload's own ids.
+	key := PayloadKey(event, action, body)
+	dup, err := h.q.Enqueue(r.Context(), Delivery{ID: id, Event: event, Action: action, Key: key, Body: body, ReceivedAt: h.now()})
 	switch {
 	case errors.Is(err, context.Canceled):
 		h.fail(c, label, http.StatusServiceUnavailable, "unavailable", "request ended before the delivery was stored", event)

@@ -57,7 +57,7 @@ func (q *LogQueue) List(ctx context.Context, state string, limit int) ([]Record,
 	}
 	out := make([]Record, len(es))
 	for i, e := range es {
-		out[i] = Record{Delivery: Delivery{ID: e.id, Event: e.event, Action: e.action, ReceivedAt: time.Unix(0, e.recv), Attempts: e.attempts, Failures: e.failures},
+		out[i] = Record{Delivery: Delivery{ID: e.id, Event: e.event, Action: e.action, Key: e.key, ReceivedAt: time.Unix(0, e.recv), Attempts: e.attempts, Failures: e.failures},
 			State: [...]string{"pending", "claimed", "done"}[e.state%3], Outcome: e.outcome, Error: e.errMsg}
 	}
 	q.idxMu.Unlock()

@@ -100,9 +100,10 @@ type LogQueue struct {
 	// idxMu guards the delivery state below, read by Get and Depth.
 	idxMu   sync.Mutex
 	index   map[string]*logEntry
-	due     []*logEntry // pending and due, in arrival order
-	delayed []*logEntry // pending with a retry time (not_before) set
-	open    int         // pending + claimed
+	keys    map[string]*logEntry // by payload key (Delivery.Key), those that have one
+	due     []*logEntry          // pending and due, in arrival order
+	delayed []*logEntry          // pending with a retry time (not_before) set
+	open    int                  // pending + claimed
 
 	claimMu     sync.Mutex
 	claimed     []Delivery // claimed in a batch, not yet handed out
@@ -120,6 +121,7 @@ type LogQueue struct {
 type logEntry struct {
 	seq                   uint64 // arrival order
 	id, event, action     string
+	key                   string // Delivery.Key
 	recv                  int64
 	state                 uint8
 	attempts              int
@@ -177,6 +179,9 @@ const (
 	recHandBack byte = 6
 	// recPut with the count of failed dispatches after done_at
 	recPutFailures byte = 7
+	// recPutFailures with the payload key (Delivery.Key) after the
+	// failures; written for deliveries that have one
+	recPutKey byte = 8
 )
 
 const (
@@ -237,7 +242,7 @@ func openLogQueueWith(dir string, segMax int64, o LogOptions) (*LogQueue, error)
 	}
 	q := &LogQueue{
 		dir: dir, files: map[uint64]*os.File{}, segRefs: map[uint64]int{}, segMax: segMax,
-		index: map[string]*logEntry{},
+		index: map[string]*logEntry{}, keys: map[string]*logEntry{},
 		ready: make(chan struct{}, 1), now: time.Now, nextSeq: 1, syncData: fdatasync,
 	}
 	if err := q.replay(); err != nil {
@@ -385,12 +390,15 @@ func (q *LogQueue) replaySegment(n uint64, f *os.File) (end int64, torn bool, er
 func (q *LogQueue) apply(seg uint64, off int64, p []byte) error {
 	d := decoder{b: p[1:]}
 	switch p[0] {
-	case recPut, recPutFailures:
+	case recPut, recPutFailures, recPutKey:
 		e := &logEntry{seq: d.uvarint(), id: d.str(), event: d.str(), action: d.str(), recv: d.varint(),
 			state: uint8(d.uvarint()), attempts: int(d.uvarint()), notBefore: d.varint(),
 			outcome: d.str(), errMsg: d.str(), doneAt: d.varint()}
-		if p[0] == recPutFailures {
+		if p[0] != recPut {
 			e.failures = int(d.uvarint())
+		}
+		if p[0] == recPutKey {
+			e.key = d.str()
 		}
 		if d.err != nil || e.state > stateDone {
 			return errors.New("malformed put record")
@@ -401,8 +409,12 @@ func (q *LogQueue) apply(seg uint64, off int64, p []byte) error {
 			if old.state != stateDone {
 				q.open--
 			}
+			q.unkey(old)
 		}
 		q.index[e.id] = e
+		if e.key != "" {
+			q.keys[e.key] = e
+		}
 		q.segRefs[seg]++
 		if e.state != stateDone {
 			q.open++
@@ -464,6 +476,14 @@ func (q *LogQueue) forget(e *logEntry) {
 	}
 	q.segRefs[e.seg]--
 	delete(q.index, e.id)
+	q.unkey(e)
+}
+
+// unkey drops e from the keys, if it is the entry its key names.
+func (q *LogQueue) unkey(e *logEntry) {
+	if e.key != "" && q.keys[e.key] == e {
+		delete(q.keys, e.key)
+	}
 }
 
 // enqueueReady puts a pending entry on the ready or the delayed list.
@@ -530,7 +550,7 @@ func (q *LogQueue) Enqueue(ctx context.Context, d Delivery) (bool, error) {
 	if d.ID == "" {
 		return false, errors.New("webhook log queue: delivery without id")
 	}
-	if len(d.Body)+len(d.ID)+len(d.Event)+len(d.Action)+64 > maxLogRecord {
+	if len(d.Body)+len(d.ID)+len(d.Event)+len(d.Action)+len(d.Key)+64 > maxLogRecord {
 		return false, fmt.Errorf("webhook log queue: delivery %s too large (%d bytes)", d.ID, len(d.Body))
 	}
 	if d.ReceivedAt.IsZero() {
@@ -648,7 +668,7 @@ func (q *LogQueue) get(id string) (Record, bool, error) {
 		q.idxMu.Unlock()
 		return Record{}, false, nil
 	}
-	r := Record{Delivery: Delivery{ID: e.id, Event: e.event, Action: e.action, ReceivedAt: time.Unix(0, e.recv), Attempts: e.attempts, Failures: e.failures},
+	r := Record{Delivery: Delivery{ID: e.id, Event: e.event, Action: e.action, Key: e.key, ReceivedAt: time.Unix(0, e.recv), Attempts: e.attempts, Failures: e.failures},
 		State: [...]string{"pending", "claimed", "done"}[e.state%3], Outcome: e.outcome, Error: e.errMsg}
 	seg, off, n := e.seg, e.bodyOff, e.bodyLen
 	q.idxMu.Unlock()
@@ -662,8 +682,9 @@ func (q *LogQueue) get(id string) (Record, bool, error) {
 
 // Prune forgets deliveries finished before t and returns how many, then
 // deletes the segments no stored delivery needs any more. A pruned
-// delivery's ID is no longer recognised as a duplicate, so keep them at
-// least as long as GitHub allows redelivery (a few days).
+// delivery's ID is no longer recognised as a duplicate, nor its payload
+// key (a replay of its body), so keep them at least as long as GitHub
+// allows redelivery (a few days).
 func (q *LogQueue) Prune(ctx context.Context, before time.Time) (int64, error) {
 	op := &logOp{kind: opPrune, before: before.UnixNano()}
 	if err := q.submit(ctx, op); err != nil {
@@ -719,11 +740,18 @@ func (q *LogQueue) commit(batch []*logOp) {
 				op.dup = true
 				continue
 			}
-			e := &logEntry{seq: q.nextSeq, id: op.d.ID, event: op.d.Event, action: op.d.Action,
+			if _, ok := q.keys[op.d.Key]; ok && op.d.Key != "" {
+				op.dup = true // the same payload under another delivery ID
+				continue
+			}
+			e := &logEntry{seq: q.nextSeq, id: op.d.ID, event: op.d.Event, action: op.d.Action, key: op.d.Key,
 				recv: op.d.ReceivedAt.UnixNano(), seg: q.active, pendingSync: true}
 			q.nextSeq++
 			e.bodyOff, e.bodyLen = q.appendPut(e, op.d.Body), len(op.d.Body)
 			q.index[e.id] = e
+			if e.key != "" {
+				q.keys[e.key] = e
+			}
 			q.segRefs[e.seg]++
 			q.open++
 			fresh = append(fresh, e)
@@ -736,7 +764,7 @@ func (q *LogQueue) commit(batch []*logOp) {
 				q.appendID(recClaim, e.id)
 				op.claimed = append(op.claimed, claimedRef{
 					e:   e,
-					d:   Delivery{ID: e.id, Event: e.event, Action: e.action, ReceivedAt: time.Unix(0, e.recv), Attempts: e.attempts, Failures: e.failures},
+					d:   Delivery{ID: e.id, Event: e.event, Action: e.action, Key: e.key, ReceivedAt: time.Unix(0, e.recv), Attempts: e.attempts, Failures: e.failures},
 					seg: e.seg, off: e.bodyOff, bodyLen: e.bodyLen,
 				})
 			}
@@ -1006,7 +1034,11 @@ func (q *LogQueue) appendStr(s string) {
 // appendPut appends e's full state and body; it returns the body's offset
 // in the active segment.
 func (q *LogQueue) appendPut(e *logEntry, body []byte) int64 {
-	start := q.beginRecord(recPutFailures)
+	typ := recPutFailures
+	if e.key != "" {
+		typ = recPutKey
+	}
+	start := q.beginRecord(typ)
 	q.buf = binary.AppendUvarint(q.buf, e.seq)
 	q.appendStr(e.id)
 	q.appendStr(e.event)
@@ -1019,6 +1051,9 @@ func (q *LogQueue) appendPut(e *logEntry, body []byte) int64 {
 	q.appendStr(e.errMsg)
 	q.buf = binary.AppendVarint(q.buf, e.doneAt)
 	q.buf = binary.AppendUvarint(q.buf, uint64(e.failures))
+	if e.key != "" {
+		q.appendStr(e.key)
+	}
 	off := q.off + int64(len(q.buf))
 	q.buf = append(q.buf, body...)
 	q.endRecord(start)

@@ -54,6 +54,10 @@ CREATE INDEX agentos_deliveries_claimed ON agentos_deliveries (due) WHERE state 
 	// failures: the dispatches that failed (OutcomeRetry), which the
 	// backoff and the Processor's MaxAttempts count; attempts counts claims.
 	{Version: 2, SQL: `ALTER TABLE agentos_deliveries ADD COLUMN failures integer NOT NULL DEFAULT 0;`},
+	// payload_key: PayloadKey, NULL for none; a delivery with a key
+	// already stored is a duplicate (a replay under another ID).
+	{Version: 3, SQL: `ALTER TABLE agentos_deliveries ADD COLUMN payload_key text;
+CREATE UNIQUE INDEX agentos_deliveries_payload_key ON agentos_deliveries (payload_key);`},
 }
 
 // PGQueueOptions tune a PGQueue.
@@ -236,7 +240,7 @@ func (q *PGQueue) enqueueLoop() {
 
 func (q *PGQueue) insertBatch(batch []*enqueueReq) {
 	first := map[string]*enqueueReq{}
-	var ids, events, actions []string
+	var ids, events, actions, keys []string
 	var bodies [][]byte
 	var ats []time.Time
 	var uniq []*enqueueReq
@@ -253,14 +257,14 @@ func (q *PGQueue) insertBatch(batch []*enqueueReq) {
 	// on each other's keys in one order and cannot deadlock.
 	sort.Slice(uniq, func(i, j int) bool { return uniq[i].d.ID < uniq[j].d.ID })
 	for _, r := range uniq {
-		ids, events, actions = append(ids, r.d.ID), append(events, r.d.Event), append(actions, r.d.Action)
+		ids, events, actions, keys = append(ids, r.d.ID), append(events, r.d.Event), append(actions, r.d.Action), append(keys, r.d.Key)
 		bodies, ats = append(bodies, r.d.Body), append(ats, r.at)
 	}
 	inserted := map[string]bool{}
 	var err error
 	for attempt := 0; attempt < 3; attempt++ {
 		clear(inserted)
-		if err = q.insertRows(ids, events, actions, bodies, ats, inserted); !isDeadlock(err) {
+		if err = q.insertRows(ids, events, actions, keys, bodies, ats, inserted); !isDeadlock(err) {
 			break
 		}
 	}
@@ -281,17 +285,19 @@ func isDeadlock(err error) bool {
 	return errors.As(err, &pe) && pe.Code == "40P01"
 }
 
-// insertRows inserts one batch and records the IDs that were new.
-func (q *PGQueue) insertRows(ids, events, actions []string, bodies [][]byte, ats []time.Time, inserted map[string]bool) error {
+// insertRows inserts one batch and records the IDs that were new. A row
+// whose ID or payload key is stored already (or comes earlier in the
+// batch) is not inserted.
+func (q *PGQueue) insertRows(ids, events, actions, keys []string, bodies [][]byte, ats []time.Time, inserted map[string]bool) error {
 	rows, err := q.pool.Query(context.Background(), `
 WITH ins AS (
-	INSERT INTO agentos_deliveries (id, event, action, body, received_at, due)
-	SELECT u.id, u.event, u.action, u.body, u.at, u.at
-	FROM unnest($1::text[], $2::text[], $3::text[], $4::bytea[], $5::timestamptz[]) AS u(id, event, action, body, at)
-	ON CONFLICT (id) DO NOTHING
+	INSERT INTO agentos_deliveries (id, event, action, payload_key, body, received_at, due)
+	SELECT u.id, u.event, u.action, NULLIF(u.key, ''), u.body, u.at, u.at
+	FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bytea[], $6::timestamptz[]) AS u(id, event, action, key, body, at)
+	ON CONFLICT DO NOTHING
 	RETURNING id
 )
-SELECT ins.id FROM ins LEFT JOIN (SELECT pg_notify('`+DeliveriesChannel+`', '') FROM ins LIMIT 1) n ON true`, ids, events, actions, bodies, ats)
+SELECT ins.id FROM ins LEFT JOIN (SELECT pg_notify('`+DeliveriesChannel+`', '') FROM ins LIMIT 1) n ON true`, ids, events, actions, keys, bodies, ats)
 	if err != nil {
 		return err
 	}
@@ -422,11 +428,11 @@ func (q *PGQueue) Dead(ctx context.Context) (int, error) {
 	return n, err
 }
 
-const recordColumns = `id, event, action, body, received_at, attempts, failures, state, outcome, error`
+const recordColumns = `id, event, action, body, received_at, attempts, failures, state, outcome, error, coalesce(payload_key, '')`
 
 func scanRecord(row pgx.Row) (Record, error) {
 	var r Record
-	err := row.Scan(&r.ID, &r.Event, &r.Action, &r.Body, &r.ReceivedAt, &r.Attempts, &r.Failures, &r.State, &r.Outcome, &r.Error)
+	err := row.Scan(&r.ID, &r.Event, &r.Action, &r.Body, &r.ReceivedAt, &r.Attempts, &r.Failures, &r.State, &r.Outcome, &r.Error, &r.Key)
 	return r, err
 }
 
@@ -485,7 +491,7 @@ func (q *PGQueue) List(ctx context.Context, state string, limit int) ([]Record, 
 	if limit <= 0 || limit > MaxListed {
 		limit = MaxListed
 	}
-	rows, err := q.pool.Query(ctx, `SELECT id, event, action, ''::bytea, received_at, attempts, failures, state, outcome, error
+	rows, err := q.pool.Query(ctx, `SELECT id, event, action, ''::bytea, received_at, attempts, failures, state, outcome, error, coalesce(payload_key, '')
 		FROM agentos_deliveries WHERE `+where+` ORDER BY seq LIMIT $1`, limit)
 	if err != nil {
 		return nil, fmt.Errorf("webhook: list %s: %w", state, err)

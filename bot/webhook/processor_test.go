@@ -82,7 +82,8 @@ func TestProcessor(t *testing.T) {
 		body      []byte
 	}{
 		{"human", "issue_comment", comment},
-		{"own-comment", "issue_comment", mutate(t, comment, setSender("AgentOS[bot]"))},
+		// Another comment (a new id: the same one again would be a replay).
+		{"own-comment", "issue_comment", mutate(t, comment, func(m map[string]any) { setSender("AgentOS[bot]")(m); obj(m, "comment")["id"] = 987654321 })},
 		{"own-pr-opened", "pull_request", mutate(t, exampleOf(t, "pull_request", "opened", 0), setSender("agentos[bot]"))},
 		{"edited", "issue_comment", exampleOf(t, "issue_comment", "edited", 0)},
 		{"review", "pull_request_review", exampleOf(t, "pull_request_review", "submitted", 1)},

@@ -9,9 +9,12 @@ import (
 // Delivery is one webhook delivery as received: the routing fields and the
 // raw, verified body.
 type Delivery struct {
-	ID         string // X-GitHub-Delivery; a redelivery keeps it
-	Event      string // X-GitHub-Event
-	Action     string // the payload's top-level "action", "" if none
+	ID     string // X-GitHub-Delivery; a redelivery keeps it
+	Event  string // X-GitHub-Event
+	Action string // the payload's top-level "action", "" if none
+	// Key is PayloadKey of the body ("" if none): a delivery whose Key the
+	// queue already holds is a duplicate (a replay under another ID).
+	Key        string
 	Body       []byte
 	ReceivedAt time.Time
 	// Attempts counts the claims of this delivery, this one included: a
@@ -38,7 +41,8 @@ type Releaser interface {
 
 // Queue is the durable hand-off between the handler and the Processor.
 // Enqueue returns only once the delivery survives a crash; dup reports a
-// delivery ID the queue already holds (it is not stored again). Claim hands
+// delivery ID, or a non-empty Key, the queue already holds (it is not
+// stored again). Claim hands
 // out the oldest pending delivery (ok false when there is none); Done
 // records how its processing ended: OutcomeRetry makes it claimable again
 // later, any other outcome is final. A delivery claimed and never Done is
