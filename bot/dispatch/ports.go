@@ -124,8 +124,8 @@ type Git interface {
 type Worktree interface {
 	Dir() string
 	// Commit commits the change set — the files the kernel's file tools
-	// changed, as the session's log records them (replay.WorkspaceChanges)
-	// — as a child of the session branch's tip (whatever HEAD points at)
+	// changed since the branch's last session commit, as the session's log
+	// records them (replay.WorkspaceChanges) — as a child of the session branch's tip (whatever HEAD points at)
 	// with the bot identity, the message and the Agent-Session and
 	// Agent-Run trailers. Nothing else of the working tree is committed:
 	// what commands wrote there is not. A file of the change set that no

@@ -14,6 +14,7 @@ import (
 
 	"github.com/agentos/agentos/bot/webhook"
 	"github.com/agentos/agentos/kernel/worktree"
+	"github.com/agentos/agentos/runtime/event"
 
 	"github.com/agentos/agentos/runtime/replay"
 	"github.com/agentos/agentos/runtime/run"
@@ -33,10 +34,21 @@ import (
 // and approval ids), so nothing is published twice.
 func (d *Dispatcher) publish(ctx context.Context, repo Repo, sid string, wt Worktree, l link, out run.Outcome, outcome string, before replay.Usage, known *PullRequest, again *recovery) (Result, error) {
 	res := Result{Outcome: outcome, SessionID: sid, Status: out.Status, Branch: l.Branch}
-	snap, lastSeq, changes, err := d.publishedState(ctx, sid)
+	snap, lastSeq, evs, err := d.publishedState(ctx, sid)
 	if err != nil {
 		return res, err
 	}
+	// The branch's last session commit holds the changes up to the seq it
+	// records; a commit takes the file tools' changes after it (all of
+	// them on a new branch). Earlier ones are in the branch already, or
+	// were changed since by a commit that is not the session's.
+	after := int64(0)
+	if st, ok := wt.(*sessionTree); ok {
+		if n, found := st.logSeq(); found {
+			after = n
+		}
+	}
+	changes := replay.WorkspaceChanges(evs, after)
 	msg := commitMessageAt(l.Prompt, out, lastSeq)
 	if again != nil && l.PR == 0 {
 		pr, found, err := d.GitHub.PullRequestByHead(ctx, repo, l.Branch)
@@ -152,10 +164,10 @@ func (d *Dispatcher) publish(ctx context.Context, repo Repo, sid string, wt Work
 	return res, nil
 }
 
-// publishedState is what a publication of the session commits: its state,
-// the seq of its last event, and the change set of its file tools over
-// all of its runs (the only worktree content a session commit takes).
-func (d *Dispatcher) publishedState(ctx context.Context, sid string) (replay.Snapshot, int64, []replay.FileChange, error) {
+// publishedState is the session's state, the seq of its last event and
+// its events, from which publish takes the change set of its file tools
+// (the only worktree content a session commit takes).
+func (d *Dispatcher) publishedState(ctx context.Context, sid string) (replay.Snapshot, int64, []event.Event, error) {
 	evs, err := d.Runs.Store.Read(ctx, sid, 1)
 	if err != nil {
 		return replay.Snapshot{}, 0, nil, err
@@ -164,7 +176,7 @@ func (d *Dispatcher) publishedState(ctx context.Context, sid string) (replay.Sna
 		return replay.Snapshot{}, 0, nil, fmt.Errorf("session %s has no events", sid)
 	}
 	snap, err := replay.Replay(evs)
-	return snap, evs[len(evs)-1].Seq, replay.WorkspaceChanges(evs), err
+	return snap, evs[len(evs)-1].Seq, evs, err
 }
 
 // snapshotAt is the session's state and the seq of its last event.

@@ -16,9 +16,10 @@ type FileChange struct {
 }
 
 // WorkspaceChanges is the change set of a session's file tools: every
-// successful repo.write and repo.patch of every run of the log, in seq
-// order, each path as the last of them left it (ordered by that last
-// change). A rename is the deletion of its old path and the write of its
+// successful repo.write and repo.patch of every run of the log whose
+// result comes after event afterSeq (0: all; a session commit records the
+// seq whose changes it holds), in seq order, each path as the last of
+// them left it (ordered by that last change). A rename is the deletion of its old path and the write of its
 // new one. Only what the file tools recorded is here — commands and MCP
 // tools are not — so a commit of the session takes nothing else from the
 // worktree (see kernel/worktree/commit.go).
@@ -27,7 +28,7 @@ type FileChange struct {
 // written file (files[].hash) gives no content to check a file against;
 // such a file is left out, and is committed only if an earlier commit
 // holds it already.
-func WorkspaceChanges(evs []event.Event) []FileChange {
+func WorkspaceChanges(evs []event.Event, afterSeq int64) []FileChange {
 	tools := map[string]string{} // tool.invoke id → tool, for the file tools
 	at := map[string]int{}       // path → index in out
 	var out []FileChange
@@ -51,7 +52,7 @@ func WorkspaceChanges(evs []event.Event) []FileChange {
 			}
 		case event.ToolResult:
 			tool, ok := tools[e.Parent()]
-			if !ok || !event.FieldBool(e.Payload, "ok") {
+			if !ok || e.Seq <= afterSeq || !event.FieldBool(e.Payload, "ok") {
 				continue // not a file tool, or it changed nothing (all or nothing)
 			}
 			res := event.Field(e.Payload, "result")

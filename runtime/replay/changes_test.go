@@ -64,7 +64,7 @@ func TestWorkspaceChanges(t *testing.T) {
 	// A result whose invoke is not a file tool's, and one without invoke.
 	add(event.ToolResult, "orphan", "nobody", map[string]any{"tool": "repo.write", "ok": true, "result": map[string]any{"path": "z.go", "hash": h("7")}})
 
-	got := WorkspaceChanges(evs)
+	got := WorkspaceChanges(evs, 0)
 	want := []FileChange{
 		{Path: "c.go", SHA256: h("3")},
 		{Path: "moved.go"},
@@ -76,7 +76,20 @@ func TestWorkspaceChanges(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("changes:\n got %+v\nwant %+v", got, want)
 	}
-	if got := WorkspaceChanges(nil); len(got) != 0 {
+	if got := WorkspaceChanges(nil, 0); len(got) != 0 {
 		t.Errorf("no events: %v", got)
+	}
+	// After the pause (a commit holds what came before it): the later
+	// run's changes only.
+	var pause int64
+	for _, e := range evs {
+		if e.Type == event.RunPaused {
+			pause = e.Seq
+		}
+	}
+	got = WorkspaceChanges(evs, pause)
+	want = []FileChange{{Path: "a.go", SHA256: h("5")}, {Path: "b.go"}, {Path: "old.go", SHA256: h("6")}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("changes after seq %d:\n got %+v\nwant %+v", pause, got, want)
 	}
 }
