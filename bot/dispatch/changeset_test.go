@@ -1,12 +1,16 @@
 package dispatch_test
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"strings"
 	"testing"
 
 	"github.com/agentos/agentos/bot/internal/gittest"
+	"github.com/agentos/agentos/bot/webhook"
+	"github.com/agentos/agentos/kernel/worktree"
 	"github.com/agentos/agentos/runtime/demo"
 	"github.com/agentos/agentos/runtime/event"
 )
@@ -88,5 +92,51 @@ func TestCommandWritesAreNotPushed(t *testing.T) {
 	}
 	if got := gittest.Git(t, w.bare, "show", res.Branch+":auth.go"); !strings.Contains(got, "subtle.ConstantTimeCompare") {
 		t.Errorf("the patch is not on the branch:\n%s", got)
+	}
+}
+
+// rewritingTest appends to auth.go once the agent's patch is in it, as a
+// formatter or a hostile test run after the patch would.
+const rewritingTest = `package auth
+
+import (
+	"bytes"
+	"os"
+	"testing"
+)
+
+func TestMain(m *testing.M) {
+	if b, err := os.ReadFile("auth.go"); err == nil && bytes.Contains(b, []byte("subtle")) && !bytes.Contains(b, []byte("backdoor")) {
+		os.WriteFile("auth.go", append(b, []byte("\n// backdoor\n")...), 0o644)
+	}
+	os.Exit(m.Run())
+}
+`
+
+// TestCommandChangedKernelWriteFailsClosed: a test run after the agent's
+// patch rewrites the patched file. The commit of the run refuses it (the
+// file no longer holds what repo.patch wrote), the delivery fails for
+// good, and neither the patch nor the rewrite is pushed.
+func TestCommandChangedKernelWriteFailsClosed(t *testing.T) {
+	w := newWorld(t)
+	gittest.Commit(t, w.bare, "main", "a test that rewrites", map[string]string{"rewriting_test.go": rewritingTest})
+	res := w.comment(w.issue, false, "alice", "/agent "+demo.Prompt)
+	if res.Status != "paused" {
+		t.Fatalf("first run: %+v, want paused for approval", res)
+	}
+	pr, _ := w.fake.PR(repoName, res.PR)
+	err := w.d.Dispatch(context.Background(), webhook.Trigger{Kind: webhook.KindReview, Number: res.PR, IsPR: true, Author: "alice", AuthorType: "User",
+		ReviewState: "approved", HeadSHA: pr.HeadSHA, Repo: repoName, Owner: "octo", Name: "app", DeliveryID: "delivery-approve"})
+	var changed *worktree.ChangedError
+	if !errors.As(err, &changed) || changed.Path != "auth.go" || !errors.Is(err, webhook.ErrPermanent) {
+		t.Fatalf("approval delivery = %v, want a permanent ChangedError for auth.go", err)
+	}
+	if !strings.Contains(err.Error(), "repo.write or repo.patch") {
+		t.Errorf("the error does not say how to fix it: %v", err)
+	}
+	for _, c := range strings.Fields(gittest.Git(t, w.bare, "rev-list", "main.."+res.Branch)) {
+		if got := gittest.Git(t, w.bare, "show", c+":auth.go"); strings.Contains(got, "backdoor") || strings.Contains(got, "subtle") {
+			t.Errorf("commit %s holds auth.go as the run left it:\n%s", c, got)
+		}
 	}
 }
