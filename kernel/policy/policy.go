@@ -65,6 +65,14 @@ type Policy struct {
 	Network struct {
 		Allow []string `json:"allow"`
 	} `json:"network"`
+	// Setup is the setup phase's (docs/project-config.md): nil
+	// Network.Allow (not given) is DefaultSetupNetwork, an empty list no
+	// network.
+	Setup struct {
+		Network struct {
+			Allow []string `json:"allow"`
+		} `json:"network"`
+	} `json:"setup"`
 	Trust struct {
 		Enabled        bool `json:"enabled,omitempty"`
 		CleanApprovals int  `json:"cleanApprovals,omitempty"`
@@ -206,13 +214,18 @@ func Parse(name string, r io.Reader) (*Policy, error) {
 			return nil, &Error{File: name, Path: "/limits/cpuTime", Msg: err.Error()}
 		}
 	}
-	for i, a := range p.Network.Allow {
-		if _, err := sandbox.ParseRule(a); err != nil {
-			e := &Error{File: name, Path: fmt.Sprintf("/network/allow/%d", i), Msg: err.Error()}
-			if n := locate(&root, e.Path); n != nil {
-				e.Line, e.Column = n.Line, n.Column
+	for _, l := range []struct {
+		path  string
+		rules []string
+	}{{"/network/allow/%d", p.Network.Allow}, {"/setup/network/allow/%d", p.Setup.Network.Allow}} {
+		for i, a := range l.rules {
+			if _, err := sandbox.ParseRule(a); err != nil {
+				e := &Error{File: name, Path: fmt.Sprintf(l.path, i), Msg: err.Error()}
+				if n := locate(&root, e.Path); n != nil {
+					e.Line, e.Column = n.Line, n.Column
+				}
+				return nil, e
 			}
-			return nil, e
 		}
 	}
 	return p, nil
@@ -273,7 +286,7 @@ func unknownKey(n *yaml.Node, msg string) *yaml.Node {
 	return nil
 }
 
-var known = map[string]bool{"workspace": true, "execution": true, "capabilities": true, "risk": true, "redaction": true, "limits": true, "trust": true, "network": true, "guard": true}
+var known = map[string]bool{"workspace": true, "execution": true, "capabilities": true, "risk": true, "redaction": true, "limits": true, "trust": true, "network": true, "guard": true, "setup": true}
 
 func knownKey(k string) bool { return known[k] }
 
@@ -352,6 +365,10 @@ func Merge(base, repo *Policy) *Policy {
 		kept, _ := sandbox.Narrow(base.Network.Allow, repo.Network.Allow)
 		out.Network.Allow = append([]string{}, kept...)
 	}
+	if repo.Setup.Network.Allow != nil {
+		kept, _ := sandbox.Narrow(base.SetupNetwork(), repo.Setup.Network.Allow)
+		out.Setup.Network.Allow = append([]string{}, kept...)
+	}
 	out.Execution.Timeouts = map[string]string{}
 	for k, v := range base.Execution.Timeouts {
 		out.Execution.Timeouts[k] = v
@@ -415,6 +432,36 @@ func durLess(a, b string) bool {
 	x, err1 := time.ParseDuration(a)
 	y, err2 := time.ParseDuration(b)
 	return err1 == nil && err2 == nil && x < y
+}
+
+// DefaultSetupNetwork is the setup phase's network when the policy names
+// none: the package registries of the projects whose setup agentos
+// detects (docs/project-config.md), and PyPI's for a repository's own
+// pip commands.
+var DefaultSetupNetwork = []string{"proxy.golang.org:443", "sum.golang.org:443", "registry.npmjs.org:443", "pypi.org:443", "files.pythonhosted.org:443"}
+
+// SetupNetwork is the allow-list of the setup phase's commands:
+// setup.network.allow, else DefaultSetupNetwork; empty is no network.
+func (p *Policy) SetupNetwork() []string {
+	if p.Setup.Network.Allow == nil {
+		return append([]string(nil), DefaultSetupNetwork...)
+	}
+	return append([]string{}, p.Setup.Network.Allow...)
+}
+
+// DefaultSetupTimeout bounds each setup command when
+// execution.timeouts has no setup.run.
+const DefaultSetupTimeout = 15 * time.Minute
+
+// SetupTimeout is the time each setup command may take:
+// execution.timeouts.setup.run, else DefaultSetupTimeout.
+func (p *Policy) SetupTimeout() time.Duration {
+	if d, ok := p.Execution.Timeouts["setup.run"]; ok {
+		if v, err := time.ParseDuration(d); err == nil && v > 0 {
+			return v
+		}
+	}
+	return DefaultSetupTimeout
 }
 
 // SandboxLimits are the process limits of sandboxed commands (zero

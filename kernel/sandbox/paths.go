@@ -254,6 +254,10 @@ func (s *Sandbox) env(req Request, home, tmp string, proxy string) []string {
 	} else {
 		set["npm_config_cache"] = home + "/.npm"
 	}
+	if d := req.Deps; d != nil {
+		set["GOMODCACHE"], set["npm_config_cache"] = d.GoMod, d.NPM
+		set["npm_config_logs_dir"] = tmp + "/npm-logs"
+	}
 	if proxy == "" {
 		set["GOPROXY"] = "off"
 		set["npm_config_offline"] = "true"

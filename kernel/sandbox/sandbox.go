@@ -303,6 +303,53 @@ type Request struct {
 	// can neither hide nor move them, so there the command is refused
 	// while one exists.
 	Data []string
+	// Deps are a repository's own dependency caches, which replace the
+	// host's in the command's environment (GOMODCACHE, npm's cache):
+	// writable in the setup phase, read-only after it
+	// (docs/project-config.md). Nil: the host's caches, read-only.
+	Deps *DepCaches
+}
+
+// DepCaches are one repository's dependency caches: host directories
+// outside every worktree (DepCacheDirs).
+type DepCaches struct {
+	GoMod    string // GOMODCACHE
+	NPM      string // npm_config_cache
+	Writable bool
+}
+
+// dirs are the caches' directories.
+func (d *DepCaches) dirs() []string {
+	if d == nil {
+		return nil
+	}
+	return []string{d.GoMod, d.NPM}
+}
+
+// DepCacheDirs are the dependency caches of the repository whose identity
+// (a stable name of the repository, not of one worktree: the workspace's
+// RepoIdentity) is given, under the sandbox's cache directory, created if
+// missing. Every run of that repository shares them.
+func (s *Sandbox) DepCacheDirs(identity string) (DepCaches, error) {
+	dir := ""
+	if s != nil {
+		dir = s.cacheDir
+	}
+	if dir == "" {
+		d, err := os.UserCacheDir()
+		if err != nil {
+			d = os.TempDir()
+		}
+		dir = d + "/agentos/sandbox"
+	}
+	base := dir + "/deps/" + workKey(identity)
+	d := DepCaches{GoMod: base + "/gomod", NPM: base + "/npm"}
+	for _, p := range d.dirs() {
+		if err := os.MkdirAll(p, 0o700); err != nil {
+			return DepCaches{}, fmt.Errorf("sandbox: dependency cache: %w", err)
+		}
+	}
+	return d, nil
 }
 
 // Profile is what a command can see and do: recorded with every exec tool
@@ -550,6 +597,11 @@ func (s *Sandbox) Command(ctx context.Context, req Request) (*Cmd, error) {
 		}
 		if within(req.Dir, m) {
 			return nil, fmt.Errorf("sandbox: the working directory %s is masked", req.Dir)
+		}
+	}
+	for _, d := range req.Deps.dirs() {
+		if d == "" || d[0] != '/' || within(d, req.Work) || within(req.Work, d) {
+			return nil, fmt.Errorf("sandbox: a dependency cache must be an absolute directory outside the worktree: %q", d)
 		}
 	}
 	for _, a := range req.Allow {

@@ -394,6 +394,13 @@ func (s *Sandbox) bwrapArgs(req Request, gocache, hostSock string) []string {
 			a = append(a, "--ro-bind", c, c)
 		}
 	}
+	for _, d := range req.Deps.dirs() {
+		if req.Deps.Writable {
+			a = append(a, "--bind", d, d)
+		} else {
+			a = append(a, "--ro-bind", d, d)
+		}
+	}
 	a = append(a, "--bind", gocache, gocache, "--bind", req.Work, req.Work)
 	if fi, err := os.Lstat(filepath.Join(req.Work, ".git")); err == nil && (fi.IsDir() || fi.Mode().IsRegular()) {
 		git := filepath.Join(req.Work, ".git")
@@ -468,6 +475,11 @@ func (s *Sandbox) landlockCommand(ctx context.Context, req Request) (*Cmd, error
 			ll.RO = append(ll.RO, c)
 		}
 	}
+	if req.Deps != nil && req.Deps.Writable {
+		ll.RW = append(ll.RW, req.Deps.dirs()...)
+	} else {
+		ll.RO = append(ll.RO, req.Deps.dirs()...)
+	}
 	mode := launch.SeccompNoInet
 	var proxyURL string
 	if len(req.Allow) > 0 {
@@ -531,6 +543,9 @@ func (s *Sandbox) landlockCommand(ctx context.Context, req Request) (*Cmd, error
 func (s *Sandbox) unconfined(req Request) *Cmd {
 	cmd := exec.Command(req.Argv[0], req.Argv[1:]...)
 	cmd.Env = req.Env
+	if d := req.Deps; d != nil {
+		cmd.Env = envWith(req.Env, map[string]string{"GOMODCACHE": d.GoMod, "npm_config_cache": d.NPM})
+	}
 	cmd.Dir = req.Dir
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.WaitDelay = 5 * time.Second

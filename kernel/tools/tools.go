@@ -577,6 +577,66 @@ func (t *tools) process() kernel.ToolDef {
 type projectConfig struct {
 	Test string `yaml:"test"`
 	Lint string `yaml:"lint"`
+	// Setup are the setup phase's commands (docs/project-config.md): nil
+	// (not given) detects them, an empty list is none.
+	Setup []string `yaml:"setup"`
+}
+
+// Setup is the setup phase of a workspace: the commands run with the
+// package registries reachable before the agent phase
+// (docs/project-config.md).
+type Setup struct {
+	Commands []string
+	// Detected: from the project's files, as .agent/config.yaml has no
+	// setup:.
+	Detected bool
+}
+
+// SetupCommands returns the setup phase's commands: .agent/config.yaml
+// `setup:` (an empty list is none), else detected: `go mod download` for
+// a go.mod that requires modules and has no vendor directory, `npm ci
+// --ignore-scripts` for a package-lock.json (or npm-shrinkwrap.json).
+// Nothing is detected without a lock file: `npm install` would resolve
+// versions anew and write one into the worktree.
+func SetupCommands(ws *workspace.Root) (Setup, error) {
+	t := &tools{ws: ws}
+	c, err := t.config()
+	if err != nil {
+		return Setup{}, err
+	}
+	if c.Setup != nil {
+		for i, cmd := range c.Setup {
+			if strings.TrimSpace(cmd) == "" {
+				return Setup{}, &kernel.Error{Kind: "runtime", Code: kernel.CodeToolRuntimeError, Message: fmt.Sprintf(".agent/config.yaml: setup[%d] is empty", i)}
+			}
+		}
+		return Setup{Commands: append([]string{}, c.Setup...)}, nil
+	}
+	out := Setup{Detected: true}
+	if b, err := ws.ReadFile("go.mod"); err == nil && requiresModules(b) && !t.exists("vendor/modules.txt") {
+		out.Commands = append(out.Commands, "go mod download")
+	}
+	if t.exists("package-lock.json") || t.exists("npm-shrinkwrap.json") {
+		out.Commands = append(out.Commands, "npm ci --ignore-scripts")
+	}
+	return out, nil
+}
+
+// requiresModules reports whether a go.mod has a require directive.
+func requiresModules(gomod []byte) bool {
+	for _, l := range strings.Split(string(gomod), "\n") {
+		if f := strings.Fields(l); len(f) > 0 && (f[0] == "require" || strings.HasPrefix(f[0], "require(")) {
+			return true
+		}
+	}
+	return false
+}
+
+// SetupArgv splits a setup command as test.run splits its command: no
+// shell unless allowShell (policy execution.allowShell).
+func SetupArgv(command string, allowShell bool) ([]string, error) {
+	t := &tools{opts: Options{AllowShell: allowShell}}
+	return t.argv(command)
 }
 
 func (t *tools) config() (projectConfig, error) {

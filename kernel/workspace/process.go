@@ -114,6 +114,12 @@ func (c *capWriter) String() string {
 // a result, not an error. Without a usable sandbox nothing starts and the
 // error (SANDBOX_UNAVAILABLE) names the fix.
 func (w *Root) Run(ctx context.Context, spec RunSpec) (RunResult, error) {
+	return w.run(ctx, spec, w.opts.Network, w.deps.Load())
+}
+
+// run is Run with the network allow-list and dependency caches given
+// (RunSetup gives the setup phase's).
+func (w *Root) run(ctx context.Context, spec RunSpec, allow []string, deps *sandbox.DepCaches) (RunResult, error) {
 	if len(spec.Argv) == 0 || spec.Argv[0] == "" {
 		return RunResult{}, errors.New("empty command")
 	}
@@ -152,7 +158,7 @@ func (w *Root) Run(ctx context.Context, spec RunSpec) (RunResult, error) {
 	if cwd != "." {
 		dir = w.dir + "/" + cwd
 	}
-	cmd, err := w.opts.Sandbox.Command(ctx, sandbox.Request{Argv: spec.Argv, Work: w.dir, Dir: dir, Env: env, Allow: w.opts.Network, Limits: w.opts.Limits, Mask: w.Masked(), Data: w.Excluded()})
+	cmd, err := w.opts.Sandbox.Command(ctx, sandbox.Request{Argv: spec.Argv, Work: w.dir, Dir: dir, Env: env, Allow: allow, Limits: w.opts.Limits, Mask: w.Masked(), Data: w.Excluded(), Deps: deps})
 	if err != nil {
 		if errors.Is(err, sandbox.ErrUnavailable) {
 			return RunResult{}, sandboxUnavailable(err)
@@ -224,6 +230,9 @@ func (w *Root) SandboxProfile() any {
 	p := w.opts.Sandbox.Profile(w.dir, w.opts.Network, w.opts.Limits, w.Excluded()...)
 	if p.Mechanism != sandbox.None && p.Mechanism != sandbox.Unavailable {
 		p.MaskedPatterns = append([]string(nil), w.opts.DenyPatterns...)
+		if d := w.deps.Load(); d != nil {
+			p.ReadOnly = append(p.ReadOnly, d.GoMod+" (the repository's Go module cache)", d.NPM+" (the repository's npm cache)")
+		}
 	}
 	return p
 }

@@ -19,6 +19,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync/atomic"
 
 	"github.com/agentos/agentos/kernel"
 	"github.com/agentos/agentos/kernel/sandbox"
@@ -63,6 +64,9 @@ type Root struct {
 	// excluded are opts.Exclude inside the root: clean, '/'-separated,
 	// relative to it, with symlinks resolved.
 	excluded []string
+	// deps are the repository's dependency caches commands see read-only
+	// once the setup phase is over (UseDepCaches); nil: the host's.
+	deps atomic.Pointer[sandbox.DepCaches]
 }
 
 // Open opens dir as a workspace.

@@ -199,6 +199,10 @@ func (s *state) run(ctx context.Context) (Result, error) {
 			return Result{}, err
 		}
 	}
+	// The setup phase, before the agent phase (setupphase.go).
+	if err := s.setup(ctx); err != nil {
+		return Result{}, err
+	}
 
 	var res Result
 	if s.in.Workflow != nil {
