@@ -107,7 +107,7 @@ func FuzzModelTextIsInert(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, in string) {
-		if len(in) > 2000 {
+		if len(in) > 600 {
 			return
 		}
 		inert(t, in)
