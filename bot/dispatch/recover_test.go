@@ -169,8 +169,27 @@ func (w *world) checkOneOfEach(sid string) {
 	if len(prs) != 1 {
 		t.Fatalf("%d pull requests, want 1", len(prs))
 	}
-	if prs[0].Draft {
-		t.Error("the PR is still a draft")
+	terminals, patches, interrupted := 0, 0, 0
+	for _, e := range w.events(sid) {
+		switch {
+		case e.Type == event.TurnTerminal:
+			terminals++
+		case e.Type == event.ToolResult && event.FieldString(e.Payload, "tool") == "repo.patch":
+			if event.FieldBool(e.Payload, "ok") {
+				patches++
+			} else if event.FieldString(event.Field(e.Payload, "error"), "code") == run.CodeInterrupted {
+				interrupted++
+			}
+		}
+	}
+	// A death inside the approved repo.patch: the takeover closes it
+	// INTERRUPTED and does not repeat it, so the fix is not in the
+	// worktree; the scripted Worker runs the tests again (they fail) and
+	// still claims success. The honest end is a failed run that says so,
+	// and a PR left a draft — never "completed" with the PR marked ready.
+	completed := !(patches == 0 && interrupted == 1)
+	if prs[0].Draft == completed {
+		t.Errorf("the PR's draft is %v for a run that completed: %v", prs[0].Draft, completed)
 	}
 	bot := 0
 	for _, r := range w.fake.Reviews(repoName, prs[0].Number) {
@@ -199,36 +218,32 @@ func (w *world) checkOneOfEach(sid string) {
 	// GitHub's own count of the bot's writes: every create once, the PR
 	// marked ready once (the fake counts failed requests too).
 	calls := w.fake.CallsBy(botLogin)
+	ready := 1
+	if !completed {
+		ready = 0
+	}
 	for op, want := range map[string]int{
 		"POST /repos/{owner}/{repo}/pulls":                          1,
 		"POST /repos/{owner}/{repo}/pulls/{pull_number}/reviews":    1,
 		"POST /repos/{owner}/{repo}/issues/{issue_number}/comments": 1,
-		"POST /graphql": 1,
+		"POST /graphql": ready,
 	} {
 		if calls[op] != want {
 			t.Errorf("%s: %d calls by the bot, want %d", op, calls[op], want)
 		}
 	}
 	snap := w.snapshot(sid)
-	if snap.Terminal == nil || snap.Terminal.Status != "completed" {
+	switch {
+	case snap.Terminal == nil:
+		t.Fatal("no terminal report")
+	case completed && snap.Terminal.Status != "completed":
 		t.Fatalf("terminal = %+v", snap.Terminal)
+	case !completed && (snap.Terminal.Status != "failed" || !strings.HasPrefix(snap.Terminal.Reason, "EVIDENCE_MISMATCH") || !strings.Contains(snap.Terminal.Reason, "repo.patch INTERRUPTED")):
+		t.Fatalf("the interrupted patch's run: terminal = %+v, want failed with EVIDENCE_MISMATCH naming the interrupted patch", snap.Terminal)
 	}
 	rep := w.artifactVerifies(sid)
 	if !rep.Closed {
 		t.Error("the committed log is not closed")
-	}
-	terminals, patches, interrupted := 0, 0, 0
-	for _, e := range w.events(sid) {
-		switch {
-		case e.Type == event.TurnTerminal:
-			terminals++
-		case e.Type == event.ToolResult && event.FieldString(e.Payload, "tool") == "repo.patch":
-			if event.FieldBool(e.Payload, "ok") {
-				patches++
-			} else if event.FieldString(event.Field(e.Payload, "error"), "code") == run.CodeInterrupted {
-				interrupted++
-			}
-		}
 	}
 	if terminals != 1 {
 		t.Errorf("%d terminal reports, want 1", terminals)
@@ -352,7 +367,7 @@ func TestTakeoverAfterDeathMidRun(t *testing.T) {
 			}
 			p, _ := w.fake.PR(repoName, first.PR)
 			res := w.deliverUntilDone(webhook.Trigger{Kind: webhook.KindReview, Number: first.PR, IsPR: true, Author: "alice", ReviewState: "approved", HeadSHA: p.HeadSHA, DeliveryID: "d-approve"})
-			if res.Status != "completed" {
+			if res.Status != "completed" && res.Status != "failed" {
 				t.Fatalf("after the approval: %+v", res)
 			}
 			w.checkOneOfEach(first.SessionID)
