@@ -484,7 +484,11 @@ func (w *work) report(user string) map[string]any {
 	reproduced, read, patched, proved := false, false, false, false
 	patchAt := w.lastPatch()
 	for i, o := range w.steps {
-		made = append(made, o.tool+":"+o.id)
+		if o.ok {
+			// Only calls that succeeded: agentos checks each claimed call
+			// against the log's results.
+			made = append(made, o.tool+":"+o.id)
+		}
 		switch {
 		case o.tool == "test.run" && o.ok && patchAt >= 0 && i > patchAt:
 			proved = o.passed()
