@@ -49,13 +49,14 @@ import (
 // block quote.
 //
 // Code spans and fences are left as they are otherwise (GitHub renders
-// neither mentions nor images inside them), as far as they are certainly
-// code: a fence only when its opening line starts at the left margin (an
-// indented one may belong to a list item that ends before the text does),
-// a code span only when its backtick is not escaped, it is not inside
-// an HTML block, where Markdown is not parsed, and no backtick run earlier
-// in the same run of non-blank lines was left without its closing run on
-// its line. Such a run may close on a later line (a code span can span
+// none of this inside them), as far as they are certainly code: a fence
+// only when its opening line starts at the left margin and no indented
+// line before it opened a fence (an indented one may belong to a list
+// item that ends before the text does, and a fence line at the margin
+// may close it), a code span only when its backtick is not escaped and
+// no backtick run earlier in the same run of non-blank lines was left
+// without its closing run on its line (with every "<" escaped, no HTML
+// block is left where Markdown would not be parsed). Such a run may close on a later line (a code span can span
 // lines within a paragraph: "`\n`@alice`" is a code span holding a
 // newline, then a live @alice), or the paragraph may end first; where the
 // pairing depends on block structure, the rest of the lines up to the
@@ -184,6 +185,8 @@ var htmlBlockRe = regexp.MustCompile(`^ {0,3}<[A-Za-z/!?]`)
 
 // startsHTMLBlock reports whether a line starts an HTML block: Markdown
 // (code spans included) is not parsed in it up to the next blank line.
+// Neutralize escapes every "<" of prose, so its output starts none; the
+// fuzz tests' scanner of prose (fuzz_test.go) still checks.
 func startsHTMLBlock(t string) bool { return htmlBlockRe.MatchString(t) }
 
 // zwsp is a zero-width space as an HTML entity (GitHub renders it; it
