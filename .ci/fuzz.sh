@@ -76,6 +76,7 @@ done <<'TARGETS'
 ./runtime/workflow FuzzWorkflowFile
 ./runtime/untrusted FuzzGitHubText
 ./bot/tracking FuzzNeutralize
+./bot/tracking FuzzModelTextIsInert
 ./runtime/replay FuzzVerify
 ./runtime/event FuzzParseLineFast
 ./runtime/event FuzzValidValue
