@@ -15,6 +15,9 @@ import (
 
 	"github.com/agentos/agentos/kernel/sandbox"
 	"github.com/agentos/agentos/kernel/testenv"
+	"github.com/agentos/agentos/runtime/event"
+	"github.com/agentos/agentos/runtime/provider/scripted"
+	agentrun "github.com/agentos/agentos/runtime/run"
 	"github.com/agentos/agentos/runtime/setup"
 )
 
@@ -222,6 +225,14 @@ func onSandboxes(t *testing.T, f func(t *testing.T)) {
 	for _, mode := range []sandbox.Mode{sandbox.ModeBwrap, sandbox.ModeLandlock} {
 		t.Run(string(mode), func(t *testing.T) {
 			t.Setenv(sandbox.EnvMode, string(mode))
+			// The host's module cache, which commands see read-only, is
+			// empty: what the tests find, the setup phase brought. (A
+			// sandbox is detected once per process and setting: naming
+			// the empty cache in AGENTOS_SANDBOX_READONLY too makes this
+			// one detected anew, with it.)
+			empty := t.TempDir()
+			t.Setenv("GOMODCACHE", empty)
+			t.Setenv(setup.EnvSandboxReadOnly, empty)
 			sb, err := setup.Sandbox(context.Background(), os.Getenv)
 			if err != nil {
 				t.Fatal(err)
@@ -277,6 +288,11 @@ func TestSetupPhaseGo(t *testing.T) {
 			t.Fatalf("test.run's profile: %v", sb)
 		}
 		cold, inside := set.durationMS(), tst.durationMS()
+		// Re-execution from the log runs no setup command and decides the
+		// same.
+		if err := reexecuteLog(t, repo, r.LogPath); err != nil {
+			t.Fatalf("re-execution: %v", err)
+		}
 
 		// Warm: the same repository, its setup without network.
 		writeFile(t, repo, ".agent/policy.yaml", offlineSetupPolicy)
@@ -399,6 +415,33 @@ func TestSetupPhaseConfigured(t *testing.T) {
 	if code != exitOK || len(calls) != 1 || calls[0].Tool != "test.run" {
 		t.Fatalf("exit %d, terminal %+v, calls %+v\n%s", code, r.Terminal, calls, errOut)
 	}
+}
+
+// reexecuteLog re-executes the last run of a log with the current code
+// (agentrun.Reexecute: no live model or tool call).
+func reexecuteLog(t *testing.T, repo, logPath string) error {
+	t.Helper()
+	script, err := scripted.Parse(strings.NewReader(setupTestScript))
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs, err := readJSONL(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, _ := newEnv(t, script, repo)
+	var history []event.Event
+	prompt := ""
+	for _, e := range evs {
+		if e.Type == event.RunStarted {
+			history, prompt = nil, event.FieldString(e.Payload, "prompt")
+		}
+		if e.Type == event.RunStarted || len(history) > 0 {
+			history = append(history, e)
+		}
+	}
+	_, err = agentrun.Reexecute(context.Background(), env.engine, prompt, history)
+	return err
 }
 
 func errorsJoin(err error, sb *sandbox.Sandbox) error {

@@ -59,6 +59,9 @@ func kernelOf(t Tools) *kernel.Kernel {
 		case limitedTools:
 			t = x.in
 			continue
+		case replayOnlyTools:
+			t = x.Tools
+			continue
 		case setupKernel:
 			return x.setupKernel()
 		}
@@ -71,15 +74,15 @@ func kernelOf(t Tools) *kernel.Kernel {
 // phase existed has nothing there, and re-executes without it).
 func (s *state) setup(ctx context.Context) error {
 	k := kernelOf(s.e.Tools)
-	if k == nil {
-		return nil
-	}
-	ws, ok := k.Workspace.(*workspace.Root)
-	if !ok || ws == nil {
-		return nil
+	var ws *workspace.Root
+	if k != nil {
+		ws, _ = k.Workspace.(*workspace.Root)
 	}
 	if s.f.replaying() {
 		return s.replaySetup(ws)
+	}
+	if ws == nil {
+		return nil
 	}
 	plan, err := tools.SetupCommands(ws)
 	if err != nil {
@@ -151,7 +154,7 @@ func runSetup(ctx context.Context, ws *workspace.Root, command string, allowShel
 }
 
 // replaySetup consumes the recorded setup commands and decides as the
-// live phase did.
+// live phase did; the workspace (nil: none) then uses the caches.
 func (s *state) replaySetup(ws *workspace.Root) error {
 	ran := false
 	for {
@@ -173,7 +176,7 @@ func (s *state) replaySetup(ws *workspace.Root) error {
 			return f
 		}
 	}
-	if !ran {
+	if !ran || ws == nil {
 		return nil
 	}
 	deps, err := ws.DepCaches()
