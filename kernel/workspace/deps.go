@@ -14,8 +14,9 @@ import (
 // worktree of it, so that its dependency caches outlive one session
 // (docs/project-config.md): the object store a session worktree borrows
 // through .git/objects/info/alternates (the server's mirror of the
-// repository), else the common git directory of a linked worktree, else
-// the worktree's top directory (the CLI's repository).
+// repository), else the common git directory of a checkout and its linked
+// worktrees, else the worktree's top directory (the CLI's repository
+// without git).
 func (w *Root) RepoIdentity() string {
 	git := filepath.Join(w.dir, ".git")
 	if f, err := os.Open(filepath.Join(git, "objects", "info", "alternates")); err == nil {
@@ -43,6 +44,10 @@ func (w *Root) RepoIdentity() string {
 			}
 			return "git:" + filepath.Clean(common)
 		}
+	}
+	if fi, err := os.Stat(git); err == nil && fi.IsDir() {
+		// The main checkout: the same name as its linked worktrees.
+		return "git:" + git
 	}
 	return "dir:" + w.dir
 }
