@@ -15,7 +15,6 @@ import (
 	"github.com/agentos/agentos/bot/webhook"
 	"github.com/agentos/agentos/kernel/worktree"
 	"github.com/agentos/agentos/runtime/event"
-
 	"github.com/agentos/agentos/runtime/replay"
 	"github.com/agentos/agentos/runtime/run"
 	"github.com/agentos/agentos/runtime/store"
@@ -181,15 +180,8 @@ func (d *Dispatcher) publishedState(ctx context.Context, sid string) (replay.Sna
 
 // snapshotAt is the session's state and the seq of its last event.
 func (d *Dispatcher) snapshotAt(ctx context.Context, sid string) (replay.Snapshot, int64, error) {
-	evs, err := d.Runs.Store.Read(ctx, sid, 1)
-	if err != nil {
-		return replay.Snapshot{}, 0, err
-	}
-	if len(evs) == 0 {
-		return replay.Snapshot{}, 0, fmt.Errorf("session %s has no events", sid)
-	}
-	snap, err := replay.Replay(evs)
-	return snap, evs[len(evs)-1].Seq, err
+	snap, last, _, err := d.publishedState(ctx, sid)
+	return snap, last, err
 }
 
 // commitArtifact exports the session's log and snapshot to the artifact
