@@ -220,10 +220,15 @@ func agentRun(t *testing.T, repo string) (runReport, string, int) {
 }
 
 // onSandboxes runs f under bwrap and under Landlock (each must work under
-// CI=true).
+// CI=true). Without bwrap on the PATH its case is skipped: .ci/run's
+// Landlock pass hides it on purpose, and kernel/sandbox's tests require it
+// under CI.
 func onSandboxes(t *testing.T, f func(t *testing.T)) {
 	for _, mode := range []sandbox.Mode{sandbox.ModeBwrap, sandbox.ModeLandlock} {
 		t.Run(string(mode), func(t *testing.T) {
+			if _, err := exec.LookPath("bwrap"); err != nil && mode == sandbox.ModeBwrap {
+				t.Skipf("SKIPPING: bwrap is not on the PATH: %v", err)
+			}
 			t.Setenv(sandbox.EnvMode, string(mode))
 			// The host's module cache, which commands see read-only, is
 			// empty: what the tests find, the setup phase brought. (A
@@ -385,9 +390,8 @@ func TestSetupPhaseNPM(t *testing.T) {
 // with its exit code and stderr in the reason, before any model call;
 // `setup: []` runs none.
 func TestSetupPhaseConfigured(t *testing.T) {
-	t.Setenv(sandbox.EnvMode, string(sandbox.ModeBwrap))
 	if sb, err := setup.Sandbox(context.Background(), os.Getenv); err != nil || sb.Err() != nil {
-		testenv.Require(t, "the bwrap sandbox", errorsJoin(err, sb))
+		testenv.Require(t, "a sandbox", errorsJoin(err, sb))
 	}
 	repo := t.TempDir()
 	writeFile(t, repo, "go.mod", "module example.com/x\n\ngo 1.22\n")

@@ -136,6 +136,10 @@ func (s *state) setup(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
+		if s.in.ctl.stopped() {
+			// Cancelled while the command ran (its tree was killed).
+			return s.in.ctl.failure()
+		}
 		if f := setupFailure(command, resEv.Payload); f != nil {
 			return f
 		}
