@@ -351,15 +351,16 @@ func checkCLITrial(t *testing.T, raw []byte, evs []event.Event, repo string, ori
 	if v, err := replay.VerifyReader(schemas.MustDefault(), bytes.NewReader(raw)); err != nil || !v.Valid {
 		violation("the log does not verify: %v %+v", err, v.Problem)
 	}
-	var terminals []string
+	var terminals, reasons []string
 	invoked := map[string]event.Event{}
 	results := map[string]int{} // per invoke
-	patched, interrupted := 0, 0
+	patched, interrupted, patchInterrupted := 0, 0, 0
 	calls := map[string]int{} // per tool call id of the model
 	for _, e := range evs {
 		switch e.Type {
 		case event.TurnTerminal:
 			terminals = append(terminals, event.FieldString(e.Payload, "status")+"/"+event.FieldString(e.Payload, "error_class"))
+			reasons = append(reasons, event.FieldString(e.Payload, "reason"))
 		case event.ToolInvoke:
 			invoked[e.ID] = e
 			calls[event.FieldString(e.Payload, "tool")+":"+event.FieldString(e.Payload, "call_id")]++
@@ -367,6 +368,9 @@ func checkCLITrial(t *testing.T, raw []byte, evs []event.Event, repo string, ori
 			results[e.Parent()]++
 			if event.FieldString(event.Field(e.Payload, "error"), "code") == run.CodeInterrupted {
 				interrupted++
+				if event.FieldString(e.Payload, "tool") == "repo.patch" {
+					patchInterrupted++
+				}
 			} else if event.FieldString(e.Payload, "tool") == "repo.patch" && event.FieldBool(e.Payload, "ok") {
 				patched++
 			}
@@ -382,11 +386,26 @@ func checkCLITrial(t *testing.T, raw []byte, evs []event.Event, repo string, ori
 			violation("tool call %s invoked %d times (repeated)", c, n)
 		}
 	}
-	if len(terminals) != 1 || !strings.HasPrefix(terminals[0], "completed/") {
+	switch {
+	case patched == 0 && patchInterrupted > 0:
+		// A kill inside the approved patch: it is closed INTERRUPTED and
+		// not repeated, so the fix is not there and the tests fail; the
+		// scripted Worker claims success anyway. The honest end is one
+		// failed report that says the claim is unsupported.
+		if len(terminals) != 1 || !strings.HasPrefix(terminals[0], "failed/") || !strings.HasPrefix(reasons[0], "EVIDENCE_MISMATCH") {
+			violation("terminal reports %v %q, want exactly one failed with EVIDENCE_MISMATCH (the approved patch was interrupted)", terminals, reasons)
+		}
+	case interrupted > 0 && len(terminals) == 1 && strings.HasPrefix(terminals[0], "failed/") && strings.HasPrefix(reasons[0], "EVIDENCE_MISMATCH"):
+		// A kill during a test.run is closed INTERRUPTED and not re-run
+		// by the takeover; when it was the Worker's last test run (the
+		// rework round's), its claim that the tests pass has no evidence
+		// and the run ends failed, saying so. Honest, if not the best
+		// outcome: the takeover does not re-run interrupted tests yet.
+	case len(terminals) != 1 || !strings.HasPrefix(terminals[0], "completed/"):
 		if len(terminals) == 1 && strings.Contains(terminals[0], "report_missing") {
 			rep.add(func(r *cliReport) { r.orphaned++ })
 		}
-		violation("terminal reports %v, want exactly one completed", terminals)
+		violation("terminal reports %v %q, want exactly one completed", terminals, reasons)
 	}
 	got, err := os.ReadFile(filepath.Join(repo, "auth.go"))
 	if err != nil {
