@@ -134,6 +134,9 @@ func TestCommandChangedKernelWriteFailsClosed(t *testing.T) {
 	if !strings.Contains(err.Error(), "repo.write or repo.patch") {
 		t.Errorf("the error does not say how to fix it: %v", err)
 	}
+	if c := lastComment(w.fake.Comments(repoName, w.issue), botLogin); !strings.Contains(c.Body, "Nothing was published") || !strings.Contains(c.Body, "auth.go") {
+		t.Errorf("the tracking comment does not say that nothing was published and why:\n%s", c.Body)
+	}
 	for _, c := range strings.Fields(gittest.Git(t, w.bare, "rev-list", "main.."+res.Branch)) {
 		if got := gittest.Git(t, w.bare, "show", c+":auth.go"); strings.Contains(got, "backdoor") || strings.Contains(got, "subtle") {
 			t.Errorf("commit %s holds auth.go as the run left it:\n%s", c, got)

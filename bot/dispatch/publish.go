@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/agentos/agentos/bot/tracking"
 	"strings"
 
 	"github.com/agentos/agentos/bot/webhook"
@@ -66,8 +67,18 @@ func (d *Dispatcher) publish(ctx context.Context, repo Repo, sid string, wt Work
 	var changed *worktree.ChangedError
 	if errors.As(err, &changed) {
 		// A command changed a file after the kernel wrote it. What it left
-		// is not committed, and no retry of the delivery changes that.
-		return res, fmt.Errorf("%w: %w", webhook.ErrPermanent, err)
+		// is not committed, and no retry of the delivery changes that:
+		// the maintainer is told on the tracking comment, not left with
+		// one that still says the work goes on.
+		err = fmt.Errorf("%w: %w", webhook.ErrPermanent, err)
+		if l.TrackingComment != 0 {
+			note := "\n\n---\n⚠️ **Nothing was published.** " + tracking.Plain(changed.Error(), 600, d.trigger()) +
+				" The session's log keeps what happened; ask again to redo the work."
+			if e := d.GitHub.EditComment(ctx, repo, l.TrackingComment, d.renderTracking("", snap, "")+note); e != nil {
+				err = errors.Join(err, e)
+			}
+		}
+		return res, err
 	}
 	if err != nil {
 		return res, err
