@@ -49,8 +49,8 @@ func TestRepoIdentity(t *testing.T) {
 	if ident(plain) == ident(mk(t.TempDir(), map[string]string{".git/HEAD": "ref: refs/heads/main\n"})) {
 		t.Fatal("two checkouts share an identity")
 	}
-	if ident(plain) != ident(plain) {
-		t.Fatal("not stable")
+	if first, second := ident(plain), ident(plain); first != second {
+		t.Fatalf("not stable: %s, %s", first, second)
 	}
 	// Linked worktrees of one repository (git worktree add).
 	git := testenv.LookPath(t, "git")
