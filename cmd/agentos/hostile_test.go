@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -8,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/agentos/agentos/kernel/sandbox"
+	"github.com/agentos/agentos/kernel/testenv"
 )
 
 // TestTestRunCannotPlantASubmoduleRepository: a repository with a
@@ -19,6 +21,14 @@ import (
 func TestTestRunCannotPlantASubmoduleRepository(t *testing.T) {
 	for _, mode := range []sandbox.Mode{sandbox.ModeBwrap, sandbox.ModeLandlock} {
 		t.Run(string(mode), func(t *testing.T) {
+			if _, err := exec.LookPath("bwrap"); err != nil && mode == sandbox.ModeBwrap {
+				// A host without bubblewrap (CI's pass with it hidden):
+				// the Landlock subtest is this host's; CI's main pass,
+				// where kernel/sandbox requires bwrap, runs this one.
+				t.Skip("bubblewrap is not on PATH")
+			}
+			sb := sandbox.Detect(context.Background(), sandbox.Config{Mode: mode})
+			testenv.Require(t, "the "+string(mode)+" sandbox", sb.Err())
 			t.Setenv(sandbox.EnvMode, string(mode))
 			repo := t.TempDir()
 			marker := filepath.Join(t.TempDir(), "fsmonitor-ran")

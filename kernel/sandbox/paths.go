@@ -138,7 +138,15 @@ func discover(getenv func(string) string, extra []string) hostPaths {
 	for _, d := range filepath.SplitList(path) {
 		add(d)
 	}
-	for _, d := range toolchainRoots(getenv, filepath.SplitList(path), h.system) {
+	// Where the PATH's links lead (a directory of links to tools
+	// elsewhere, ~/.cargo/bin's proxies): those directories, and the
+	// version managers behind them and behind the PATH itself.
+	pathDirs := filepath.SplitList(path)
+	linked := linkedDirs(pathDirs, h.system, home)
+	for _, d := range linked {
+		add(d)
+	}
+	for _, d := range toolchainRoots(getenv, append(pathDirs, linked...), h.system) {
 		add(d)
 	}
 	for _, d := range extra {
@@ -359,4 +367,79 @@ func toolchainRoots(getenv func(string) string, pathDirs, system []string) []str
 		safe = append(safe, p)
 	}
 	return safe
+}
+
+// secretDirs are directories of a home that hold credentials: a link
+// into one never makes it readable.
+var secretDirs = []string{".ssh", ".gnupg", ".aws", ".azure", ".config", ".docker", ".kube", ".password-store", ".local/share/keyrings"}
+
+// maxLinks bounds the entries looked at per PATH directory.
+const maxLinkScan = 10000
+
+// linkedDirs returns the directories that executables linked from PATH
+// directories (outside the system directories) resolve to, where those
+// are elsewhere: a PATH made of links, or a bin directory of proxies,
+// needs the tools' own directories too. Never a home directory, one of
+// its parents, or a directory of credentials.
+func linkedDirs(pathDirs, system []string, home string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, d := range pathDirs {
+		if d == "" || !filepath.IsAbs(d) {
+			continue
+		}
+		rd, err := filepath.EvalSymlinks(d)
+		if err != nil || inAny(rd, append(system, "/etc")) {
+			continue
+		}
+		ents, err := os.ReadDir(rd)
+		if err != nil {
+			continue
+		}
+		for i, e := range ents {
+			if i >= maxLinkScan {
+				break
+			}
+			if e.Type()&os.ModeSymlink == 0 {
+				continue
+			}
+			target, err := filepath.EvalSymlinks(filepath.Join(rd, e.Name()))
+			if err != nil {
+				continue
+			}
+			fi, err := os.Stat(target)
+			if err != nil || !fi.Mode().IsRegular() || fi.Mode()&0o111 == 0 {
+				continue
+			}
+			td := filepath.Dir(target)
+			if td == rd || seen[td] || inAny(td, append(system, "/etc")) {
+				continue
+			}
+			seen[td] = true
+			if td == "/" || td == home || (home != "" && strings.HasPrefix(home, td+"/")) {
+				continue
+			}
+			secret := false
+			for _, s := range secretDirs {
+				if home != "" && within(td, filepath.Join(home, s)) {
+					secret = true
+					break
+				}
+			}
+			if !secret {
+				out = append(out, td)
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func inAny(p string, dirs []string) bool {
+	for _, d := range dirs {
+		if within(p, d) {
+			return true
+		}
+	}
+	return false
 }

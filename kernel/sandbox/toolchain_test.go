@@ -60,3 +60,37 @@ func TestToolchainRoots(t *testing.T) {
 		}
 	}
 }
+
+// TestLinkedDirs: a PATH directory of links to tools elsewhere makes
+// those directories readable (and so the managers behind them), but a
+// link into a directory of credentials does not.
+func TestLinkedDirs(t *testing.T) {
+	home := t.TempDir()
+	farm := filepath.Join(t.TempDir(), "bin")
+	for _, d := range []string{"tools/bin", ".ssh", farm} {
+		p := d
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(home, d)
+		}
+		if err := os.MkdirAll(p, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, f := range []string{"tools/bin/zig", ".ssh/agent-helper"} {
+		if err := os.WriteFile(filepath.Join(home, f), []byte("#!/bin/sh\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, target := range map[string]string{"zig": "tools/bin/zig", "helper": ".ssh/agent-helper", "sh": "/bin/sh"} {
+		if !filepath.IsAbs(target) {
+			target = filepath.Join(home, target)
+		}
+		if err := os.Symlink(target, filepath.Join(farm, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := linkedDirs([]string{farm}, []string{"/usr", "/bin"}, home)
+	if want := []string{filepath.Join(home, "tools", "bin")}; !slices.Equal(got, want) {
+		t.Errorf("linkedDirs = %v, want %v (never .ssh, never a system directory)", got, want)
+	}
+}
