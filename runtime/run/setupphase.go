@@ -37,14 +37,6 @@ const CodeSetupFailed = "SETUP_FAILED"
 // setupCallPrefix starts the call id of a setup command.
 const setupCallPrefix = "agentos-setup-"
 
-func init() {
-	// A setup command leaves the tracked content alone (dependencies go
-	// to the caches outside the worktree, or to ignored directories such
-	// as node_modules): a takeover need not redo it to rebuild the
-	// worktree (takeover.go).
-	readOnlyTools[SetupTool] = true
-}
-
 // setupKernel is implemented by KernelTools and what embeds it (the MCP
 // tools): the setup phase runs on the kernel's workspace and policy.
 type setupKernel interface{ setupKernel() *kernel.Kernel }

@@ -136,7 +136,11 @@ func (e *NotRebuildableError) Error() string {
 // readOnlyTools do not change the tracked content of the worktree; their
 // recorded results are all a rebuild needs of them. (test.run and
 // lint.run may leave build output behind, which a repository ignores.)
-var readOnlyTools = map[string]bool{"echo": true, "repo.read": true, "repo.search": true, "test.run": true, "lint.run": true}
+//
+// A setup command (SetupTool) leaves the tracked content alone:
+// dependencies go to the caches outside the worktree, or to ignored
+// directories such as node_modules.
+var readOnlyTools = map[string]bool{"echo": true, "repo.read": true, "repo.search": true, "test.run": true, "lint.run": true, SetupTool: true}
 
 // RebuildWorkspace brings the worktree at dir (checked out at the session
 // branch's commit that holds the work up to and including event
