@@ -16,8 +16,12 @@ import (
 // through .git/objects/info/alternates (the server's mirror of the
 // repository), else the common git directory of a checkout and its linked
 // worktrees, else the worktree's top directory (the CLI's repository
-// without git).
+// without git). Untrusted code (Options.UntrustedCode) gets its own, per
+// worktree.
 func (w *Root) RepoIdentity() string {
+	if w.opts.UntrustedCode {
+		return "untrusted:" + w.dir
+	}
 	git := filepath.Join(w.dir, ".git")
 	if f, err := os.Open(filepath.Join(git, "objects", "info", "alternates")); err == nil {
 		defer f.Close()

@@ -44,6 +44,16 @@ func TestRepoIdentity(t *testing.T) {
 	if ident(a) != ident(b) || ident(a) == ident(c) {
 		t.Fatalf("mirrors: %s %s %s", ident(a), ident(b), ident(c))
 	}
+	// A fork's code in a worktree of the same mirror shares nothing: its
+	// setup commands could poison the repository's caches.
+	wf, err := Open(b, Options{UntrustedCode: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer wf.Close()
+	if fork := wf.RepoIdentity(); fork == ident(a) || fork == ident(b) {
+		t.Fatalf("untrusted code shares the repository's identity %s", fork)
+	}
 	// A plain checkout: its top directory.
 	plain := mk(t.TempDir(), map[string]string{".git/HEAD": "ref: refs/heads/main\n"})
 	if ident(plain) == ident(mk(t.TempDir(), map[string]string{".git/HEAD": "ref: refs/heads/main\n"})) {

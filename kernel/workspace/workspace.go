@@ -29,6 +29,11 @@ import (
 
 // Options configure a workspace.
 type Options struct {
+	// UntrustedCode: the worktree holds code from outside the repository
+	// (a fork's pull request). Its dependency caches are its own
+	// (RepoIdentity), never the repository's, which its setup commands
+	// could otherwise poison for every later run.
+	UntrustedCode bool
 	// DenyPatterns are doublestar globs (policy.yaml workspace.denyPatterns)
 	// matched against workspace-relative paths; a match is a jail violation.
 	DenyPatterns []string

@@ -178,7 +178,7 @@ func Build(ctx context.Context, o Options) (*Env, error) {
 	if err != nil {
 		return nil, err
 	}
-	if ws, err = workspace.Open(o.Dir, workspace.Options{DenyPatterns: pol.Workspace.DenyPatterns, EnvAllow: pol.Execution.EnvAllow, SecretName: red.IsSecretName, Exclude: exclude, Sandbox: sb, Network: pol.Network.Allow, Limits: pol.SandboxLimits()}); err != nil {
+	if ws, err = workspace.Open(o.Dir, workspace.Options{DenyPatterns: pol.Workspace.DenyPatterns, EnvAllow: pol.Execution.EnvAllow, SecretName: red.IsSecretName, Exclude: exclude, Sandbox: sb, Network: pol.Network.Allow, Limits: pol.SandboxLimits(), UntrustedCode: o.UntrustedRepo}); err != nil {
 		return nil, err
 	}
 	e := &Env{Workspace: ws, Sandbox: sb, Policy: pol, Redactor: red}
