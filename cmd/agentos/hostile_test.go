@@ -74,3 +74,36 @@ print "planted\n";
 		})
 	}
 }
+
+// TestEventsDirectoryIsOutOfReach: `agentos tool call --events` (or mcp
+// serve) with its events file in a directory inside the workspace: a
+// command neither reads nor writes that directory (bwrap mounts over it;
+// Landlock refuses the command while agentos's data is inside).
+func TestEventsDirectoryIsOutOfReach(t *testing.T) {
+	for _, mode := range []sandbox.Mode{sandbox.ModeBwrap, sandbox.ModeLandlock} {
+		t.Run(string(mode), func(t *testing.T) {
+			if _, err := exec.LookPath("bwrap"); err != nil && mode == sandbox.ModeBwrap {
+				t.Skip("bubblewrap is not on PATH")
+			}
+			t.Setenv(sandbox.EnvMode, string(mode))
+			ws := t.TempDir()
+			events := filepath.Join(ws, ".agentos", "mcp", "events.jsonl")
+			writeFile(t, ws, ".agentos/mcp/approvals.lock", "the server's own file\n")
+			writeFile(t, ws, "plant.pl", `open(my $f, ">", ".agentos/mcp/planted") or die "write: $!\n"; print $f "x"; close $f;
+open(my $r, "<", ".agentos/mcp/approvals.lock") and print "READ: ", <$r>;
+print "done\n";
+`)
+			writeFile(t, ws, ".agent/config.yaml", "test: perl plant.pl\n")
+			out, errOut, _ := runCLI(t, "tool", "call", "test.run", "--args", `{}`, "--workspace", ws, "--events", events)
+			if strings.Contains(out, "the server's own file") {
+				t.Errorf("a command read the events directory:\n%s", out)
+			}
+			if _, err := os.Stat(filepath.Join(ws, ".agentos", "mcp", "planted")); err == nil {
+				t.Errorf("a command wrote into the events directory:\n%s%s", out, errOut)
+			}
+			if mode == sandbox.ModeLandlock && !strings.Contains(out+errOut, "agentos's own data") {
+				t.Errorf("under Landlock the command should be refused while the data is inside:\n%s%s", out, errOut)
+			}
+		})
+	}
+}
