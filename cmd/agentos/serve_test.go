@@ -7,12 +7,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/agentos/agentos/kernel/testenv"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -529,10 +529,14 @@ func TestServeSandbox(t *testing.T) {
 	}{
 		{"none", "SANDBOX DISABLED", "none"},
 		{"bwrap", "commands run in a sandbox", "bwrap"},
+		{"landlock", "commands run in a sandbox", "landlock"},
 	} {
 		t.Run(tc.mode, func(t *testing.T) {
-			if tc.mode == "bwrap" {
-				testenv.LookPath(t, "bwrap")
+			if _, err := exec.LookPath("bwrap"); err != nil && tc.mode == "bwrap" {
+				// A host without bubblewrap (CI's pass with it hidden):
+				// the landlock case is this host's; CI's main pass, where
+				// kernel/sandbox requires bwrap, runs this one.
+				t.Skip("bubblewrap is not on PATH")
 			}
 			s := startServe(t, map[string]string{"AGENTOS_SANDBOX": tc.mode, "AGENTOS_API_TOKEN": serveToken})
 			code, body := httpDo(t, http.MethodGet, s.url+"/readyz", serveToken, "", nil)
