@@ -30,7 +30,7 @@ type Call struct {
 	// Scope is the caller's allowed tools (the selected skill's
 	// allowed-tools); nil means every registered tool.
 	Scope []string
-	// NoRepair turns the guard's repairs off for this call (seed 001's
+	// NoRepair turns the guard's repairs off for this call (the
 	// "repair off"): arguments are taken exactly as the model wrote them
 	// or blocked; trivially broken JSON is not fixed locally.
 	NoRepair bool

@@ -10,7 +10,7 @@ import (
 	"github.com/agentos/agentos/kernel/policy"
 )
 
-// Control paths (seed 003 §38).
+// Control paths.
 const (
 	ControlAuto        = "auto"
 	ControlPreviewAuto = "preview_auto"
@@ -151,7 +151,7 @@ func (k *Kernel) assess(ctx context.Context, env Env, r *registered, args []byte
 	default: // risk
 		if risk.HighRiskCommand || risk.TouchesSecrets || risk.TouchesConfig || risk.TouchesBuild || risk.EstimatedImpact == "large" {
 			risk.Control, risk.Reason = ControlApproval, "policy: risky "+r.def.Name
-			// Adaptive trust (seed 003 §40) counts approvals of the exact same
+			// Adaptive trust counts approvals of the exact same
 			// command line, so a trusted "rm -f build.log" trusts nothing
 			// else; under approval "risk" a command needs approval only when
 			// it is high-risk, so those are exactly the calls trust may lower.

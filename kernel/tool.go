@@ -9,7 +9,7 @@ import (
 // Category is a tool's effect class, the first input to risk.
 type Category string
 
-// Categories (seed 003 §38).
+// Categories.
 const (
 	CategoryRead    Category = "read"
 	CategoryWrite   Category = "write"
@@ -97,7 +97,7 @@ type Revision struct {
 // Code is a kernel domain error code.
 type Code string
 
-// Codes (seed 000 fail-closed table, seed 003 kernel, issue list).
+// Codes (fail-closed table, kernel, issue list).
 const (
 	CodeToolNotFound     Code = "TOOL_NOT_FOUND"
 	CodeToolNotAllowed   Code = "TOOL_NOT_ALLOWED"

@@ -1,4 +1,4 @@
-// Package api owns the server's HTTP API (seed 003 §9) on gin: starting
+// Package api owns the server's HTTP API on gin: starting
 // runs (POST /v1/runs), a session's snapshot (GET /v1/runs/:id) and event
 // stream as Server-Sent Events with Last-Event-ID resume
 // (GET /v1/runs/:id/events), answering approvals (POST /v1/approvals/:id),

@@ -20,7 +20,7 @@ func benchFlags(fs *flag.FlagSet) (corpora, npmDir *string, asJSON *bool) {
 	return
 }
 
-// cmdBench runs a benchmark; today the tool-guard benchmark of seed 001.
+// cmdBench runs a benchmark; today the tool-guard benchmark (docs/reliability.md).
 func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	corpora, npmDir, asJSON := benchFlags(fs)
@@ -74,7 +74,7 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		enc.SetIndent("", "  ")
 		return enc.Encode(results)
 	}
-	fmt.Fprintln(stdout, "# Tool guard benchmark (seed 001): injected errors over every tool of each corpus")
+	fmt.Fprintln(stdout, "# Tool guard benchmark: injected errors over every tool of each corpus")
 	fmt.Fprintln(stdout)
 	for _, r := range results {
 		bench.WriteTable(stdout, r)

@@ -164,7 +164,7 @@ func helps() map[string]help {
 		},
 		"verify": {
 			usage:       []string{"verify <events.jsonl> [--json] [--lenient]"},
-			description: "Check a session log: the hash chain, contiguous sequence numbers, every payload against its schema, exactly one terminal report per run, and audit completeness (a session that closed ok must hold every event type of seed 000's list; --lenient reports a missing type as advice, for logs written before the rule). Exit 0 valid, 1 invalid, 2 usage.",
+			description: "Check a session log: the hash chain, contiguous sequence numbers, every payload against its schema, exactly one terminal report per run, and audit completeness (a session that closed ok must hold every event type of the audit list; --lenient reports a missing type as advice, for logs written before the rule). Exit 0 valid, 1 invalid, 2 usage.",
 			flags:       func(fs *flag.FlagSet) { verifyFlags(fs) },
 			examples:    []string{"agentos verify testdata/example-session/events.jsonl", "agentos verify events.jsonl --json", "agentos verify old-events.jsonl --lenient"},
 		},
@@ -199,7 +199,7 @@ func helps() map[string]help {
 		},
 		"bench": {
 			usage:       []string{"bench guard [--corpus builtin,github,mcp] [--npm-dir DIR] [--json]"},
-			description: "Run seed 001's tool-guard benchmark: every tool of each corpus (agentos's built-in tools; GitHub's REST description from @octokit/openapi, one tool per operation, GitHub's request examples as the calls; the MCP reference servers' tools from their tools/list) gets its ground-truth calls, which must all pass the guard, and the injected-error matrix (unknown tool, near-miss name, missing required, wrong type, bad enum, extra argument, absolute path, semantic error, unparsable arguments), which must all be blocked before execution with the right error class. Prints per corpus, per injected error: injected, blocked, right class, repaired, executed, and the false-reject rate. The public corpora come from npm: `bash .ci/npm-deps.sh`.",
+			description: "Run the tool-guard benchmark: every tool of each corpus (agentos's built-in tools; GitHub's REST description from @octokit/openapi, one tool per operation, GitHub's request examples as the calls; the MCP reference servers' tools from their tools/list) gets its ground-truth calls, which must all pass the guard, and the injected-error matrix (unknown tool, near-miss name, missing required, wrong type, bad enum, extra argument, absolute path, semantic error, unparsable arguments), which must all be blocked before execution with the right error class. Prints per corpus, per injected error: injected, blocked, right class, repaired, executed, and the false-reject rate. The public corpora come from npm: `bash .ci/npm-deps.sh`.",
 			flags:       func(fs *flag.FlagSet) { benchFlags(fs) },
 			examples:    []string{"agentos bench guard", "agentos bench guard --corpus builtin", "agentos bench guard --corpus github --json"},
 		},

@@ -62,7 +62,7 @@ func commands() map[string]command {
 		"verify":    {"check a session log's hash chain, schemas and audit completeness", cmdVerify},
 		"action":    {"run as the GitHub Action: handle the workflow's triggering event (see action.yml)", cmdAction},
 		"serve":     {"serve the webhook bot and the HTTP API: agentos serve [--addr HOST:PORT] [--data DIR] [--config FILE]", cmdServe},
-		"bench":     {"benchmarks users can rerun: agentos bench guard (seed 001's injected-error matrix over public tool corpora)", cmdBench},
+		"bench":     {"benchmarks users can rerun: agentos bench guard (an injected-error matrix over public tool corpora)", cmdBench},
 		"view":      {"serve a session log as the run viewer's page, read-only, on localhost: agentos view <events.jsonl>", cmdView},
 		"doctor":    {"check the sandbox commands run in and what they can see: agentos doctor [--config FILE] [--json]", cmdDoctor},
 		"mcp":       {"serve the kernel's governed tools to MCP clients: agentos mcp serve --workspace DIR [--http ADDR]", cmdMCP},

@@ -1,5 +1,5 @@
 // Package guard blocks malformed tool calls before anything executes and
-// classifies them the way BFCL's checker does (seed 001's tool-guard
+// classifies them the way BFCL's checker does (the tool-guard
 // benchmark): wrong_func_name, missing_required, unexpected_param,
 // type_error, value_error, path_outside_workspace, unparsable_arguments.
 // The diagnostics are structured so the agent loop can send them back to
@@ -288,7 +288,7 @@ func pointer(loc []string) string {
 	return b.String()
 }
 
-// PathArgs are the argument names that hold workspace paths (seed 003).
+// PathArgs are the argument names that hold workspace paths.
 var PathArgs = []string{"path", "cwd"}
 
 // Paths checks path-like arguments lexically: absolute paths and paths that

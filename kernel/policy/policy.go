@@ -1,5 +1,5 @@
-// Package policy reads policy.yaml, the kernel's policy contract (seed 003
-// §41): workspace deny patterns, per-capability approval (never | always |
+// Package policy reads policy.yaml, the kernel's policy contract
+// (docs/kernel-policy.md): workspace deny patterns, per-capability approval (never | always |
 // risk), timeouts, high-risk commands, redaction keys, output limits, and
 // the sandbox's network allow-list and process limits. Files are validated
 // with the kernel_policy_v2 schema (v1 plus network and the process

@@ -23,7 +23,7 @@ import (
 const Mask = "[REDACTED]"
 
 // DefaultKeys are the env-name fragments redacted when policy names none
-// (seed 003 policy.yaml redaction.keys).
+// (policy.yaml redaction.keys).
 var DefaultKeys = []string{"SECRET", "TOKEN", "API_KEY", "PASSWORD", "PRIVATE_KEY"}
 
 // shapes match credentials by their form alone.

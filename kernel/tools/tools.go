@@ -1,9 +1,9 @@
-// Package tools holds the capability tools (seed 003 §37 and seed 000):
+// Package tools holds the capability tools:
 // repo.read, repo.search, repo.patch, repo.write (the protected write),
 // process.run, test.run, lint.run and echo. Every tool is a kernel.ToolDef
 // with input and output schemas and an Assess that describes the call
 // without side effects; every handler works only through the workspace
-// jail. Argument names follow seed 003 exactly.
+// jail. Argument names follow the tools' schemas exactly.
 package tools
 
 import (

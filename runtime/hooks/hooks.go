@@ -1,4 +1,4 @@
-// Package hooks runs lifecycle hooks (seed 000 L6): in-process handlers and
+// Package hooks runs lifecycle hooks: in-process handlers and
 // external command hooks configured in Claude Code's settings.json shape.
 // Hooks return decisions (allow, deny, transform); they never mutate runtime
 // state. Every decision is appended as a hook.fired event. A hook that
@@ -29,7 +29,7 @@ const (
 	SkillStart       Event = "SkillStart"
 	Stop             Event = "Stop"
 	PreCompact       Event = "PreCompact"
-	// The workflow plane's (L8) hooks, seed 000 "Hooks & Audit Events":
+	// The workflow plane's (L8) hooks, "Hooks & Audit Events":
 	// WorkflowStart just before a cycle begins (allow / deny / transform
 	// the prompt), PhaseAdvance just before a phase transition (allow /
 	// deny / transform the next phase), WorkflowComplete just after the

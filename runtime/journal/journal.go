@@ -28,7 +28,7 @@ type Journal struct {
 	seq   int64
 	last  event.Event
 
-	// Checkpoints (seed 003): fold is the session's state, kept current
+	// Checkpoints: fold is the session's state, kept current
 	// with every append; every > 0 writes checkpoint.created after that
 	// many events since the last one.
 	fold   *replay.Folder

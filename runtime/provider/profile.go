@@ -40,7 +40,7 @@ type Profile struct {
 	Stream           bool     `yaml:"stream,omitempty"` // use the provider's streaming API
 	// GuardRepair (default on) lets the tool guard repair a blocked call:
 	// trivially broken argument JSON is fixed locally and the model gets
-	// one round to correct a call the guard blocked (seed 001's "repair
+	// one round to correct a call the guard blocked (the "repair
 	// on"). Off, a blocked call ends the run. The kernel policy's
 	// guard.repair can turn it off too.
 	GuardRepair *bool    `yaml:"guard_repair,omitempty"`

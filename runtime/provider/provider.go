@@ -1,4 +1,4 @@
-// Package provider is the provider-agnostic completion layer (seed 000 L2):
+// Package provider is the provider-agnostic completion layer:
 // one request and response shape (completion_request_v1 /
 // completion_response_v1) for every model provider. SDK types stay inside
 // the adapter sub-packages; changing provider is a RuntimeProfile change.
@@ -98,7 +98,7 @@ type CompletionRequest struct {
 	Temperature    *float64        `json:"temperature,omitempty"`
 	SchemaVersion  string          `json:"schema_version"`
 	// OnDelta, when set and the adapter streams, receives each piece of
-	// the answer's text as it arrives (seed 003 output.delta). The
+	// the answer's text as it arrives (output.delta). The
 	// response still carries the whole text; a retried attempt starts
 	// its deltas again.
 	OnDelta func(text string) `json:"-"`

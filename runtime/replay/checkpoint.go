@@ -10,7 +10,7 @@ import (
 	"github.com/agentos/agentos/runtime/event"
 )
 
-// Checkpoint is the payload of checkpoint.created (seed 003): the replay
+// Checkpoint is the payload of checkpoint.created: the replay
 // snapshot after the event at LastSeq, hashed, so that resume folds only
 // the events after it. LastHash is that event's chain hash, which binds
 // the snapshot to the exact log prefix it summarises.

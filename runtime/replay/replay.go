@@ -29,7 +29,7 @@ type Snapshot struct {
 	// RunStatus is the latest run's state: running, paused, completed,
 	// failed, denied or cancelled ("" before any run.* or turn.terminal event).
 	RunStatus string `json:"run_status,omitempty"`
-	// TurnState is the latest run's turn lifecycle state (seed 004):
+	// TurnState is the latest run's turn lifecycle state:
 	// preparing → running → waiting_tool → paused → committing →
 	// completed | failed | denied. It is derived from the run's events.
 	TurnState string              `json:"turn_state,omitempty"`

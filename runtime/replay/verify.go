@@ -34,7 +34,7 @@ const (
 	ProblemUnpairedLLM      = "unpaired_llm_request"
 	ProblemUnexpectedResult = "orphan_result"
 	// ProblemAuditIncomplete: a session that closed ok lacks an event type
-	// of seed 000's audit-completeness list. Options.Lenient turns it back
+	// of the audit-completeness list. Options.Lenient turns it back
 	// into advice (Report.Audit) for logs written before the rule held.
 	ProblemAuditIncomplete = "audit_incomplete"
 	// ProblemWorkflowAudit: a run through the workflow plane (L8) skipped
@@ -87,7 +87,7 @@ type Report struct {
 	Closed    bool     `json:"closed"`
 	Problem   *Problem `json:"problem,omitempty"`
 	// Audit is set for a session whose last session.close says ok: which
-	// of seed 000's "a successful session should include at least" event
+	// of the "a successful session should include at least" event
 	// types it lacks. Unless Options.Lenient, a missing type is also the
 	// audit_incomplete Problem and the log is not valid.
 	Audit *Audit `json:"audit,omitempty"`
@@ -99,7 +99,7 @@ type Audit struct {
 	Missing  []string `json:"missing,omitempty"`
 }
 
-// SuccessfulSessionTypes is seed 000's audit-completeness list: the event
+// SuccessfulSessionTypes is the audit-completeness list: the event
 // types a successful session should include at least.
 var SuccessfulSessionTypes = []string{
 	event.SessionStart, event.HookFired, event.SkillInvoke, event.AgentTransition, event.LLMRequest, event.LLMResponse,
@@ -352,7 +352,7 @@ func (v *Verifier) Finish() Report {
 		r.Audit = a
 		if !a.Complete && !v.opts.Lenient {
 			r.Valid = false
-			r.Problem = &Problem{Code: ProblemAuditIncomplete, Message: fmt.Sprintf("the session closed ok but has no %s events (seed 000 audit completeness; --lenient accepts logs written before the rule)", strings.Join(a.Missing, ", "))}
+			r.Problem = &Problem{Code: ProblemAuditIncomplete, Message: fmt.Sprintf("the session closed ok but has no %s events (audit completeness; --lenient accepts logs written before the rule)", strings.Join(a.Missing, ", "))}
 		}
 	}
 	return r

@@ -9,7 +9,7 @@ import (
 	"github.com/agentos/agentos/runtime/event"
 )
 
-// Coalescing of streamed text into output.delta events (seed 003): one
+// Coalescing of streamed text into output.delta events: one
 // event per deltaEvery or deltaBytes of text, whichever comes first, so
 // that a long answer streamed token by token does not explode the log.
 const (

@@ -19,7 +19,7 @@ import (
 	"github.com/agentos/agentos/workflows"
 )
 
-// Engine is the Plan-Work-Review loop (seed 000 L3): INTAKE → LEAD →
+// Engine is the Plan-Work-Review loop: INTAKE → LEAD →
 // (ADVISOR) → PLAN → WORK → REVIEW → DONE, with REVIEW fail → REWORK →
 // WORK bounded by the profile's max_rework. It is re-executable: every
 // effect goes through the run's effects, which replay the recorded log
@@ -55,7 +55,7 @@ type Engine struct {
 }
 
 // GuardRepair reports whether new runs of this engine let the tool guard
-// repair calls (seed 001's repair switch). A run records the setting in
+// repair calls (the repair switch). A run records the setting in
 // its session.start and a resumed run keeps what it recorded.
 func (e *Engine) GuardRepair() bool { return e.Profile.Repair() && !e.PolicyNoRepair }
 
@@ -190,8 +190,8 @@ func (s *state) run(ctx context.Context) (Result, error) {
 			s.prompt = hooks.RedactPrompt(p.Prompt)
 		}
 	}
-	// Every run has a tool scope (seed 000's fail-closed table): the skill
-	// whose triggers match the request, loaded at intake (seed 000 L5), or
+	// Every run has a tool scope (the fail-closed table): the skill
+	// whose triggers match the request, loaded at intake, or
 	// the built-in default skill; the Planner may load others by
 	// description (selectSkills), which widen it to their tools.
 	if sk, scope := s.selectSkill(); sk != nil {

@@ -23,7 +23,7 @@ var ErrUnverifiedLog = errors.New("the session log does not verify")
 // ErrNoLog is what a LogSource returns when it holds no log of the session.
 var ErrNoLog = errors.New("no log of the session")
 
-// LogSource finds a session's JSONL log (seed 004's local-first guarantee:
+// LogSource finds a session's JSONL log (the local-first guarantee:
 // the log alone is enough to continue a session). It returns ErrNoLog
 // (wrapped or not) when it has none.
 type LogSource func(ctx context.Context, sessionID string) ([]byte, error)

@@ -12,7 +12,7 @@ const (
 	StatusDenied    Status = "denied"
 )
 
-// ErrorClass is seed 004's classification of a failed or denied run.
+// ErrorClass is the classification of a failed or denied run.
 type ErrorClass string
 
 // Error classes.

@@ -1,4 +1,4 @@
-// Package skills discovers Markdown skills (seed 000 L5, agentskills.io
+// Package skills discovers Markdown skills (agentskills.io
 // format): directories holding a SKILL.md whose YAML frontmatter is
 // validated with skill_frontmatter_v1. A selected skill scopes the kernel's
 // tools to its allowed-tools, and its body is loaded into context lazily.
@@ -291,7 +291,7 @@ func anyInScope(entry string, registered []string) bool {
 func (r *Registry) Get(name string) (*Skill, bool) { s, ok := r.byName[name]; return s, ok }
 
 // DefaultName is the skill that scopes a run whose request matches no
-// other skill (seed 000: tool calls stay inside the selected skill's
+// other skill (tool calls stay inside the selected skill's
 // allowed-tools, so every run has a scope). The built-in skills/default
 // SKILL.md documents it; a repository may override it by name.
 const DefaultName = "default"

@@ -1,4 +1,4 @@
-// Package workflow is the L8 workflow plane's registry (seed 000, "Workflow
+// Package workflow is the L8 workflow plane's registry ("Workflow
 // Plane (L8)"): cycles, phases, policies, personas and artifact templates
 // written as Markdown with YAML frontmatter, loaded from the embedded
 // workflows/ tree and a repository's .agent/workflows/ (which adds or

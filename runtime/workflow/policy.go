@@ -18,7 +18,7 @@ const (
 	Manual    Decision = "manual"
 )
 
-// Policy kinds (seed 000, "The Five Policy Kinds").
+// Policy kinds ("The Five Policy Kinds").
 const (
 	KindConfidenceGating = "confidence-gating"
 	KindSeverityRouting  = "severity-routing"

@@ -5,7 +5,7 @@ import (
 	"slices"
 )
 
-// Verdict is how a cycle ends (seed 000: done | halted | abort); "" while it
+// Verdict is how a cycle ends (done | halted | abort); "" while it
 // runs.
 type Verdict string
 

@@ -1,4 +1,4 @@
-// Package bench is seed 001's tool-guard benchmark: an injected-error
+// Package bench is the tool-guard benchmark: an injected-error
 // matrix (unknown tool, near-miss name, missing required, wrong type, bad
 // enum, extra argument, absolute path, semantic error, unparsable
 // arguments) run over corpora of tool definitions no one here wrote, with

@@ -13,7 +13,7 @@ import (
 	"github.com/agentos/agentos/kernel/policy"
 )
 
-// The injected errors of seed 001's matrix, in its order.
+// The injected errors of the matrix, in its order.
 const (
 	UnknownTool   = "unknown_tool"
 	NearMissName  = "near_miss_name"

@@ -1,4 +1,4 @@
-// Package anthropic is the Anthropic Messages API adapter (seed 000 L2). It
+// Package anthropic is the Anthropic Messages API adapter. It
 // maps completion_request_v1 to the Messages API through the official SDK
 // (github.com/anthropics/anthropic-sdk-go): system messages become the
 // separate system prompt, tool calls become tool_use blocks and tool

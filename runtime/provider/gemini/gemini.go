@@ -1,4 +1,4 @@
-// Package gemini is the Gemini API adapter (seed 000 L2). It maps
+// Package gemini is the Gemini API adapter. It maps
 // completion_request_v1 to GenerateContent with function declarations
 // through the official SDK (google.golang.org/genai): system messages
 // become the system instruction, assistant tool calls functionCall parts of

@@ -1,4 +1,4 @@
-// Package openai is the OpenAI Chat Completions adapter (seed 000 L2). It
+// Package openai is the OpenAI Chat Completions adapter. It
 // maps completion_request_v1 to the Chat Completions API with function
 // tools and back, through the official SDK (github.com/openai/openai-go/v3),
 // against api.openai.com or any OpenAI-compatible server named by the

@@ -1,4 +1,4 @@
-// Package cycle executes the workflow plane's cycles (seed 000, "Workflow
+// Package cycle executes the workflow plane's cycles ("Workflow
 // Plane (L8)"): it resolves a cycle in a runtime/workflow Registry, fires
 // the WorkflowStart hook, runs the cycle's phases in order — each one L3
 // Plan-Work-Review pass or a persona fan-out with a fan-in — applies the
