@@ -125,21 +125,7 @@ func newFixture(t *testing.T, modcache string) *fixture {
 	f.sock = filepath.Join(f.outside, "db.sock")
 	f.abstract = "@" + token(t, "agentos-escape")
 	for _, addr := range []string{f.sock, f.abstract} {
-		ln, err := net.Listen("unix", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { ln.Close() })
-		go func() {
-			for {
-				c, err := ln.Accept()
-				if err != nil {
-					return
-				}
-				f.sockAccepted.Add(1)
-				c.Close()
-			}
-		}()
+		listenCounting(t, "unix", addr, &f.sockAccepted)
 	}
 	// The repository has a submodule that is not checked out: a gitlink
 	// in the index and an empty directory (a pull request can add one).
@@ -229,7 +215,14 @@ func printed(word string) func(f *fixture, o outcome) (bool, string) {
 
 func listenTCP(t *testing.T, addr string, n *atomic.Int32) int {
 	t.Helper()
-	ln, err := net.Listen("tcp", addr)
+	return listenCounting(t, "tcp", addr, n).(*net.TCPAddr).Port
+}
+
+// listenCounting listens on addr and counts the connections it accepts
+// (and closes) in n, until the test ends.
+func listenCounting(t *testing.T, network, addr string, n *atomic.Int32) net.Addr {
+	t.Helper()
+	ln, err := net.Listen(network, addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -244,7 +237,7 @@ func listenTCP(t *testing.T, addr string, n *atomic.Int32) int {
 			c.Close()
 		}
 	}()
-	return ln.Addr().(*net.TCPAddr).Port
+	return ln.Addr()
 }
 
 // outcome is one run of an escape attempt.
