@@ -57,7 +57,11 @@ type doctorReport struct {
 	Sandbox sandbox.Report       `json:"sandbox"`
 	Probe   *sandbox.ProbeResult `json:"probe,omitempty"`
 	Checked []doctorPath         `json:"checked,omitempty"`
-	Problem string               `json:"problem,omitempty"`
+	// Workspace is the repository checked (--workspace, else the one
+	// holding the working directory), Checks what a run in it would meet.
+	Workspace string        `json:"workspace,omitempty"`
+	Checks    []doctorCheck `json:"checks,omitempty"`
+	Problem   string        `json:"problem,omitempty"`
 }
 
 type doctorPath struct {
@@ -67,8 +71,9 @@ type doctorPath struct {
 
 // doctorFlags registers doctor's flags: serve's (it checks the server's
 // configuration) and --json.
-func doctorFlags(fs *flag.FlagSet) (*config.Flags, *bool) {
-	return config.BindFlags(fs), fs.Bool("json", false, "print JSON")
+func doctorFlags(fs *flag.FlagSet) (*config.Flags, *bool, *string) {
+	return config.BindFlags(fs), fs.Bool("json", false, "print JSON"),
+		fs.String("workspace", "", "the repository to check (default: the one holding the working directory)")
 }
 
 // cmdDoctor shows the sandbox commands run in and what a command can see
@@ -76,13 +81,13 @@ func doctorFlags(fs *flag.FlagSet) (*config.Flags, *bool) {
 // a path that must stay hidden is visible.
 func cmdDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("doctor", flag.ContinueOnError)
-	flags, asJSON := doctorFlags(fs)
+	flags, asJSON, wsFlag := doctorFlags(fs)
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
 	}
 	if len(pos) > 0 {
-		return usageErrorf("usage: agentos doctor [--config FILE] [--data DIR] [--json]")
+		return usageErrorf("usage: agentos doctor [--workspace DIR] [--config FILE] [--data DIR] [--json]")
 	}
 	cfg, err := flags.Load(os.Getenv)
 	if err != nil {
@@ -115,6 +120,19 @@ func cmdDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if !rep.Sandbox.Ready {
 		rep.Problem = "commands would be refused: " + rep.Sandbox.Error
 	}
+	if dir := doctorWorkspace(*wsFlag); dir != "" && rep.Sandbox.Ready {
+		rep.Workspace = dir
+		data := dataDirFor(dir)
+		if flagGiven(args, "data") {
+			data = cfg.DataDir
+		}
+		rep.Checks = workspaceChecks(ctx, sb, cfg, dir, []string{data})
+		for _, c := range rep.Checks {
+			if c.Status == checkFail && rep.Problem == "" {
+				rep.Problem = c.Name + ": " + c.Detail
+			}
+		}
+	}
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
@@ -128,6 +146,18 @@ func cmdDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return &exitError{code: exitFailure, err: errors.New(rep.Problem)}
 	}
 	return nil
+}
+
+// flagGiven reports whether the flag name was given on the command line.
+func flagGiven(args []string, name string) bool {
+	for _, a := range args {
+		for _, p := range []string{"-", "--"} {
+			if a == p+name || strings.HasPrefix(a, p+name+"=") {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // configPath is the --config value as given, for the hidden-path checks.
@@ -232,6 +262,16 @@ func printDoctor(w io.Writer, rep doctorReport) {
 				mark = "VISIBLE"
 			}
 			fmt.Fprintf(w, "  %s %s\n", mark, c.Path)
+		}
+	}
+	if rep.Workspace != "" {
+		fmt.Fprintf(w, "a run in %s:\n", rep.Workspace)
+		for _, c := range rep.Checks {
+			mark := map[string]string{checkOK: "ok  ", checkWarn: "WARN", checkFail: "FAIL"}[c.Status]
+			fmt.Fprintf(w, "  %s %s: %s\n", mark, c.Name, c.Detail)
+			if c.Fix != "" {
+				fmt.Fprintf(w, "       fix: %s\n", c.Fix)
+			}
 		}
 	}
 	if rep.Problem != "" {

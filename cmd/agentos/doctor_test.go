@@ -114,3 +114,95 @@ func TestLauncherStartsBeforeHeavyInits(t *testing.T) {
 		}
 	}
 }
+
+// TestDoctorWorkspace: in a repository, doctor runs git and the project's
+// own programs in the sandbox and warns, before any run, about what would
+// break one: a toolchain found on the host that commands cannot run (a
+// script whose interpreter lies outside what the sandbox shows, as a
+// pyenv shim does), a data directory inside the repository under
+// Landlock, dependencies nothing installs. Under both mechanisms.
+func TestDoctorWorkspace(t *testing.T) {
+	dir := t.TempDir()
+	repo := filepath.Join(dir, "repo")
+	interp := filepath.Join(dir, "interp")
+	bin := filepath.Join(dir, "tools", "bin")
+	sh, err := os.ReadFile("/bin/sh")
+	if err != nil {
+		t.Skip("no /bin/sh to copy")
+	}
+	files := map[string]string{
+		filepath.Join(repo, ".agent", "config.yaml"):  "test: mytool run\n",
+		filepath.Join(repo, "package.json"):           `{"name":"x","devDependencies":{"tap":"1"}}`,
+		filepath.Join(repo, ".env"):                   "TOKEN=1\n",
+		filepath.Join(repo, ".agentos", "agentos.db"): "db",
+		filepath.Join(bin, "mytool"):                  "#!" + filepath.Join(interp, "bin", "sh") + "\necho mytool 1.0\n",
+		filepath.Join(interp, "bin", "sh"):            string(sh),
+	}
+	for p, c := range files {
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(c), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if out, err := exec.Command("git", "init", "-q", repo).CombinedOutput(); err != nil {
+		t.Fatalf("git init: %v %s", err, out)
+	}
+	t.Setenv("AGENTOS_DATA", "")
+	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	doctor := func(t *testing.T) (doctorReport, map[string]doctorCheck, int) {
+		out, errs, code := runCLI(t, "doctor", "--workspace", repo, "--json")
+		var rep doctorReport
+		if err := json.Unmarshal([]byte(out), &rep); err != nil {
+			t.Fatalf("doctor --json: %v\n%s%s", err, out, errs)
+		}
+		if !rep.Sandbox.Ready {
+			testenv.Require(t, "an OS sandbox", &sandbox.UnavailableError{Mode: rep.Sandbox.Mode, Tried: rep.Sandbox.Tried})
+		}
+		checks := map[string]doctorCheck{}
+		for _, c := range rep.Checks {
+			checks[c.Name] = c
+		}
+		return rep, checks, code
+	}
+	for _, mech := range []string{"bwrap", "landlock"} {
+		t.Run(mech, func(t *testing.T) {
+			if _, err := exec.LookPath("bwrap"); err != nil && mech == "bwrap" {
+				t.Skip("bubblewrap is not on PATH")
+			}
+			t.Setenv("AGENTOS_SANDBOX", mech)
+			t.Setenv("AGENTOS_SANDBOX_READONLY", "")
+			rep, checks, code := doctor(t)
+			if code != exitFailure || rep.Problem == "" {
+				t.Errorf("exit %d (problem %q), want %d", code, rep.Problem, exitFailure)
+			}
+			if c := checks["git"]; c.Status != checkOK {
+				t.Errorf("git in the sandbox: %+v", c)
+			}
+			if c := checks["mytool"]; c.Status != checkFail || !strings.Contains(c.Fix, "AGENTOS_SANDBOX_READONLY="+interp) {
+				t.Errorf("a toolchain the sandbox does not show: %+v", c)
+			}
+			if c := checks["setup"]; c.Status != checkWarn || !strings.Contains(c.Fix, "npm install") {
+				t.Errorf("dependencies nothing installs: %+v", c)
+			}
+			data := checks["data directory"]
+			if want := map[string]string{"bwrap": checkOK, "landlock": checkFail}[mech]; data.Status != want {
+				t.Errorf("data directory in the repository: %+v, want %s", data, want)
+			}
+			if c := checks["masked files"]; !strings.Contains(c.Detail, ".env") || strings.Contains(c.Detail, ".agentos") {
+				t.Errorf("masked files: %+v", c)
+			}
+			if _, ok := checks["mechanism"]; ok != (mech == "landlock") {
+				t.Errorf("mechanism warning under %s: %v", mech, checks["mechanism"])
+			}
+
+			// The fix doctor printed works.
+			t.Setenv("AGENTOS_SANDBOX_READONLY", interp)
+			_, checks, _ = doctor(t)
+			if c := checks["mytool"]; c.Status != checkOK || !strings.Contains(c.Detail, "mytool 1.0") {
+				t.Errorf("with the fix applied: %+v", c)
+			}
+		})
+	}
+}
