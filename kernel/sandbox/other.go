@@ -11,6 +11,10 @@ import (
 
 var errOS = errors.New("no sandbox on " + runtime.GOOS + ": bubblewrap and Landlock are Linux only")
 
+func findLauncher(exe string) (string, LauncherKind, string) { return exe, LauncherSelf, "" }
+
+func checkLauncher(path string) error { return nil }
+
 func (s *Sandbox) try(ctx context.Context, m Mechanism, bwrapPath string) Attempt {
 	return Attempt{Mechanism: m, Error: errOS.Error(), Fix: "run agentos on Linux, or set sandbox: none knowingly"}
 }

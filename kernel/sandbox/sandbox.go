@@ -18,6 +18,26 @@ import (
 // package act as the sandbox's launcher (see internal/launch).
 const LauncherArg = launch.LauncherArg
 
+// LauncherName is the file name of the small launcher (cmd/agentos-launch)
+// that the sandbox looks for next to the running executable.
+const LauncherName = "agentos-launch"
+
+// LauncherKind says which binary launches confined commands.
+type LauncherKind string
+
+// Launcher kinds.
+const (
+	// LauncherSmall is agentos-launch next to the running executable: a
+	// start costs the Go runtime's start (about a millisecond).
+	LauncherSmall LauncherKind = "small"
+	// LauncherSelf is the running executable, re-executed: each start
+	// also initialises every package it links (tens of milliseconds for
+	// agentos, twice per command under Landlock).
+	LauncherSelf LauncherKind = "self"
+	// LauncherConfigured is Config.Launcher.
+	LauncherConfigured LauncherKind = "configured"
+)
+
 // ProbeResult is what the probe saw from inside a sandbox.
 type ProbeResult = launch.ProbeResult
 
@@ -97,7 +117,11 @@ func (l Limits) Or(d Limits) Limits {
 // Config configures Detect.
 type Config struct {
 	Mode Mode
-	// Launcher is the binary that calls Main first ("" = this executable).
+	// Launcher is the binary that launches every confined command:
+	// agentos-launch, or any binary that links this package. "" = the
+	// small launcher next to the running executable (LauncherName) when
+	// only root or this user can change it, else the running executable.
+	// A launcher set here must pass the same check, or Detect fails.
 	Launcher string
 	// Bwrap is the bubblewrap binary ("" = bwrap from PATH).
 	Bwrap string
@@ -165,14 +189,18 @@ type Sandbox struct {
 	err      error
 	tried    []Attempt
 	launcher string
-	bwrap    string
-	bwrapOpt bwrapFeatures
-	host     hostPaths
-	cacheDir string
-	goCache  string
-	limits   Limits
-	abi      int       // Landlock ABI (0: none)
-	pids     pidsLimit // how the process limit is enforced
+	// launcherKind and launcherNote: which launcher, and why a small
+	// launcher that is there is not the one used.
+	launcherKind LauncherKind
+	launcherNote string
+	bwrap        string
+	bwrapOpt     bwrapFeatures
+	host         hostPaths
+	cacheDir     string
+	goCache      string
+	limits       Limits
+	abi          int       // Landlock ABI (0: none)
+	pids         pidsLimit // how the process limit is enforced
 	// memCgroup is the cgroup directory commands' memory cgroups are made
 	// in ("" = the command tree's memory is not limited, only each
 	// process's data segment); memWithPids: it is the pids cgroup's
@@ -216,6 +244,11 @@ func Disabled() *Sandbox {
 // under each candidate. It always returns a Sandbox; when nothing works,
 // its Err says why and what to do, and every command is refused.
 func Detect(ctx context.Context, cfg Config) *Sandbox {
+	return detect(ctx, cfg, os.Executable)
+}
+
+// detect is Detect with the running executable given by executable.
+func detect(ctx context.Context, cfg Config, executable func() (string, error)) *Sandbox {
 	if cfg.Mode == "" {
 		cfg.Mode = ModeAuto
 	}
@@ -228,13 +261,8 @@ func Detect(ctx context.Context, cfg Config) *Sandbox {
 	if getenv == nil {
 		getenv = os.Getenv
 	}
-	s.launcher = cfg.Launcher
-	if s.launcher == "" {
-		exe, err := os.Executable()
-		if err != nil {
-			return s.fail(Attempt{Mechanism: Unavailable, Error: "cannot find this executable to use as the launcher: " + err.Error()})
-		}
-		s.launcher = exe
+	if a, ok := s.setLauncher(cfg.Launcher, executable); !ok {
+		return s.fail(a)
 	}
 	s.goCache = cfg.GoCache
 	s.cacheDir = cfg.CacheDir
@@ -266,6 +294,24 @@ func Detect(ctx context.Context, cfg Config) *Sandbox {
 		}
 	}
 	return s.fail()
+}
+
+// setLauncher picks the launcher: configured, else the small one next to
+// the executable, else the executable itself.
+func (s *Sandbox) setLauncher(configured string, executable func() (string, error)) (Attempt, bool) {
+	if configured != "" {
+		if err := checkLauncher(configured); err != nil {
+			return Attempt{Mechanism: Unavailable, Error: "the configured launcher is not trustworthy: " + err.Error(), Fix: "make it a file only root or the bot's user can change, or leave the launcher unset"}, false
+		}
+		s.launcher, s.launcherKind = configured, LauncherConfigured
+		return Attempt{}, true
+	}
+	exe, err := executable()
+	if err != nil {
+		return Attempt{Mechanism: Unavailable, Error: "cannot find this executable to use as the launcher: " + err.Error()}, false
+	}
+	s.launcher, s.launcherKind, s.launcherNote = findLauncher(exe)
+	return Attempt{}, true
 }
 
 func (s *Sandbox) fail(extra ...Attempt) *Sandbox {
@@ -431,15 +477,20 @@ func (s *Sandbox) Profile(work string, allow []string, lim Limits, mask ...strin
 
 // Report is what agentos doctor and /readyz show.
 type Report struct {
-	Mode         Mode      `json:"mode"`
-	Mechanism    Mechanism `json:"mechanism"`
-	Ready        bool      `json:"ready"` // exec tools will run
-	Error        string    `json:"error,omitempty"`
-	Tried        []Attempt `json:"tried,omitempty"`
-	Launcher     string    `json:"launcher,omitempty"`
-	Bwrap        string    `json:"bwrap,omitempty"`
-	LandlockABI  int       `json:"landlock_abi,omitempty"`
-	ProcessLimit string    `json:"process_limit,omitempty"`
+	Mode      Mode      `json:"mode"`
+	Mechanism Mechanism `json:"mechanism"`
+	Ready     bool      `json:"ready"` // exec tools will run
+	Error     string    `json:"error,omitempty"`
+	Tried     []Attempt `json:"tried,omitempty"`
+	Launcher  string    `json:"launcher,omitempty"`
+	// LauncherKind is which binary Launcher is (small, self or
+	// configured); LauncherNote why a small launcher next to the
+	// executable was passed over.
+	LauncherKind LauncherKind `json:"launcher_kind,omitempty"`
+	LauncherNote string       `json:"launcher_note,omitempty"`
+	Bwrap        string       `json:"bwrap,omitempty"`
+	LandlockABI  int          `json:"landlock_abi,omitempty"`
+	ProcessLimit string       `json:"process_limit,omitempty"`
 	// TreeMemory says how the memory of a command's whole process tree
 	// is limited ("memory cgroup", or "none: <why>").
 	TreeMemory string   `json:"tree_memory,omitempty"`
@@ -456,7 +507,7 @@ func (s *Sandbox) Report() Report {
 	if s == nil {
 		return Report{Mechanism: Unavailable, Error: s.Err().Error()}
 	}
-	r := Report{Mode: s.mode, Mechanism: s.Mechanism(), Ready: s.Err() == nil, Tried: s.tried, Launcher: s.launcher, LandlockABI: s.abi}
+	r := Report{Mode: s.mode, Mechanism: s.Mechanism(), Ready: s.Err() == nil, Tried: s.tried, Launcher: s.launcher, LauncherKind: s.launcherKind, LauncherNote: s.launcherNote, LandlockABI: s.abi}
 	if err := s.Err(); err != nil {
 		r.Error = err.Error()
 	}

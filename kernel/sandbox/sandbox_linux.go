@@ -100,7 +100,7 @@ func fixFor(m Mechanism, msg string) string {
 	case strings.Contains(msg, "namespace"), strings.Contains(msg, "Operation not permitted"), strings.Contains(msg, "Permission denied"):
 		return "allow unprivileged user namespaces: sysctl kernel.unprivileged_userns_clone=1; on Ubuntu 24.04 sysctl kernel.apparmor_restrict_unprivileged_userns=0 or load the bwrap-userns-restrict AppArmor profile; in Docker, a seccomp profile that allows clone/unshare with CLONE_NEWUSER and an unmasked /proc"
 	case strings.Contains(msg, "flag provided but not defined"), strings.Contains(msg, "unknown command"), strings.Contains(msg, "did not answer"):
-		return "the launcher binary must call sandbox.Main() first thing in main (tests: in TestMain)"
+		return "the launcher must be agentos-launch or a binary that links kernel/sandbox (whose launch package takes over at start)"
 	}
 	return "see `agentos doctor`"
 }
@@ -418,7 +418,9 @@ func (s *Sandbox) bwrapArgs(req Request, gocache, hostSock string) []string {
 			a = append(a, "--ro-bind", "/dev/null", m)
 		}
 	}
-	a = append(a, "--ro-bind", s.launcher, insideLauncher)
+	if s.launcher != "" {
+		a = append(a, "--ro-bind", s.launcher, insideLauncher)
+	}
 	if hostSock != "" {
 		a = append(a, "--bind", hostSock, insideSocket)
 	}
@@ -456,30 +458,7 @@ func (s *Sandbox) landlockCommand(ctx context.Context, req Request) (*Cmd, error
 			return fail(err)
 		}
 	}
-	ll := launch.Landlock{RW: []string{req.Work, private, gocache}, RWFiles: []string{"/dev/null", "/dev/full"}, ROFiles: []string{s.launcher, "/dev/zero", "/dev/random", "/dev/urandom"}}
-	ll.RO = append(ll.RO, s.host.system...)
-	for _, f := range s.host.etc {
-		if fi, err := os.Stat(f); err == nil && fi.IsDir() {
-			ll.RO = append(ll.RO, f)
-		} else {
-			ll.ROFiles = append(ll.ROFiles, f)
-		}
-	}
-	for _, t := range s.host.tools {
-		if !within(req.Work, t) {
-			ll.RO = append(ll.RO, t)
-		}
-	}
-	for _, c := range []string{s.host.modCache, s.host.npmCache} {
-		if c != "" && !within(req.Work, c) {
-			ll.RO = append(ll.RO, c)
-		}
-	}
-	if req.Deps != nil && req.Deps.Writable {
-		ll.RW = append(ll.RW, req.Deps.dirs()...)
-	} else {
-		ll.RO = append(ll.RO, req.Deps.dirs()...)
-	}
+	ll := s.landlockRules(req, private, gocache)
 	mode := launch.SeccompNoInet
 	var proxyURL string
 	if len(req.Allow) > 0 {
@@ -537,6 +516,37 @@ func (s *Sandbox) landlockCommand(ctx context.Context, req Request) (*Cmd, error
 		})
 	}
 	return c, nil
+}
+
+// landlockRules are the paths a command may use under Landlock: the
+// worktree, its private directory (tmp and HOME) and build cache, and
+// read-only what the host offers every command.
+func (s *Sandbox) landlockRules(req Request, private, gocache string) launch.Landlock {
+	ll := launch.Landlock{RW: []string{req.Work, private, gocache}, RWFiles: []string{"/dev/null", "/dev/full"}, ROFiles: []string{s.launcher, "/dev/zero", "/dev/random", "/dev/urandom"}}
+	ll.RO = append(ll.RO, s.host.system...)
+	for _, f := range s.host.etc {
+		if fi, err := os.Stat(f); err == nil && fi.IsDir() {
+			ll.RO = append(ll.RO, f)
+		} else {
+			ll.ROFiles = append(ll.ROFiles, f)
+		}
+	}
+	for _, t := range s.host.tools {
+		if !within(req.Work, t) {
+			ll.RO = append(ll.RO, t)
+		}
+	}
+	for _, c := range []string{s.host.modCache, s.host.npmCache} {
+		if c != "" && !within(req.Work, c) {
+			ll.RO = append(ll.RO, c)
+		}
+	}
+	if req.Deps != nil && req.Deps.Writable {
+		ll.RW = append(ll.RW, req.Deps.dirs()...)
+	} else {
+		ll.RO = append(ll.RO, req.Deps.dirs()...)
+	}
+	return ll
 }
 
 // unconfined runs req as it is: sandbox none.

@@ -27,11 +27,11 @@ func init() {
 	if len(os.Args) < 2 || os.Args[1] != LauncherArg {
 		return
 	}
-	os.Exit(run(os.Args[2:]))
+	os.Exit(Run(os.Args[2:]))
 }
 
-// run runs one stage: args are the stage's JSON spec and the command.
-func run(args []string) int {
+// Run runs one stage: args are the stage's JSON spec and the command.
+func Run(args []string) int {
 	if len(args) < 1 {
 		return setupFailed(errors.New("launcher: missing spec"))
 	}

@@ -1,0 +1,51 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+
+	"github.com/agentos/agentos/kernel/sandbox/internal/launch"
+)
+
+// DetectBeside is Detect as if the running executable were exe: the
+// tests put a small launcher, or none, next to a stand-in for agentos.
+func DetectBeside(ctx context.Context, cfg Config, exe string) *Sandbox {
+	return detect(ctx, cfg, func() (string, error) { return exe, nil })
+}
+
+// RawCommand is argv under the sandbox's mechanism without the launcher
+// and without Command's bookkeeping (cgroups, proxy, the git guards):
+// under bwrap, bwrap with the same file system and namespaces running
+// argv itself; under Landlock, the launcher's confine stage started
+// directly, that is one small Go program that applies the same limits,
+// Landlock ruleset and seccomp filter and then execs argv, with no
+// supervisor. It is the benchmarks' baseline of each mechanism. private
+// is an existing directory for the command's tmp and HOME under Landlock.
+func (s *Sandbox) RawCommand(work, private string, argv []string) (*exec.Cmd, error) {
+	req := Request{Argv: argv, Work: work, Dir: work, Limits: s.limits}
+	gocache := s.goCacheDir(work)
+	if err := os.MkdirAll(gocache, 0o700); err != nil {
+		return nil, err
+	}
+	var cmd *exec.Cmd
+	switch s.mech {
+	case Bwrap:
+		bare := *s
+		bare.launcher = ""
+		a := append([]string{s.bwrap}, bare.bwrapArgs(req, gocache, "")...)
+		cmd = exec.Command(a[0], append(append(a[1:], "--"), argv...)...)
+		cmd.Env = s.env(req, insideHome, insideTmp, "")
+	case Landlock:
+		ll := s.landlockRules(req, private, gocache)
+		sp := launch.Spec{Stage: launch.StageConfine, Rlimits: rlimits(req.Limits, s.pids.kind == pidsRlimitShared || s.pids.kind == pidsRlimit), NprocShared: s.pids.kind == pidsRlimitShared, Landlock: &ll, Seccomp: launch.SeccompNoInet, DropCaps: os.Geteuid() == 0, Dir: work}
+		cmd = exec.Command(s.launcher, append([]string{launch.LauncherArg, sp.Encode()}, argv...)...)
+		cmd.Env = s.env(req, filepath.Join(private, "home"), filepath.Join(private, "tmp"), "")
+	default:
+		return nil, errors.New("sandbox: no mechanism")
+	}
+	cmd.Dir = work
+	return cmd, nil
+}
