@@ -52,9 +52,40 @@ type Result struct {
 	ServerStderr string `json:"serverStderr,omitempty"`
 }
 
+// outputSchema is the kernel output schema of a tool that declares an
+// output schema of its own: its structuredContent must be present and
+// match it (a server MUST return conforming structured content; one that
+// does not gets SCHEMA_VIOLATION, not a result the model trusts). The
+// declared schema is embedded as its own resource ($id), so its local
+// references ("#/$defs/…") resolve within it.
+func outputSchema(declared json.RawMessage) (json.RawMessage, error) {
+	if len(declared) == 0 || string(declared) == "null" {
+		return json.RawMessage(OutputSchema), nil
+	}
+	var d map[string]any
+	if err := json.Unmarshal(declared, &d); err != nil {
+		return nil, fmt.Errorf("output schema is not a JSON object: %v", err)
+	}
+	if _, ok := d["$id"]; !ok {
+		d["$id"] = "urn:agentos:mcp-output-schema"
+	}
+	var base map[string]any
+	if err := json.Unmarshal([]byte(OutputSchema), &base); err != nil {
+		return nil, err
+	}
+	base["required"] = []any{"content", "structuredContent"}
+	base["properties"].(map[string]any)["structuredContent"] = d
+	return json.Marshal(base)
+}
+
 // Def returns the kernel tool for one tool of a server. The input schema
-// is the server's (compiled by the kernel with jsonschema/v6 at Register).
+// is the server's (compiled by the kernel with jsonschema/v6 at Register);
+// so is the output schema when the server declares one (outputSchema).
 func (m *Mount) Def(server, tool, description string, input json.RawMessage) kernel.ToolDef {
+	return m.def(server, tool, description, input, json.RawMessage(OutputSchema))
+}
+
+func (m *Mount) def(server, tool, description string, input, output json.RawMessage) kernel.ToolDef {
 	cat := kernel.CategoryExec // a stdio server is a process in the sandbox
 	if s := m.servers[server]; s != nil && s.cfg.Type == TypeHTTP {
 		cat = kernel.CategoryNetwork
@@ -66,7 +97,7 @@ func (m *Mount) Def(server, tool, description string, input json.RawMessage) ker
 		Name:        ToolName(server, tool),
 		Description: description,
 		Input:       input,
-		Output:      json.RawMessage(OutputSchema),
+		Output:      output,
 		Category:    cat,
 		Handler: func(ctx context.Context, env kernel.Env, args json.RawMessage) (any, error) {
 			res, err := m.Call(ctx, server, tool, args)
@@ -172,7 +203,22 @@ func (m *Mount) Register(ctx context.Context, k *kernel.Kernel, known map[string
 				notes = append(notes, fmt.Sprintf("MCP tool %s.%s skipped: input schema: %v", name, t.Name, err))
 				continue
 			}
-			if err := k.Register(m.Def(name, t.Name, t.Description, in)); err != nil {
+			var declared json.RawMessage
+			if t.OutputSchema != nil {
+				declared, err = json.Marshal(t.OutputSchema)
+				if err == nil {
+					err = localRefsOnly(declared)
+				}
+			}
+			var out json.RawMessage
+			if err == nil {
+				out, err = outputSchema(declared)
+			}
+			if err != nil {
+				notes = append(notes, fmt.Sprintf("MCP tool %s.%s skipped: output schema: %v", name, t.Name, err))
+				continue
+			}
+			if err := k.Register(m.def(name, t.Name, t.Description, in, out)); err != nil {
 				notes = append(notes, fmt.Sprintf("MCP tool %s.%s skipped: %v", name, t.Name, err))
 			}
 		}

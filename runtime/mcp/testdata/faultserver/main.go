@@ -6,6 +6,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
@@ -75,6 +76,30 @@ func main() {
 			time.Sleep(time.Hour)
 			return nil, nil, nil
 		})
+	// shape declares an output schema and answers with structured
+	// content that keeps it or breaks it, as the argument says: a server
+	// that lies about its own schema.
+	s.AddTool(&mcp.Tool{Name: "shape", Description: "Return structured content that does or does not match the declared output schema.",
+		InputSchema:  map[string]any{"type": "object", "properties": map[string]any{"mode": map[string]any{"type": "string"}}},
+		OutputSchema: map[string]any{"type": "object", "required": []any{"n"}, "properties": map[string]any{"n": map[string]any{"type": "integer"}, "tags": map[string]any{"$ref": "#/$defs/tags"}}, "$defs": map[string]any{"tags": map[string]any{"type": "array", "items": map[string]any{"type": "string"}}}},
+	}, func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		var in struct{ Mode string }
+		_ = json.Unmarshal(req.Params.Arguments, &in)
+		res := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "mode " + in.Mode}}}
+		switch in.Mode {
+		case "ok":
+			res.StructuredContent = map[string]any{"n": 1, "tags": []any{"日本語", ""}}
+		case "wrong-type":
+			res.StructuredContent = map[string]any{"n": "one"}
+		case "bad-ref":
+			res.StructuredContent = map[string]any{"n": 1, "tags": []any{1}}
+		case "missing":
+		case "no-content":
+			res.Content = []mcp.Content{}
+			res.StructuredContent = map[string]any{"n": 0}
+		}
+		return res, nil
+	})
 	mcp.AddTool(s, &mcp.Tool{Name: "huge", Description: "Return a text of the given size."},
 		func(_ context.Context, _ *mcp.CallToolRequest, in sizeIn) (*mcp.CallToolResult, any, error) {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.Repeat("x", in.Bytes)}}}, nil, nil
