@@ -35,6 +35,7 @@ type Session struct {
 	Pending   []Pending
 	Resolved  []Resolved
 	Costs     Costs
+	Evidence  Evidence
 	Terminal  *replay.TerminalReport
 	Output    string
 	Usage     replay.Usage
@@ -101,9 +102,15 @@ type Pending struct {
 	Seq                    int64
 }
 
-// Resolved is an answered approval.
+// Resolved is an answered approval with what it showed when it was
+// answered: the diff (or command) that was approved or denied.
 type Resolved struct {
 	ID, Tool, Decision, By, Reason string
+	Digest                         string
+	Summary                        string
+	Command                        string
+	Diff                           []DiffLine
+	Seq, ResolvedSeq               int64
 }
 
 // SplitRow is one row of the side-by-side diff: the old line on the left,
@@ -158,12 +165,29 @@ type DiffLine struct {
 	Text string
 }
 
-// Costs is tokens and cost per role and per model.
+// Costs is tokens and cost per role and per model. A call whose
+// response carries no cost had no known price: its cost is not tracked,
+// which is not the same as free.
 type Costs struct {
 	Roles  []CostBar
 	Models []CostBar
 	Total  float64
 	Chart  Chart
+	// Unpriced are the models of the calls no price was known for.
+	Unpriced []string
+	// Priced says some call was priced (Total covers only those).
+	Priced bool
+}
+
+// TotalText is the total cost as the page says it.
+func (c Costs) TotalText() string {
+	switch {
+	case !c.Priced:
+		return "cost not tracked (no price is known for " + strings.Join(c.Unpriced, ", ") + ")"
+	case len(c.Unpriced) > 0:
+		return fmt.Sprintf("$%.4f for the priced calls; cost not tracked for %s (no price is known)", c.Total, strings.Join(c.Unpriced, ", "))
+	}
+	return fmt.Sprintf("$%.4f", c.Total)
 }
 
 // CostBar is one row of the cost chart.
@@ -173,6 +197,21 @@ type CostBar struct {
 	InputTokens  int64
 	OutputTokens int64
 	CostUSD      float64
+	// Unpriced counts the calls without a known price.
+	Unpriced int
+}
+
+// Cost is the bar's cost as the page says it: dollars, "not tracked"
+// when none of its calls had a price, and the dollars of the priced
+// ones plus a note when only some had.
+func (b CostBar) Cost() string {
+	switch {
+	case b.Unpriced == 0:
+		return fmt.Sprintf("$%.4f", b.CostUSD)
+	case b.Unpriced == b.Calls:
+		return "not tracked"
+	}
+	return fmt.Sprintf("$%.4f (%d of %d calls not tracked)", b.CostUSD, b.Unpriced, b.Calls)
 }
 
 // Chart is the server-rendered SVG bar chart of cost (or tokens, when no
@@ -249,9 +288,12 @@ func BuildRows(sessionID string, evs []event.Event, now time.Time, maxRows int) 
 		s.Pending = append(s.Pending, pendingOf(p))
 	}
 	for _, r := range snap.ResolvedApprovals {
-		s.Resolved = append(s.Resolved, Resolved{ID: r.ID, Tool: r.Tool, Decision: r.Decision, By: r.By, Reason: r.Reason})
+		pv := pendingOf(r)
+		s.Resolved = append(s.Resolved, Resolved{ID: r.ID, Tool: r.Tool, Decision: r.Decision, By: r.By, Reason: r.Reason,
+			Digest: r.Digest, Summary: pv.Summary, Command: pv.Command, Diff: pv.Diff, Seq: r.RequestedSeq, ResolvedSeq: r.ResolvedSeq})
 	}
 	s.Costs = costs(evs, snap.Budget)
+	s.Evidence = BuildEvidence(evs, snap)
 	return s, nil
 }
 
@@ -271,9 +313,17 @@ func RowOf(e *event.Event) Row {
 	case event.ToolInvoke:
 		r.Summary = event.FieldString(p, "tool") + " " + event.FieldString(p, "call_id")
 	case event.ToolResult:
-		if event.FieldBool(p, "ok") {
+		outcome, exit, _ := commandOutcome(p)
+		switch {
+		case isCommand(event.FieldString(p, "tool")) && outcome == "failed" && exit != "":
+			// The tool ran the command, and the command failed: the
+			// exit code, not the tool's ok, says how the step went.
+			r.Summary, r.Class = "failed: exit "+exit, "fail"
+		case isCommand(event.FieldString(p, "tool")) && outcome == "passed" && exit != "":
+			r.Summary, r.Class = "passed: exit "+exit, "ok"
+		case event.FieldBool(p, "ok"):
 			r.Summary, r.Class = "ok", "ok"
-		} else {
+		default:
 			r.Summary, r.Class = "failed: "+event.FieldString(event.Field(p, "error"), "code"), "fail"
 		}
 		if d := event.FieldFloat(p, "duration_ms"); d > 0 {
@@ -452,9 +502,17 @@ func timeline(evs []event.Event, status string, now time.Time) Timeline {
 			}
 			if sp != nil && sp.outcome == "running" {
 				sp.end = ts
-				if event.FieldBool(e.Payload, "ok") {
+				outcome, exit, _ := commandOutcome(e.Payload)
+				switch {
+				case isCommand(sp.label) && outcome == "failed" && exit != "":
+					sp.outcome = "fail"
+					sp.title += " failed: exit " + exit
+				case isCommand(sp.label) && exit != "":
 					sp.outcome = "ok"
-				} else {
+					sp.title += ": exit " + exit
+				case event.FieldBool(e.Payload, "ok"):
+					sp.outcome = "ok"
+				default:
 					sp.outcome = "fail"
 					sp.title += " failed: " + event.FieldString(event.Field(e.Payload, "error"), "code")
 				}
@@ -634,7 +692,11 @@ func costs(evs []event.Event, budget *replay.Budget) Costs {
 		b.InputTokens += in
 		b.OutputTokens += out
 		b.CostUSD += usd
+		if usd <= 0 {
+			b.Unpriced++
+		}
 	}
+	unpriced := map[string]bool{}
 	for i := range evs {
 		e := &evs[i]
 		if e.Type != event.LLMResponse {
@@ -654,7 +716,14 @@ func costs(evs []event.Event, budget *replay.Budget) Costs {
 		add(roles, role, in, out, usd)
 		add(models, model, in, out, usd)
 		c.Total += usd
+		if usd > 0 {
+			c.Priced = true
+		} else if !unpriced[model] {
+			unpriced[model] = true
+			c.Unpriced = append(c.Unpriced, clip(model, 60))
+		}
 	}
+	sort.Strings(c.Unpriced)
 	c.Roles, c.Models = sorted(roles), sorted(models)
 	c.Chart = chart(c.Roles, c.Total > 0, budget)
 	return c

@@ -118,10 +118,12 @@ func New(o Options) (*Viewer, error) {
 // Templates parses the embedded templates.
 func Templates() (*template.Template, error) {
 	return template.New("viewer").Funcs(template.FuncMap{
-		"f":         func(x float64) string { return fmt.Sprintf("%.1f", x) },
-		"add":       func(a, b float64) float64 { return a + b },
-		"clip":      clip,
-		"shortTime": func(ts string) string { return strings.TrimSuffix(ts[strings.IndexByte(ts, 'T')+1:], "Z") },
+		"f":            func(x float64) string { return fmt.Sprintf("%.1f", x) },
+		"add":          func(a, b float64) float64 { return a + b },
+		"clip":         clip,
+		"pct":          func(x float64) string { return fmt.Sprintf("%.0f%%", x*100) },
+		"replayStatus": replayStatus,
+		"shortTime":    func(ts string) string { return strings.TrimSuffix(ts[strings.IndexByte(ts, 'T')+1:], "Z") },
 	}).ParseFS(templateFS, "templates/*.html")
 }
 
@@ -361,7 +363,7 @@ func (v *Viewer) parts(c *gin.Context) {
 		return
 	}
 	out := map[string]any{"last_seq": d.S.LastSeq, "state": d.S.State}
-	for _, name := range []string{"status", "timeline", "approvals", "cost"} {
+	for _, name := range []string{"status", "timeline", "evidence", "approvals", "cost"} {
 		var b bytes.Buffer
 		if err := v.tmpl.ExecuteTemplate(&b, name, d); err != nil {
 			v.o.Logger.Error("viewer: render part", "part", name, "error", err)
@@ -443,6 +445,20 @@ func (v *Viewer) answer(c *gin.Context) {
 		v.o.Logger.Info("answered from the viewer", "session", sid, "approval", aid, "decision", decision, "by", p.Login)
 	}()
 	c.Redirect(http.StatusSeeOther, "/runs/"+sid)
+}
+
+// replayStatus says what a read-only page (agentos view) shows: the log
+// as it was written, whose run may have ended or may be waiting.
+func replayStatus(state string) string {
+	switch state {
+	case "completed", "failed", "denied", "cancelled":
+		return "replay of a finished session (" + state + ")"
+	case "paused":
+		return "replay of a paused session: the run is waiting for an answer to an approval"
+	case "running":
+		return "replay of the session's log so far: its run had not ended when the log was written"
+	}
+	return "replay of the session's log (state: " + state + ")"
 }
 
 func (v *Viewer) anonymous() access.Principal { return access.Principal{} }

@@ -75,7 +75,14 @@
         s = (r.model || "") + " · " + (r.finish_reason || "") + " · " + (u.input_tokens || 0) + " in / " + (u.output_tokens || 0) + " out tokens";
         break;
       case "tool.invoke": s = (p.tool || "") + " " + (p.call_id || ""); break;
-      case "tool.result": s = p.ok ? "ok" : "failed: " + ((p.error || {}).code || ""); break;
+      case "tool.result":
+        var res = p.ok ? (p.result || {}) : ((p.error || {}).details || {});
+        var cmd = p.tool === "test.run" || p.tool === "lint.run" || p.tool === "process.run";
+        var exit = typeof res.exit_code === "number" ? res.exit_code : null;
+        if (cmd && exit !== null && (exit !== 0 || res.passed === false || !p.ok)) { s = "failed: exit " + exit; }
+        else if (cmd && exit !== null) { s = "passed: exit " + exit; }
+        else { s = p.ok ? "ok" : "failed: " + ((p.error || {}).code || ""); }
+        break;
       case "approval.requested": s = "approval " + (p.approval_id || "") + " for " + (p.tool || ""); break;
       case "approval.resolved": s = (p.decision || "") + " by " + (p.by || "") + (p.reason ? " (" + p.reason + ")" : ""); break;
       case "agent.transition": s = (p.from || "") + " → " + (p.to || ""); break;
@@ -94,7 +101,7 @@
       fetch("/runs/" + encodeURIComponent(sid) + "/parts", { credentials: "same-origin", headers: { "Accept": "application/json" } })
         .then(function (r) { if (!r.ok) { throw new Error("parts: " + r.status); } return r.json(); })
         .then(function (p) {
-          ["status", "timeline", "approvals", "cost"].forEach(function (k) {
+          ["status", "timeline", "evidence", "approvals", "cost"].forEach(function (k) {
             var el = document.getElementById("part-" + k);
             if (el && typeof p[k] === "string") { el.innerHTML = p[k]; }
           });
