@@ -181,6 +181,21 @@ func (p *Plane) Review(ctx context.Context, in ReviewInput) (ReviewOutput, error
 // the body, anything else (deny, none) holds every finding back.
 func reviewOutput(res cycle.Result, usage replay.Usage) ReviewOutput {
 	out := ReviewOutput{Verdict: string(res.Verdict), Usage: usage}
+	// A cycle that loops reports a persona once per pass: the last
+	// report is the one its findings (or their absence) come from.
+	at := map[string]int{}
+	for _, p := range res.Personas {
+		c := PersonaCoverage{Persona: p.Persona, Status: p.Status, Reason: p.Reason}
+		if i, ok := at[p.Persona]; ok {
+			out.Personas[i] = c
+			continue
+		}
+		at[p.Persona] = len(out.Personas)
+		out.Personas = append(out.Personas, c)
+	}
+	if a := res.Aggregate; a != nil {
+		out.Aggregate, out.Coverage = a.Verdict, a.Coverage
+	}
 	for _, dc := range res.Decisions {
 		f := dc.Finding
 		// Fan-in merged findings by fingerprint: the fingerprint, not a

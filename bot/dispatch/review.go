@@ -81,7 +81,32 @@ type ReviewOutput struct {
 	// findings, set by the bot (not the cycle) before the review is
 	// built, so that the review's body names it; nil for none.
 	Proposal *ProposalNote
+	// Personas are the reviewer personas the cycle asked and how each
+	// fared. One that did not report (its reply failed its schema, its
+	// provider failed, a policy forbade it) reviewed nothing, and the
+	// review says so instead of "Nothing to report".
+	Personas []PersonaCoverage
+	// Aggregate is the personas' fan-in verdict (pass or fail) and
+	// Coverage the share of the personas that reported; "" when no
+	// fan-in ran.
+	Aggregate string
+	Coverage  float64
 }
+
+// PersonaCoverage is how one reviewer persona fared in the review.
+type PersonaCoverage struct {
+	Persona string
+	// Status is ran, failed or forbidden.
+	Status string
+	Reason string
+}
+
+// Persona statuses of PersonaCoverage (the cycle's PersonaReport).
+const (
+	PersonaRan       = "ran"
+	PersonaFailed    = "failed"
+	PersonaForbidden = "forbidden"
+)
 
 // ProposalNote is what a review's body says of its fix proposal.
 type ProposalNote struct {
@@ -377,25 +402,59 @@ func BuildReview(sessionID, headSHA, trigger string, dm github.DiffMap, out Revi
 		inBody = append(inBody, f)
 		rec.InBody = append(rec.InBody, f.ID)
 	}
+	var notReviewed []PersonaCoverage
+	for _, p := range out.Personas {
+		if p.Status != PersonaRan {
+			notReviewed = append(notReviewed, p)
+			rec.NotReviewed = append(rec.NotReviewed, NotReviewed{Persona: p.Persona, Status: p.Status, Reason: p.Reason})
+		}
+	}
+	reviewedBy := len(out.Personas) - len(notReviewed)
 	var b strings.Builder
 	b.WriteString(ReviewMarker(sessionID) + "\n")
-	fmt.Fprintf(&b, "### agentos review: %d finding%s\n\n", posted, plural(posted))
-	if headSHA != "" {
-		fmt.Fprintf(&b, "Reviewed at `%s`", oneWord(short(headSHA)))
+	if len(out.Personas) > 0 && reviewedBy == 0 {
+		fmt.Fprintf(&b, "### agentos review: not reviewed\n\n")
 	} else {
-		b.WriteString("Reviewed")
+		fmt.Fprintf(&b, "### agentos review: %d finding%s\n\n", posted, plural(posted))
+	}
+	reviewed := "Reviewed"
+	if len(out.Personas) > 0 && reviewedBy == 0 {
+		reviewed = "Asked to review"
+	}
+	if headSHA != "" {
+		fmt.Fprintf(&b, "%s at `%s`", reviewed, oneWord(short(headSHA)))
+	} else {
+		b.WriteString(reviewed)
 	}
 	if out.Verdict != "" {
 		fmt.Fprintf(&b, "; the review cycle ended %s", oneWord(out.Verdict))
 	}
 	b.WriteString(". ")
+	if out.Aggregate != "" {
+		fmt.Fprintf(&b, "The reviewers' verdict: %s (%d of %d persona%s reported). ", oneWord(out.Aggregate), reviewedBy, len(out.Personas), plural(len(out.Personas)))
+	}
 	switch {
+	case len(out.Personas) > 0 && reviewedBy == 0:
+		// Coverage 0: no finding means nothing, say so.
+		fmt.Fprintf(&b, "No reviewer persona reported, so this pull request was **not reviewed**; see below why.\n")
+	case posted == 0 && len(notReviewed) > 0:
+		fmt.Fprintf(&b, "No findings from the %d persona%s that reported, but the review is **incomplete**: %d did not review.\n", reviewedBy, plural(reviewedBy), len(notReviewed))
 	case posted == 0:
 		b.WriteString("Nothing to report.\n")
 	case len(rv.Comments) > 0:
 		fmt.Fprintf(&b, "%d on the diff as line comments.\n", len(rv.Comments))
 	default:
 		b.WriteString("\n")
+	}
+	if len(notReviewed) > 0 {
+		b.WriteString("\n#### Not reviewed\n\nWhat these personas review was not looked at in this review.\n\n")
+		for _, p := range notReviewed {
+			why := p.Status
+			if r := clean(p.Reason, 300, trigger); r != "" {
+				why += ": " + r
+			}
+			fmt.Fprintf(&b, "- not reviewed: `%s` (%s)\n", oneWord(p.Persona), why)
+		}
 	}
 	if len(inBody) > 0 {
 		b.WriteString("\n#### Not on the diff\n\nOutside the diff's lines, or advisory by policy.\n\n")
@@ -470,6 +529,16 @@ type ReviewRecord struct {
 	InBodyOnly bool `json:"in_body_only,omitempty"`
 	// Proposal is the session of the review's fix proposal, if any.
 	Proposal string `json:"proposal,omitempty"`
+	// NotReviewed are the personas that did not review (failed or
+	// forbidden), as the review's body lists them.
+	NotReviewed []NotReviewed `json:"not_reviewed,omitempty"`
+}
+
+// NotReviewed is a reviewer persona that did not review.
+type NotReviewed struct {
+	Persona string `json:"persona"`
+	Status  string `json:"status"`
+	Reason  string `json:"reason,omitempty"`
 }
 
 // PlacedFinding is a finding posted as a line comment.
