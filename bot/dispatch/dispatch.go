@@ -15,12 +15,12 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/agentos/agentos/bot/auth"
 	"github.com/agentos/agentos/bot/command"
 	"github.com/agentos/agentos/bot/webhook"
+	"github.com/agentos/agentos/runtime/keylock"
 	"github.com/agentos/agentos/runtime/replay"
 	"github.com/agentos/agentos/runtime/run"
 	"github.com/agentos/agentos/runtime/untrusted"
@@ -104,8 +104,7 @@ type Dispatcher struct {
 	// attempt began instead of starting it a second time.
 	ResumeFromArtifact bool
 
-	mu    sync.Mutex
-	locks map[string]*sync.Mutex
+	locks keylock.Map // per session, in this process
 }
 
 // Result is how one trigger ended.
@@ -314,17 +313,5 @@ func (d *Dispatcher) lease(ctx context.Context, sid string) (func(), error) {
 }
 
 // lock serialises the dispatcher's work on one session in this process.
-func (d *Dispatcher) lock(key string) func() {
-	d.mu.Lock()
-	if d.locks == nil {
-		d.locks = map[string]*sync.Mutex{}
-	}
-	l, ok := d.locks[key]
-	if !ok {
-		l = &sync.Mutex{}
-		d.locks[key] = l
-	}
-	d.mu.Unlock()
-	l.Lock()
-	return l.Unlock
-}
+// A session's lock is forgotten once nobody holds or waits for it.
+func (d *Dispatcher) lock(key string) func() { return d.locks.Lock(key) }

@@ -16,6 +16,7 @@ import (
 	"github.com/agentos/agentos/runtime/event"
 	"github.com/agentos/agentos/runtime/hooks"
 	"github.com/agentos/agentos/runtime/journal"
+	"github.com/agentos/agentos/runtime/keylock"
 	"github.com/agentos/agentos/runtime/provider"
 	"github.com/agentos/agentos/runtime/replay"
 	"github.com/agentos/agentos/runtime/store"
@@ -53,29 +54,20 @@ type Manager struct {
 	TraceID func(runID string) string
 
 	mu     sync.Mutex
-	locks  map[string]*sync.Mutex
+	locks  keylock.Map
 	active map[string]*control // running runs of this process, by session
 }
 
 // NewManager returns a manager over s.
 func NewManager(s store.Store) *Manager {
-	return &Manager{Store: s, Now: time.Now, locks: map[string]*sync.Mutex{}, active: map[string]*control{}}
+	return &Manager{Store: s, Now: time.Now, active: map[string]*control{}}
 }
 
 // lock serialises runs of one session in this process: a later request
 // waits for the active one (the queue). Across processes the store's
 // expected-seq check makes a second writer fail instead of interleaving.
-func (m *Manager) lock(sessionID string) func() {
-	m.mu.Lock()
-	l, ok := m.locks[sessionID]
-	if !ok {
-		l = &sync.Mutex{}
-		m.locks[sessionID] = l
-	}
-	m.mu.Unlock()
-	l.Lock()
-	return l.Unlock
-}
+// A session's lock is forgotten once nobody holds or waits for it.
+func (m *Manager) lock(sessionID string) func() { return m.locks.Lock(sessionID) }
 
 // StartRequest asks for a new run.
 type StartRequest struct {
