@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+
+	"github.com/google/go-github/v62/github"
 )
 
 // SignatureHeader carries "sha256=" + hex HMAC-SHA256 of the raw body.
@@ -22,8 +24,11 @@ var (
 const sigPrefix = "sha256="
 
 // Verify checks header (the X-Hub-Signature-256 value) against body with
-// each non-empty secret in turn (two during a rotation). The comparison is
-// constant-time per secret. It fails closed: no usable secret is an error.
+// each non-empty secret in turn (two during a rotation), with go-github's
+// ValidateSignature (constant-time). Only SHA-256 is accepted: the
+// header's form is checked first, so a "sha1=" value never reaches the
+// library, which would accept it. It fails closed: no usable secret is an
+// error.
 func Verify(secrets [][]byte, body []byte, header string) error {
 	usable := false
 	for _, s := range secrets {
@@ -41,18 +46,11 @@ func Verify(secrets [][]byte, body []byte, header string) error {
 	if len(header) != len(sigPrefix)+sha256.Size*2 || header[:len(sigPrefix)] != sigPrefix {
 		return fmt.Errorf("%w: want %q followed by %d hex digits", ErrMalformedSignature, sigPrefix, sha256.Size*2)
 	}
-	var got [sha256.Size]byte
-	if _, err := hex.Decode(got[:], []byte(header[len(sigPrefix):])); err != nil {
+	if _, err := hex.DecodeString(header[len(sigPrefix):]); err != nil {
 		return fmt.Errorf("%w: %v", ErrMalformedSignature, err)
 	}
-	var want [sha256.Size]byte
 	for _, s := range secrets {
-		if len(s) == 0 {
-			continue
-		}
-		m := hmac.New(sha256.New, s)
-		m.Write(body)
-		if hmac.Equal(m.Sum(want[:0]), got[:]) {
+		if len(s) > 0 && github.ValidateSignature(header, body, s) == nil {
 			return nil
 		}
 	}
