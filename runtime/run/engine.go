@@ -614,6 +614,9 @@ func (s *state) roleJSON(ctx context.Context, role, schemaID string, msgs []prov
 		if verr == nil {
 			return doc, nil
 		}
+		if resp.FinishReason == provider.FinishSafety {
+			return nil, refused(role, resp)
+		}
 		if problem != nil {
 			problem = verr
 			break
@@ -630,6 +633,23 @@ func (s *state) roleJSON(ctx context.Context, role, schemaID string, msgs []prov
 		return nil, err
 	}
 	return nil, malformed(role, schemaID, problem)
+}
+
+// CodeModelRefused: a role's model refused the request (finish reason
+// safety: the API's refusal, a content filter) instead of answering.
+const CodeModelRefused = "MODEL_REFUSED"
+
+// refused ends a run whose model refused: the report quotes the refusal,
+// which a repair turn would only ask again, and which "not valid JSON"
+// would hide.
+func refused(role string, resp provider.CompletionResponse) *Failure {
+	what := strings.TrimSpace(resp.Text)
+	if what == "" {
+		what = "(no text)"
+	}
+	return &Failure{Status: StatusFailed, Class: ClassProviderError, Code: CodeModelRefused,
+		Reason:     fmt.Sprintf("the %s model refused the request (finish reason safety): %q", role, clip(what, 300)),
+		NextAction: "read the refusal, then rephrase the request or use another model for this role"}
 }
 
 func malformed(role, schemaID string, err error) *Failure {

@@ -54,6 +54,9 @@ func (s *state) work(ctx context.Context, directive, plan json.RawMessage, feedb
 			if verr == nil {
 				return doc, Result{}, nil
 			}
+			if resp.FinishReason == provider.FinishSafety {
+				return nil, Result{}, refused("worker", resp)
+			}
 			if err := s.violation(ctx, "worker", schemaID, verr); err != nil {
 				return nil, Result{}, err
 			}
