@@ -8,9 +8,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/agentos/agentos/bot/viewer"
 	"github.com/agentos/agentos/runtime/event"
 	"github.com/agentos/agentos/runtime/provider"
 	"github.com/agentos/agentos/runtime/replay"
@@ -136,9 +138,231 @@ func finishRun(ctx context.Context, env *runtimeEnv, f runFlags, out agentrun.Ou
 			return err
 		}
 	} else {
-		printOutcome(stdout, out, path)
+		evs, err := env.store.Read(ctx, out.SessionID, 1)
+		if err != nil {
+			return err
+		}
+		if err := printRunOutcome(stdout, out, path, f, evs); err != nil {
+			return err
+		}
 	}
 	return outcomeExit(out)
+}
+
+// printRunOutcome prints a run's outcome for people, from its log: for a
+// pause, what each approval would do (the diff or the command) and the
+// approve and deny commands that answer it, as they can be run; then the
+// evidence (every command a tool ran with its exit code, the changed
+// files, the review's verdict and coverage) and what the models cost.
+func printRunOutcome(w io.Writer, out agentrun.Outcome, logPath string, f runFlags, evs []event.Event) error {
+	s, err := viewer.Build(out.SessionID, evs, time.Now())
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "session  %s\nrun      %s\nstatus   %s\n", out.SessionID, out.RunID, out.Status)
+	for _, p := range out.Pending {
+		fmt.Fprintf(w, "approval %s needed for %s (digest %.12s…)\n", p.ApprovalID, p.Tool, p.Digest)
+		printPreview(w, p, logPath)
+		answer := answerArgs(out.SessionID, p.ApprovalID, f)
+		fmt.Fprintf(w, "         approve: %s\n", shellLine(append([]string{"agentos", "approve"}, answer...)))
+		fmt.Fprintf(w, "         deny:    %s\n", shellLine(append([]string{"agentos", "deny"}, answer...)))
+		fmt.Fprintf(w, "                  (add --reason TEXT to tell the agent why)\n")
+	}
+	if t := out.Terminal; t != nil {
+		fmt.Fprintf(w, "terminal %s", t.Status)
+		if t.ErrorClass != "" {
+			fmt.Fprintf(w, " (%s)", t.ErrorClass)
+		}
+		if t.Reason != "" {
+			fmt.Fprintf(w, ": %s", t.Reason)
+		}
+		fmt.Fprintf(w, "\n         next: %s\n", t.NextAction)
+	}
+	if out.Output != "" {
+		fmt.Fprintf(w, "output   %s (the worker's words; the evidence below is the log's)\n", out.Output)
+	}
+	printEvidence(w, s.Evidence)
+	fmt.Fprintf(w, "usage    %s\n", usageLine(s))
+	if logPath != "" {
+		fmt.Fprintf(w, "log      %s\n", logPath)
+	}
+	return nil
+}
+
+// printPreview prints what an approval would do: its diff, else its
+// command, bounded.
+func printPreview(w io.Writer, p agentrun.Pending, logPath string) {
+	var pv struct {
+		Diff    string `json:"diff"`
+		Command string `json:"command"`
+		Summary string `json:"summary"`
+	}
+	_ = json.Unmarshal(p.Preview, &pv)
+	if pv.Diff == "" {
+		var a struct {
+			UnifiedDiff string `json:"unifiedDiff"`
+			Command     string `json:"command"`
+		}
+		_ = json.Unmarshal(p.Args, &a)
+		pv.Diff = a.UnifiedDiff
+		if pv.Command == "" {
+			pv.Command = a.Command
+		}
+	}
+	if pv.Summary != "" {
+		fmt.Fprintf(w, "         %s\n", oneLineText(pv.Summary))
+	}
+	switch {
+	case pv.Diff != "":
+		lines := strings.Split(strings.TrimSuffix(pv.Diff, "\n"), "\n")
+		const maxLines = 200
+		for i, l := range lines {
+			if i == maxLines {
+				fmt.Fprintf(w, "    … %d more lines (agentos view %s shows the whole diff)\n", len(lines)-maxLines, shellLine([]string{logPath}))
+				break
+			}
+			fmt.Fprintf(w, "    %s\n", l)
+		}
+	case pv.Command != "":
+		fmt.Fprintf(w, "         command: %s\n", oneLineText(pv.Command))
+	default:
+		fmt.Fprintf(w, "         (the approval shows no diff or command; agentos replay %s --data DIR shows its arguments)\n", p.ApprovalID)
+	}
+}
+
+// answerArgs are the arguments of agentos approve and deny for an
+// approval: the session, the approval and the flags this run was started
+// with that the answering process needs (the repository, the data
+// directory, the provider), file paths made absolute so the line works
+// from any directory.
+func answerArgs(sid, id string, f runFlags) []string {
+	args := []string{sid, id}
+	abs := func(p string) string {
+		if a, err := filepath.Abs(p); err == nil {
+			return a
+		}
+		return p
+	}
+	add := func(flag, v string, path bool) {
+		if v == "" {
+			return
+		}
+		if path {
+			v = abs(v)
+		}
+		args = append(args, flag, v)
+	}
+	add("--repo", f.repo, true)
+	add("--data", f.data, true)
+	add("--profile", f.profile, true)
+	add("--provider", f.providerName, false)
+	if f.script != "" && f.script != "inline" {
+		add("--script", f.script, true)
+	}
+	add("--policy", f.policy, true)
+	return args
+}
+
+// shellLine quotes args for a POSIX shell where they need it.
+func shellLine(args []string) string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		safe := a != ""
+		for _, r := range a {
+			if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./:,=+@%", r)) {
+				safe = false
+				break
+			}
+		}
+		if safe {
+			out[i] = a
+		} else {
+			out[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		}
+	}
+	return strings.Join(out, " ")
+}
+
+// printEvidence prints what the log shows the run did.
+func printEvidence(w io.Writer, ev viewer.Evidence) {
+	for _, c := range ev.Commands {
+		exit := "no exit code"
+		if c.Exit != "" {
+			exit = "exit " + c.Exit
+		}
+		cmd := c.Command
+		if cmd == "" {
+			cmd = "(default command)"
+		}
+		line := fmt.Sprintf("%s %s: %s, %s", c.Tool, oneLineText(cmd), exit, c.Outcome)
+		if c.Detail != "" {
+			line += " (" + oneLineText(c.Detail) + ")"
+		}
+		fmt.Fprintf(w, "command  %s\n", line)
+	}
+	if len(ev.Files) > 0 {
+		var fs []string
+		for _, f := range ev.Files {
+			d := f.Path + " (" + f.Op
+			if f.LinesKnown {
+				d += fmt.Sprintf(", +%d -%d", f.Added, f.Removed)
+			}
+			fs = append(fs, d+")")
+		}
+		fmt.Fprintf(w, "changed  %s\n", strings.Join(fs, ", "))
+		fmt.Fprintf(w, "diff     the applied changes, in order:\n")
+		const maxLines = 200
+		for i, l := range ev.Diff {
+			if i == maxLines {
+				fmt.Fprintf(w, "    … %d more lines (agentos view shows the whole diff)\n", len(ev.Diff)-maxLines)
+				break
+			}
+			fmt.Fprintf(w, "    %s\n", l.Text)
+		}
+	} else {
+		fmt.Fprintf(w, "changed  no file\n")
+	}
+	if r := ev.Review; r != nil {
+		var parts []string
+		if r.Verdict != "" {
+			parts = append(parts, "reviewer "+r.Verdict)
+		}
+		if r.HasAgg {
+			parts = append(parts, fmt.Sprintf("personas %s (coverage %.0f%%)", r.Aggregate, r.Coverage*100))
+		}
+		for _, p := range r.NotReviewed() {
+			nr := "not reviewed: " + p.Persona + " (" + p.Status
+			if p.Reason != "" {
+				nr += ": " + oneLineText(p.Reason)
+			}
+			parts = append(parts, nr+")")
+		}
+		if len(parts) > 0 {
+			fmt.Fprintf(w, "review   %s\n", strings.Join(parts, "; "))
+		}
+	}
+}
+
+// usageLine is the tokens and cost of the session's model calls; a cost
+// no price was known for is "not tracked", not $0.
+func usageLine(s viewer.Session) string {
+	u := s.Usage
+	line := fmt.Sprintf("%d input + %d output tokens over %d model call", u.InputTokens, u.OutputTokens, s.LLMCalls)
+	if s.LLMCalls != 1 {
+		line += "s"
+	}
+	if s.LLMCalls == 0 {
+		return line
+	}
+	return line + ", " + s.Costs.TotalText()
+}
+
+func oneLineText(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > 300 {
+		s = string(r[:300]) + "…"
+	}
+	return s
 }
 
 // outcomeExit maps a run's outcome to the exit code scripts and CI steps
