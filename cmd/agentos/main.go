@@ -13,6 +13,8 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+
+	"github.com/agentos/agentos/runtime/buildinfo"
 )
 
 // Exit codes shared by every subcommand (exitCodesHelp describes them).
@@ -131,6 +133,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 }
 
 func cmdVersion(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fmt.Fprintln(stdout, "agentos", strings.TrimSpace(version))
+	v := strings.TrimSpace(version)
+	if v == "" || v == "dev" {
+		v = buildinfo.Version() // what the toolchain recorded: go install's version, or the checkout's revision
+	}
+	fmt.Fprintln(stdout, "agentos", v)
 	return nil
 }

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentos/agentos/runtime/buildinfo"
 	"github.com/agentos/agentos/runtime/event"
 	"github.com/agentos/agentos/runtime/hooks"
 	"github.com/agentos/agentos/runtime/journal"
@@ -149,7 +150,10 @@ func (m *Manager) Start(ctx context.Context, eng *Engine, req StartRequest) (Out
 		corr = req.SessionID
 	}
 	noRepair := !eng.GuardRepair()
-	start := map[string]any{"prompt": prompt, "guard": map[string]any{"repair": !noRepair}}
+	// Which code wrote the log, and in which format: a replay or an
+	// audit of an old log knows what to expect of it.
+	start := map[string]any{"prompt": prompt, "guard": map[string]any{"repair": !noRepair},
+		"agentos_version": buildinfo.Version(), "event_format": event.SchemaVersion}
 	if req.SessionKey != "" {
 		start["session_key"] = req.SessionKey
 	}
