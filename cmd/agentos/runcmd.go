@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/agentos/agentos/bot/viewer"
 	"github.com/agentos/agentos/runtime/event"
@@ -179,7 +180,7 @@ func printRunOutcome(w io.Writer, out agentrun.Outcome, logPath string, f runFla
 		fmt.Fprintf(w, "\n         next: %s\n", t.NextAction)
 	}
 	if out.Output != "" {
-		fmt.Fprintf(w, "output   %s (the worker's words; the evidence below is the log's)\n", out.Output)
+		fmt.Fprintf(w, "output   %s (the worker's words; the evidence below is the log's)\n", termLine(out.Output))
 	}
 	printEvidence(w, s.Evidence)
 	fmt.Fprintf(w, "usage    %s\n", usageLine(s))
@@ -221,7 +222,7 @@ func printPreview(w io.Writer, p agentrun.Pending, logPath string) {
 				fmt.Fprintf(w, "    … %d more lines (agentos view %s shows the whole diff)\n", len(lines)-maxLines, shellLine([]string{logPath}))
 				break
 			}
-			fmt.Fprintf(w, "    %s\n", l)
+			fmt.Fprintf(w, "    %s\n", termLine(l))
 		}
 	case pv.Command != "":
 		fmt.Fprintf(w, "         command: %s\n", oneLineText(pv.Command))
@@ -298,12 +299,12 @@ func printEvidence(w io.Writer, ev viewer.Evidence) {
 		if c.Detail != "" {
 			line += " (" + oneLineText(c.Detail) + ")"
 		}
-		fmt.Fprintf(w, "command  %s\n", line)
+		fmt.Fprintf(w, "command  %s\n", termLine(line))
 	}
 	if len(ev.Files) > 0 {
 		var fs []string
 		for _, f := range ev.Files {
-			d := f.Path + " (" + f.Op
+			d := oneLineText(f.Path) + " (" + f.Op
 			if f.LinesKnown {
 				d += fmt.Sprintf(", +%d -%d", f.Added, f.Removed)
 			}
@@ -317,7 +318,7 @@ func printEvidence(w io.Writer, ev viewer.Evidence) {
 				fmt.Fprintf(w, "    … %d more lines (agentos view shows the whole diff)\n", len(ev.Diff)-maxLines)
 				break
 			}
-			fmt.Fprintf(w, "    %s\n", l.Text)
+			fmt.Fprintf(w, "    %s\n", termLine(l.Text))
 		}
 	} else {
 		fmt.Fprintf(w, "changed  no file\n")
@@ -338,7 +339,7 @@ func printEvidence(w io.Writer, ev viewer.Evidence) {
 			parts = append(parts, nr+")")
 		}
 		if len(parts) > 0 {
-			fmt.Fprintf(w, "review   %s\n", strings.Join(parts, "; "))
+			fmt.Fprintf(w, "review   %s\n", termLine(strings.Join(parts, "; ")))
 		}
 	}
 }
@@ -357,12 +358,27 @@ func usageLine(s viewer.Session) string {
 	return line + ", " + s.Costs.TotalText()
 }
 
+// oneLineText is model or tool text on one terminal line, at most 300
+// runes, with nothing a terminal would interpret (termLine).
 func oneLineText(s string) string {
-	s = strings.Join(strings.Fields(s), " ")
+	s = termLine(strings.Join(strings.Fields(s), " "))
 	if r := []rune(s); len(r) > 300 {
 		s = string(r[:300]) + "…"
 	}
 	return s
+}
+
+// termLine replaces control characters but the tab and the newline
+// (escape sequences included) and format characters with "?": a diff
+// line keeps its indentation, and a file the agent wrote cannot drive
+// the terminal.
+func termLine(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r != '\t' && r != '\n' && (unicode.IsControl(r) || r == unicode.ReplacementChar || unicode.In(r, unicode.Cf)) {
+			return '?'
+		}
+		return r
+	}, strings.ToValidUTF8(s, "?"))
 }
 
 // outcomeExit maps a run's outcome to the exit code scripts and CI steps
