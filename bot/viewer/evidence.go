@@ -394,10 +394,31 @@ func approvalDiff(a replay.Approval) string {
 // cycle's result with each persona's outcome.
 func review(evs []event.Event) *ReviewEvidence {
 	var r ReviewEvidence
-	found := false
+	found, fromResult := false, false
 	for i := range evs {
 		e := &evs[i]
 		switch e.Type {
+		case event.AgentTransition:
+			// A fan-out persona's pass ends with PERSONA → PERSONA_DONE,
+			// naming why when it failed: the outcome is in the log before
+			// the cycle's result is (and when the cycle never ends).
+			if event.FieldString(e.Payload, "from") != "PERSONA" || event.FieldString(e.Payload, "to") != "PERSONA_DONE" || fromResult {
+				continue
+			}
+			p := PersonaOutcome{Persona: clip(event.FieldString(e.Payload, "role"), 80), Status: "ran"}
+			if why := event.FieldString(e.Payload, "reason"); why != "" {
+				p.Status, p.Reason = "failed", clip(oneLine(why), 300)
+			}
+			replaced := false
+			for j := range r.Personas {
+				if r.Personas[j].Persona == p.Persona {
+					r.Personas[j], replaced = p, true
+				}
+			}
+			if !replaced {
+				r.Personas = append(r.Personas, p)
+			}
+			found = true
 		case event.ArtifactEmitted:
 			var doc json.RawMessage
 			if s := event.FieldString(e.Payload, "content"); s != "" {
@@ -434,7 +455,11 @@ func review(evs []event.Event) *ReviewEvidence {
 					continue
 				}
 				r.Cycle = clip(res.Verdict, 40)
-				r.Personas = r.Personas[:0]
+				if len(res.Personas) > 0 {
+					// The cycle's own account wins: it also names the
+					// personas a policy forbade, which never ran.
+					r.Personas, fromResult = nil, true
+				}
 				for _, p := range res.Personas {
 					r.Personas = append(r.Personas, PersonaOutcome{Persona: clip(p.Persona, 80), Phase: clip(p.Phase, 80), Status: clip(p.Status, 40),
 						Reason: clip(oneLine(p.Reason), 300), Findings: p.Findings})

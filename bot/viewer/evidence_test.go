@@ -181,3 +181,33 @@ func TestCostNotTracked(t *testing.T) {
 		})
 	}
 }
+
+// A fan-out's personas show from their PERSONA_DONE transitions while the
+// cycle runs; the cycle's result, once there, is the account shown.
+func TestEvidencePersonas(t *testing.T) {
+	done := func(role, reason string) obj {
+		p := obj{"from": "PERSONA", "to": "PERSONA_DONE", "role": role}
+		if reason != "" {
+			p["reason"] = reason
+		}
+		return p
+	}
+	log := evs(t,
+		event.AgentTransition, done("security", "reply does not match persona_findings_v2"),
+		event.AgentTransition, done("correctness", ""),
+	)
+	r := BuildEvidence(log, replay.Snapshot{}).Review
+	if r == nil || len(r.Personas) != 2 || r.Personas[0].Status != "failed" || r.Personas[1].Status != "ran" || len(r.NotReviewed()) != 1 || r.NotReviewed()[0].Persona != "security" {
+		t.Fatalf("while running: %+v", r)
+	}
+	content := mustJSON(t, obj{"verdict": "done", "personas": []obj{
+		{"persona": "security", "phase": "review", "status": "failed", "reason": "schema"},
+		{"persona": "correctness", "phase": "review", "status": "ran", "findings": 2},
+		{"persona": "tests", "phase": "review", "status": "forbidden", "reason": "role-permissions"},
+	}})
+	log = append(log, evs(t, event.ArtifactEmitted, obj{"kind": "workflow_result", "content": content})...)
+	r = BuildEvidence(log, replay.Snapshot{}).Review
+	if r == nil || len(r.Personas) != 3 || r.Cycle != "done" || len(r.NotReviewed()) != 2 || r.Personas[1].Findings != 2 {
+		t.Fatalf("after the result: %+v", r)
+	}
+}
