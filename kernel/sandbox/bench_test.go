@@ -1,10 +1,15 @@
+//go:build linux
+
 package sandbox_test
 
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sort"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -140,4 +145,201 @@ func BenchmarkDenyMask(b *testing.B) {
 	b.ReportMetric(float64(median(withMask).Microseconds())/1000, "masked-ms")
 	b.ReportMetric(float64(median(withMask))/float64(median(without)), "masked/baseline")
 	b.ReportMetric(float64(median(walk).Microseconds())/1000, "walk-ms")
+}
+
+// BenchmarkLauncher measures what one command costs to start under each
+// mechanism and launcher: `true` in an empty worktree, unconfined; under
+// bwrap run directly by bwrap (the same file system and namespaces, no
+// launcher, no bookkeeping: the raw mechanism); under Landlock run by the
+// launcher's confine stage alone (one small Go program that applies the
+// same limits, ruleset and seccomp filter and execs, with no supervisor:
+// the raw mechanism); and through Sandbox.Command (Start, Wait, Finish)
+// with the small launcher (agentos-launch) and with the agentos binary
+// re-executing itself, under each mechanism. The variants take turns in
+// each iteration, so they share the machine's load; each is reported as
+// its median, and the launched ones as the difference from their raw
+// mechanism. It builds agentos (cached after the first run), or copies
+// the one AGENTOS_BENCH_BINARY names.
+//
+//	go test -run '^$' -bench Launcher -benchtime 50x ./kernel/sandbox/
+//
+// (With a count, -benchtime 50x, the table of that one run is printed.)
+func BenchmarkLauncher(b *testing.B) {
+	smallExe, selfExe := benchBinaries(b)
+	work, err := filepath.EvalSymlinks(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	private := b.TempDir()
+	for _, d := range []string{"home", "tmp"} {
+		if err := os.Mkdir(filepath.Join(private, d), 0o700); err != nil {
+			b.Fatal(err)
+		}
+	}
+	cache := b.TempDir()
+	argv := []string{"true"}
+	// cpu is the CPU time of the process tree: the started process and
+	// every descendant it waited for (bwrap, the launcher stages and the
+	// command all reap theirs), which the machine's load does not
+	// inflate as it does the wall time.
+	cpu := func(ps *os.ProcessState) time.Duration { return ps.UserTime() + ps.SystemTime() }
+	run := func(c *sandbox.Cmd, err error) (time.Duration, error) {
+		if err != nil {
+			return 0, err
+		}
+		if err := c.Start(); err != nil {
+			return 0, err
+		}
+		werr := c.Wait()
+		if ferr := c.Finish(); werr == nil {
+			werr = ferr
+		}
+		return cpu(c.ProcessState), werr
+	}
+	type variant struct {
+		name string
+		run  func() (time.Duration, error)
+	}
+	none := sandbox.Disabled()
+	vs := []variant{{"none", func() (time.Duration, error) {
+		return run(none.Command(context.Background(), sandbox.Request{Argv: argv, Work: work, Dir: work}))
+	}}}
+	var missing []string
+	for _, mode := range []sandbox.Mode{sandbox.ModeBwrap, sandbox.ModeLandlock} {
+		detect := func(exe string) *sandbox.Sandbox {
+			return sandbox.DetectBeside(context.Background(), sandbox.Config{Mode: mode, CacheDir: cache}, exe)
+		}
+		small := detect(smallExe)
+		if small.Err() != nil {
+			missing = append(missing, fmt.Sprintf("%s: %v", mode, small.Err()))
+			continue
+		}
+		if k := small.Report().LauncherKind; k != sandbox.LauncherSmall {
+			b.Fatalf("%s: launcher %s, want the small one", mode, k)
+		}
+		vs = append(vs,
+			variant{string(mode) + "-raw", func() (time.Duration, error) {
+				c, err := small.RawCommand(work, private, argv)
+				if err != nil {
+					return 0, err
+				}
+				err = c.Run()
+				return cpu(c.ProcessState), err
+			}},
+			variant{string(mode) + "-small", func() (time.Duration, error) {
+				return run(small.Command(context.Background(), sandbox.Request{Argv: argv, Work: work, Dir: work}))
+			}},
+		)
+		if selfExe == "" {
+			continue
+		}
+		self := detect(selfExe)
+		if self.Err() != nil {
+			missing = append(missing, fmt.Sprintf("%s with agentos as the launcher: %v", mode, self.Err()))
+			continue
+		}
+		if k := self.Report().LauncherKind; k != sandbox.LauncherSelf {
+			b.Fatalf("%s: launcher %s, want agentos itself", mode, k)
+		}
+		vs = append(vs, variant{string(mode) + "-self", func() (time.Duration, error) {
+			return run(self.Command(context.Background(), sandbox.Request{Argv: argv, Work: work, Dir: work}))
+		}})
+	}
+	if selfExe == "" {
+		missing = append(missing, "agentos as the launcher: "+benchBins.selfErr)
+	}
+	if len(missing) > 0 {
+		b.Logf("not measured: %s", strings.Join(missing, "; "))
+	}
+	for _, v := range vs {
+		if _, err := v.run(); err != nil {
+			b.Fatalf("%s: %v", v.name, err)
+		}
+	}
+	wall, cpus := map[string][]time.Duration{}, map[string][]time.Duration{}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		for _, v := range vs {
+			start := time.Now()
+			c, err := v.run()
+			if err != nil {
+				b.Fatalf("%s: %v", v.name, err)
+			}
+			wall[v.name] = append(wall[v.name], time.Since(start))
+			cpus[v.name] = append(cpus[v.name], c)
+		}
+	}
+	b.StopTimer()
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	var table strings.Builder
+	fmt.Fprintf(&table, "%-16s %8s %10s %8s %10s (ms, medians of %d runs of true)\n", "variant", "wall", "minus raw", "cpu", "minus raw", b.N)
+	for _, v := range vs {
+		w, c := median(wall[v.name]), median(cpus[v.name])
+		b.ReportMetric(ms(w), v.name+"-ms")
+		fmt.Fprintf(&table, "%-16s %8.2f", v.name, ms(w))
+		mech, kind, _ := strings.Cut(v.name, "-")
+		if kind == "small" || kind == "self" {
+			extra := w - median(wall[mech+"-raw"])
+			b.ReportMetric(ms(extra), v.name+"-over-raw-ms")
+			fmt.Fprintf(&table, " %+10.2f %8.2f %+10.2f\n", ms(extra), ms(c), ms(c-median(cpus[mech+"-raw"])))
+		} else {
+			fmt.Fprintf(&table, " %10s %8.2f\n", "", ms(c))
+		}
+	}
+	if b.N > 1 {
+		// The table of the sizing run (N=1) would take the room of
+		// the real one: go test keeps ten lines of a benchmark's log.
+		b.Log("\n" + table.String())
+	}
+}
+
+// benchBins are the binaries BenchmarkLauncher builds once per test
+// binary (a benchmark function runs several times).
+var benchBins struct {
+	once              sync.Once
+	small, self       string
+	smallErr, selfErr string
+}
+
+// benchBins returns a stand-in agentos path with agentos-launch next to it,
+// and the path of a real agentos binary with no launcher next to it ("" when
+// agentos does not build: the tree is someone's work in progress).
+func benchBinaries(b *testing.B) (small, self string) {
+	b.Helper()
+	dir := sharedDir(b)
+	benchBins.once.Do(func() {
+		sd, od := filepath.Join(dir, "bench-small"), filepath.Join(dir, "bench-self")
+		for _, d := range []string{sd, od} {
+			if err := os.MkdirAll(d, 0o755); err != nil {
+				benchBins.smallErr = err.Error()
+				return
+			}
+		}
+		if err := goBuild("github.com/agentos/agentos/cmd/agentos-launch", filepath.Join(sd, sandbox.LauncherName)); err != nil {
+			benchBins.smallErr = err.Error()
+			return
+		}
+		benchBins.small = filepath.Join(sd, "agentos")
+		if prebuilt := os.Getenv("AGENTOS_BENCH_BINARY"); prebuilt != "" {
+			// An agentos built elsewhere (the tree may not build while
+			// someone works in it): copied, so that no launcher lies
+			// next to it.
+			b, err := os.ReadFile(prebuilt)
+			if err == nil {
+				err = os.WriteFile(filepath.Join(od, "agentos"), b, 0o755)
+			}
+			if err != nil {
+				benchBins.selfErr = err.Error()
+				return
+			}
+		} else if err := goBuild("github.com/agentos/agentos/cmd/agentos", filepath.Join(od, "agentos")); err != nil {
+			benchBins.selfErr = err.Error() + " (AGENTOS_BENCH_BINARY names an agentos built elsewhere)"
+			return
+		}
+		benchBins.self = filepath.Join(od, "agentos")
+	})
+	if benchBins.small == "" {
+		b.Fatal(benchBins.smallErr)
+	}
+	return benchBins.small, benchBins.self
 }

@@ -19,12 +19,19 @@ import (
 // module) to out.
 func buildBinary(tb testing.TB, pkg, out string) {
 	tb.Helper()
-	gobin := testenv.LookPath(tb, "go")
-	cmd := exec.Command(gobin, "build", "-o", out, pkg)
+	testenv.LookPath(tb, "go")
+	if err := goBuild(pkg, out); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+func goBuild(pkg, out string) error {
+	cmd := exec.Command("go", "build", "-o", out, pkg)
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if b, err := cmd.CombinedOutput(); err != nil {
-		tb.Fatalf("go build %s: %v\n%s", pkg, err, b)
+		return fmt.Errorf("go build %s: %v\n%s", pkg, err, b)
 	}
+	return nil
 }
 
 // smallLauncherBeside builds agentos-launch into a new directory and
