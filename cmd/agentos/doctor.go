@@ -217,7 +217,14 @@ func printDoctor(w io.Writer, rep doctorReport) {
 	}
 	fmt.Fprintf(w, "sandbox    %s (mode %s)\nready      %s\n", r.Mechanism, r.Mode, state)
 	if r.Launcher != "" {
-		fmt.Fprintf(w, "launcher   %s\n", r.Launcher)
+		kind := ""
+		if r.LauncherKind != "" {
+			kind = " (" + string(r.LauncherKind) + ")"
+		}
+		fmt.Fprintf(w, "launcher   %s%s\n", r.Launcher, kind)
+		if r.LauncherNote != "" {
+			fmt.Fprintf(w, "           %s\n", r.LauncherNote)
+		}
 	}
 	if r.Bwrap != "" {
 		fmt.Fprintf(w, "bwrap      %s\n", r.Bwrap)
