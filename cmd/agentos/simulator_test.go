@@ -78,6 +78,10 @@ func TestSimulatorMatrix(t *testing.T) {
 			authGo, _ := os.ReadFile(filepath.Join(repo, "auth.go"))
 			v := simulator.Judge(b, log, string(authGo))
 			row.Add(v)
+			if os.Getenv("AGENTOS_SIM_TRACE") != "" {
+				trace, _, _ := runCLI(t, "replay", r.LogPath)
+				t.Logf("%s: %s\n%s", b.Name, v.Did, trace)
+			}
 			if _, verr, vcode := runCLI(t, "verify", r.LogPath); vcode != exitOK {
 				t.Errorf("agentos verify: exit %d %s", vcode, verr)
 			}

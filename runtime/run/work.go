@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"github.com/agentos/agentos/runtime/untrusted"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/agentos/agentos/kernel"
 	"github.com/agentos/agentos/runtime/event"
@@ -136,15 +137,109 @@ func (s *state) callTool(ctx context.Context, c Call) (ToolOutcome, error) {
 	return out, err
 }
 
+// toolMessage is a call's outcome as the model reads it, within
+// toolMessageCap. A result too large for it keeps its shape: its longest
+// strings are cut, then its longest lists lose their last items, so the
+// model still reads valid JSON with the members that say where to go on
+// (truncated, end_line, sha256, exit_code), and a note says what was cut.
+// Cutting the encoded bytes instead left the model half a JSON document,
+// without those members, for every read of a large file.
 func toolMessage(out ToolOutcome) string {
 	b, err := json.Marshal(out)
 	if err != nil {
 		return `{"ok":false,"error":{"code":"TOOL_RUNTIME_ERROR","message":"result not encodable"}}`
 	}
-	if len(b) > toolMessageCap {
-		return string(b[:toolMessageCap]) + "\n[truncated: the result was longer than the context allows; read a narrower range]"
+	if len(b) <= toolMessageCap {
+		return string(b)
 	}
-	return string(b)
+	budget := toolMessageCap - len(cutNote)
+	var res any
+	if len(out.Result) > 0 && json.Unmarshal(out.Result, &res) == nil {
+		size := func(v any) int {
+			r, err := json.Marshal(v)
+			if err != nil {
+				return toolMessageCap + 1
+			}
+			o := out
+			o.Result = r
+			enc, err := json.Marshal(o)
+			if err != nil {
+				return toolMessageCap + 1
+			}
+			b = enc
+			return len(enc)
+		}
+		for n := longest(res, false); size(res) > budget && n > 64; {
+			n = n * 3 / 4
+			res = capValue(res, n, false)
+		}
+		for n := longest(res, true); size(res) > budget && n > 1; {
+			n = min(n-1, n*3/4)
+			res = capValue(res, n, true)
+		}
+		if size(res) <= budget {
+			return string(b) + cutNote
+		}
+	}
+	return string(b[:toolMessageCap]) + "\n[truncated: the result was longer than the context allows; read a narrower range]"
+}
+
+// cutNote follows a result toolMessage shortened.
+const cutNote = "\n[cut to fit the context: long strings and lists in this result were shortened (a cut string ends in …); read a narrower range]"
+
+// longest is the length of the longest string (lists: the longest list)
+// in a decoded JSON value.
+func longest(v any, lists bool) int {
+	n := 0
+	switch x := v.(type) {
+	case string:
+		if !lists {
+			n = len(x)
+		}
+	case []any:
+		if lists {
+			n = len(x)
+		}
+		for _, e := range x {
+			n = max(n, longest(e, lists))
+		}
+	case map[string]any:
+		for _, e := range x {
+			n = max(n, longest(e, lists))
+		}
+	}
+	return n
+}
+
+// capValue cuts every string longer than n bytes (at a UTF-8 boundary,
+// ending in …), or with lists every list longer than n items, in a decoded
+// JSON value.
+func capValue(v any, n int, lists bool) any {
+	switch x := v.(type) {
+	case string:
+		if lists || len(x) <= n {
+			return x
+		}
+		cut := n
+		for cut > 0 && !utf8.RuneStart(x[cut]) {
+			cut--
+		}
+		return x[:cut] + "…"
+	case []any:
+		if lists && len(x) > n {
+			x = x[:n]
+		}
+		for i := range x {
+			x[i] = capValue(x[i], n, lists)
+		}
+		return x
+	case map[string]any:
+		for k, e := range x {
+			x[k] = capValue(e, n, lists)
+		}
+		return x
+	}
+	return v
 }
 
 // estimateTokens approximates a tokenizer: ~4 bytes per token.

@@ -213,9 +213,9 @@ func readWork(b Behaviour, req *chatRequest) *work {
 				} `json:"error"`
 			}
 			text := unwrapData(m.text)
-			if err := json.Unmarshal([]byte(text), &res); err != nil {
-				// A result cut to the context's size is no longer JSON:
-				// a model reads what it can.
+			// A result cut to the context's size ends in a note after
+			// its JSON; one that is no longer JSON is read as text.
+			if err := json.NewDecoder(strings.NewReader(text)).Decode(&res); err != nil {
 				s.ok = strings.Contains(text, `"ok":true`)
 				s.result = map[string]any{"text": text}
 			} else {
@@ -397,11 +397,11 @@ func wholeDiff(p, old, new string) string {
 	return out.String()
 }
 
-// target is the file to fix: the first match of a search that found the
+// target is the file to fix: the first match of a search for the
 // function, else the file the request names.
 func (w *work) target() string {
 	for _, s := range w.steps {
-		if s.tool != "repo.search" || !s.ok {
+		if s.tool != "repo.search" || !s.ok || !strings.Contains(s.arg("query"), "CheckToken") {
 			continue
 		}
 		if m, _ := s.result["matches"].([]any); len(m) > 0 {
