@@ -154,8 +154,8 @@ func commandOutcome(p []byte) (outcome, exit string, cr commandResult) {
 	return "", "", cr
 }
 
-// BuildEvidence reads the evidence from a session's events.
-func BuildEvidence(evs []event.Event, snap replay.Snapshot) Evidence {
+// buildEvidence reads the evidence from a session's events.
+func buildEvidence(evs []event.Event, snap replay.Snapshot) Evidence {
 	var ev Evidence
 	type invoke struct {
 		tool, approval string

@@ -50,7 +50,7 @@ func TestEvidenceCommands(t *testing.T) {
 		event.ToolResult, okResult("c5", "test.run", obj{"command": "go test ./...", "exit_code": 0}),
 		event.ToolInvoke, invoke("c6", "test.run", obj{}),
 	)
-	got := BuildEvidence(log, replay.Snapshot{}).Commands
+	got := buildEvidence(log, replay.Snapshot{}).Commands
 	want := []CommandRun{
 		{Seq: 2, CallID: "c1", Tool: "test.run", Command: "go test ./...", Exit: "1", Outcome: "failed"},
 		{Seq: 4, CallID: "c2", Tool: "lint.run", Command: "go vet ./...", Exit: "-1", Outcome: "failed", Detail: "timed out"},
@@ -93,7 +93,7 @@ func TestEvidenceChanges(t *testing.T) {
 		event.ToolResult, okResult("p3", "repo.patch", obj{"files": []obj{{"path": "c.go", "op": "modify", "added": 2, "removed": 1}}}),
 	)
 	snap := replay.Snapshot{ResolvedApprovals: []replay.Approval{{ID: "ap-1", Tool: "repo.patch", Decision: "approve", Preview: json.RawMessage(`{"diff":` + mustJSON(t, approved) + `}`)}}}
-	ev := BuildEvidence(log, snap)
+	ev := buildEvidence(log, snap)
 	wantFiles := []ChangedFile{
 		{Path: "a.go", Op: "modify", Added: 1, Removed: 1, Calls: 1, LinesKnown: true},
 		{Path: "c.go", Op: "modify", Added: 2, Removed: 1, Calls: 1, LinesKnown: true, FromApprovedCall: true},
@@ -196,7 +196,7 @@ func TestEvidencePersonas(t *testing.T) {
 		event.AgentTransition, done("security", "reply does not match persona_findings_v2"),
 		event.AgentTransition, done("correctness", ""),
 	)
-	r := BuildEvidence(log, replay.Snapshot{}).Review
+	r := buildEvidence(log, replay.Snapshot{}).Review
 	if r == nil || len(r.Personas) != 2 || r.Personas[0].Status != "failed" || r.Personas[1].Status != "ran" || len(r.NotReviewed()) != 1 || r.NotReviewed()[0].Persona != "security" {
 		t.Fatalf("while running: %+v", r)
 	}
@@ -206,7 +206,7 @@ func TestEvidencePersonas(t *testing.T) {
 		{"persona": "tests", "phase": "review", "status": "forbidden", "reason": "role-permissions"},
 	}})
 	log = append(log, evs(t, event.ArtifactEmitted, obj{"kind": "workflow_result", "content": content})...)
-	r = BuildEvidence(log, replay.Snapshot{}).Review
+	r = buildEvidence(log, replay.Snapshot{}).Review
 	if r == nil || len(r.Personas) != 3 || r.Cycle != "done" || len(r.NotReviewed()) != 2 || r.Personas[1].Findings != 2 {
 		t.Fatalf("after the result: %+v", r)
 	}

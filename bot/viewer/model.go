@@ -293,7 +293,7 @@ func BuildRows(sessionID string, evs []event.Event, now time.Time, maxRows int) 
 			Digest: r.Digest, Summary: pv.Summary, Command: pv.Command, Diff: pv.Diff, Seq: r.RequestedSeq, ResolvedSeq: r.ResolvedSeq})
 	}
 	s.Costs = costs(evs, snap.Budget)
-	s.Evidence = BuildEvidence(evs, snap)
+	s.Evidence = buildEvidence(evs, snap)
 	return s, nil
 }
 
