@@ -3,7 +3,7 @@
 # $AGENTOS_CORPUS_DIR (default ~/.cache/agentos-corpus): published packages
 # that ship their own tests, each made into a git repository of one commit.
 #
-#   go/logrus        github.com/sirupsen/logrus, from the Go module cache
+#   go/go-multierror github.com/hashicorp/go-multierror, from the Go module cache
 #   go/go-jmespath   github.com/jmespath/go-jmespath (test-only dependencies)
 #   npm/shell-quote  the npm tarball, with a package-lock.json made here
 #   npm/through      the npm tarball, no lock file (setup: npm install)
@@ -84,7 +84,7 @@ debpy() { # NAME DEBIAN-PACKAGE=VERSION PYTHON-PACKAGES...
   install "$work/$name" "python/$name"
 }
 
-gomod logrus github.com/sirupsen/logrus@v1.9.3
+gomod go-multierror github.com/hashicorp/go-multierror@v1.1.1
 gomod go-jmespath github.com/jmespath/go-jmespath@v0.4.0
 npmpkg shell-quote shell-quote@1.6.1 lock
 npmpkg through through@2.3.8 nolock
