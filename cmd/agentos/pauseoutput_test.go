@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"github.com/agentos/agentos/kernel/argv"
 	"github.com/agentos/agentos/runtime/demo"
 	"github.com/agentos/agentos/runtime/event"
+	agentrun "github.com/agentos/agentos/runtime/run"
 )
 
 // TestCLIPauseOutputCommandsWork: `agentos run` paused for approval
@@ -97,5 +99,48 @@ func TestCLIPauseOutputCommandsWork(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestPrintPreview(t *testing.T) {
+	tests := []struct {
+		name    string
+		preview string
+		args    string
+		want    []string
+	}{
+		{"diff", `{"diff":"--- a/x\n+++ b/x\n@@ -1 +1 @@\n-a\n+b\u001b[2J\n"}`, ``, []string{"    -a\n", "    +b?[2J\n"}},
+		{"command", `{"command":"make release","cwd":"tools"}`, ``, []string{"command: make release\n", "in:      tools\n"}},
+		{"the patch in the arguments", `{}`, `{"unifiedDiff":"--- a/y\n+++ b/y\n"}`, []string{"    --- a/y\n"}},
+		{"nothing to show", `{}`, `{}`, []string{"the approval shows no diff or command"}},
+		{"protected", `{"diff":"+x\n","protected_paths":[".github/workflows/ci.yml"]}`, ``, []string{"changes protected configuration: .github/workflows/ci.yml\n"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var b strings.Builder
+			p := agentrun.Pending{ApprovalID: "ap-1", Tool: "x", Preview: json.RawMessage(tc.preview)}
+			if tc.args != "" {
+				p.Args = json.RawMessage(tc.args)
+			}
+			printPreview(&b, p, "/tmp/events.jsonl")
+			for _, w := range tc.want {
+				if !strings.Contains(b.String(), w) {
+					t.Errorf("lacks %q:\n%s", w, b.String())
+				}
+			}
+			if strings.Contains(b.String(), "\x1b") {
+				t.Errorf("an escape sequence reached the terminal:\n%q", b.String())
+			}
+		})
+	}
+}
+
+// A printed line splits back into the same arguments, whatever the
+// paths hold.
+func TestShellLineRoundTrips(t *testing.T) {
+	args := []string{"agentos", "approve", "s-1", "ap-1", "--repo", "/tmp/my repo", "--data", "/tmp/it's", "--script", `/tmp/a"b$c`, "--policy", ""}
+	got, err := argv.Split(shellLine(args))
+	if err != nil || strings.Join(got, "\x00") != strings.Join(args, "\x00") {
+		t.Fatalf("%q splits into %q (%v)", shellLine(args), got, err)
 	}
 }

@@ -194,9 +194,12 @@ func printRunOutcome(w io.Writer, out agentrun.Outcome, logPath string, f runFla
 // command, bounded.
 func printPreview(w io.Writer, p agentrun.Pending, logPath string) {
 	var pv struct {
-		Diff    string `json:"diff"`
-		Command string `json:"command"`
-		Summary string `json:"summary"`
+		Diff      string   `json:"diff"`
+		DiffTrunc bool     `json:"diff_truncated"`
+		Command   string   `json:"command"`
+		Cwd       string   `json:"cwd"`
+		Summary   string   `json:"summary"`
+		Protected []string `json:"protected_paths"`
 	}
 	_ = json.Unmarshal(p.Preview, &pv)
 	if pv.Diff == "" {
@@ -213,6 +216,9 @@ func printPreview(w io.Writer, p agentrun.Pending, logPath string) {
 	if pv.Summary != "" {
 		fmt.Fprintf(w, "         %s\n", oneLineText(pv.Summary))
 	}
+	if len(pv.Protected) > 0 {
+		fmt.Fprintf(w, "         changes protected configuration: %s\n", oneLineText(strings.Join(pv.Protected, ", ")))
+	}
 	switch {
 	case pv.Diff != "":
 		lines := strings.Split(strings.TrimSuffix(pv.Diff, "\n"), "\n")
@@ -224,8 +230,14 @@ func printPreview(w io.Writer, p agentrun.Pending, logPath string) {
 			}
 			fmt.Fprintf(w, "    %s\n", termLine(l))
 		}
+		if pv.DiffTrunc {
+			fmt.Fprintf(w, "    … the preview's diff was cut by the kernel; the call's arguments hold the whole change (agentos replay --json)\n")
+		}
 	case pv.Command != "":
 		fmt.Fprintf(w, "         command: %s\n", oneLineText(pv.Command))
+		if pv.Cwd != "" {
+			fmt.Fprintf(w, "         in:      %s\n", oneLineText(pv.Cwd))
+		}
 	default:
 		fmt.Fprintf(w, "         (the approval shows no diff or command; agentos replay %s --data DIR shows its arguments)\n", p.ApprovalID)
 	}
