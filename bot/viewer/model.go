@@ -100,6 +100,9 @@ type Pending struct {
 	Split                  []SplitRow // the same diff side by side (wide screens)
 	Command                string
 	Seq                    int64
+	// Cut says the kernel cut the preview's diff (the call's arguments
+	// hold the whole change).
+	Cut bool
 }
 
 // Resolved is an answered approval with what it showed when it was
@@ -632,11 +635,12 @@ func pendingOf(p replay.Approval) Pending {
 	}
 	var pv struct {
 		Diff    string `json:"diff"`
+		Cut     bool   `json:"diff_truncated"`
 		Command string `json:"command"`
 		Summary string `json:"summary"`
 	}
 	_ = json.Unmarshal(p.Preview, &pv)
-	out.Summary, out.Command = clip(pv.Summary, 500), clip(pv.Command, 2000)
+	out.Summary, out.Command, out.Cut = clip(pv.Summary, 500), clip(pv.Command, 2000), pv.Cut
 	diff := pv.Diff
 	if diff == "" {
 		var args struct {
