@@ -150,6 +150,9 @@ type SummaryInput struct {
 	Approvals []string       // one line each: id, tool, decision, by
 	Reason    string         // the terminal report's reason, if any
 	LogURL    string
+	// Unpriced says some model calls of the session had no known price:
+	// the cost cell then says what it does not count.
+	Unpriced string
 }
 
 // Summary renders the step summary.
@@ -165,7 +168,11 @@ func Summary(in SummaryInput) string {
 		if o.PRNumber != 0 {
 			fmt.Fprintf(&b, "| pull request | #%d |\n", o.PRNumber)
 		}
-		fmt.Fprintf(&b, "| tokens | %d in / %d out |\n| cost | $%.4f |\n\n", o.InputTokens, o.OutputTokens, o.CostUSD)
+		cost := fmt.Sprintf("$%.4f", o.CostUSD)
+		if in.Unpriced != "" {
+			cost += "; " + in.Unpriced
+		}
+		fmt.Fprintf(&b, "| tokens | %d in / %d out |\n| cost | %s |\n\n", o.InputTokens, o.OutputTokens, cost)
 	}
 	if in.Reason != "" {
 		fmt.Fprintf(&b, "%s\n\n", in.Reason)

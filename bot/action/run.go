@@ -219,6 +219,9 @@ func fillSummary(ctx context.Context, st store.Store, sid string, sum *SummaryIn
 	if snap.Terminal != nil && sum.Reason == "" {
 		sum.Reason = snap.Terminal.Reason
 	}
+	if n := snap.Usage.UnpricedCalls; n > 0 {
+		sum.Unpriced = fmt.Sprintf("not tracked for %d of the session's %d model calls (no price is known)", n, snap.LLMCalls)
+	}
 	v := tracking.ViewFromSnapshot(snap, tracking.Options{})
 	for _, s := range v.Plan {
 		sum.Plan = append(sum.Plan, s.Description)

@@ -71,7 +71,7 @@ func renderPRBody(l link, s replay.Snapshot, logURL, trigger string) string {
 	}
 	fmt.Fprintf(&b, "Status: **%s**", orWord(s.RunStatus, "running"))
 	if s.Usage.InputTokens+s.Usage.OutputTokens > 0 {
-		fmt.Fprintf(&b, " · %d input + %d output tokens · $%.4f", s.Usage.InputTokens, s.Usage.OutputTokens, s.Usage.CostUSD)
+		fmt.Fprintf(&b, " · %d input + %d output tokens · %s", s.Usage.InputTokens, s.Usage.OutputTokens, s.Usage.CostText(s.LLMCalls))
 	}
 	b.WriteString("\n\n")
 	if logURL != "" {

@@ -101,7 +101,11 @@ func Render(v View) string {
 		fmt.Fprintf(&tail, "\n<details><summary>Worker report</summary>\n\n%s\n\n</details>\n", cutMarkdown(Quote(out, v.trigger()), 4000, "\n\n_Report shortened; the full text is in the run's events._"))
 	}
 	if u := v.Usage; u.InputTokens+u.OutputTokens > 0 || u.CostUSD > 0 || u.LLMCalls > 0 {
-		fmt.Fprintf(&tail, "\n**Usage:** %s input + %s output tokens · %d model calls · $%.4f\n", thousands(u.InputTokens), thousands(u.OutputTokens), u.LLMCalls, u.CostUSD)
+		cost := u.Cost
+		if cost == "" {
+			cost = fmt.Sprintf("$%.4f", u.CostUSD)
+		}
+		fmt.Fprintf(&tail, "\n**Usage:** %s input + %s output tokens · %d model calls · %s\n", thousands(u.InputTokens), thousands(u.OutputTokens), u.LLMCalls, cost)
 	}
 	tail.WriteString("\n" + eventsLine(v) + "\n")
 

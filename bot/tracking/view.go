@@ -89,6 +89,9 @@ type Usage struct {
 	InputTokens, OutputTokens int64
 	CostUSD                   float64
 	LLMCalls                  int
+	// Cost is the cost as said everywhere ("not tracked" without a
+	// price: replay.Usage.CostText).
+	Cost string
 }
 
 // ReviewVerdict is the reviewer persona's verdict.
@@ -121,7 +124,7 @@ func ViewFromSnapshot(s replay.Snapshot, o Options) View {
 	v := View{
 		SessionID: s.SessionID, RunID: s.RunID, Status: s.RunStatus, Prompt: s.Prompt,
 		Output: s.Output, EventsURL: o.EventsURL, ViewerURL: o.ViewerURL, Trigger: o.Trigger, HeadSHA: o.HeadSHA, Sandbox: o.Sandbox,
-		Usage: Usage{InputTokens: s.Usage.InputTokens, OutputTokens: s.Usage.OutputTokens, CostUSD: s.Usage.CostUSD, LLMCalls: s.LLMCalls},
+		Usage: Usage{InputTokens: s.Usage.InputTokens, OutputTokens: s.Usage.OutputTokens, CostUSD: s.Usage.CostUSD, LLMCalls: s.LLMCalls, Cost: s.Usage.CostText(s.LLMCalls)},
 	}
 	if s.Workflow != nil {
 		v.Phase = s.Workflow.Phase

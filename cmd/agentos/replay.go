@@ -224,7 +224,7 @@ func printSnapshot(w io.Writer, s replay.Snapshot) {
 	if s.Usage.CachedInputTokens > 0 {
 		cached = fmt.Sprintf(" (%d of them from the prompt cache)", s.Usage.CachedInputTokens)
 	}
-	fmt.Fprintf(w, "usage     %d input%s + %d output tokens over %d model calls, $%.4f\n", s.Usage.InputTokens, cached, s.Usage.OutputTokens, s.LLMCalls, s.Usage.CostUSD)
+	fmt.Fprintf(w, "usage     %d input%s + %d output tokens over %d model calls, %s\n", s.Usage.InputTokens, cached, s.Usage.OutputTokens, s.LLMCalls, s.Usage.CostText(s.LLMCalls))
 	fmt.Fprintf(w, "tools     %d invoked, %d rejected\n", len(s.ToolsInvoked), s.Rejected)
 	fmt.Fprintf(w, "approvals %d pending, %d resolved\n", len(s.PendingApprovals), len(s.ResolvedApprovals))
 	for _, a := range s.PendingApprovals {

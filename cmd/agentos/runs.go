@@ -151,7 +151,7 @@ func viewRemote(ctx context.Context, server, sid string, asJSON bool, stdout io.
 	fmt.Fprintf(w, "State\t%s\n", termSafe(state, 40))
 	fmt.Fprintf(w, "Prompt\t%s\n", termSafe(s.Prompt, 200))
 	fmt.Fprintf(w, "Events\t%d\n", s.LastSeq)
-	cost := fmt.Sprintf("$%.4f (%d input, %d output tokens; %d model calls)", s.Usage.CostUSD, s.Usage.InputTokens, s.Usage.OutputTokens, s.LLMCalls)
+	cost := fmt.Sprintf("%s (%d input, %d output tokens; %d model calls)", s.Usage.CostText(s.LLMCalls), s.Usage.InputTokens, s.Usage.OutputTokens, s.LLMCalls)
 	if b := s.Budget; b != nil && b.MaxCostUSD > 0 {
 		cost += fmt.Sprintf(" of a $%.4g budget", b.MaxCostUSD)
 		if s.Usage.CostUSD > b.MaxCostUSD {

@@ -79,6 +79,22 @@ type Usage struct {
 	CachedInputTokens int64   `json:"cached_input_tokens,omitempty"`
 	CacheWriteTokens  int64   `json:"cache_write_tokens,omitempty"`
 	CostUSD           float64 `json:"cost_usd"`
+	// UnpricedCalls counts the model calls whose response carries no
+	// cost: no price was known for the model, which is not free.
+	UnpricedCalls int `json:"unpriced_calls,omitempty"`
+}
+
+// CostText is the cost as agentos says it everywhere: dollars when every
+// call was priced, "not tracked" when none was, and both otherwise.
+// calls is the number of model calls the usage covers.
+func (u Usage) CostText(calls int) string {
+	switch {
+	case u.UnpricedCalls == 0 || calls == 0:
+		return fmt.Sprintf("$%.4f", u.CostUSD)
+	case u.UnpricedCalls >= calls && u.CostUSD == 0:
+		return "cost not tracked (no price is known for the model)"
+	}
+	return fmt.Sprintf("$%.4f (%d of %d model calls not tracked: no price is known)", u.CostUSD, u.UnpricedCalls, calls)
 }
 
 // ToolCall is one tool.invoke and, once seen, its result.
@@ -345,7 +361,11 @@ func (f *Folder) Apply(e *event.Event) error {
 	// their payloads have passed their schemas on append.
 	case event.LLMResponse:
 		s.LLMCalls++
-		if u := event.Field(event.Field(e.Payload, "response"), "usage"); u != nil {
+		u := event.Field(event.Field(e.Payload, "response"), "usage")
+		if event.FieldFloat(u, "cost_usd") <= 0 {
+			s.Usage.UnpricedCalls++
+		}
+		if u != nil {
 			s.Usage.InputTokens += event.FieldInt(u, "input_tokens")
 			s.Usage.OutputTokens += event.FieldInt(u, "output_tokens")
 			s.Usage.CachedInputTokens += event.FieldInt(u, "cached_input_tokens")
