@@ -17,6 +17,8 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -692,11 +694,37 @@ func (t *tools) testCommand(name string) (string, error) {
 		return "npm test", nil
 	case t.exists("pyproject.toml") || t.exists("pytest.ini") || t.exists("setup.py"):
 		if name != "" {
-			return "python -m pytest -k " + name, nil
+			return t.python() + " -m pytest -k " + name, nil
 		}
-		return "python -m pytest", nil
+		return t.python() + " -m pytest", nil
 	}
 	return "", &kernel.Error{Kind: "runtime", Code: kernel.CodeToolRuntimeError, Message: "no test command: add `test: <command>` to .agent/config.yaml"}
+}
+
+// python is the interpreter a detected Python command names: python
+// where the commands' PATH has one, else python3 (Debian and Ubuntu have
+// no python unless python-is-python3 is installed).
+func (t *tools) python() string {
+	path := ""
+	if env, _ := t.ws.Env(); env != nil {
+		for _, kv := range env {
+			if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+				path = v
+			}
+		}
+	}
+	found := func(name string) bool {
+		for _, dir := range filepath.SplitList(path) {
+			if fi, err := os.Stat(filepath.Join(dir, name)); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+				return true
+			}
+		}
+		return false
+	}
+	if !found("python") && found("python3") {
+		return "python3"
+	}
+	return "python"
 }
 
 func (t *tools) lintCommand() (string, error) {
@@ -712,7 +740,7 @@ func (t *tools) lintCommand() (string, error) {
 	case t.exists("package.json"):
 		return "npm run lint", nil
 	case t.exists("pyproject.toml") || t.exists("setup.py"):
-		return "python -m ruff check .", nil
+		return t.python() + " -m ruff check .", nil
 	}
 	return "", &kernel.Error{Kind: "runtime", Code: kernel.CodeToolRuntimeError, Message: "no lint command: add `lint: <command>` to .agent/config.yaml"}
 }

@@ -215,3 +215,25 @@ func BenchmarkSearch(b *testing.B) {
 		}
 	})
 }
+
+// TestDetectedPythonInterpreter: a detected Python command names python3
+// where the commands' PATH has no python (plain Debian), python where it
+// has one.
+func TestDetectedPythonInterpreter(t *testing.T) {
+	bin := t.TempDir()
+	tl, _ := tree(t, map[string]string{"pyproject.toml": "[project]\nname='x'\n"})
+	exe := func(name string) {
+		if err := os.WriteFile(filepath.Join(bin, name), []byte("#!/bin/sh\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv("PATH", bin)
+	exe("python3")
+	if c, err := tl.testCommand(""); err != nil || c != "python3 -m pytest" {
+		t.Errorf("only python3: %q %v", c, err)
+	}
+	exe("python")
+	if c, err := tl.testCommand("k"); err != nil || c != "python -m pytest -k k" {
+		t.Errorf("python too: %q %v", c, err)
+	}
+}
