@@ -71,6 +71,9 @@ func TestSimulatorMatrix(t *testing.T) {
 				}
 				stdout, stderr, code = runCLI(t, append([]string{decision, "sim", r.Pending[0].ApprovalID, "--by", "octocat"}, common...)...)
 			}
+			if srv.Completions(b.Model()) == 0 {
+				t.Fatalf("the run never called the simulator's %s", b.Model())
+			}
 			log, err := os.ReadFile(r.LogPath)
 			if err != nil {
 				t.Fatal(err)

@@ -31,23 +31,14 @@ type Server struct {
 // Start starts a server on a loopback port; it stops when the test ends.
 func Start(t testing.TB) *Server {
 	t.Helper()
-	s := New()
+	s := &Server{calls: map[string]int{}}
 	s.srv = httptest.NewServer(s)
 	t.Cleanup(s.srv.Close)
 	return s
 }
 
-// New returns a server that is not listening: an http.Handler for callers
-// that serve it themselves.
-func New() *Server { return &Server{calls: map[string]int{}} }
-
 // URL is the base URL to configure (OPENAI_BASE_URL): it ends in /v1.
-func (s *Server) URL() string {
-	if s.srv == nil {
-		return ""
-	}
-	return s.srv.URL + "/v1"
-}
+func (s *Server) URL() string { return s.srv.URL + "/v1" }
 
 // Completions returns how many completions the server answered for model.
 func (s *Server) Completions(model string) int {
