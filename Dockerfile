@@ -1,7 +1,10 @@
 # syntax=docker/dockerfile:1
 # agentos as a GitHub Action (Docker container action) and a server image.
 # Build:  docker build -t agentos .
-# The binary is built exactly as .ci/build-static.sh builds it in CI.
+# The binaries are built exactly as .ci/build-static.sh builds them in CI:
+# agentos, and agentos-launch, the sandbox's small launcher, which agentos
+# takes from its own directory (without it, agentos re-executes itself for
+# every command, at tens of milliseconds each).
 
 # The build stage runs on the builder's own platform and cross-compiles
 # (pure Go, CGO_ENABLED=0), so the release's arm64 image is not compiled
@@ -21,7 +24,7 @@ RUN apt-get update \
  && apt-get install -y --no-install-recommends git ca-certificates bubblewrap \
  && rm -rf /var/lib/apt/lists/* \
  && git config --system --add safe.directory /github/workspace
-COPY --from=build /out/agentos /usr/local/bin/agentos
+COPY --from=build /out/agentos /out/agentos-launch /usr/local/bin/
 # No USER: GitHub runs a Docker container action as the image's user with
 # GITHUB_WORKSPACE mounted at /github/workspace and owned by the runner's
 # user, and asks such images to run as root (see GitHub's "Dockerfile

@@ -1,7 +1,12 @@
 #!/usr/bin/env bash
-# Builds the static agentos binary the way the Dockerfile does, so CI catches
-# a build the image would fail. Usage: build-static.sh OUT [VERSION]
+# Builds the static agentos binary, and next to it agentos-launch (the
+# sandbox's small launcher, which agentos looks for in its own directory),
+# the way the Dockerfile does, so CI catches a build the image would fail.
+# Usage: build-static.sh OUT [VERSION]  (the launcher: $(dirname OUT)/agentos-launch)
 set -euo pipefail
 out=${1:?usage: build-static.sh OUT [VERSION]}
 version=${2:-dev}
 CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X main.version=${version}" -o "$out" ./cmd/agentos
+# Static (CGO_ENABLED=0) matters here too: a dynamically linked launcher
+# pays the dynamic loader on every command.
+CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$(dirname "$out")/agentos-launch" ./cmd/agentos-launch

@@ -33,11 +33,17 @@
 //     docs/kernel-policy.md.
 //
 // Limits and Landlock must be applied in the child before it runs the
-// command, which Go cannot do between fork and exec; the sandbox therefore
-// re-executes the program's own binary as a small launcher
-// (internal/launch), which takes over in a package init function when its
-// first argument is LauncherArg: every binary that links this package can
-// launch, test binaries included, with no wiring.
+// command, which Go cannot do between fork and exec; a launcher
+// (internal/launch) does it. The launcher is agentos-launch
+// (cmd/agentos-launch, LauncherName), a binary that links nothing but the
+// launcher, when it lies next to the running executable and only root or
+// this user can change it (a start costs about a millisecond); else the
+// program re-executes its own binary, in which the launcher takes over in
+// a package init function when the first argument is LauncherArg (every
+// binary that links this package can launch, test binaries included, but
+// a start pays the package initialisation of everything it links: tens of
+// milliseconds for agentos, twice per command under Landlock). Report
+// says which one is used (LauncherKind).
 //
 // When no mechanism works, Detect returns a Sandbox whose Err names the
 // fix, and every command is refused: the sandbox fails closed. Only the
