@@ -20,6 +20,11 @@ import (
 func buildBinary(tb testing.TB, pkg, out string) {
 	tb.Helper()
 	testenv.LookPath(tb, "go")
+	// A test binary run outside the module (.ci/run's unprivileged pass)
+	// has no source to build from.
+	if mod, err := exec.Command("go", "env", "GOMOD").Output(); err != nil || !strings.HasSuffix(strings.TrimSpace(string(mod)), "go.mod") {
+		testenv.Require(tb, "the agentos module's source (to build "+pkg+")", fmt.Errorf("not inside the module: go env GOMOD = %q, %v", strings.TrimSpace(string(mod)), err))
+	}
 	if err := goBuild(pkg, out); err != nil {
 		tb.Fatal(err)
 	}

@@ -275,6 +275,12 @@ func killTree(cgroup string) {
 		var pids []int
 		if cgroup != "" {
 			pids = CgroupPids(cgroup, self)
+		} else if noChildren() {
+			// Every live descendant has a live ancestor chain up to
+			// here (orphans are re-parented to this subreaper), so
+			// without children there is none: skip reading the stat
+			// of every process of the host.
+			return
 		} else {
 			pids = descendants(self)
 		}
@@ -292,6 +298,15 @@ func killTree(cgroup string) {
 		}
 		time.Sleep(time.Duration(min(round+1, 20)) * time.Millisecond)
 	}
+}
+
+// noChildren reports whether this process has no child, running or
+// exited, left to wait for (it reaps one exited child, if any: the
+// caller kills the rest anyway).
+func noChildren() bool {
+	var ws unix.WaitStatus
+	_, err := unix.Wait4(-1, &ws, unix.WNOHANG, nil)
+	return errors.Is(err, unix.ECHILD)
 }
 
 // descendants lists the processes below pid by their parent links.
