@@ -49,3 +49,17 @@ func (s *Sandbox) RawCommand(work, private string, argv []string) (*exec.Cmd, er
 	cmd.Dir = work
 	return cmd, nil
 }
+
+// WithoutCgroups is a copy of s whose commands get no cgroup: the process
+// limit falls back to RLIMIT_NPROC and the tree's memory is not limited.
+// The benchmark separates what the cgroups cost from what the launcher
+// does.
+func (s *Sandbox) WithoutCgroups() *Sandbox {
+	c := *s
+	c.pids = pidsLimit{kind: pidsRlimit}
+	if s.mech == Landlock {
+		c.pids.kind = pidsRlimitShared
+	}
+	c.memCgroup, c.memWithPids = "", false
+	return &c
+}
