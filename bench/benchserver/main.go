@@ -32,6 +32,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/agentos/agentos/bot/dispatch"
 	"github.com/agentos/agentos/bot/server"
 	"github.com/agentos/agentos/bot/webhook"
 	"github.com/google/go-github/v62/github"
@@ -164,13 +165,13 @@ func ours(ctx context.Context, dir string, commitDelay time.Duration, secret []b
 		return nil, nil, errors.Join(err, cleanup())
 	}
 	obs := &outcomes{n: map[string]int{}}
-	h := webhook.NewHandler(webhook.Config{Secrets: [][]byte{secret}}, q, obs)
+	h := webhook.NewHandler(webhook.Config{Secrets: [][]byte{secret}, Events: dispatch.Events()}, q, obs)
 
 	var wg sync.WaitGroup
 	c := &counter{}
 	pctx, stopProcessor := context.WithCancel(context.WithoutCancel(ctx))
 	if process {
-		p := &webhook.Processor{Queue: q, Dispatch: c, BotLogin: "agentos-bench[bot]"}
+		p := &webhook.Processor{Events: dispatch.Events(), Queue: q, Dispatch: c, BotLogin: "agentos-bench[bot]"}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

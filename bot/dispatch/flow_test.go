@@ -452,7 +452,7 @@ func TestWebhooksEndToEnd(t *testing.T) {
 	}
 	defer q.Close()
 	secret := []byte("webhook-secret")
-	h := webhook.NewHandler(webhook.Config{Secrets: [][]byte{secret}}, q, nil)
+	h := webhook.NewHandler(webhook.Config{Events: dispatch.Events(), Secrets: [][]byte{secret}}, q, nil)
 	gin.SetMode(gin.ReleaseMode)
 	r := gin.New()
 	r.POST("/webhook", h.Serve)
@@ -460,7 +460,7 @@ func TestWebhooksEndToEnd(t *testing.T) {
 	defer intake.Close()
 	w.fake.DeliverTo(intake.URL+"/webhook", secret)
 	ctx, cancel := context.WithCancel(context.Background())
-	p := &webhook.Processor{Queue: q, Dispatch: w.bot.Dispatcher, BotLogin: w.botLogin, Workers: 1, PollInterval: 10 * time.Millisecond}
+	p := &webhook.Processor{Events: dispatch.Events(), Queue: q, Dispatch: w.bot.Dispatcher, BotLogin: w.botLogin, Workers: 1, PollInterval: 10 * time.Millisecond}
 	done := make(chan error, 1)
 	go func() { done <- p.Run(ctx) }()
 	defer func() {

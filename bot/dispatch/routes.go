@@ -258,3 +258,30 @@ func sameSource(a, b Source) bool {
 // cell escapes "|", which ends a table cell in GitHub Markdown even inside
 // a code span.
 func cell(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
+
+// Events are the webhook events and actions some route takes, derived
+// from the route table: the webhook handler accepts these events (and
+// ping), the Processor acts on these actions; a new trigger is one edit
+// of Routes.
+func Events() webhook.Events {
+	ev := webhook.Events{}
+	for _, r := range Routes() {
+		for _, s := range r.On {
+			acts, seen := ev[s.Event]
+			switch {
+			case !seen:
+				ev[s.Event] = slices.Clone(s.Actions)
+			case len(acts) == 0 || len(s.Actions) == 0:
+				ev[s.Event] = nil // some source takes any action
+			default:
+				for _, a := range s.Actions {
+					if !slices.Contains(acts, a) {
+						acts = append(acts, a)
+					}
+				}
+				ev[s.Event] = acts
+			}
+		}
+	}
+	return ev
+}

@@ -307,3 +307,45 @@ func TestHelpSaysWhoMayUseEachCommand(t *testing.T) {
 		t.Errorf("maintainer's status: %+v", got)
 	}
 }
+
+// TestEventsFromTheRouteTable: the events the webhook handler accepts and
+// the actions the Processor acts on are the route table's sources, and
+// nothing else.
+func TestEventsFromTheRouteTable(t *testing.T) {
+	ev := dispatch.Events()
+	for _, c := range []struct {
+		event, action string
+		want          bool
+	}{
+		{"issue_comment", "created", true},
+		{"issue_comment", "edited", false},
+		{"pull_request_review", "submitted", true},
+		{"pull_request_review", "dismissed", false},
+		{"pull_request_review_comment", "created", true},
+		{"pull_request", "closed", true},
+		{"pull_request", "synchronize", true},
+		{"pull_request", "opened", false},
+		{"installation", "created", true},
+		{"installation_repositories", "added", true},
+		{"push", "", false},
+		{"workflow_run", "completed", false},
+	} {
+		if got := ev.Accepts(c.event, c.action); got != c.want {
+			t.Errorf("%s.%s accepted %v, want %v", c.event, c.action, got, c.want)
+		}
+	}
+	n := 0
+	for _, r := range dispatch.Routes() {
+		for _, s := range r.On {
+			n++
+			for _, a := range append(s.Actions, "") {
+				if (a != "" || len(s.Actions) == 0) && !ev.Accepts(s.Event, a) {
+					t.Errorf("route %s: source %s.%s not accepted", r.Handler, s.Event, a)
+				}
+			}
+		}
+	}
+	if n == 0 || len(ev) != 6 {
+		t.Errorf("%d sources, %d events: %v", n, len(ev), ev)
+	}
+}

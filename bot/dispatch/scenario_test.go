@@ -497,7 +497,7 @@ func TestScenarioRedeliveryMakesOneSession(t *testing.T) {
 	}
 	defer q.Close()
 	secret := []byte("webhook-secret")
-	h := webhook.NewHandler(webhook.Config{Secrets: [][]byte{secret}}, q, nil)
+	h := webhook.NewHandler(webhook.Config{Events: dispatch.Events(), Secrets: [][]byte{secret}}, q, nil)
 	gin.SetMode(gin.ReleaseMode)
 	r := gin.New()
 	r.POST("/webhook", h.Serve)
@@ -521,7 +521,7 @@ func TestScenarioRedeliveryMakesOneSession(t *testing.T) {
 		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	p := &webhook.Processor{Queue: q, Dispatch: w.d, BotLogin: botLogin, Workers: 2, PollInterval: 10 * time.Millisecond}
+	p := &webhook.Processor{Events: dispatch.Events(), Queue: q, Dispatch: w.d, BotLogin: botLogin, Workers: 2, PollInterval: 10 * time.Millisecond}
 	done := make(chan error, 1)
 	go func() { done <- p.Run(ctx) }()
 	deadline := time.Now().Add(60 * time.Second)

@@ -36,12 +36,12 @@ func TestProcessorBusyIsNotFailure(t *testing.T) {
 	q, _ := openTestQueue(t)
 	clock := &steppingClock{t: time.Unix(1_700_000_000, 0)}
 	q.now = clock.now
-	e := newEngine(NewHandler(Config{Secrets: [][]byte{testSecret}}, q, nil))
+	e := newEngine(NewHandler(Config{Events: testEvents, Secrets: [][]byte{testSecret}}, q, nil))
 	if w := post(t, e, signed("pull_request_review", "approve", exampleOf(t, "pull_request_review", "submitted", 1))); w.Code != http.StatusAccepted {
 		t.Fatalf("%d %s", w.Code, w.Body)
 	}
 	disp := &busyDispatcher{busy: 6}
-	p := &Processor{Queue: q, Dispatch: disp, BotLogin: "agentos[bot]", Workers: 2, MaxAttempts: 3, PollInterval: 5 * time.Millisecond}
+	p := &Processor{Events: testEvents, Queue: q, Dispatch: disp, BotLogin: "agentos[bot]", Workers: 2, MaxAttempts: 3, PollInterval: 5 * time.Millisecond}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- p.Run(ctx) }()

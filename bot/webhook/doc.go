@@ -24,10 +24,12 @@
 //	503 the queue could not store it (GitHub marks the delivery failed, and
 //	    it can be redelivered)
 //
-// Events and actions (everything else is answered 400 "unsupported event"):
+// Events and actions: the ones the dispatcher's route table takes
+// (Config.Events and Processor.Events, from dispatch.Events); any other
+// event is answered 400 "unsupported event". Today:
 //
 //	issue_comment                created                  → Trigger kind comment
-//	pull_request_review          submitted, dismissed     → review
+//	pull_request_review          submitted                → review
 //	pull_request_review_comment  created                  → review_comment
 //	pull_request                 closed, synchronize      → pr_closed, pr_synchronize
 //	installation                 any                      → installation

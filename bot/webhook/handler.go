@@ -30,6 +30,9 @@ type Config struct {
 	Secrets [][]byte     // one or two (rotation)
 	MaxBody int64        // default 25 MiB (GitHub's cap)
 	Logger  *slog.Logger // optional; store failures (503) are logged here
+	// Events are the events the bot acts on (dispatch.Events, from the
+	// route table); deliveries of any other event are answered 400.
+	Events Events
 }
 
 // Observer receives one call per delivery outcome (a metrics hook). event
@@ -40,24 +43,6 @@ type Config struct {
 // ignored, failed, retry.
 type Observer interface {
 	Delivery(event, outcome string)
-}
-
-// handled lists the events the bot accepts.
-var handled = map[string]bool{
-	"issue_comment":               true,
-	"pull_request_review":         true,
-	"pull_request_review_comment": true,
-	"pull_request":                true,
-	"installation":                true,
-	"installation_repositories":   true,
-	"ping":                        true,
-}
-
-func eventLabel(event string) string {
-	if handled[event] {
-		return event
-	}
-	return "other"
 }
 
 // Handler is the webhook endpoint.
@@ -89,7 +74,7 @@ const jsonType = "application/json; charset=utf-8"
 func (h *Handler) Serve(c *gin.Context) {
 	r := c.Request
 	event := r.Header.Get(EventHeader)
-	label := eventLabel(event)
+	label := h.cfg.Events.label(event)
 	if r.ContentLength > h.cfg.MaxBody {
 		h.fail(c, label, http.StatusRequestEntityTooLarge, "too_large", h.tooLarge, "")
 		return
@@ -124,7 +109,7 @@ func (h *Handler) Serve(c *gin.Context) {
 		h.observe(label, "ping")
 		c.Data(http.StatusOK, jsonType, respPing)
 		return
-	case !handled[event]:
+	case !h.cfg.Events.Has(event):
 		h.fail(c, label, http.StatusBadRequest, "unsupported", "unsupported event", event)
 		return
 	}

@@ -56,7 +56,7 @@ func TestHandler(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			q, _ := openTestQueue(t)
 			obs := &recorder{}
-			h := NewHandler(Config{Secrets: [][]byte{testSecret}, MaxBody: 1024}, q, obs)
+			h := NewHandler(Config{Events: testEvents, Secrets: [][]byte{testSecret}, MaxBody: 1024}, q, obs)
 			req := httptest.NewRequest(http.MethodPost, "/webhook", bytes.NewReader(tc.req.body))
 			if tc.chunked {
 				req.ContentLength = -1
@@ -103,7 +103,7 @@ func TestHandler(t *testing.T) {
 func TestHandlerDuplicate(t *testing.T) {
 	q, _ := openTestQueue(t)
 	obs := &recorder{}
-	e := newEngine(NewHandler(Config{Secrets: [][]byte{testSecret}}, q, obs))
+	e := newEngine(NewHandler(Config{Events: testEvents, Secrets: [][]byte{testSecret}}, q, obs))
 	body := []byte(`{"action":"created"}`)
 	for i, want := range []int{202, 200, 200} {
 		w := post(t, e, signed("issue_comment", "72d3162e-cc78-11e3-81ab-4c9367dc0958", body))
@@ -130,7 +130,7 @@ func TestHandlerDuplicate(t *testing.T) {
 func TestHandlerSecretRotation(t *testing.T) {
 	q, _ := openTestQueue(t)
 	old := []byte("old")
-	e := newEngine(NewHandler(Config{Secrets: [][]byte{testSecret, old}}, q, nil))
+	e := newEngine(NewHandler(Config{Events: testEvents, Secrets: [][]byte{testSecret, old}}, q, nil))
 	body := []byte(`{"action":"created"}`)
 	r := signed("issue_comment", "d-new", body)
 	if w := post(t, e, r); w.Code != 202 {
@@ -148,7 +148,7 @@ func TestHandlerSecretRotation(t *testing.T) {
 
 func TestHandlerNoSecretFailsClosed(t *testing.T) {
 	q, _ := openTestQueue(t)
-	e := newEngine(NewHandler(Config{}, q, nil))
+	e := newEngine(NewHandler(Config{Events: testEvents}, q, nil))
 	body := []byte(`{"action":"created"}`)
 	if w := post(t, e, request{event: "issue_comment", id: "d", body: body, sig: Sign(nil, body)}); w.Code != 401 {
 		t.Errorf("no secret configured: got %d, want 401", w.Code)
@@ -158,7 +158,7 @@ func TestHandlerNoSecretFailsClosed(t *testing.T) {
 func TestHandlerStoreFailureIs503(t *testing.T) {
 	q, _ := openTestQueue(t)
 	obs := &recorder{}
-	e := newEngine(NewHandler(Config{Secrets: [][]byte{testSecret}}, q, obs))
+	e := newEngine(NewHandler(Config{Events: testEvents, Secrets: [][]byte{testSecret}}, q, obs))
 	if err := q.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -175,14 +175,14 @@ func TestHandlerDuplicateAcrossRestart(t *testing.T) {
 	q, path := openTestQueue(t)
 	body := []byte(`{"action":"created"}`)
 	r := signed("issue_comment", "d-restart", body)
-	if w := post(t, newEngine(NewHandler(Config{Secrets: [][]byte{testSecret}}, q, nil)), r); w.Code != 202 {
+	if w := post(t, newEngine(NewHandler(Config{Events: testEvents, Secrets: [][]byte{testSecret}}, q, nil)), r); w.Code != 202 {
 		t.Fatalf("first: %d", w.Code)
 	}
 	if err := q.Close(); err != nil {
 		t.Fatal(err)
 	}
 	q2 := openQueueAt(t, path)
-	w := post(t, newEngine(NewHandler(Config{Secrets: [][]byte{testSecret}}, q2, nil)), r)
+	w := post(t, newEngine(NewHandler(Config{Events: testEvents, Secrets: [][]byte{testSecret}}, q2, nil)), r)
 	if w.Code != 200 || w.Body.String() != `{"duplicate":true}` {
 		t.Errorf("after restart: %d %s, want 200 duplicate", w.Code, w.Body)
 	}
@@ -196,7 +196,7 @@ func TestHandlerDuplicateAcrossRestart(t *testing.T) {
 // given intact.
 func TestHandlerReusesBodyBuffers(t *testing.T) {
 	q, _ := openTestQueue(t)
-	e := newEngine(NewHandler(Config{Secrets: [][]byte{testSecret}}, q, nil))
+	e := newEngine(NewHandler(Config{Events: testEvents, Secrets: [][]byte{testSecret}}, q, nil))
 	const n = 64
 	bodyOf := func(i int) []byte {
 		return []byte(fmt.Sprintf(`{"action":"created","i":%d,"pad":%q}`, i, strings.Repeat(string(rune('a'+i%26)), 100+i*37)))

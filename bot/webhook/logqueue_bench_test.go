@@ -30,7 +30,7 @@ func BenchmarkWebhookQueues(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer q.Close()
-			e := newEngine(NewHandler(Config{Secrets: [][]byte{testSecret}}, q, nil))
+			e := newEngine(NewHandler(Config{Events: testEvents, Secrets: [][]byte{testSecret}}, q, nil))
 			var n atomic.Int64
 			one := func() {
 				req := httptest.NewRequest(http.MethodPost, "/webhook", bytes.NewReader(body))

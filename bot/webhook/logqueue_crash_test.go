@@ -27,7 +27,7 @@ func TestLogCrashHelper(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &Processor{Queue: q, Dispatch: &fakeDispatcher{}, BotLogin: "agentos[bot]", PollInterval: 10 * time.Millisecond}
+	p := &Processor{Events: testEvents, Queue: q, Dispatch: &fakeDispatcher{}, BotLogin: "agentos[bot]", PollInterval: 10 * time.Millisecond}
 	go p.Run(context.Background())
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -35,7 +35,7 @@ func TestLogCrashHelper(t *testing.T) {
 	}
 	fmt.Printf("listening on %s\n", ln.Addr())
 	// Serves until killed; the queue is never closed.
-	t.Fatal(http.Serve(ln, newEngine(NewHandler(Config{Secrets: [][]byte{testSecret}}, q, nil))))
+	t.Fatal(http.Serve(ln, newEngine(NewHandler(Config{Events: testEvents, Secrets: [][]byte{testSecret}}, q, nil))))
 }
 
 // TestLogAcknowledgedSurvivesKill: every delivery answered 202 by a server

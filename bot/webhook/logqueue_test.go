@@ -366,7 +366,7 @@ func TestHandlerOnLogQueue(t *testing.T) {
 	q := openLog(t, dir, defaultSegment)
 	body := []byte(`{"action":"created","issue":{"number":1},"comment":{"id":1,"body":"/agent hi"},"repository":{"full_name":"o/r","owner":{"login":"o"},"name":"r"},"sender":{"login":"u"}}`)
 	r := signed("issue_comment", "d-log", body)
-	e := newEngine(NewHandler(Config{Secrets: [][]byte{testSecret}}, q, nil))
+	e := newEngine(NewHandler(Config{Events: testEvents, Secrets: [][]byte{testSecret}}, q, nil))
 	if w := post(t, e, r); w.Code != http.StatusAccepted {
 		t.Fatalf("first: %d %s", w.Code, w.Body)
 	}
@@ -380,13 +380,13 @@ func TestHandlerOnLogQueue(t *testing.T) {
 		t.Errorf("closed queue: %d, want 503", w.Code)
 	}
 	q2 := openLog(t, dir, defaultSegment)
-	e2 := newEngine(NewHandler(Config{Secrets: [][]byte{testSecret}}, q2, nil))
+	e2 := newEngine(NewHandler(Config{Events: testEvents, Secrets: [][]byte{testSecret}}, q2, nil))
 	if w := post(t, e2, r); w.Code != 200 {
 		t.Errorf("after restart: %d, want 200 duplicate", w.Code)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	disp := &fakeDispatcher{}
-	p := &Processor{Queue: q2, Dispatch: disp, BotLogin: "agentos[bot]", PollInterval: 10 * time.Millisecond}
+	p := &Processor{Events: testEvents, Queue: q2, Dispatch: disp, BotLogin: "agentos[bot]", PollInterval: 10 * time.Millisecond}
 	done := make(chan error, 1)
 	go func() { done <- p.Run(ctx) }()
 	waitDrained(t, q2)

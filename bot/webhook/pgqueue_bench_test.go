@@ -59,7 +59,7 @@ func BenchmarkReplicasAccept(b *testing.B) {
 					b.Cleanup(func() { lq.Close() })
 					q = lq
 				}
-				srv := httptest.NewServer(newEngine(NewHandler(Config{Secrets: [][]byte{testSecret}}, q, nil)))
+				srv := httptest.NewServer(newEngine(NewHandler(Config{Events: testEvents, Secrets: [][]byte{testSecret}}, q, nil)))
 				b.Cleanup(srv.Close)
 				urls = append(urls, srv.URL+"/webhook")
 			}

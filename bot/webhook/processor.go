@@ -77,6 +77,9 @@ type Processor struct {
 	Queue    Queue
 	Dispatch Dispatcher
 	BotLogin string
+	// Events are the events and actions the bot acts on (dispatch.Events);
+	// other deliveries are "ignored" before they are decoded.
+	Events   Events
 	Observer Observer // may be nil
 	Workers  int      // default DefaultWorkers
 	Logger   *slog.Logger
@@ -96,6 +99,10 @@ func (p *Processor) Run(ctx context.Context) error {
 	if p.BotLogin == "" {
 		// Without it the bot would answer its own comments, forever.
 		return errors.New("webhook processor: BotLogin is required")
+	}
+	if len(p.Events) == 0 {
+		// Without them every delivery would be ignored.
+		return errors.New("webhook processor: Events are required (dispatch.Events, from the route table)")
 	}
 	workers := p.Workers
 	if workers <= 0 {
@@ -187,7 +194,7 @@ func (p *Processor) process(ctx context.Context, d Delivery) {
 		log.Debug("webhook: delivery "+outcome, "reason", msg)
 	}
 	if p.Observer != nil {
-		p.Observer.Delivery(eventLabel(d.Event), outcome)
+		p.Observer.Delivery(p.Events.label(d.Event), outcome)
 	}
 	// Record the outcome even when ctx has ended, or the work is redone.
 	if err := p.Queue.Done(context.WithoutCancel(ctx), d.ID, outcome, msg); err != nil {
@@ -222,6 +229,9 @@ func (p *Processor) handle(ctx context.Context, d Delivery) (outcome, msg string
 	}
 	if strings.EqualFold(head.Sender.Login, p.BotLogin) {
 		return OutcomeIgnored, "the bot's own event"
+	}
+	if !p.Events.Accepts(d.Event, d.Action) {
+		return OutcomeIgnored, fmt.Sprintf("%s action %q is not handled", d.Event, d.Action)
 	}
 	ev, err := github.ParseWebHook(d.Event, d.Body)
 	if err != nil {

@@ -71,7 +71,7 @@ func TestProcessor(t *testing.T) {
 	clock := &steppingClock{t: time.Unix(1_700_000_000, 0)}
 	q.now = clock.now
 	obs := &recorder{}
-	e := newEngine(NewHandler(Config{Secrets: [][]byte{testSecret}}, q, nil))
+	e := newEngine(NewHandler(Config{Events: testEvents, Secrets: [][]byte{testSecret}}, q, nil))
 
 	setSender := func(login string) func(m map[string]any) {
 		return func(m map[string]any) { obj(m, "sender")["login"] = login }
@@ -101,7 +101,7 @@ func TestProcessor(t *testing.T) {
 		"transient": errors.New("runtime busy"),
 		"permanent": fmt.Errorf("no such repository: %w", ErrPermanent),
 	}}
-	p := &Processor{Queue: q, Dispatch: disp, BotLogin: "agentos[bot]", Observer: obs, Workers: 3, MaxAttempts: 3}
+	p := &Processor{Events: testEvents, Queue: q, Dispatch: disp, BotLogin: "agentos[bot]", Observer: obs, Workers: 3, MaxAttempts: 3}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- p.Run(ctx) }()
@@ -174,12 +174,12 @@ func (b *blockingDispatcher) Dispatch(ctx context.Context, t Trigger) error {
 
 func TestProcessorFinishesInFlightWorkOnShutdown(t *testing.T) {
 	q, _ := openTestQueue(t)
-	e := newEngine(NewHandler(Config{Secrets: [][]byte{testSecret}}, q, nil))
+	e := newEngine(NewHandler(Config{Events: testEvents, Secrets: [][]byte{testSecret}}, q, nil))
 	if w := post(t, e, signed("issue_comment", "slow", exampleOf(t, "issue_comment", "created", 0))); w.Code != 202 {
 		t.Fatal(w.Code)
 	}
 	disp := &blockingDispatcher{started: make(chan string, 1), release: make(chan struct{})}
-	p := &Processor{Queue: q, Dispatch: disp, BotLogin: "agentos[bot]", Workers: 2}
+	p := &Processor{Events: testEvents, Queue: q, Dispatch: disp, BotLogin: "agentos[bot]", Workers: 2}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- p.Run(ctx) }()

@@ -49,10 +49,10 @@ func TestPayloadKey(t *testing.T) {
 // until q is drained and returns the triggers it dispatched.
 func replayRun(t *testing.T, q Queue, send func(e http.Handler)) []Trigger {
 	t.Helper()
-	e := newEngine(NewHandler(Config{Secrets: [][]byte{testSecret}}, q, nil))
+	e := newEngine(NewHandler(Config{Events: testEvents, Secrets: [][]byte{testSecret}}, q, nil))
 	send(e)
 	disp := &fakeDispatcher{}
-	p := &Processor{Queue: q, Dispatch: disp, BotLogin: "agentos[bot]", Workers: 1}
+	p := &Processor{Events: testEvents, Queue: q, Dispatch: disp, BotLogin: "agentos[bot]", Workers: 1}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- p.Run(ctx) }()
@@ -124,7 +124,7 @@ func TestReplayUnderANewDeliveryID(t *testing.T) {
 	}
 	q.Close()
 	q = openQueueAt(t, path)
-	e := newEngine(NewHandler(Config{Secrets: [][]byte{testSecret}}, q, nil))
+	e := newEngine(NewHandler(Config{Events: testEvents, Secrets: [][]byte{testSecret}}, q, nil))
 	comment := mutate(t, exampleOf(t, "issue_comment", "created", 0), func(m map[string]any) { obj(m, "comment")["id"] = 5001 })
 	if w := post(t, e, signed("issue_comment", "after-restart", comment)); w.Code != http.StatusOK {
 		t.Errorf("replay after a restart: %d %s, want 200 duplicate", w.Code, w.Body)

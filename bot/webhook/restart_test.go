@@ -42,7 +42,7 @@ func TestRestartsAreNoFailures(t *testing.T) {
 	if err != nil || !ok {
 		t.Fatal(ok, err)
 	}
-	p := &Processor{Queue: q, Dispatch: &fakeDispatcher{failWith: map[string]error{"a": errors.New("busy")}}, BotLogin: "agentos[bot]", MaxAttempts: maxAttempts}
+	p := &Processor{Events: testEvents, Queue: q, Dispatch: &fakeDispatcher{failWith: map[string]error{"a": errors.New("busy")}}, BotLogin: "agentos[bot]", MaxAttempts: maxAttempts}
 	start := time.Now()
 	q.now = func() time.Time { return start }
 	p.process(ctx, d)
@@ -96,7 +96,7 @@ func TestShutdownHandsTheDeliveryBack(t *testing.T) {
 	}
 	stopping, stop := context.WithCancel(ctx)
 	stop()
-	p := &Processor{Queue: q, Dispatch: &fakeDispatcher{failWith: map[string]error{"a": context.Canceled}}, BotLogin: "agentos[bot]", MaxAttempts: 1}
+	p := &Processor{Events: testEvents, Queue: q, Dispatch: &fakeDispatcher{failWith: map[string]error{"a": context.Canceled}}, BotLogin: "agentos[bot]", MaxAttempts: 1}
 	p.process(stopping, d)
 	r, _, err := q.Get(ctx, "a")
 	if err != nil {

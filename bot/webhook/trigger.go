@@ -76,17 +76,15 @@ type Trigger struct {
 // fetch the pull request to know.
 func (t Trigger) IsFork() bool { return t.IsPR && t.HeadSHA != "" && t.HeadRepo != t.BaseRepo }
 
-// normalize turns a parsed event into a Trigger; ok is false for actions the
-// bot does not act on. The error reports a payload that lacks what a
-// handled action needs.
+// normalize turns a parsed event into a Trigger; ok is false for events
+// (and pull_request actions) it has no trigger kind for. Which actions the
+// bot acts on is the route table's to say (Events, dispatch.Lookup). The
+// error reports a payload that lacks what a trigger needs.
 func normalize(d Delivery, ev any) (t Trigger, ok bool, err error) {
 	t = Trigger{DeliveryID: d.ID, Event: d.Event, Attempt: d.Attempts}
 	switch e := ev.(type) {
 	case *github.IssueCommentEvent:
 		t.Action = e.GetAction()
-		if t.Action != "created" {
-			return t, false, nil
-		}
 		if e.Issue == nil || e.Comment == nil {
 			return t, false, errMissing("issue or comment")
 		}
@@ -101,9 +99,6 @@ func normalize(d Delivery, ev any) (t Trigger, ok bool, err error) {
 		setAuthor(&t, e.Comment.User, e.Sender)
 	case *github.PullRequestReviewEvent:
 		t.Action = e.GetAction()
-		if t.Action != "submitted" && t.Action != "dismissed" {
-			return t, false, nil
-		}
 		if e.Review == nil || e.PullRequest == nil {
 			return t, false, errMissing("review or pull_request")
 		}
@@ -123,9 +118,6 @@ func normalize(d Delivery, ev any) (t Trigger, ok bool, err error) {
 		}
 	case *github.PullRequestReviewCommentEvent:
 		t.Action = e.GetAction()
-		if t.Action != "created" {
-			return t, false, nil
-		}
 		if e.Comment == nil || e.PullRequest == nil {
 			return t, false, errMissing("comment or pull_request")
 		}
@@ -235,9 +227,10 @@ func repoNames(rs []*github.Repository) []string {
 // Normalize decodes one event's payload (the X-GitHub-Event name and the
 // JSON body) into a Trigger exactly as the Processor does, for callers that
 // get events another way (the GitHub Action reads GITHUB_EVENT_PATH). ok is
-// false for events and actions the bot does not act on.
+// false for events it has no trigger for (which actions of them the bot
+// acts on is the route table's to say: dispatch.Lookup).
 func Normalize(eventName, deliveryID string, body []byte) (Trigger, bool, error) {
-	if !handled[eventName] || eventName == "ping" {
+	if eventName == "ping" || github.EventForType(eventName) == nil {
 		return Trigger{Event: eventName, DeliveryID: deliveryID}, false, nil
 	}
 	ev, err := github.ParseWebHook(eventName, body)

@@ -219,7 +219,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, d serveDeps) er
 		for i, s := range cfg.WebhookSecrets {
 			secrets[i] = []byte(s)
 		}
-		h := webhook.NewHandler(webhook.Config{Secrets: secrets}, q, metrics)
+		h := webhook.NewHandler(webhook.Config{Secrets: secrets, Events: dispatch.Events()}, q, metrics)
 		opts.WebhookPath, opts.Webhook = cfg.WebhookPath, h.Serve
 		metrics.SetQueueDepth(func() float64 {
 			qctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
@@ -241,7 +241,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, d serveDeps) er
 		})
 		switch {
 		case d.dispatch != nil:
-			p := &webhook.Processor{Queue: q, Dispatch: d.dispatch, BotLogin: cfg.BotLogin, Observer: metrics, Workers: cfg.Workers, Logger: log}
+			p := &webhook.Processor{Events: dispatch.Events(), Queue: q, Dispatch: d.dispatch, BotLogin: cfg.BotLogin, Observer: metrics, Workers: cfg.Workers, Logger: log}
 			opts.Actors = append(opts.Actors, p.Run)
 		case runs && cfg.GitHubAuth() != config.AuthNone:
 			bot, err := dispatch.NewGitHubBot(cfg, runStore, engines(runStore, cfg.PolicyFile, prof, sb, func(sid, n string) { log.Warn("repository configuration note", "session", sid, "note", n) }), log)
@@ -269,7 +269,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, d serveDeps) er
 					// same authorizer, which knows the bot's own login.
 					ck.SetAuthorizer(bot.Dispatcher.Auth)
 				}
-				p := &webhook.Processor{Queue: q, Dispatch: bot.Dispatcher, BotLogin: login, Observer: metrics, Workers: cfg.Workers, Logger: log}
+				p := &webhook.Processor{Events: dispatch.Events(), Queue: q, Dispatch: bot.Dispatcher, BotLogin: login, Observer: metrics, Workers: cfg.Workers, Logger: log}
 				return p.Run(ctx)
 			})
 		default:
