@@ -353,6 +353,9 @@ func (k *Kernel) Dispatch(ctx context.Context, rec Recorder, c Call) (Outcome, e
 			return Outcome{}, err
 		}
 	}
+	if risk.refuse != nil {
+		return Outcome{}, k.reject(ctx, rec, c, "assess", risk.refuse)
+	}
 	switch risk.Control {
 	case ControlDeny:
 		return Outcome{}, k.reject(ctx, rec, c, "policy", &Error{Kind: "policy", Code: CodePolicyDenied, Message: risk.Reason})

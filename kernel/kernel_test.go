@@ -139,7 +139,9 @@ func TestFailClosedRows(t *testing.T) {
 		{"high-risk command denied", "process.run", `{"command":"curl http://127.0.0.1:1"}`, nil, kernel.CodePolicyDenied, "tool.rejected"},
 		{"jail escape", "repo.read", `{"path":"sub/../../etc/passwd"}`, nil, kernel.CodeInvalidArguments, "tool.rejected"},
 		{"git internals", "repo.read", `{"path":".git/config"}`, nil, kernel.CodeJailViolation, "tool.rejected"},
-		{"stale file hash", "repo.write", `{"path":"auth.go","content":"x","expected_hash":"` + strings.Repeat("0", 64) + `"}`, nil, kernel.CodeWriteConflict, "tool.result"},
+		// A stale hash is refused while assessing, before an approval is
+		// asked for a write that cannot happen.
+		{"stale file hash", "repo.write", `{"path":"auth.go","content":"x","expected_hash":"` + strings.Repeat("0", 64) + `"}`, nil, kernel.CodeWriteConflict, "tool.rejected"},
 		{"timeout", "process.run", `{"command":"sleep 5"}`, nil, kernel.CodeTimeout, "tool.result"},
 		// The patch is applied in memory while assessing it, so a context
 		// mismatch is refused before tool.invoke.

@@ -35,6 +35,8 @@ type Risk struct {
 	ProtectedPaths []string `json:"protected_paths,omitempty"`
 	Control        string   `json:"control"`
 	Reason         string   `json:"reason,omitempty"`
+
+	refuse *Error // Assessment.Refuse
 }
 
 // Preview is what a maintainer sees before approving (and what the agent
@@ -91,7 +93,7 @@ func (k *Kernel) assess(ctx context.Context, env Env, r *registered, args []byte
 			return risk, Preview{}, &Error{Kind: "policy", Code: CodeInvalidArguments, Message: err.Error()}
 		}
 	}
-	risk.Paths, risk.Command = a.Paths, a.Command
+	risk.Paths, risk.Command, risk.refuse = a.Paths, a.Command, a.Refuse
 	for _, f := range a.Files {
 		risk.Paths = appendUnique(risk.Paths, f.Path)
 		if f.OldPath != "" {

@@ -47,6 +47,12 @@ type Assessment struct {
 	LinesAdded   int
 	LinesRemoved int
 	Diff         string // unified diff of the change (may be capped by the kernel)
+
+	// Refuse is a refusal the tool found while assessing that the
+	// kernel applies after the caller's write scope and rules (a write
+	// whose expected hash is stale): the call is rejected, and no one is
+	// asked to approve a change that cannot happen.
+	Refuse *Error
 }
 
 // FileChange is one file of a patch or write preview.

@@ -436,7 +436,10 @@ func (t *tools) write() kernel.ToolDef {
 			"expected_hash":{"type":"string","pattern":"^([0-9a-f]{64})?$"},"why":{"type":"string"}}}`),
 		Output: json.RawMessage(`{"type":"object","required":["path","hash"],"properties":{"path":{"type":"string"},"hash":{"type":"string"}}}`),
 		Assess: func(ctx context.Context, env kernel.Env, args json.RawMessage) (kernel.Assessment, error) {
-			var a struct{ Path, Content string }
+			var a struct {
+				Path, Content string
+				Expected      string `json:"expected_hash"`
+			}
 			if err := decode(args, &a); err != nil {
 				return kernel.Assessment{}, err
 			}
@@ -451,7 +454,10 @@ func (t *tools) write() kernel.ToolDef {
 				return kernel.Assessment{}, err // not a regular file, or over workspace.MaxFileSize
 			}
 			diff, added, removed := lineDiff(a.Path, string(old), a.Content)
-			return kernel.Assessment{Paths: []string{a.Path}, Files: []kernel.FileChange{{Path: a.Path, Op: op, Hunks: 1, Added: added, Removed: removed}}, LinesAdded: added, LinesRemoved: removed, Diff: diff}, nil
+			// A stale hash is refused before anyone is asked to approve a
+			// write that cannot happen (the handler checks again).
+			return kernel.Assessment{Paths: []string{a.Path}, Files: []kernel.FileChange{{Path: a.Path, Op: op, Hunks: 1, Added: added, Removed: removed}}, LinesAdded: added, LinesRemoved: removed, Diff: diff,
+				Refuse: writeConflict(a.Path, old, op == "modify", a.Expected)}, nil
 		},
 		Handler: func(ctx context.Context, env kernel.Env, args json.RawMessage) (any, error) {
 			var a struct {
@@ -465,14 +471,8 @@ func (t *tools) write() kernel.ToolDef {
 			if err != nil && !errors.Is(err, fs.ErrNotExist) {
 				return nil, err // not a regular file, or over workspace.MaxFileSize
 			}
-			exists := err == nil
-			switch {
-			case a.Expected == "" && exists:
-				return nil, &kernel.Error{Kind: "lock", Code: kernel.CodeWriteConflict, Message: fmt.Sprintf("%s exists (sha256 %s); pass its hash as expected_hash", a.Path, Sha256Hex(cur))}
-			case a.Expected != "" && !exists:
-				return nil, &kernel.Error{Kind: "lock", Code: kernel.CodeWriteConflict, Message: a.Path + " does not exist; expected_hash must be \"\""}
-			case a.Expected != "" && Sha256Hex(cur) != a.Expected:
-				return nil, &kernel.Error{Kind: "lock", Code: kernel.CodeWriteConflict, Message: fmt.Sprintf("%s changed: its sha256 is %s, not %s; read it again", a.Path, Sha256Hex(cur), a.Expected)}
+			if kerr := writeConflict(a.Path, cur, err == nil, a.Expected); kerr != nil {
+				return nil, kerr
 			}
 			if err := t.ws.WriteFile(a.Path, []byte(a.Content), 0o644); err != nil {
 				return nil, err
@@ -480,6 +480,21 @@ func (t *tools) write() kernel.ToolDef {
 			return map[string]string{"path": a.Path, "hash": Sha256Hex([]byte(a.Content))}, nil
 		},
 	}
+}
+
+// writeConflict is repo.write's lock: the file's current content (cur,
+// when it exists) must hash to expected, "" for a file that must not
+// exist yet.
+func writeConflict(path string, cur []byte, exists bool, expected string) *kernel.Error {
+	switch {
+	case expected == "" && exists:
+		return &kernel.Error{Kind: "lock", Code: kernel.CodeWriteConflict, Message: fmt.Sprintf("%s exists (sha256 %s); pass its hash as expected_hash", path, Sha256Hex(cur))}
+	case expected != "" && !exists:
+		return &kernel.Error{Kind: "lock", Code: kernel.CodeWriteConflict, Message: path + " does not exist; expected_hash must be \"\""}
+	case expected != "" && Sha256Hex(cur) != expected:
+		return &kernel.Error{Kind: "lock", Code: kernel.CodeWriteConflict, Message: fmt.Sprintf("%s changed: its sha256 is %s, not %s; read it again", path, Sha256Hex(cur), expected)}
+	}
+	return nil
 }
 
 // lineDiff renders a whole-file replacement as a unified diff.
