@@ -32,6 +32,11 @@ func (s *state) work(ctx context.Context, directive, plan json.RawMessage, feedb
 		specs = s.e.Tools.Specs(s.allowed)
 	}
 	strikes := 0
+	// repeat counts the same call (tool and arguments) failing the same
+	// way in a row: models stuck in a loop resend it until the turn
+	// budget runs out; the third time ends the run and says so.
+	var lastFail string
+	repeat := 0
 	// repair is the validation error a repair turn was asked for: the
 	// report turn that follows keeps the tools in the request (the prompt
 	// prefix stays the same) and asks for the schema.
@@ -98,11 +103,33 @@ func (s *state) work(ctx context.Context, directive, plan json.RawMessage, feedb
 			} else {
 				strikes = 0
 			}
+			if out.Error != nil {
+				if sig := tc.Name + "\x00" + string(tc.Args) + "\x00" + out.Error.Code; sig == lastFail {
+					repeat++
+				} else {
+					lastFail, repeat = sig, 1
+				}
+				if repeat >= maxRepeatedFailures {
+					return nil, Result{}, &Failure{Status: StatusFailed, Class: ClassToolRuntimeError, Code: CodeRepeatedFailure,
+						Reason:     fmt.Sprintf("the worker made the same failing call %d times in a row: %s %s → %s: %s", repeat, tc.Name, clip(string(tc.Args), 200), out.Error.Code, clip(out.Error.Message, 300)),
+						NextAction: "retry with a more specific request, or use a model that changes its approach after a failure; the work so far is kept"}
+				}
+			} else {
+				lastFail, repeat = "", 0
+			}
 			msgs = append(msgs, provider.Message{Role: provider.RoleTool, ToolCallID: tc.ID, Name: tc.Name, Content: untrusted.Block("tool_result:"+tc.Name, untrusted.Visible(toolMessage(out), true))})
 		}
 	}
 	return nil, Result{}, &Failure{Status: StatusFailed, Class: ClassPolicyDenied, Code: "BUDGET_EXCEEDED", Reason: fmt.Sprintf("the worker did not finish within max_tool_turns %d", maxTurns), NextAction: "raise max_tool_turns or split the request; the work so far is kept"}
 }
+
+// maxRepeatedFailures is how many times in a row the same call may fail
+// the same way before the run ends (CodeRepeatedFailure).
+const maxRepeatedFailures = 3
+
+// CodeRepeatedFailure ends a run whose worker kept sending a call that
+// failed (the same tool, arguments and error code, in a row).
+const CodeRepeatedFailure = "REPEATED_FAILURE"
 
 // callTool dispatches one call and, when it waits for an approval that the
 // log already answers, applies the answer.
