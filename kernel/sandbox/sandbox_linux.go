@@ -320,7 +320,7 @@ func (s *Sandbox) bwrapCommand(ctx context.Context, req Request) (*Cmd, error) {
 	for _, cg := range cgroups {
 		// The launcher, pid 1 inside, joins through these descriptors
 		// before it starts the command.
-		procs, err := os.OpenFile(filepath.Join(cg, "cgroup.procs"), os.O_WRONLY, 0)
+		procs, err := os.OpenFile(launch.JoinFile(cg), os.O_WRONLY, 0)
 		if err != nil {
 			return fail(fmt.Errorf("sandbox: cgroup: %w", err))
 		}

@@ -10,12 +10,35 @@ import (
 	"strings"
 )
 
-// JoinCgroup moves this process into dir ("" = none).
+// JoinFile is the control file through which the launcher joins the
+// cgroup dir by writing "0": cgroup v1's tasks, which moves only the
+// writing thread, else cgroup.procs, which moves the whole process.
+// Moving a whole process takes a global lock whose write side waits for
+// an RCU grace period (about 10 ms on a small VM) unless another
+// migration has just done so; moving the calling thread alone does not
+// take it. Either way the process the thread starts next is born in the
+// cgroup, which is what counts: the launcher writes from the OS thread
+// that then starts the command or the next stage (runtime.LockOSThread).
+func JoinFile(dir string) string {
+	if t := filepath.Join(dir, "tasks"); fileExists(t) {
+		return t
+	}
+	return filepath.Join(dir, "cgroup.procs")
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
+
+// JoinCgroup moves the calling thread (cgroup v1) or this process into
+// dir ("" = none); see JoinFile. The caller holds its OS thread until it
+// has started the process that belongs in the cgroup.
 func JoinCgroup(dir string) error {
 	if dir == "" {
 		return nil
 	}
-	if err := WriteExisting(filepath.Join(dir, "cgroup.procs"), strconv.Itoa(os.Getpid())); err != nil {
+	if err := WriteExisting(JoinFile(dir), "0"); err != nil {
 		return fmt.Errorf("join the process cgroup: %w", err)
 	}
 	return nil

@@ -151,10 +151,13 @@ func exitCode(ws unix.WaitStatus) int {
 // initStage is pid 1 of a bwrap sandbox. When it exits, the kernel kills
 // every other process of the pid namespace: nothing survives the command.
 func initStage(sp Spec, argv []string) int {
+	// The cgroups are joined by this OS thread, which then starts the
+	// command (see JoinFile).
+	runtime.LockOSThread()
 	for _, fd := range sp.CgroupFDs {
-		// The bot opened the command's cgroup.procs and passed it in:
-		// "0" moves the writer, wherever its pid namespace.
-		f := os.NewFile(uintptr(fd), "cgroup.procs")
+		// The bot opened the command's cgroup's JoinFile and passed it
+		// in: "0" moves the writer, wherever its pid namespace.
+		f := os.NewFile(uintptr(fd), "cgroup")
 		_, err := f.WriteString("0")
 		f.Close()
 		if err != nil {
@@ -224,6 +227,9 @@ func closeWrite(c net.Conn) {
 // (SIGTERM). It stays outside the Landlock domain, so that with Landlock
 // ABI 6 the command cannot signal it.
 func superviseStage(sp Spec, argv []string) int {
+	// The cgroups are joined by this OS thread, which then starts the
+	// confine stage (see JoinFile).
+	runtime.LockOSThread()
 	for _, cg := range sp.Cgroups {
 		if err := JoinCgroup(cg); err != nil {
 			return setupFailed(err)
