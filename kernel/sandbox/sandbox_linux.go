@@ -320,7 +320,7 @@ func (s *Sandbox) bwrapCommand(ctx context.Context, req Request) (*Cmd, error) {
 	for _, cg := range cgroups {
 		// The launcher, pid 1 inside, joins through these descriptors
 		// before it starts the command.
-		procs, err := os.OpenFile(launch.JoinFile(cg), os.O_WRONLY, 0)
+		procs, err := launch.OpenJoinFile(cg)
 		if err != nil {
 			return fail(fmt.Errorf("sandbox: cgroup: %w", err))
 		}

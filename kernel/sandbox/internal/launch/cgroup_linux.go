@@ -10,8 +10,8 @@ import (
 	"strings"
 )
 
-// JoinFile is the control file through which the launcher joins the
-// cgroup dir by writing "0": cgroup v1's tasks, which moves only the
+// OpenJoinFile opens the control file through which the launcher joins
+// the cgroup dir by writing "0": cgroup v1's tasks, which moves only the
 // writing thread, else cgroup.procs, which moves the whole process.
 // Moving a whole process takes a global lock whose write side waits for
 // an RCU grace period (about 10 ms on a small VM) unless another
@@ -19,26 +19,31 @@ import (
 // take it. Either way the process the thread starts next is born in the
 // cgroup, which is what counts: the launcher writes from the OS thread
 // that then starts the command or the next stage (runtime.LockOSThread).
-func JoinFile(dir string) string {
-	if t := filepath.Join(dir, "tasks"); fileExists(t) {
-		return t
+// Where tasks cannot be opened for writing (cgroup v2, or a delegation
+// that chowned cgroup.procs only), cgroup.procs is opened.
+func OpenJoinFile(dir string) (*os.File, error) {
+	f, err := os.OpenFile(filepath.Join(dir, "tasks"), os.O_WRONLY, 0)
+	if err == nil {
+		return f, nil
 	}
-	return filepath.Join(dir, "cgroup.procs")
-}
-
-func fileExists(p string) bool {
-	_, err := os.Stat(p)
-	return err == nil
+	return os.OpenFile(filepath.Join(dir, "cgroup.procs"), os.O_WRONLY, 0)
 }
 
 // JoinCgroup moves the calling thread (cgroup v1) or this process into
-// dir ("" = none); see JoinFile. The caller holds its OS thread until it
-// has started the process that belongs in the cgroup.
+// dir ("" = none); see OpenJoinFile. The caller holds its OS thread until
+// it has started the process that belongs in the cgroup.
 func JoinCgroup(dir string) error {
 	if dir == "" {
 		return nil
 	}
-	if err := WriteExisting(JoinFile(dir), "0"); err != nil {
+	f, err := OpenJoinFile(dir)
+	if err == nil {
+		_, err = f.WriteString("0")
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
 		return fmt.Errorf("join the process cgroup: %w", err)
 	}
 	return nil

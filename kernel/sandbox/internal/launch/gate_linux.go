@@ -152,10 +152,10 @@ func exitCode(ws unix.WaitStatus) int {
 // every other process of the pid namespace: nothing survives the command.
 func initStage(sp Spec, argv []string) int {
 	// The cgroups are joined by this OS thread, which then starts the
-	// command (see JoinFile).
+	// command (see OpenJoinFile).
 	runtime.LockOSThread()
 	for _, fd := range sp.CgroupFDs {
-		// The bot opened the command's cgroup's JoinFile and passed it
+		// The bot opened the command's cgroup's OpenJoinFile and passed it
 		// in: "0" moves the writer, wherever its pid namespace.
 		f := os.NewFile(uintptr(fd), "cgroup")
 		_, err := f.WriteString("0")
@@ -228,7 +228,7 @@ func closeWrite(c net.Conn) {
 // ABI 6 the command cannot signal it.
 func superviseStage(sp Spec, argv []string) int {
 	// The cgroups are joined by this OS thread, which then starts the
-	// confine stage (see JoinFile).
+	// confine stage (see OpenJoinFile).
 	runtime.LockOSThread()
 	for _, cg := range sp.Cgroups {
 		if err := JoinCgroup(cg); err != nil {

@@ -58,7 +58,7 @@ type Spec struct {
 	NprocShared bool `json:"nproc_shared,omitempty"`
 	// Cgroups are the command's cgroup directories, the pids one first
 	// (supervise joins them); CgroupFDs inherited descriptors of their
-	// JoinFile, open for writing (init, inside bwrap, where the cgroup
+	// OpenJoinFile (init, inside bwrap, where the cgroup
 	// file system is not mounted).
 	Cgroups   []string  `json:"cgroups,omitempty"`
 	CgroupFDs []int     `json:"cgroup_fds,omitempty"`
