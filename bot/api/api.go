@@ -527,7 +527,7 @@ func (a *API) answerApproval(c *gin.Context) {
 	// is only returning (a client may answer as soon as it sees
 	// run.paused): wait for it.
 	reserve := a.runs.reserve
-	if snap.RunStatus == "paused" {
+	if snap.RunStatus == replay.RunPaused {
 		reserve = func(sid string) error {
 			wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 			defer cancel()

@@ -75,5 +75,5 @@ func (a *API) cancelRun(c *gin.Context) {
 		a.internal(c, "cancel run", err)
 		return
 	}
-	c.JSON(http.StatusOK, cancelResponse{SessionID: sid, RunID: out.RunID, Status: out.Status, Terminal: out.Terminal})
+	c.JSON(http.StatusOK, cancelResponse{SessionID: sid, RunID: out.RunID, Status: string(out.Status), Terminal: out.Terminal})
 }

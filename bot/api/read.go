@@ -170,7 +170,7 @@ func (a *API) summary(c *gin.Context, in store.SessionInfo) (RunSummary, error) 
 		return RunSummary{}, err
 	}
 	s = RunSummary{
-		SessionID: in.SessionID, Repository: access.RepoOf(evs), State: snap.RunStatus, Prompt: snap.Prompt,
+		SessionID: in.SessionID, Repository: access.RepoOf(evs), State: string(snap.RunStatus), Prompt: snap.Prompt,
 		Events: snap.LastSeq, StartedAt: in.FirstTS, UpdatedAt: in.LastTS, LastType: in.LastType,
 		Pending: len(snap.PendingApprovals), CostUSD: snap.Usage.CostUSD, TraceID: TraceIDOf(evs),
 		SnapshotURL: "/v1/runs/" + in.SessionID, PageURL: "/runs/" + in.SessionID,

@@ -185,7 +185,7 @@ func (t *tracker) execute(sessionID string, run Run) string {
 		return "error"
 	}
 	t.log.Info("api: run stopped", "session", sessionID, "run", out.RunID, "status", out.Status)
-	return out.Status
+	return string(out.Status)
 }
 
 // stop refuses new runs, waits up to grace for the runs in flight, then

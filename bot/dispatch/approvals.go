@@ -54,10 +54,10 @@ func (d *Dispatcher) answerSession(ctx context.Context, repo Repo, t webhook.Tri
 		// An earlier attempt of this delivery applied the answer: it is
 		// never applied again (it could approve a later request); what
 		// that attempt left unfinished is finished.
-		if snap.RunStatus == "paused" || d.recoverable(snap, l, t, sid) {
+		if snap.RunStatus == replay.RunPaused || d.recoverable(snap, l, t, sid) {
 			return d.recoverSession(ctx, repo, sid, l, nil, "answered", pr)
 		}
-		return Result{Outcome: "recorded", Reason: "this answer was applied by an earlier attempt", SessionID: sid, Status: snap.RunStatus, PR: l.PR}, nil
+		return Result{Outcome: "recorded", Reason: "this answer was applied by an earlier attempt", SessionID: sid, Status: string(snap.RunStatus), PR: l.PR}, nil
 	}
 	// Otherwise, when recorded, an earlier attempt recorded this answer and
 	// died before it resolved anything: the approvals it answered are
@@ -70,8 +70,8 @@ func (d *Dispatcher) answerSession(ctx context.Context, repo Repo, t webhook.Tri
 		// maintainer was not shown.
 		return d.recoverSession(ctx, repo, sid, l, nil, "answered", pr)
 	}
-	if snap.RunStatus != "paused" || len(snap.PendingApprovals) == 0 {
-		_, err := d.GitHub.CreateComment(ctx, repo, t.Number, fmt.Sprintf("@%s nothing in session `%s` is waiting for approval (it is %s).", t.Author, sid, orWord(snap.RunStatus, "idle")))
+	if snap.RunStatus != replay.RunPaused || len(snap.PendingApprovals) == 0 {
+		_, err := d.GitHub.CreateComment(ctx, repo, t.Number, fmt.Sprintf("@%s nothing in session `%s` is waiting for approval (it is %s).", t.Author, sid, orWord(string(snap.RunStatus), "idle")))
 		return Result{Outcome: "replied", Reason: "not paused", SessionID: sid}, err
 	}
 	if pr == nil && l.PR != 0 {

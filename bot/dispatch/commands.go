@@ -203,7 +203,7 @@ func (d *Dispatcher) followUp(ctx context.Context, repo Repo, t webhook.Trigger,
 	if err != nil {
 		return Result{}, err
 	}
-	if snap.RunStatus == "paused" {
+	if snap.RunStatus == replay.RunPaused {
 		_, err := d.GitHub.CreateComment(ctx, repo, t.Number, fmt.Sprintf("@%s this session is waiting for an approval; answer it (or `%s cancel`) before asking for more.", t.Author, d.trigger()))
 		return Result{Outcome: "replied", Reason: "paused", SessionID: sid}, err
 	}
@@ -264,7 +264,7 @@ func (d *Dispatcher) cancel(ctx context.Context, repo Repo, t webhook.Trigger, r
 			return Result{SessionID: sid}, err
 		}
 		if err == nil {
-			return Result{Outcome: "cancelled", SessionID: sid, Status: out.Status}, nil
+			return Result{Outcome: "cancelled", SessionID: sid, Status: string(out.Status)}, nil
 		}
 	}
 	_, l, unlock, err := d.openSession(ctx, repo, t, sid)
@@ -291,7 +291,7 @@ func (d *Dispatcher) cancel(ctx context.Context, repo Repo, t webhook.Trigger, r
 			return Result{SessionID: sid}, err
 		}
 	}
-	res := Result{Outcome: "cancelled", SessionID: sid, Status: out.Status, PR: l.PR, Usage: snap.Usage}
+	res := Result{Outcome: "cancelled", SessionID: sid, Status: string(out.Status), PR: l.PR, Usage: snap.Usage}
 	d.logOutcome(repo, l, res, snap)
 	return res, nil
 }
@@ -315,7 +315,7 @@ func (d *Dispatcher) status(ctx context.Context, repo Repo, t webhook.Trigger) (
 		return Result{SessionID: sid}, err
 	}
 	_, err = d.GitHub.CreateComment(ctx, repo, t.Number, d.renderTracking("", snap, ""))
-	return Result{Outcome: "status", SessionID: sid, Status: snap.RunStatus, PR: l.PR}, err
+	return Result{Outcome: "status", SessionID: sid, Status: string(snap.RunStatus), PR: l.PR}, err
 }
 
 // help answers `/agent help` with the help rendered from the route table.

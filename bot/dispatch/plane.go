@@ -57,7 +57,7 @@ func (p *Plane) execute(ctx context.Context, repo Repo, number int, base Base, u
 	if err != nil {
 		return res, replay.Usage{}, err
 	}
-	if res.Outcome.Status == "paused" {
+	if res.Outcome.Status == run.StatusPaused {
 		return res, replay.Usage{}, errCyclePaused
 	}
 	snap, _, err := d.snapshotAt(ctx, req.SessionID)

@@ -33,7 +33,7 @@ import (
 // creates (the PR by its head branch, the approval review by its marker
 // and approval ids), so nothing is published twice.
 func (d *Dispatcher) publish(ctx context.Context, repo Repo, sid string, wt Worktree, l link, out run.Outcome, outcome string, before replay.Usage, known *PullRequest, again *recovery) (Result, error) {
-	res := Result{Outcome: outcome, SessionID: sid, Status: out.Status, Branch: l.Branch}
+	res := Result{Outcome: outcome, SessionID: sid, Status: string(out.Status), Branch: l.Branch}
 	snap, lastSeq, evs, err := d.publishedState(ctx, sid)
 	if err != nil {
 		return res, err
@@ -62,7 +62,7 @@ func (d *Dispatcher) publish(ctx context.Context, repo Repo, sid string, wt Work
 	}
 	// The draft PR needs a commit; later pauses commit only changes. A
 	// branch an earlier attempt pushed has its commit already.
-	empty := out.Status == "paused" && l.PR == 0 && (again == nil || !again.onRemote)
+	empty := out.Status == run.StatusPaused && l.PR == 0 && (again == nil || !again.onRemote)
 	head, made, err := wt.Commit(ctx, msg, out.RunID, changes, empty)
 	var changed *worktree.ChangedError
 	if errors.As(err, &changed) {
@@ -89,7 +89,7 @@ func (d *Dispatcher) publish(ctx context.Context, repo Repo, sid string, wt Work
 		}
 	}
 	created := false
-	if l.PR == 0 && (made || out.Status == "paused" || (again != nil && again.onRemote)) {
+	if l.PR == 0 && (made || out.Status == run.StatusPaused || (again != nil && again.onRemote)) {
 		pr, err := d.GitHub.CreateDraftPR(ctx, repo, l.Branch, l.BaseRef, "agentos: "+oneLine(l.Prompt, 72), renderPRBody(l, snap, d.logRefURL(repo, sid, l), d.trigger()))
 		if err != nil {
 			return res, err
@@ -97,7 +97,7 @@ func (d *Dispatcher) publish(ctx context.Context, repo Repo, sid string, wt Work
 		l.PR, l.PRNodeID, l.PRURL = pr.Number, pr.NodeID, pr.URL
 		known, created = &pr, true
 	}
-	if out.Status == "paused" {
+	if out.Status == run.StatusPaused {
 		l.RequestedIDs = l.RequestedIDs[:0]
 		for _, a := range snap.PendingApprovals {
 			l.RequestedIDs = append(l.RequestedIDs, a.ID)
@@ -107,7 +107,7 @@ func (d *Dispatcher) publish(ctx context.Context, repo Repo, sid string, wt Work
 			l.RequestedOn = head // the review below is made on it
 		}
 	}
-	if out.Status == "completed" && l.PR != 0 && !l.Ready {
+	if out.Status == run.StatusCompleted && l.PR != 0 && !l.Ready {
 		pr := PullRequest{Number: l.PR, NodeID: l.PRNodeID, Draft: true}
 		if known != nil && known.Number == l.PR {
 			pr = *known
@@ -132,7 +132,7 @@ func (d *Dispatcher) publish(ctx context.Context, repo Repo, sid string, wt Work
 	if d.Git.ArtifactBranch() == "" {
 		head = artSHA // the log went on the session branch
 	}
-	if out.Status == "paused" {
+	if out.Status == run.StatusPaused {
 		posted := false
 		if again != nil && !created {
 			if posted, err = d.reviewPosted(ctx, repo, l.PR, sid, snap); err != nil {
@@ -240,7 +240,7 @@ func (d *Dispatcher) logURL(repo Repo, commit, sid string) string {
 // commitMessage is the subject of a session commit; the worktree adds the
 // Agent-Session and Agent-Run trailers.
 func commitMessage(prompt string, out run.Outcome) string {
-	if out.Status == "paused" {
+	if out.Status == run.StatusPaused {
 		return "agentos: checkpoint before approval: " + oneLine(prompt, 40)
 	}
 	return "agentos: " + oneLine(prompt, 60)

@@ -55,7 +55,7 @@ func (d *Dispatcher) onPRSynchronize(ctx context.Context, repo Repo, t webhook.T
 	if err != nil {
 		return Result{SessionID: sid}, err
 	}
-	if snap.RunStatus != "paused" || pr == nil {
+	if snap.RunStatus != replay.RunPaused || pr == nil {
 		return Result{Outcome: "ignored", Reason: "no approval to invalidate", SessionID: sid}, nil
 	}
 	requestedOn, err := d.requestedOn(ctx, repo, pr, l, sid)

@@ -86,8 +86,8 @@ func (d *Dispatcher) recoverSession(ctx context.Context, repo Repo, sid string, 
 		// pull request's head, which the link does not keep).
 		base = &Base{Ref: l.BaseRef}
 	}
-	takeover := snap.RunStatus == "running"
-	answered := snap.RunStatus == "paused" && len(snap.PendingApprovals) == 0 && len(snap.ResolvedApprovals) > 0
+	takeover := snap.RunStatus == replay.RunRunning
+	answered := snap.RunStatus == replay.RunPaused && len(snap.PendingApprovals) == 0 && len(snap.ResolvedApprovals) > 0
 	wt, onRemote, rerr := d.rebuild(ctx, repo, sid, l, base, evs, takeover || answered)
 	if rerr != nil {
 		var nr *run.NotRebuildableError
@@ -97,7 +97,7 @@ func (d *Dispatcher) recoverSession(ctx context.Context, repo Repo, sid string, 
 		d.log().Warn("session cannot continue after a crash", "session", sid, "repo", repo.FullName(), "err", rerr)
 		if !takeover {
 			// Nothing to close; what was published stays as it is.
-			res.Status = snap.RunStatus
+			res.Status = string(snap.RunStatus)
 			return res, nil
 		}
 		return d.closeOrphan(ctx, repo, sid, l, res, rerr.Error())
@@ -132,7 +132,7 @@ func (d *Dispatcher) closeOrphan(ctx context.Context, repo Repo, sid string, l l
 	if err != nil {
 		return res, err
 	}
-	res.Status = out.Status
+	res.Status = string(out.Status)
 	snap, artSHA, err := d.commitArtifact(ctx, repo, sid, nil)
 	if err != nil {
 		return res, err
@@ -269,15 +269,15 @@ func (d *Dispatcher) recoverable(snap replay.Snapshot, l link, t webhook.Trigger
 	switch {
 	case d.Runs.Running(sid):
 		return false
-	case snap.RunStatus == "running":
+	case snap.RunStatus == replay.RunRunning:
 		return true
-	case snap.RunStatus == "paused" && len(snap.PendingApprovals) == 0:
+	case snap.RunStatus == replay.RunPaused && len(snap.PendingApprovals) == 0:
 		return len(snap.ResolvedApprovals) > 0
-	case snap.RunStatus == "paused":
+	case snap.RunStatus == replay.RunPaused:
 		return !published(snap, l)
-	case snap.RunStatus == "":
+	case snap.RunStatus == replay.RunNone:
 		return false
-	case snap.Terminal == nil && snap.RunStatus != "completed" && snap.RunStatus != "failed":
+	case snap.Terminal == nil && snap.RunStatus != replay.RunCompleted && snap.RunStatus != replay.RunFailed:
 		return false
 	}
 	return t.Attempt > 1
@@ -319,7 +319,7 @@ func answeredBy(evs []event.Event, delivery string) bool {
 // approval, so after the record the log has no approval.resolved, no
 // run.resumed and no end, and the run is still paused for approvals.
 func answerUnapplied(evs []event.Event, snap replay.Snapshot, delivery string) bool {
-	if snap.RunStatus != "paused" || len(snap.PendingApprovals) == 0 {
+	if snap.RunStatus != replay.RunPaused || len(snap.PendingApprovals) == 0 {
 		return false
 	}
 	at := -1

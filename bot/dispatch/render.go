@@ -62,14 +62,14 @@ func renderPRBody(l link, s replay.Snapshot, logURL, trigger string) string {
 		b.WriteString("### Plan\n\n")
 		for _, st := range v.Plan {
 			mark := " "
-			if st.Done || s.RunStatus == "completed" {
+			if st.Done || s.RunStatus == replay.RunCompleted {
 				mark = "x"
 			}
 			fmt.Fprintf(&b, "- [%s] %s\n", mark, tracking.Plain(st.Description, 200, trigger))
 		}
 		b.WriteString("\n")
 	}
-	fmt.Fprintf(&b, "Status: **%s**", orWord(s.RunStatus, "running"))
+	fmt.Fprintf(&b, "Status: **%s**", orWord(string(s.RunStatus), "running"))
 	if s.Usage.InputTokens+s.Usage.OutputTokens > 0 {
 		fmt.Fprintf(&b, " · %d input + %d output tokens · %s", s.Usage.InputTokens, s.Usage.OutputTokens, s.Usage.CostText(s.LLMCalls))
 	}

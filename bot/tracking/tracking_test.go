@@ -353,7 +353,7 @@ func TestSandboxWarning(t *testing.T) {
 		{"landlock", ""},
 		{"", ""},
 	} {
-		for _, status := range []string{"", "running", "paused", "completed", "failed"} {
+		for _, status := range []replay.RunStatus{"", "running", "paused", "completed", "failed"} {
 			got := Render(ViewFromSnapshot(replay.Snapshot{SessionID: "s1", RunStatus: status}, Options{Sandbox: c.mechanism}))
 			has := strings.Contains(got, "⚠️")
 			if c.want == "" && has || c.want != "" && !strings.Contains(got, c.want) {

@@ -122,7 +122,7 @@ var commandTools = map[string]bool{"process.run": true, "test.run": true, "lint.
 // the snapshot (a plan, a preview) drops that part, it never fails.
 func ViewFromSnapshot(s replay.Snapshot, o Options) View {
 	v := View{
-		SessionID: s.SessionID, RunID: s.RunID, Status: s.RunStatus, Prompt: s.Prompt,
+		SessionID: s.SessionID, RunID: s.RunID, Status: string(s.RunStatus), Prompt: s.Prompt,
 		Output: s.Output, EventsURL: o.EventsURL, ViewerURL: o.ViewerURL, Trigger: o.Trigger, HeadSHA: o.HeadSHA, Sandbox: o.Sandbox,
 		Usage: Usage{InputTokens: s.Usage.InputTokens, OutputTokens: s.Usage.OutputTokens, CostUSD: s.Usage.CostUSD, LLMCalls: s.LLMCalls, Cost: s.Usage.CostText(s.LLMCalls)},
 	}
@@ -179,7 +179,7 @@ func planSteps(s replay.Snapshot) []Step {
 			}
 		}
 	}
-	all := s.RunStatus == "completed"
+	all := s.RunStatus == replay.RunCompleted
 	out := make([]Step, 0, len(p.Steps))
 	for _, st := range p.Steps {
 		out = append(out, Step{ID: st.ID, Description: st.Description, Done: all || done[st.ID]})

@@ -261,7 +261,7 @@ func BuildRows(sessionID string, evs []event.Event, now time.Time, maxRows int) 
 		return Session{}, err
 	}
 	s := Session{
-		ID: sessionID, Repo: access.RepoOf(evs), State: snap.RunStatus, Prompt: snap.Prompt,
+		ID: sessionID, Repo: access.RepoOf(evs), State: string(snap.RunStatus), Prompt: snap.Prompt,
 		LastSeq: snap.LastSeq, Terminal: snap.Terminal, Output: snap.Output, Usage: snap.Usage,
 		LLMCalls: snap.LLMCalls, ToolCalls: len(snap.ToolsInvoked),
 	}
@@ -286,7 +286,7 @@ func BuildRows(sessionID string, evs []event.Event, now time.Time, maxRows int) 
 	for i := first; i < len(evs); i++ {
 		s.Events = append(s.Events, RowOf(&evs[i]))
 	}
-	s.Timeline = timeline(evs, snap.RunStatus, now)
+	s.Timeline = timeline(evs, string(snap.RunStatus), now)
 	for _, p := range snap.PendingApprovals {
 		s.Pending = append(s.Pending, pendingOf(p))
 	}

@@ -69,7 +69,7 @@ func cmdCancel(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if o.asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		return enc.Encode(runReport{SessionID: out.SessionID, RunID: out.RunID, Status: out.Status, LogPath: path, Terminal: out.Terminal})
+		return enc.Encode(runReport{SessionID: out.SessionID, RunID: out.RunID, Status: string(out.Status), LogPath: path, Terminal: out.Terminal})
 	}
 	printOutcome(stdout, out, path)
 	return nil

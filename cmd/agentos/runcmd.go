@@ -135,7 +135,7 @@ func finishRun(ctx context.Context, env *runtimeEnv, f runFlags, out agentrun.Ou
 	if f.asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		if err := enc.Encode(runReport{SessionID: out.SessionID, RunID: out.RunID, Status: out.Status, LogPath: path, Terminal: out.Terminal, Pending: out.Pending, Output: out.Output}); err != nil {
+		if err := enc.Encode(runReport{SessionID: out.SessionID, RunID: out.RunID, Status: string(out.Status), LogPath: path, Terminal: out.Terminal, Pending: out.Pending, Output: out.Output}); err != nil {
 			return err
 		}
 	} else {
@@ -405,19 +405,19 @@ func outcomeExit(out agentrun.Outcome) error {
 		}
 	}
 	switch out.Status {
-	case string(agentrun.StatusCompleted):
+	case agentrun.StatusCompleted:
 		return nil
-	case "paused":
+	case agentrun.StatusPaused:
 		ids := make([]string, 0, len(out.Pending))
 		for _, p := range out.Pending {
 			ids = append(ids, p.ApprovalID)
 		}
 		return &exitError{code: exitApproval, err: fmt.Errorf("session %s is paused for approval of %s: answer with agentos approve or agentos deny", out.SessionID, strings.Join(ids, ", "))}
-	case string(agentrun.StatusDenied):
+	case agentrun.StatusDenied:
 		return &exitError{code: exitBlocked, err: fmt.Errorf("session %s: the run was denied: %s", out.SessionID, reason)}
-	case string(agentrun.StatusCancelled):
+	case agentrun.StatusCancelled:
 		return &exitError{code: exitBlocked, err: fmt.Errorf("session %s: the run was cancelled: %s", out.SessionID, reason)}
-	case string(agentrun.StatusFailed):
+	case agentrun.StatusFailed:
 		return &exitError{code: exitRunFailed, err: fmt.Errorf("session %s: the run failed: %s", out.SessionID, reason)}
 	}
 	return &exitError{code: exitFailure, err: fmt.Errorf("session %s: the run ended with status %q", out.SessionID, out.Status)}
@@ -546,7 +546,7 @@ func cmdResume(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	resume := func(rctx context.Context) (agentrun.Outcome, error) {
 		return env.mgr.Resume(rctx, env.engine, sid, env.ws.Root(), "")
 	}
-	if snap.RunStatus == "running" {
+	if snap.RunStatus == replay.RunRunning {
 		// This process holds the session's lock (buildRuntime), so no
 		// process runs the run the log says is running: the one that did
 		// was killed. Take it over (ADR 26).

@@ -148,7 +148,7 @@ func viewRemote(ctx context.Context, server, sid string, asJSON bool, stdout io.
 		state = "idle"
 	}
 	fmt.Fprintf(w, "Session\t%s\n", termSafe(s.SessionID, 120))
-	fmt.Fprintf(w, "State\t%s\n", termSafe(state, 40))
+	fmt.Fprintf(w, "State\t%s\n", termSafe(string(state), 40))
 	fmt.Fprintf(w, "Prompt\t%s\n", termSafe(s.Prompt, 200))
 	fmt.Fprintf(w, "Events\t%d\n", s.LastSeq)
 	cost := fmt.Sprintf("%s (%d input, %d output tokens; %d model calls)", s.Usage.CostText(s.LLMCalls), s.Usage.InputTokens, s.Usage.OutputTokens, s.LLMCalls)

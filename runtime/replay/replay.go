@@ -28,7 +28,7 @@ type Snapshot struct {
 	RunID   string `json:"run_id,omitempty"` // the latest run
 	// RunStatus is the latest run's state: running, paused, completed,
 	// failed, denied or cancelled ("" before any run.* or turn.terminal event).
-	RunStatus string `json:"run_status,omitempty"`
+	RunStatus RunStatus `json:"run_status,omitempty"`
 	// TurnState is the latest run's turn lifecycle state:
 	// preparing → running → waiting_tool → paused → committing →
 	// completed | failed | denied. It is derived from the run's events.
@@ -65,7 +65,7 @@ type Snapshot struct {
 
 // RunInfo is one run of the session.
 type RunInfo struct {
-	Status   string          `json:"status"`
+	Status   RunStatus       `json:"status"`
 	Terminal *TerminalReport `json:"terminal,omitempty"`
 	FirstSeq int64           `json:"first_seq"`
 	LastSeq  int64           `json:"last_seq"`
@@ -301,7 +301,7 @@ func (f *Folder) Apply(e *event.Event) error {
 		}
 		return nil
 	}
-	setRun := func(status string) {
+	setRun := func(status RunStatus) {
 		if ri := s.Runs[e.RunID]; ri != nil {
 			ri.Status = status
 		}
@@ -326,7 +326,7 @@ func (f *Folder) Apply(e *event.Event) error {
 		ok := p.OK
 		s.CloseOK = &ok
 	case event.RunStarted, event.RunResumed:
-		setRun("running")
+		setRun(RunRunning)
 		if b := budgetOf(e.Payload); b != nil || e.Type == event.RunStarted {
 			s.Budget = b // a new run starts with its own budget (or none)
 		}
@@ -335,13 +335,13 @@ func (f *Folder) Apply(e *event.Event) error {
 		if err := decode(&p); err != nil {
 			return err
 		}
-		setRun("paused")
+		setRun(RunPaused)
 	case event.RunCompleted:
-		setRun("completed")
+		setRun(RunCompleted)
 	case event.RunFailed:
-		setRun("failed")
+		setRun(RunFailed)
 	case event.RunCancelled:
-		setRun("cancelled")
+		setRun(RunCancelled)
 	case event.TurnTerminal:
 		var t TerminalReport
 		if err := decode(&t); err != nil {
@@ -352,7 +352,7 @@ func (f *Folder) Apply(e *event.Event) error {
 		if ri := s.Runs[e.RunID]; ri != nil {
 			ri.Terminal = &t
 		}
-		setRun(t.Status)
+		setRun(RunStatus(t.Status))
 	case event.AgentTransition:
 		to := event.FieldString(e.Payload, "to")
 		s.Agents[e.Actor] = to

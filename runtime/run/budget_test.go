@@ -87,7 +87,7 @@ roles:
 			if err != nil {
 				t.Fatal(err)
 			}
-			if out.Status != string(StatusFailed) || out.Terminal == nil || out.Terminal.ErrorClass != c.class || !strings.HasPrefix(out.Terminal.Reason, c.reason) || out.Terminal.NextAction == "" {
+			if out.Status != StatusFailed || out.Terminal == nil || out.Terminal.ErrorClass != c.class || !strings.HasPrefix(out.Terminal.Reason, c.reason) || out.Terminal.NextAction == "" {
 				t.Fatalf("terminal %+v, want failed/%s %q", out.Terminal, c.class, c.reason)
 			}
 			evs := f.events(t, sid)

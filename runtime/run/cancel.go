@@ -5,11 +5,13 @@ import (
 	"errors"
 	"sync"
 	"time"
+
+	"github.com/agentos/agentos/runtime/replay"
 )
 
 // StatusCancelled is the terminal status of a cancelled run
 // (terminal_report_v2).
-const StatusCancelled Status = "cancelled"
+const StatusCancelled = replay.RunCancelled
 
 // ErrCancelled is the cause of a run context cancelled by Manager.Cancel.
 var ErrCancelled = errors.New("the run was cancelled")
@@ -122,7 +124,7 @@ func (c *control) request(by, reason string, grace time.Duration) {
 func (c *control) cancelledPayload() map[string]any {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	p := map[string]any{"by": c.by, "reason": c.reason, "from": "running"}
+	p := map[string]any{"by": c.by, "reason": c.reason, "from": StatusRunning}
 	if c.tool != nil && c.tool.during != nil {
 		p["during_tool"] = c.tool.during
 	}

@@ -25,7 +25,7 @@ func cancelledEvent(t *testing.T, evs []event.Event) map[string]any {
 
 func checkCancelledEnd(t *testing.T, out Outcome, evs []event.Event) {
 	t.Helper()
-	if out.Status != string(StatusCancelled) || out.Terminal == nil || out.Terminal.Status != StatusCancelled || out.Terminal.ErrorClass != "" || out.Terminal.SchemaVersion != "v2" {
+	if out.Status != StatusCancelled || out.Terminal == nil || out.Terminal.Status != StatusCancelled || out.Terminal.ErrorClass != "" || out.Terminal.SchemaVersion != "v2" {
 		t.Fatalf("outcome %+v terminal %+v", out, out.Terminal)
 	}
 	verify(t, evs)

@@ -89,7 +89,7 @@ type StartRequest struct {
 type Outcome struct {
 	SessionID string    `json:"session_id"`
 	RunID     string    `json:"run_id"`
-	Status    string    `json:"status"` // completed | failed | denied | paused
+	Status    Status    `json:"status"` // completed | failed | denied | cancelled | paused
 	Terminal  *Report   `json:"terminal,omitempty"`
 	Pending   []Pending `json:"pending,omitempty"`
 	Output    string    `json:"output,omitempty"`
@@ -126,8 +126,8 @@ func (m *Manager) Start(ctx context.Context, eng *Engine, req StartRequest) (Out
 	if err != nil {
 		return Outcome{}, err
 	}
-	if snap.RunStatus == "paused" {
-		return Outcome{SessionID: req.SessionID, RunID: snap.RunID, Status: "paused"}, ErrPaused
+	if snap.RunStatus == StatusPaused {
+		return Outcome{SessionID: req.SessionID, RunID: snap.RunID, Status: StatusPaused}, ErrPaused
 	}
 	if err := m.closeOrphan(ctx, j, snap, req.SessionID); err != nil {
 		return Outcome{}, err
@@ -194,7 +194,7 @@ func (m *Manager) closeOrphan(ctx context.Context, j *journal.Journal, snap repl
 }
 
 func (m *Manager) closeOrphanWhy(ctx context.Context, j *journal.Journal, snap replay.Snapshot, sessionID, why string) error {
-	if snap.RunID == "" || snap.RunStatus == "" || snap.Runs[snap.RunID] == nil || snap.Runs[snap.RunID].Terminal != nil {
+	if snap.RunID == "" || snap.RunStatus == replay.RunNone || snap.Runs[snap.RunID] == nil || snap.Runs[snap.RunID].Terminal != nil {
 		return nil
 	}
 	reason := "the run ended without a terminal report (the process stopped mid-run)"
@@ -279,7 +279,7 @@ func (m *Manager) CloseOrphanReason(ctx context.Context, sessionID, why string) 
 	if err != nil {
 		return Outcome{}, err
 	}
-	if snap.RunStatus != "running" {
+	if snap.RunStatus != StatusRunning {
 		// Paused (waiting for an answer), finished, or no run at all.
 		return Outcome{SessionID: sessionID, RunID: snap.RunID, Status: snap.RunStatus}, nil
 	}
@@ -392,7 +392,7 @@ func (m *Manager) Cancel(ctx context.Context, sessionID, by, reason string) (Out
 		case <-ctl.done:
 			return ctl.result, ctl.resultErr
 		case <-ctx.Done():
-			return Outcome{SessionID: sessionID, Status: "running"}, ctx.Err()
+			return Outcome{SessionID: sessionID, Status: StatusRunning}, ctx.Err()
 		}
 	}
 	unlock := m.lock(sessionID)
@@ -409,7 +409,7 @@ func (m *Manager) Cancel(ctx context.Context, sessionID, by, reason string) (Out
 		}
 	}
 	f := cancelFailure(by, reason)
-	f.cancelled = map[string]any{"by": by, "reason": reason, "from": "paused"}
+	f.cancelled = map[string]any{"by": by, "reason": reason, "from": StatusPaused}
 	return m.finish(ctx, j, snap.RunID, corr, Result{}, f)
 }
 
@@ -462,7 +462,7 @@ func (m *Manager) openPaused(ctx context.Context, sessionID string) (*journal.Jo
 	if err != nil {
 		return nil, nil, replay.Snapshot{}, err
 	}
-	if snap.RunStatus != "paused" {
+	if snap.RunStatus != StatusPaused {
 		return nil, nil, snap, ErrNotPaused
 	}
 	return j, evs, snap, nil
@@ -515,7 +515,7 @@ func (m *Manager) drive(ctx context.Context, eng *Engine, j *journal.Journal, ru
 		if err := j.Checkpoint(ctx); err != nil {
 			return Outcome{}, err
 		}
-		return Outcome{SessionID: j.SessionID(), RunID: runID, Status: "paused", Pending: res.Pending}, nil
+		return Outcome{SessionID: j.SessionID(), RunID: runID, Status: StatusPaused, Pending: res.Pending}, nil
 	}
 	if err != nil && rctx.Err() != nil && ctx.Err() == nil {
 		err = &Failure{Status: StatusFailed, Class: ClassTimeout, Code: "TIMEOUT", Reason: "the run's wall-clock limit was reached", NextAction: "raise the time limit or split the request; the work so far is kept", Err: err}
@@ -579,7 +579,7 @@ func (m *Manager) finish(ctx context.Context, j *journal.Journal, runID, corr st
 	if _, err := j.Append(ctx, event.SessionClose, "runtime", map[string]any{"ok": rep.Status == StatusCompleted}, ""); err != nil {
 		return out, err
 	}
-	out.Status, out.Terminal = string(rep.Status), &rep
+	out.Status, out.Terminal = rep.Status, &rep
 	return out, nil
 }
 

@@ -409,7 +409,7 @@ roles:
 			if err != nil {
 				t.Fatal(err)
 			}
-			if out.Status != c.status || string(out.Terminal.ErrorClass) != c.class || !strings.HasPrefix(out.Terminal.Reason, c.code) {
+			if string(out.Status) != c.status || string(out.Terminal.ErrorClass) != c.class || !strings.HasPrefix(out.Terminal.Reason, c.code) {
 				t.Fatalf("got %s/%s %q, want %s/%s %s", out.Status, out.Terminal.ErrorClass, out.Terminal.Reason, c.status, c.class, c.code)
 			}
 			evs := f.events(t, sid)
@@ -478,7 +478,7 @@ func TestGuardRepairSwitch(t *testing.T) {
 			}
 			f.eng.PolicyNoRepair = c.policyOff
 			out, err := f.mgr.Start(context.Background(), f.eng, StartRequest{SessionID: "g", Prompt: "greet"})
-			if err != nil || out.Status != c.want {
+			if err != nil || string(out.Status) != c.want {
 				t.Fatalf("%+v %v, want %s", out, err, c.want)
 			}
 			evs := f.events(t, "g")

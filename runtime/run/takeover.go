@@ -45,7 +45,7 @@ const interruptedMessage = "the process running this call stopped before its res
 // works it) and give a worktree rebuilt that way as cwd.
 func (m *Manager) Takeover(ctx context.Context, eng *Engine, sessionID, cwd, transcript, reason string) (Outcome, error) {
 	if m.Running(sessionID) {
-		return Outcome{SessionID: sessionID, Status: "running"}, fmt.Errorf("take over %s: the run is running in this process", sessionID)
+		return Outcome{SessionID: sessionID, Status: StatusRunning}, fmt.Errorf("take over %s: the run is running in this process", sessionID)
 	}
 	unlock := m.lock(sessionID)
 	defer unlock()
@@ -64,7 +64,7 @@ func (m *Manager) Takeover(ctx context.Context, eng *Engine, sessionID, cwd, tra
 	if err != nil {
 		return Outcome{}, err
 	}
-	if snap.RunStatus != "running" || snap.RunID == "" {
+	if snap.RunStatus != StatusRunning || snap.RunID == "" {
 		return Outcome{SessionID: sessionID, RunID: snap.RunID, Status: snap.RunStatus}, ErrNotRunning
 	}
 	j.SetRun(snap.RunID)

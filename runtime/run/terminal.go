@@ -1,15 +1,22 @@
 package run
 
-import "fmt"
+import (
+	"fmt"
 
-// Status is a run's terminal status (terminal_report_v1; cancelled is v2).
-type Status string
+	"github.com/agentos/agentos/runtime/replay"
+)
 
-// Terminal statuses.
+// Status is a run's status: the log's (replay.RunStatus), one type from
+// the log to the bot.
+type Status = replay.RunStatus
+
+// Statuses a run ends or stops in (terminal_report_v1; cancelled is v2).
 const (
-	StatusCompleted Status = "completed"
-	StatusFailed    Status = "failed"
-	StatusDenied    Status = "denied"
+	StatusCompleted = replay.RunCompleted
+	StatusFailed    = replay.RunFailed
+	StatusDenied    = replay.RunDenied
+	StatusPaused    = replay.RunPaused
+	StatusRunning   = replay.RunRunning
 )
 
 // ErrorClass is the classification of a failed or denied run.

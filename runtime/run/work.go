@@ -32,11 +32,11 @@ func (s *state) work(ctx context.Context, directive, plan json.RawMessage, feedb
 		specs = s.e.Tools.Specs(s.allowed)
 	}
 	strikes := 0
-	// repeat counts the same call (tool and arguments) failing the same
-	// way in a row: models stuck in a loop resend it until the turn
-	// budget runs out; the third time ends the run and says so.
-	var lastFail string
-	repeat := 0
+	// streak counts, per call (tool, arguments and error code), the turns
+	// in a row in which it failed: a model stuck in a loop resends it turn
+	// after turn until the turn budget runs out; the third turn ends the
+	// run and says so. Copies of a call within one turn are not a loop.
+	streak := map[string]int{}
 	// repair is the validation error a repair turn was asked for: the
 	// report turn that follows keeps the tools in the request (the prompt
 	// prefix stays the same) and asks for the schema.
@@ -76,6 +76,8 @@ func (s *state) work(ctx context.Context, directive, plan json.RawMessage, feedb
 			continue
 		}
 		msgs = append(msgs, provider.Message{Role: provider.RoleAssistant, Content: resp.Text, ToolCalls: resp.ToolCalls})
+		failed := map[string]int{}
+		var looping *Failure
 		for _, tc := range resp.ToolCalls {
 			c := Call{ID: tc.ID, Name: tc.Name, Args: tc.Args, AllowedTools: s.allowed, Role: "worker", NoRepair: s.in.NoRepair, WritePaths: s.writePaths, SkillRules: s.skillRules}
 			end := s.in.ctl.enterTool(c.Name, c.ID)
@@ -104,31 +106,33 @@ func (s *state) work(ctx context.Context, directive, plan json.RawMessage, feedb
 				strikes = 0
 			}
 			if out.Error != nil {
-				if sig := tc.Name + "\x00" + string(tc.Args) + "\x00" + out.Error.Code; sig == lastFail {
-					repeat++
-				} else {
-					lastFail, repeat = sig, 1
+				sig := tc.Name + "\x00" + string(tc.Args) + "\x00" + out.Error.Code
+				if _, seen := failed[sig]; !seen {
+					failed[sig] = streak[sig] + 1
+					if failed[sig] >= maxRepeatedFailures && looping == nil {
+						looping = &Failure{Status: StatusFailed, Class: ClassToolRuntimeError, Code: CodeRepeatedFailure,
+							Reason:     fmt.Sprintf("the worker made the same failing call in %d turns in a row: %s %s → %s: %s", failed[sig], tc.Name, clip(string(tc.Args), 200), out.Error.Code, clip(out.Error.Message, 300)),
+							NextAction: "retry with a more specific request, or use a model that changes its approach after a failure; the work so far is kept"}
+					}
 				}
-				if repeat >= maxRepeatedFailures {
-					return nil, Result{}, &Failure{Status: StatusFailed, Class: ClassToolRuntimeError, Code: CodeRepeatedFailure,
-						Reason:     fmt.Sprintf("the worker made the same failing call %d times in a row: %s %s → %s: %s", repeat, tc.Name, clip(string(tc.Args), 200), out.Error.Code, clip(out.Error.Message, 300)),
-						NextAction: "retry with a more specific request, or use a model that changes its approach after a failure; the work so far is kept"}
-				}
-			} else {
-				lastFail, repeat = "", 0
 			}
 			msgs = append(msgs, provider.Message{Role: provider.RoleTool, ToolCallID: tc.ID, Name: tc.Name, Content: untrusted.Block("tool_result:"+tc.Name, untrusted.Visible(toolMessage(out), true))})
+		}
+		// Every call of the turn is recorded first; then a loop ends it.
+		streak = failed
+		if looping != nil {
+			return nil, Result{}, looping
 		}
 	}
 	return nil, Result{}, &Failure{Status: StatusFailed, Class: ClassPolicyDenied, Code: "BUDGET_EXCEEDED", Reason: fmt.Sprintf("the worker did not finish within max_tool_turns %d", maxTurns), NextAction: "raise max_tool_turns or split the request; the work so far is kept"}
 }
 
-// maxRepeatedFailures is how many times in a row the same call may fail
-// the same way before the run ends (CodeRepeatedFailure).
+// maxRepeatedFailures is in how many turns in a row the same call may
+// fail the same way before the run ends (CodeRepeatedFailure).
 const maxRepeatedFailures = 3
 
 // CodeRepeatedFailure ends a run whose worker kept sending a call that
-// failed (the same tool, arguments and error code, in a row).
+// failed (the same tool, arguments and error code, turn after turn).
 const CodeRepeatedFailure = "REPEATED_FAILURE"
 
 // callTool dispatches one call and, when it waits for an approval that the

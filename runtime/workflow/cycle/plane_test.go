@@ -69,7 +69,7 @@ func TestWorkflowHooks(t *testing.T) {
 		name    string
 		event   hooks.Event
 		fn      func(context.Context, hooks.Input) (hooks.Decision, error)
-		status  string
+		status  replay.RunStatus
 		verdict workflow.Verdict
 		check   func(t *testing.T, evs []event.Event)
 	}{
