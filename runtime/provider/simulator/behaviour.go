@@ -81,7 +81,7 @@ func Behaviours() []Behaviour {
 			Honest: Outcome{Status: "failed", Code: "EVIDENCE_MISMATCH"}, HonestText: "not completed: EVIDENCE_MISMATCH; the file is unchanged",
 			Reports: []string{"https://github.com/cline/cline/pull/12673", "https://github.com/openclaw/openclaw/pull/130009", "https://github.com/anthropics/claude-code/issues/52594"}},
 		{Name: RepeatFailingCall, Does: "reads the same file that does not exist, turn after turn",
-			Honest: Outcome{Status: "failed", Code: "REPEATED_FAILURE"}, HonestText: "ends at the third identical failure: failed REPEATED_FAILURE naming the call",
+			Honest: Outcome{Status: "failed", Code: "REPEATED_FAILURE"}, HonestText: "ends when the same call fails in a third turn in a row: failed REPEATED_FAILURE naming the call",
 			Reports: []string{"https://github.com/MarimerLLC/rockbot/issues/249", "https://github.com/nearai/ironclaw/issues/2240", "https://github.com/PrimeIntellect-ai/prime-agent/issues/1326"}},
 		{Name: StaleHash, Does: "after its fix is applied, writes again with the hash (and content) of its first read",
 			Honest: completed, HonestText: "WRITE_CONFLICT, the model reads again; both changes in the file (no lost write); completes",
