@@ -6,7 +6,7 @@
 set -euo pipefail
 out=${1:?usage: build-static.sh OUT [VERSION]}
 version=${2:-dev}
-CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X main.version=${version}" -o "$out" ./cmd/agentos
+CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X github.com/agentos/agentos/runtime/buildinfo.stamped=${version}" -o "$out" ./cmd/agentos
 # Static (CGO_ENABLED=0) matters here too: a dynamically linked launcher
 # pays the dynamic loader on every command.
 CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$(dirname "$out")/agentos-launch" ./cmd/agentos-launch

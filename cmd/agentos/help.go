@@ -51,7 +51,7 @@ func helps() map[string]help {
 	return map[string]help{
 		"version": {
 			usage:       []string{"version"},
-			description: "Print the version of this agentos binary (set at build time; \"dev\" for go run).",
+			description: "Print the version of this agentos binary: the release's (stamped at build time), else the module version go install recorded, else devel+<revision> from a checkout, or \"devel\" when the toolchain recorded none (go run, -buildvcs=false).",
 			examples:    []string{"agentos version"},
 		},
 		"run": {

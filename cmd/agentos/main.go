@@ -11,7 +11,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 
 	"github.com/agentos/agentos/runtime/buildinfo"
@@ -73,9 +72,6 @@ func commands() map[string]command {
 	}
 }
 
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"
-
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
@@ -133,10 +129,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 }
 
 func cmdVersion(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	v := strings.TrimSpace(version)
-	if v == "" || v == "dev" {
-		v = buildinfo.Version() // what the toolchain recorded: go install's version, or the checkout's revision
-	}
-	fmt.Fprintln(stdout, "agentos", v)
+	fmt.Fprintln(stdout, "agentos", buildinfo.Version())
 	return nil
 }

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentos/agentos/runtime/buildinfo"
 	"github.com/agentos/agentos/runtime/event"
 	mcpserve "github.com/agentos/agentos/runtime/mcp/serve"
 	"github.com/agentos/agentos/schemas"
@@ -84,7 +85,7 @@ func mcpServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if o.policy != "" {
 		hint += " --policy " + shellQuote(o.policy)
 	}
-	srv := mcpserve.New(k, ef, mcpserve.Options{Name: "agentos", Version: version, ApproveHint: hint})
+	srv := mcpserve.New(k, ef, mcpserve.Options{Name: "agentos", Version: buildinfo.Version(), ApproveHint: hint})
 	if o.http == "" {
 		fmt.Fprintf(stderr, "agentos mcp: serving %d tools of %s on stdio; session %s, events %s\n", len(k.Tools()), ws.Root(), ef.sid, o.events)
 		err := srv.Run(ctx, &sdk.IOTransport{Reader: io.NopCloser(os.Stdin), Writer: nopWriteCloser{stdout}})

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"strings"
 
+	"github.com/agentos/agentos/runtime/buildinfo"
 	"github.com/agentos/agentos/runtime/event"
 	"github.com/agentos/agentos/runtime/store"
 	"github.com/agentos/agentos/runtime/tracing"
@@ -35,7 +36,7 @@ func otelTracing(ctx context.Context, getenv func(string) string, log *slog.Logg
 	if err != nil {
 		return nil, nil, fmt.Errorf("OpenTelemetry exporter: %w", err)
 	}
-	res := resource.NewSchemaless(attribute.String("service.name", "agentos"), attribute.String("service.version", version))
+	res := resource.NewSchemaless(attribute.String("service.name", "agentos"), attribute.String("service.version", buildinfo.Version()))
 	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res), sdktrace.WithIDGenerator(tracing.IDGenerator{}))
 	log.Info("OpenTelemetry traces on: one trace per run, exported over OTLP/HTTP")
 	return tracing.NewObserver(tp.Tracer("github.com/agentos/agentos")), tp.Shutdown, nil

@@ -21,6 +21,7 @@ import (
 	"github.com/agentos/agentos/bot/viewer"
 	"github.com/agentos/agentos/bot/webhook"
 	"github.com/agentos/agentos/kernel/sandbox"
+	"github.com/agentos/agentos/runtime/buildinfo"
 	"github.com/agentos/agentos/runtime/event"
 	"github.com/agentos/agentos/runtime/provider"
 	agentrun "github.com/agentos/agentos/runtime/run"
@@ -77,7 +78,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, d serveDeps) er
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	}
-	log.Info("agentos serve", "version", version, "config", cfg)
+	log.Info("agentos serve", "version", buildinfo.Version(), "config", cfg)
 	sb, err := serverSandbox(ctx, cfg)
 	if err != nil {
 		return usageErrorf("serve: %v", err)
