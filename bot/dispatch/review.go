@@ -406,7 +406,7 @@ func BuildReview(sessionID, headSHA, trigger string, dm github.DiffMap, out Revi
 	for _, p := range out.Personas {
 		if p.Status != PersonaRan {
 			notReviewed = append(notReviewed, p)
-			rec.NotReviewed = append(rec.NotReviewed, NotReviewed{Persona: p.Persona, Status: p.Status, Reason: p.Reason})
+			rec.NotReviewed = append(rec.NotReviewed, NotReviewed(p))
 		}
 	}
 	reviewedBy := len(out.Personas) - len(notReviewed)

@@ -308,14 +308,6 @@ func (w *work) attempts(tool string) []int {
 	return out
 }
 
-func (w *work) lastAttempt(tool string) (int, *step) {
-	a := w.attempts(tool)
-	if len(a) == 0 {
-		return -1, nil
-	}
-	return a[len(a)-1], &w.steps[a[len(a)-1]]
-}
-
 // lastRead is the latest successful read of p, and its index.
 func (w *work) lastRead(p string) (int, *step) {
 	for i := len(w.steps) - 1; i >= 0; i-- {
