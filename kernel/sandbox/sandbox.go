@@ -201,6 +201,12 @@ type Sandbox struct {
 	limits       Limits
 	abi          int       // Landlock ABI (0: none)
 	pids         pidsLimit // how the process limit is enforced
+	// netns is the namespaces a Landlock command starts in (a launch
+	// Netns mode: "" = none, IP refused); netnsWhy why there are none;
+	// planNetns lists the modes Detect tries (nil: netnsModes).
+	netns     string
+	netnsWhy  string
+	planNetns func() (modes []string, why string)
 	// memCgroup is the cgroup directory commands' memory cgroups are made
 	// in ("" = the command tree's memory is not limited, only each
 	// process's data segment); memWithPids: it is the pids cgroup's
@@ -244,15 +250,17 @@ func Disabled() *Sandbox {
 // under each candidate. It always returns a Sandbox; when nothing works,
 // its Err says why and what to do, and every command is refused.
 func Detect(ctx context.Context, cfg Config) *Sandbox {
-	return detect(ctx, cfg, os.Executable)
+	return detect(ctx, cfg, os.Executable, nil)
 }
 
-// detect is Detect with the running executable given by executable.
-func detect(ctx context.Context, cfg Config, executable func() (string, error)) *Sandbox {
+// detect is Detect with the running executable given by executable, and
+// the network namespaces a Landlock command may get by planNetns (nil:
+// those the host allows).
+func detect(ctx context.Context, cfg Config, executable func() (string, error), planNetns func() ([]string, string)) *Sandbox {
 	if cfg.Mode == "" {
 		cfg.Mode = ModeAuto
 	}
-	s := &Sandbox{mode: cfg.Mode, limits: cfg.Limits.Or(DefaultLimits())}
+	s := &Sandbox{mode: cfg.Mode, limits: cfg.Limits.Or(DefaultLimits()), planNetns: planNetns}
 	if cfg.Mode == ModeNone {
 		s.mech = None
 		return s
@@ -470,7 +478,10 @@ func (s *Sandbox) Profile(work string, allow []string, lim Limits, mask ...strin
 		p.Notes = append(p.Notes, "the command tree's memory is not limited as a whole, only each process's data segment: "+s.memWhy)
 	}
 	if s.mech == Landlock {
-		p.Notes = append(p.Notes, "landlock: .git is restored if a command changes its control files; IP networking (loopback too) is refused outside the proxy")
+		p.Notes = append(p.Notes, "landlock: .git is restored if a command changes its control files")
+		if s.netns == "" {
+			p.Notes = append(p.Notes, "landlock without a network namespace: IP networking (loopback too) is refused outside the proxy: "+s.netnsWhy)
+		}
 	}
 	return p
 }
@@ -493,8 +504,12 @@ type Report struct {
 	ProcessLimit string       `json:"process_limit,omitempty"`
 	// TreeMemory says how the memory of a command's whole process tree
 	// is limited ("memory cgroup", or "none: <why>").
-	TreeMemory string   `json:"tree_memory,omitempty"`
-	ReadOnly   []string `json:"read_only,omitempty"`
+	TreeMemory string `json:"tree_memory,omitempty"`
+	// Loopback is "private" when a command has a loopback of its own (a
+	// network namespace: bwrap, and Landlock where the host allows it),
+	// else "refused: <why>" (every IP socket is refused).
+	Loopback string   `json:"loopback,omitempty"`
+	ReadOnly []string `json:"read_only,omitempty"`
 	// Limited and Unlimited say, resource by resource, what bounds a
 	// command and what does not.
 	Limited   []string `json:"limited,omitempty"`
@@ -520,6 +535,10 @@ func (s *Sandbox) Report() Report {
 	if r.Mechanism == Bwrap || r.Mechanism == Landlock {
 		r.ProcessLimit = string(s.pids.kind)
 		r.TreeMemory = s.treeMemory()
+		r.Loopback = "private"
+		if r.Mechanism == Landlock && s.netns == "" {
+			r.Loopback = "refused: " + s.netnsWhy
+		}
 		if s.pids.kind == pidsNone {
 			r.Warning = "the process limit is not enforced: " + s.pids.why
 		}
@@ -540,6 +559,11 @@ func (s *Sandbox) limitReport() (limited, unlimited []string) {
 		fmt.Sprintf("memory: %d MiB per process (RLIMIT_DATA)", l.Memory>>20),
 		"network: none, or the policy's allow-list through the egress proxy; no host unix sockets, AF_VSOCK or io_uring",
 	)
+	if s.mech == Bwrap || s.netns != "" {
+		limited = append(limited, "loopback: private (a network namespace of the command's own): its own servers on 127.0.0.1 work, the host's are out of reach")
+	} else {
+		limited = append(limited, "loopback: refused like all IP (no network namespace: "+s.netnsWhy+"); tests that listen on 127.0.0.1 fail: install bubblewrap or allow unprivileged user namespaces")
+	}
 	if s.memCgroup != "" {
 		limited = append(limited, fmt.Sprintf("memory: %d MiB for the whole process tree (memory cgroup, swap included)", l.Memory>>20))
 	} else {

@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -67,9 +68,12 @@ func (s *Sandbox) try(ctx context.Context, m Mechanism, bwrapPath string) Attemp
 	s.pids = decidePids(m)
 	s.decideMemory()
 	s.mech, s.err = m, nil
-	res, err := s.probe(ctx, nil)
-	if err == nil {
-		err = judge(m, res)
+	var err error
+	if m == Landlock {
+		err = s.decideNetns(ctx)
+	}
+	if m != Landlock || s.netns == launch.NetnsNone {
+		err = s.check(ctx, m)
 	}
 	if err != nil {
 		s.mech = Unavailable
@@ -77,6 +81,82 @@ func (s *Sandbox) try(ctx context.Context, m Mechanism, bwrapPath string) Attemp
 		a.Fix = fixFor(m, a.Error)
 	}
 	return a
+}
+
+// check runs the probe under mechanism m and judges what it saw.
+func (s *Sandbox) check(ctx context.Context, m Mechanism) error {
+	res, err := s.probe(ctx, nil)
+	if err == nil {
+		err = judge(m, s.netns != launch.NetnsNone, res)
+	}
+	return err
+}
+
+// decideNetns tries the network namespaces Landlock commands may get,
+// best first, with a probe each: the first that works is kept (and its
+// probe passed: nil). When none does, commands get none (IP refused, as
+// without namespaces) and netnsWhy says why; the caller probes that.
+func (s *Sandbox) decideNetns(ctx context.Context) error {
+	plan := s.planNetns
+	if plan == nil {
+		plan = netnsModes
+	}
+	modes, why := plan()
+	var failed []string
+	for _, mode := range modes {
+		s.netns = mode
+		err := s.check(ctx, Landlock)
+		if err == nil {
+			s.netnsWhy = ""
+			return nil
+		}
+		failed = append(failed, fmt.Sprintf("%s namespace: %v", mode, err))
+	}
+	s.netns = launch.NetnsNone
+	if why == "" {
+		why = "none was tried"
+	}
+	if len(failed) > 0 {
+		why = "it could not be set up (" + strings.Join(failed, "; ") + ")"
+		if b, err := os.ReadFile("/proc/sys/kernel/apparmor_restrict_unprivileged_userns"); err == nil && strings.TrimSpace(string(b)) == "1" {
+			why += "; AppArmor restricts unprivileged user namespaces (kernel.apparmor_restrict_unprivileged_userns=1)"
+		}
+	}
+	s.netnsWhy = why
+	return nil
+}
+
+// netnsModes are the network namespaces a Landlock command can get on
+// this host, best first, or why there is none: a network namespace alone
+// when the bot runs as root, a user namespace with it when unprivileged
+// user namespaces are allowed. Detect tries each (a container's seccomp
+// profile or AppArmor can still refuse what the sysctls allow).
+func netnsModes() ([]string, string) {
+	var modes []string
+	if os.Geteuid() == 0 {
+		modes = append(modes, launch.NetnsNet)
+	}
+	why := usernsRefused()
+	if why == "" {
+		modes = append(modes, launch.NetnsUser)
+	}
+	return modes, why
+}
+
+// usernsRefused says why this host refuses unprivileged user namespaces
+// ("" = it does not, as far as its sysctls tell).
+func usernsRefused() string {
+	read := func(p string) string {
+		b, _ := os.ReadFile(p)
+		return strings.TrimSpace(string(b))
+	}
+	switch {
+	case read("/proc/sys/kernel/unprivileged_userns_clone") == "0":
+		return "unprivileged user namespaces are disabled (sysctl kernel.unprivileged_userns_clone=0)"
+	case read("/proc/sys/user/max_user_namespaces") == "0":
+		return "user namespaces are disabled (sysctl user.max_user_namespaces=0)"
+	}
+	return ""
 }
 
 func decidePids(m Mechanism) pidsLimit {
@@ -158,7 +238,25 @@ func (s *Sandbox) probe(ctx context.Context, hidden []string) (ProbeResult, erro
 			c.Close()
 		}
 	}()
-	sp := launch.Spec{Stage: launch.StageProbe, Check: check, Write: []string{work, root, filepath.Join(work, ".git")}, Socket: sockPath}.Encode()
+	// So must a TCP listener on the host's loopback (a database's, the
+	// bot's own server).
+	var hostAccepted atomic.Int32
+	hostTCP, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		return ProbeResult{}, fmt.Errorf("probe: host listener: %w", err)
+	}
+	defer hostTCP.Close()
+	go func() {
+		for {
+			c, err := hostTCP.Accept()
+			if err != nil {
+				return
+			}
+			hostAccepted.Add(1)
+			c.Close()
+		}
+	}()
+	sp := launch.Spec{Stage: launch.StageProbe, Check: check, Write: []string{work, root, filepath.Join(work, ".git")}, Socket: sockPath, HostTCP: hostTCP.Addr().String()}.Encode()
 	launcher := s.launcher
 	if s.mech == Bwrap {
 		launcher = insideLauncher
@@ -206,6 +304,9 @@ func (s *Sandbox) probe(ctx context.Context, hidden []string) (ProbeResult, erro
 			res.Writable = append(res.Writable, d)
 		}
 	}
+	if hostAccepted.Load() > 0 {
+		res.HostLoopback = "open (the host's listener accepted a connection)"
+	}
 	res.WorkWritable = exists(filepath.Join(work, launch.ProbeMark))
 	res.GitWritable = exists(filepath.Join(work, ".git", launch.ProbeMark))
 	return res, nil
@@ -219,9 +320,17 @@ func firstLines(s string, n int) string {
 	return strings.Join(lines, " / ")
 }
 
-// judge checks that the probe really was confined.
-func judge(m Mechanism, r ProbeResult) error {
+// judge checks that the probe really was confined; privateNet: a
+// Landlock probe in a network namespace of its own, whose loopback must
+// work (without one, loopback must be refused like all IP).
+func judge(m Mechanism, privateNet bool, r ProbeResult) error {
 	switch {
+	case !strings.HasPrefix(r.HostLoopback, "blocked"):
+		return fmt.Errorf("the probe connected to a listener on the host's loopback (%q)", r.HostLoopback)
+	case m == Landlock && privateNet && r.Loopback != "open":
+		return fmt.Errorf("the probe's own loopback does not work (%s)", r.Loopback)
+	case m == Landlock && !privateNet && !strings.HasPrefix(r.Loopback, "blocked"):
+		return fmt.Errorf("the probe could use loopback without a network namespace of its own (%s)", r.Loopback)
 	case len(r.Readable) > 0:
 		return fmt.Errorf("the probe could read %s outside its worktree", r.Readable[0])
 	case !r.WorkWritable:
@@ -284,6 +393,31 @@ func startProxy(ln net.Listener, allow []string, cl *cleanup) (*Proxy, error) {
 	return p, nil
 }
 
+// proxySocket is an egress proxy listening on a unix socket: path on the
+// host, url for the sandbox, where a bridge forwards insideProxy to it.
+type proxySocket struct{ path, url string }
+
+// unixProxy starts the egress proxy for the allow-list on a unix socket
+// in a new private directory (bwrap mounts it in; under Landlock the
+// supervisor reaches it from outside the command's network namespace).
+func unixProxy(allow []string, cl *cleanup) (proxySocket, error) {
+	dir, err := os.MkdirTemp("", "agentos-proxy-*")
+	if err != nil {
+		return proxySocket{}, err
+	}
+	cl.add(func() error { return os.RemoveAll(dir) })
+	path := filepath.Join(dir, "proxy.sock")
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		return proxySocket{}, fmt.Errorf("sandbox: proxy: %w", err)
+	}
+	p, err := startProxy(ln, allow, cl)
+	if err != nil {
+		return proxySocket{}, err
+	}
+	return proxySocket{path: path, url: p.URL(insideProxy)}, nil
+}
+
 func (s *Sandbox) bwrapCommand(ctx context.Context, req Request) (*Cmd, error) {
 	var cl cleanup
 	fail := func(err error) (*Cmd, error) { _ = cl.run(); return nil, err }
@@ -294,21 +428,11 @@ func (s *Sandbox) bwrapCommand(ctx context.Context, req Request) (*Cmd, error) {
 	var proxyURL, hostSock string
 	var br *launch.Bridge
 	if len(req.Allow) > 0 {
-		dir, err := os.MkdirTemp("", "agentos-proxy-*")
+		up, err := unixProxy(req.Allow, &cl)
 		if err != nil {
 			return fail(err)
 		}
-		cl.add(func() error { return os.RemoveAll(dir) })
-		hostSock = filepath.Join(dir, "proxy.sock")
-		ln, err := net.Listen("unix", hostSock)
-		if err != nil {
-			return fail(fmt.Errorf("sandbox: proxy: %w", err))
-		}
-		p, err := startProxy(ln, req.Allow, &cl)
-		if err != nil {
-			return fail(err)
-		}
-		proxyURL = p.URL(insideProxy)
+		proxyURL, hostSock = up.url, up.path
 		br = &launch.Bridge{Listen: insideProxy, Socket: insideSocket}
 	}
 	initSpec := launch.Spec{Stage: launch.StageInit, Rlimits: rlimits(req.Limits, s.pids.kind == pidsRlimit), Bridge: br, Seccomp: launch.SeccompNetns}
@@ -461,7 +585,22 @@ func (s *Sandbox) landlockCommand(ctx context.Context, req Request) (*Cmd, error
 	ll := s.landlockRules(req, private, gocache)
 	mode := launch.SeccompNoInet
 	var proxyURL string
-	if len(req.Allow) > 0 {
+	var br *launch.Bridge
+	switch {
+	case s.netns != launch.NetnsNone:
+		// A network namespace of its own: IP sockets reach only its
+		// loopback. The proxy is bridged in as under bwrap, by the
+		// supervisor from outside.
+		mode = launch.SeccompPrivateNet
+		if len(req.Allow) > 0 {
+			px, err := unixProxy(req.Allow, &cl)
+			if err != nil {
+				return fail(err)
+			}
+			proxyURL = px.url
+			br = &launch.Bridge{Listen: insideProxy, Socket: px.path}
+		}
+	case len(req.Allow) > 0:
 		if s.abi < 4 {
 			return fail(fmt.Errorf("sandbox: a network allow-list needs Landlock ABI 4 (Linux 6.7) or bwrap; this kernel has ABI %d", s.abi))
 		}
@@ -478,8 +617,8 @@ func (s *Sandbox) landlockCommand(ctx context.Context, req Request) (*Cmd, error
 		ll.ConnectTCP = []uint16{uint16(port)}
 		mode = launch.SeccompTCPOnly
 	}
-	confineSpec := launch.Spec{Stage: launch.StageConfine, Rlimits: rlimits(req.Limits, s.pids.kind == pidsRlimitShared || s.pids.kind == pidsRlimit), NprocShared: s.pids.kind == pidsRlimitShared, Landlock: &ll, Seccomp: mode, DropCaps: os.Geteuid() == 0, Dir: req.Dir}
-	sup := launch.Spec{Stage: launch.StageSupervise, Dir: req.Dir, Next: &confineSpec}
+	confineSpec := s.confineSpec(req, ll, mode)
+	sup := launch.Spec{Stage: launch.StageSupervise, Dir: req.Dir, Next: &confineSpec, Netns: s.netns, Bridge: br}
 	cgroups, err := s.commandCgroups(req.Limits, &cl)
 	if err != nil {
 		return fail(err)
@@ -516,6 +655,11 @@ func (s *Sandbox) landlockCommand(ctx context.Context, req Request) (*Cmd, error
 		})
 	}
 	return c, nil
+}
+
+// confineSpec is the Landlock confine stage of req.
+func (s *Sandbox) confineSpec(req Request, ll launch.Landlock, seccomp string) launch.Spec {
+	return launch.Spec{Stage: launch.StageConfine, Rlimits: rlimits(req.Limits, s.pids.kind == pidsRlimitShared || s.pids.kind == pidsRlimit), NprocShared: s.pids.kind == pidsRlimitShared, Landlock: &ll, Seccomp: seccomp, DropCaps: os.Geteuid() == 0, Dir: req.Dir}
 }
 
 // landlockRules are the paths a command may use under Landlock: the

@@ -247,7 +247,37 @@ func superviseStage(sp Spec, argv []string) int {
 	if sp.Next == nil {
 		return setupFailed(errors.New("supervise: no confine stage"))
 	}
-	next, err := json.Marshal(sp.Next)
+	attr, err := NetnsAttr(sp.Netns)
+	if err != nil {
+		return setupFailed(err)
+	}
+	// Whether the confine stage has a network namespace of its own is
+	// decided here, where the namespace is made, never by the spec alone.
+	next := *sp.Next
+	next.PrivateNet = sp.Netns != NetnsNone
+	next.Bridge = nil
+	if sp.Netns == NetnsUser {
+		// It holds capabilities in its user namespace (NetnsAttr).
+		next.DropCaps = true
+	}
+	files := []uintptr{0, 1, 2}
+	handoff := -1
+	if sp.Bridge != nil {
+		// The proxy bridge: the confine stage listens inside its
+		// namespace and hands the listener over; this process, on the
+		// host's side, forwards each connection to the proxy's socket.
+		if sp.Netns == NetnsNone {
+			return setupFailed(errors.New("supervise: a proxy bridge needs a network namespace"))
+		}
+		pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			return setupFailed(fmt.Errorf("proxy bridge: %w", err))
+		}
+		handoff = pair[0]
+		files = append(files, uintptr(pair[1]))
+		next.Bridge = &Bridge{Listen: sp.Bridge.Listen, Handoff: len(files) - 1}
+	}
+	spec, err := json.Marshal(next)
 	if err != nil {
 		return setupFailed(err)
 	}
@@ -255,9 +285,21 @@ func superviseStage(sp Spec, argv []string) int {
 	if err != nil {
 		return setupFailed(err)
 	}
-	pid, err := syscall.ForkExec(self, append([]string{self, LauncherArg, string(next)}, argv...), &syscall.ProcAttr{Dir: sp.Dir, Env: os.Environ(), Files: []uintptr{0, 1, 2}})
+	pid, err := syscall.ForkExec(self, append([]string{self, LauncherArg, string(spec)}, argv...), &syscall.ProcAttr{Dir: sp.Dir, Env: os.Environ(), Files: files, Sys: attr})
 	if err != nil {
-		return setupFailed(fmt.Errorf("start the confine stage: %w", err))
+		return setupFailed(fmt.Errorf("start the confine stage (network namespace %q): %w", sp.Netns, err))
+	}
+	if handoff >= 0 {
+		unix.Close(int(files[len(files)-1]))
+		go func() {
+			ln, err := receiveListener(handoff)
+			if err != nil {
+				// The confine stage failed before it handed the
+				// listener over, and says why itself.
+				return
+			}
+			bridge(ln, sp.Bridge.Socket)
+		}()
 	}
 	status := make(chan int, 1)
 	go func() { status <- reapUntil(pid) }()
@@ -366,6 +408,19 @@ func confineStage(sp Spec, argv []string) int {
 		fmt.Fprintf(os.Stderr, "%s%v\n", SetupPrefix, err)
 		return 127
 	}
+	if sp.PrivateNet {
+		if err := loopbackUp(); err != nil {
+			return setupFailed(err)
+		}
+	}
+	if sp.Bridge != nil {
+		if !sp.PrivateNet {
+			return setupFailed(errors.New("confine: a proxy bridge needs a network namespace"))
+		}
+		if err := handOffListener(*sp.Bridge); err != nil {
+			return setupFailed(err)
+		}
+	}
 	if err := confine(sp); err != nil {
 		return setupFailed(err)
 	}
@@ -388,13 +443,18 @@ func confine(sp Spec) error {
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("no_new_privs: %w", err)
 	}
+	if sp.Seccomp == SeccompPrivateNet && !sp.PrivateNet {
+		// IP sockets in the host's network namespace would reach its
+		// loopback services.
+		return errors.New("seccomp: the private-net filter outside a network namespace of the command's own")
+	}
 	if sp.Seccomp != "" {
 		if err := installSeccomp(sp.Seccomp); err != nil {
 			return err
 		}
 	}
 	if sp.Landlock != nil {
-		if err := applyLandlock(*sp.Landlock); err != nil {
+		if err := applyLandlock(*sp.Landlock, sp.PrivateNet); err != nil {
 			return err
 		}
 	}
@@ -475,6 +535,15 @@ func probeStage(sp Spec) int {
 	default:
 		r.Network = "blocked: " + err.Error()
 	}
+	r.Loopback = probeLoopback()
+	if sp.HostTCP != "" {
+		if c, err := net.DialTimeout("tcp", sp.HostTCP, 300*time.Millisecond); err == nil {
+			c.Close()
+			r.HostLoopback = "open"
+		} else {
+			r.HostLoopback = "blocked: " + err.Error()
+		}
+	}
 	if sp.Socket != "" {
 		r.UnixSocket = "blocked"
 		if c, err := net.DialTimeout("unix", sp.Socket, 300*time.Millisecond); err == nil {
@@ -489,6 +558,33 @@ func probeStage(sp Spec) int {
 		return 1
 	}
 	return 0
+}
+
+// probeLoopback listens on 127.0.0.1 and connects to itself: "open", or
+// "blocked: <error>".
+func probeLoopback() string {
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		return "blocked: " + err.Error()
+	}
+	defer ln.Close()
+	accepted := make(chan error, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err == nil {
+			c.Close()
+		}
+		accepted <- err
+	}()
+	c, err := net.DialTimeout("tcp4", ln.Addr().String(), time.Second)
+	if err != nil {
+		return "blocked: " + err.Error()
+	}
+	c.Close()
+	if err := <-accepted; err != nil {
+		return "blocked: " + err.Error()
+	}
+	return "open"
 }
 
 func isTimeout(err error) bool {

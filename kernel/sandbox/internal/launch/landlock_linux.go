@@ -25,19 +25,27 @@ var presets = []landlock.Config{landlock.V1, landlock.V2, landlock.V3, landlock.
 // applyLandlock restricts this process (all threads) to the ruleset with
 // the kernel's own ABI: filesystem rules always; from ABI 4 TCP connect
 // and bind only to the listed ports (the seccomp filter covers older
-// kernels and other protocols); from ABI 6 signals and abstract unix
-// sockets only within the sandbox; newer ABIs add what they restrict.
-// Nothing is best effort: a rule the kernel cannot enforce is an error,
-// never a silently weaker sandbox.
-func applyLandlock(ll Landlock) error {
+// kernels and other protocols), unless privateNet: in a network
+// namespace of its own the command may use every port of its loopback,
+// which is all there is; from ABI 6 signals and abstract unix sockets
+// only within the sandbox; newer ABIs add what they restrict. Nothing is
+// best effort: a rule the kernel cannot enforce is an error, never a
+// silently weaker sandbox.
+func applyLandlock(ll Landlock, privateNet bool) error {
 	abi, err := LandlockABI()
 	if err != nil || abi < 1 {
 		return fmt.Errorf("landlock: not available (ABI %d): %v", abi, err)
+	}
+	if len(ll.ConnectTCP) > 0 && privateNet {
+		return fmt.Errorf("landlock: TCP port rules for a command with a network namespace of its own")
 	}
 	if len(ll.ConnectTCP) > 0 && abi < 4 {
 		return fmt.Errorf("landlock: ABI %d cannot restrict TCP ports (needs 4, Linux 6.7)", abi)
 	}
 	cfg := presets[min(abi, len(presets))-1]
+	if privateNet {
+		cfg.HandledAccessNet = 0
+	}
 	rules := []landlock.Rule{}
 	if len(ll.RO) > 0 {
 		rules = append(rules, landlock.RODirs(ll.RO...).IgnoreIfMissing())

@@ -40,7 +40,9 @@ const (
 	// joins the cgroup, becomes the subreaper of the command's tree,
 	// starts the confine stage and kills the whole tree at the end.
 	StageSupervise = "supervise"
-	// StageConfine (landlock) applies limits, drops capabilities,
+	// StageConfine (landlock) brings up the loopback of its private
+	// network namespace (when it has one) and hands the proxy bridge's
+	// listener to the supervisor, applies limits, drops capabilities,
 	// installs the seccomp filter and the Landlock ruleset, then execs
 	// argv.
 	StageConfine = "confine"
@@ -60,10 +62,21 @@ type Spec struct {
 	// (supervise joins them); CgroupFDs inherited descriptors of their
 	// OpenJoinFile (init, inside bwrap, where the cgroup
 	// file system is not mounted).
-	Cgroups   []string  `json:"cgroups,omitempty"`
-	CgroupFDs []int     `json:"cgroup_fds,omitempty"`
-	Bridge    *Bridge   `json:"bridge,omitempty"`
-	Landlock  *Landlock `json:"landlock,omitempty"`
+	Cgroups   []string `json:"cgroups,omitempty"`
+	CgroupFDs []int    `json:"cgroup_fds,omitempty"`
+	// Bridge: init (bwrap) forwards Listen to Socket itself; supervise
+	// (landlock, with Netns) gets the listener from the confine stage
+	// and forwards it from outside the namespace.
+	Bridge   *Bridge   `json:"bridge,omitempty"`
+	Landlock *Landlock `json:"landlock,omitempty"`
+	// Netns (supervise) is the namespaces the confine stage starts in:
+	// NetnsNone, NetnsNet or NetnsUser.
+	Netns string `json:"netns,omitempty"`
+	// PrivateNet (confine) says that the stage runs in a network
+	// namespace of its own: it brings lo up, IP sockets are allowed and
+	// Landlock leaves TCP ports alone. Only the supervisor sets it, on
+	// the stage it starts in the namespace.
+	PrivateNet bool `json:"private_net,omitempty"`
 	// Seccomp is "" (none) or one of the Seccomp modes below.
 	Seccomp  string `json:"seccomp,omitempty"`
 	DropCaps bool   `json:"drop_caps,omitempty"`
@@ -76,6 +89,9 @@ type Spec struct {
 	// Socket is a listening unix socket of the host the probe tries to
 	// connect to by its path.
 	Socket string `json:"socket,omitempty"`
+	// HostTCP is a TCP listener on the host's loopback the probe tries
+	// to connect to.
+	HostTCP string `json:"host_tcp,omitempty"`
 }
 
 type Rlimit struct {
@@ -87,8 +103,22 @@ type Rlimit struct {
 // proxy's unix socket.
 type Bridge struct {
 	Listen string `json:"listen"`
-	Socket string `json:"socket"`
+	Socket string `json:"socket,omitempty"`
+	// Handoff (confine) is the descriptor of a unix socket over which
+	// the stage sends its listener to the supervisor.
+	Handoff int `json:"handoff,omitempty"`
 }
+
+// Netns modes of Spec.Netns.
+const (
+	NetnsNone = ""
+	// NetnsNet: a network namespace alone (the bot runs as root, or with
+	// CAP_SYS_ADMIN).
+	NetnsNet = "net"
+	// NetnsUser: a user namespace and a network namespace (unprivileged
+	// user namespaces allowed).
+	NetnsUser = "user+net"
+)
 
 // Landlock is a Landlock ruleset.
 type Landlock struct {
@@ -118,6 +148,13 @@ type ProbeResult struct {
 	// UnixSocket is "blocked: <error>" or "open": a connect() by path to
 	// a host socket outside the worktree.
 	UnixSocket string `json:"unix_socket,omitempty"`
+	// Loopback is "open" when the probe could listen on 127.0.0.1 and
+	// connect to itself (a loopback of the sandbox's own: HostLoopback
+	// says it is not the host's), else "blocked: <error>".
+	Loopback string `json:"loopback"`
+	// HostLoopback is "blocked: <error>" or "open": a connect() to a
+	// listener on the host's 127.0.0.1.
+	HostLoopback string `json:"host_loopback,omitempty"`
 	// Shell is whether /bin/sh could be run.
 	Shell bool   `json:"shell"`
 	Error string `json:"error,omitempty"`
@@ -154,4 +191,7 @@ const (
 	SeccompNoInet  = "no-inet"  // Landlock: no IP or unix sockets at all
 	SeccompTCPOnly = "tcp-only" // Landlock: IP sockets only for plain TCP (Landlock limits the ports), no unix sockets
 	SeccompNetns   = "netns"    // bwrap: unix, netlink and IP sockets (in the sandbox's own namespaces), nothing else
+	// Landlock in a network namespace of its own: netlink and IP sockets
+	// (the namespace has only loopback), no unix sockets.
+	SeccompPrivateNet = "private-net"
 )

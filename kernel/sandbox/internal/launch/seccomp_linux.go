@@ -36,6 +36,12 @@ func seccompArch() (uint32, bool) {
 // with protocol 0 or IPPROTO_TCP (not MPTCP or SCTP, which Landlock's TCP
 // rules do not see).
 //
+// Under Landlock in a network namespace of its own (private-net), the
+// namespace has only loopback: AF_INET and AF_INET6 are allowed (any
+// type and protocol: a test's UDP and TCP servers), AF_NETLINK too, and
+// AF_UNIX is refused as in the other Landlock modes (the file system is
+// still the host's).
+//
 // Under bwrap (netns) the command has its own network namespace and sees
 // only the file system the sandbox binds (no host socket is in it): unix,
 // netlink and IP sockets are allowed, every other family (AF_VSOCK to the
@@ -45,7 +51,7 @@ func seccompFilter(mode string) ([]unix.SockFilter, error) {
 	if !ok {
 		return nil, fmt.Errorf("seccomp: unsupported architecture %s", runtime.GOARCH)
 	}
-	if mode != SeccompNoInet && mode != SeccompTCPOnly && mode != SeccompNetns {
+	if mode != SeccompNoInet && mode != SeccompTCPOnly && mode != SeccompNetns && mode != SeccompPrivateNet {
 		return nil, fmt.Errorf("seccomp: unknown mode %q", mode)
 	}
 	const (
@@ -87,14 +93,21 @@ func seccompFilter(mode string) ([]unix.SockFilter, error) {
 		ins{code: jeq, k: uint32(unix.SYS_SOCKET), jt: "socket", jf: "allow"},
 		ins{label: "socket", code: ldW, k: offArg0},
 	)
-	if mode == SeccompNetns {
+	switch mode {
+	case SeccompNetns:
 		p = append(p,
 			ins{code: jeq, k: unix.AF_UNIX, jt: "allow"},
 			ins{code: jeq, k: unix.AF_NETLINK, jt: "allow"},
 			ins{code: jeq, k: unix.AF_INET, jt: "allow"},
 			ins{code: jeq, k: unix.AF_INET6, jt: "allow", jf: "deny"},
 		)
-	} else {
+	case SeccompPrivateNet:
+		p = append(p,
+			ins{code: jeq, k: unix.AF_NETLINK, jt: "allow"},
+			ins{code: jeq, k: unix.AF_INET, jt: "allow"},
+			ins{code: jeq, k: unix.AF_INET6, jt: "allow", jf: "deny"},
+		)
+	default:
 		p = append(p,
 			ins{code: jeq, k: unix.AF_NETLINK, jt: "allow"},
 			ins{code: jeq, k: unix.AF_INET, jt: "inet"},
