@@ -23,14 +23,22 @@
 //     namespace; the network namespace has only loopback. When the
 //     allow-list is not empty, the proxy's unix socket is bind-mounted in
 //     and the launcher (pid 1 in the sandbox) bridges 127.0.0.1:3128 to it.
-//   - landlock: for hosts without unprivileged user namespaces (GitHub's
-//     container actions, Ubuntu 24.04's AppArmor restriction). Landlock
-//     rules grant the same paths (the private tmp and HOME are fresh host
-//     directories), a seccomp filter refuses IP sockets (or every socket
-//     but TCP to the proxy's port, which Landlock enforces), capabilities
-//     are dropped, and a supervising launcher outside the Landlock domain
-//     kills the whole tree. What Landlock cannot do is listed in
-//     docs/kernel-policy.md.
+//   - landlock: for hosts without bubblewrap, or without unprivileged
+//     user namespaces (GitHub's container actions, Ubuntu 24.04's
+//     AppArmor restriction). Landlock rules grant the same paths (the
+//     private tmp and HOME are fresh host directories), capabilities are
+//     dropped, and a supervising launcher outside the Landlock domain
+//     kills the whole tree. Where the host allows it (agentos runs as
+//     root, or unprivileged user namespaces work), the command gets a
+//     network namespace of its own with only loopback (in a user
+//     namespace that maps its uid to itself when not root): a seccomp
+//     filter allows IP sockets but refuses unix sockets (Landlock does
+//     not govern connect() by path), and with an allow-list the
+//     supervisor forwards 127.0.0.1:3128 inside to the proxy's unix
+//     socket. Elsewhere the filter refuses IP sockets too, loopback
+//     included (or every socket but TCP to the proxy's port on the host's
+//     loopback, which Landlock enforces); Report.Loopback says which.
+//     What Landlock cannot do is listed in docs/kernel-policy.md.
 //
 // Limits and Landlock must be applied in the child before it runs the
 // command, which Go cannot do between fork and exec; a launcher

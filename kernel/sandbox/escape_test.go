@@ -625,9 +625,21 @@ func TestEscapeCorpus(t *testing.T) {
 			f.udpGot.Store(0)
 		}
 	})
+	type variant struct {
+		name string
+		get  func(t *testing.T) *sandbox.Sandbox
+	}
+	var vs []variant
 	for _, mode := range mechanisms {
-		t.Run(string(mode), func(t *testing.T) {
-			s := detect(t, mode)
+		vs = append(vs, variant{string(mode), func(t *testing.T) *sandbox.Sandbox { return detect(t, mode) }})
+	}
+	// Landlock on a host that gives commands no network namespace (IP
+	// refused instead).
+	vs = append(vs, variant{"landlock-no-netns", func(t *testing.T) *sandbox.Sandbox { return detect(t, sandbox.ModeLandlock).WithoutNetns() }})
+	for _, v := range vs {
+		mode := v.name
+		t.Run(mode, func(t *testing.T) {
+			s := v.get(t)
 			f := newFixture(t, filepath.Join(sharedDir(t), "modcache"))
 			blocked, unenforced := 0, 0
 			var report strings.Builder
@@ -650,7 +662,7 @@ func TestEscapeCorpus(t *testing.T) {
 				}
 				fmt.Fprintf(&report, "  %-8s %-62s %s\n", mark, c.name, why)
 			}
-			t.Logf("escape corpus, %s (uid %d): %d/%d cases blocked, %d documented as not enforced here\n%s", mode, os.Getuid(), blocked, len(cases)-unenforced, unenforced, report.String())
+			t.Logf("escape corpus, %s (uid %d, loopback %s): %d/%d cases blocked, %d documented as not enforced here\n%s", mode, os.Getuid(), s.Report().Loopback, blocked, len(cases)-unenforced, unenforced, report.String())
 		})
 	}
 }

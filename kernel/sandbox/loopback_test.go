@@ -277,4 +277,3 @@ func TestNetnsFallback(t *testing.T) {
 		})
 	}
 }
-

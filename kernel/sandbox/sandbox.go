@@ -559,8 +559,8 @@ func (s *Sandbox) limitReport() (limited, unlimited []string) {
 		fmt.Sprintf("memory: %d MiB per process (RLIMIT_DATA)", l.Memory>>20),
 		"network: none, or the policy's allow-list through the egress proxy; no host unix sockets, AF_VSOCK or io_uring",
 	)
-	if s.mech == Bwrap || s.netns != "" {
-		limited = append(limited, "loopback: private (a network namespace of the command's own): its own servers on 127.0.0.1 work, the host's are out of reach")
+	if ns := s.netnsName(); ns != "" {
+		limited = append(limited, "loopback: private ("+ns+" of the command's own): its own servers on 127.0.0.1 work, the host's are out of reach")
 	} else {
 		limited = append(limited, "loopback: refused like all IP (no network namespace: "+s.netnsWhy+"); tests that listen on 127.0.0.1 fail: install bubblewrap or allow unprivileged user namespaces")
 	}
@@ -587,6 +587,20 @@ func (s *Sandbox) limitReport() (limited, unlimited []string) {
 		unlimited = append(unlimited, "the private /tmp and HOME, the worktree and the build cache: on the host's disk, only each file's size is limited")
 	}
 	return limited, unlimited
+}
+
+// netnsName names the namespaces that give a command its own loopback
+// ("" = none: IP refused).
+func (s *Sandbox) netnsName() string {
+	switch {
+	case s.mech == Bwrap:
+		return "bwrap's network namespace"
+	case s.mech != Landlock || s.netns == "":
+		return ""
+	case s.netns == launch.NetnsUser:
+		return "a user and a network namespace"
+	}
+	return "a network namespace"
 }
 
 // treeMemory says how a command tree's memory is limited.
