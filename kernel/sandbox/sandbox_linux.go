@@ -325,6 +325,8 @@ func firstLines(s string, n int) string {
 // work (without one, loopback must be refused like all IP).
 func judge(m Mechanism, privateNet bool, r ProbeResult) error {
 	switch {
+	case r.HostLoopback == "":
+		return errors.New("the probe did not try the host's loopback: is the launcher older than this agentos?")
 	case !strings.HasPrefix(r.HostLoopback, "blocked"):
 		return fmt.Errorf("the probe connected to a listener on the host's loopback (%q)", r.HostLoopback)
 	case m == Landlock && privateNet && r.Loopback != "open":
