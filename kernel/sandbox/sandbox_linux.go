@@ -69,10 +69,7 @@ func (s *Sandbox) try(ctx context.Context, m Mechanism, bwrapPath string) Attemp
 	s.decideMemory()
 	s.mech, s.err = m, nil
 	var err error
-	if m == Landlock {
-		err = s.decideNetns(ctx)
-	}
-	if m != Landlock || s.netns == launch.NetnsNone {
+	if m != Landlock || !s.decideNetns(ctx) {
 		err = s.check(ctx, m)
 	}
 	if err != nil {
@@ -93,10 +90,11 @@ func (s *Sandbox) check(ctx context.Context, m Mechanism) error {
 }
 
 // decideNetns tries the network namespaces Landlock commands may get,
-// best first, with a probe each: the first that works is kept (and its
-// probe passed: nil). When none does, commands get none (IP refused, as
-// without namespaces) and netnsWhy says why; the caller probes that.
-func (s *Sandbox) decideNetns(ctx context.Context) error {
+// best first, with a probe each: the first that works is kept, and the
+// sandbox passed its probe (true). When none does, commands get none (IP
+// refused, as without namespaces), netnsWhy says why, and the caller
+// probes that.
+func (s *Sandbox) decideNetns(ctx context.Context) bool {
 	plan := s.planNetns
 	if plan == nil {
 		plan = netnsModes
@@ -108,22 +106,26 @@ func (s *Sandbox) decideNetns(ctx context.Context) error {
 		err := s.check(ctx, Landlock)
 		if err == nil {
 			s.netnsWhy = ""
-			return nil
+			return true
 		}
 		failed = append(failed, fmt.Sprintf("%s namespace: %v", mode, err))
 	}
 	s.netns = launch.NetnsNone
-	if why == "" {
-		why = "none was tried"
-	}
 	if len(failed) > 0 {
-		why = "it could not be set up (" + strings.Join(failed, "; ") + ")"
+		tried := "it could not be set up (" + strings.Join(failed, "; ") + ")"
+		if why != "" {
+			tried += "; " + why
+		}
+		why = tried
 		if b, err := os.ReadFile("/proc/sys/kernel/apparmor_restrict_unprivileged_userns"); err == nil && strings.TrimSpace(string(b)) == "1" {
 			why += "; AppArmor restricts unprivileged user namespaces (kernel.apparmor_restrict_unprivileged_userns=1)"
 		}
 	}
+	if why == "" {
+		why = "none was tried"
+	}
 	s.netnsWhy = why
-	return nil
+	return false
 }
 
 // netnsModes are the network namespaces a Landlock command can get on
