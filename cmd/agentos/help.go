@@ -210,7 +210,7 @@ func helps() map[string]help {
 			examples: []string{
 				"AGENTOS_WEBHOOK_SECRET=... AGENTOS_GITHUB_TOKEN=... AGENTOS_PROVIDER=anthropic ANTHROPIC_API_KEY=... agentos serve --addr 0.0.0.0:8080",
 				"AGENTOS_DATABASE_URL=postgres://agentos@db:5432/agentos AGENTOS_REPLICA_ID=replica-1 agentos serve --addr 0.0.0.0:8080",
-				"curl -H 'Authorization: Bearer $AGENTOS_API_TOKEN' 'http://localhost:8080/v1/deliveries?state=dead'",
+				"curl -H \"Authorization: Bearer $AGENTOS_API_TOKEN\" 'http://localhost:8080/v1/deliveries?state=dead'",
 			},
 		},
 	}

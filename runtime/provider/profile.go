@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentos/agentos/kernel/guard"
 	"gopkg.in/yaml.v3"
 )
 
@@ -72,6 +73,10 @@ type MCPServer struct {
 // Origin names the source of a profile's resolved settings.
 type Origin struct {
 	Model, BaseURL, APIKey string
+	// KeysSeen are the providers' key variables set in the environment
+	// (OPENAI_API_KEY…) while the provider is the scripted default, for
+	// the message that says how to use one.
+	KeysSeen []string
 }
 
 // Repair reports whether the profile lets the tool guard repair calls.
@@ -231,6 +236,18 @@ func (p *Profile) ApplyEnv(env func(string) string) error {
 		}
 	}
 	set("AGENTOS_PROVIDER", &p.Provider, nil)
+	p.Origin.KeysSeen = nil
+	if p.Provider == "scripted" {
+		// Left on the test double with a model's key in the environment:
+		// the message names the key (Validate).
+		for _, prov := range []string{"openai", "anthropic", "gemini"} {
+			for _, name := range keyVars[prov] {
+				if env(name) != "" {
+					p.Origin.KeysSeen = append(p.Origin.KeysSeen, name)
+				}
+			}
+		}
+	}
 	set("AGENTOS_MODEL", &p.Model, &p.Origin.Model)
 	set("AGENTOS_BASE_URL", &p.BaseURL, &p.Origin.BaseURL)
 	set("AGENTOS_SCRIPT", &p.Script, nil)
@@ -383,8 +400,22 @@ func (p Profile) Validate() error {
 	if p.Provider == "" {
 		errs = append(errs, "provider is required")
 	}
+	if _, known := keyVars[p.Provider]; !known && p.Provider != "" && p.Provider != "scripted" {
+		// A near-miss of a built-in provider is a typo, not a provider
+		// without a model (a program may register others: Registry.New
+		// refuses what it does not know).
+		known := []string{"openai", "anthropic", "gemini", "scripted"}
+		if s := guard.SuggestName(p.Provider, known); s != "" {
+			return fmt.Errorf("profile: unknown provider %q (did you mean %q?): set AGENTOS_PROVIDER (or provider in the profile) to one of %s", p.Provider, s, strings.Join(known, ", "))
+		}
+	}
 	if p.Provider == "scripted" && p.Script == "" {
-		errs = append(errs, "the scripted provider needs a script (profile script: or AGENTOS_SCRIPT)")
+		msg := "no model provider is configured: the default, scripted, is a test double that replays a script (AGENTOS_SCRIPT or the profile's script:); to use a model set AGENTOS_PROVIDER (openai, anthropic or gemini), its API key and AGENTOS_MODEL"
+		if len(p.Origin.KeysSeen) > 0 {
+			prov := map[string]string{"OPENAI_API_KEY": "openai", "ANTHROPIC_API_KEY": "anthropic", "ANTHROPIC_AUTH_TOKEN": "anthropic", "GOOGLE_API_KEY": "gemini", "GEMINI_API_KEY": "gemini"}[p.Origin.KeysSeen[0]]
+			msg += fmt.Sprintf(" — %s is set: AGENTOS_PROVIDER=%s uses it", p.Origin.KeysSeen[0], prov)
+		}
+		errs = append(errs, msg)
 	}
 	// Only OpenAI-compatible servers (Ollama, vLLM, llama.cpp) run without
 	// a key; a proxy for Anthropic or Gemini still forwards one.

@@ -197,3 +197,27 @@ func TestPreflightLooksThroughWrappers(t *testing.T) {
 		t.Error("unavailable is fatal")
 	}
 }
+
+// TestFirstContactMessages: what a new user meets with nothing set, with
+// only a provider's key set, and with a typo in the provider.
+func TestFirstContactMessages(t *testing.T) {
+	for _, c := range []struct {
+		env  map[string]string
+		want []string
+	}{
+		{map[string]string{}, []string{"no model provider is configured", "AGENTOS_PROVIDER", "AGENTOS_MODEL"}},
+		{map[string]string{"OPENAI_API_KEY": "sk-x"}, []string{"OPENAI_API_KEY is set: AGENTOS_PROVIDER=openai uses it"}},
+		{map[string]string{"AGENTOS_PROVIDER": "opneai", "OPENAI_API_KEY": "sk-x"}, []string{`unknown provider "opneai" (did you mean "openai"?)`}},
+	} {
+		p := provider.DefaultProfile()
+		if err := p.ApplyEnv(func(k string) string { return c.env[k] }); err != nil {
+			t.Fatal(err)
+		}
+		err := p.Validate()
+		for _, w := range c.want {
+			if err == nil || !strings.Contains(err.Error(), w) {
+				t.Errorf("%v: %v, want it to say %q", c.env, err, w)
+			}
+		}
+	}
+}
