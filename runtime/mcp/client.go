@@ -11,7 +11,9 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -290,7 +292,7 @@ func (s *server) startLocked(ctx context.Context) (*sdk.ClientSession, error) {
 		}
 		what := "the MCP handshake failed"
 		if s.dead() {
-			what = "the server exited during the MCP handshake (" + exitText(s.exitErr) + ")"
+			what = "the server exited during the MCP handshake (" + exitText(s.exitErr) + ")" + s.startHint(cfg)
 		} else if errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil {
 			what = fmt.Sprintf("the server did not complete the MCP handshake within %s", s.m.opts.StartTimeout)
 			err = nil
@@ -457,6 +459,28 @@ func (s *server) fault(ctx context.Context, what string, err error) error {
 	d := s.details()
 	s.stopLocked()
 	return &kernel.Error{Kind: "runtime", Code: CodeProtocolError, Message: red(fmt.Sprintf("MCP server %q: %s: %v; it is restarted on next use", s.cfg.Name, what, err)), Details: d, Err: err}
+}
+
+// startHint says why a stdio server that died at start may have: the last
+// of its stderr, and, for a package runner (npx, uvx…) in a sandbox
+// without the registry in the network allow-list, that it could not
+// download the server.
+func (s *server) startHint(cfg Server) string {
+	var hint string
+	if s.stderr != nil {
+		if t := strings.TrimSpace(s.stderr.String()); t != "" {
+			if len(t) > 400 {
+				t = "…" + t[len(t)-400:]
+			}
+			hint += "; its stderr ends: " + strings.ReplaceAll(t, "\n", " | ")
+		}
+	}
+	registry := map[string]string{"npx": "registry.npmjs.org:443", "bunx": "registry.npmjs.org:443", "pnpx": "registry.npmjs.org:443",
+		"uvx": "pypi.org:443 and files.pythonhosted.org:443", "pipx": "pypi.org:443 and files.pythonhosted.org:443"}[filepath.Base(cfg.Command)]
+	if cfg.Type == TypeStdio && registry != "" && len(s.m.opts.Network) == 0 {
+		hint += fmt.Sprintf("; %s downloads the server when it is not installed, and commands have no network: install it where commands can read it (AGENTOS_SANDBOX_READONLY), or let the policy's network.allow name %s", filepath.Base(cfg.Command), registry)
+	}
+	return hint
 }
 
 // details is the diagnostic part of an error: the server and its stderr
