@@ -73,7 +73,11 @@ debpy() { # NAME DEBIAN-PACKAGE=VERSION PYTHON-PACKAGES...
   shift 2
   mkdir -p "$work/deb" "$work/$name/.agent"
   # apt checks the package against the archive's signed index.
-  (cd "$work/deb" && apt-get download -q "$pkg" >/dev/null 2>&1) || (cd "$work/deb" && apt-get download "$pkg")
+  # An empty package list (a fresh machine) needs apt-get update first.
+  (cd "$work/deb" && apt-get download -q "$pkg" >/dev/null 2>&1) || {
+    if [ "$(id -u)" = 0 ]; then apt-get update -q >/dev/null; else sudo apt-get update -q >/dev/null; fi
+    (cd "$work/deb" && apt-get download "$pkg")
+  }
   dpkg-deb -x "$work"/deb/*.deb "$work/deb/root"
   for p in "$@"; do cp -r "$work/deb/root/usr/lib/python3/dist-packages/$p" "$work/$name/"; done
   # Debian's interpreter, which has Debian's pytest (a PATH may put
