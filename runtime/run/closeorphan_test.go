@@ -2,6 +2,7 @@ package run
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/agentos/agentos/runtime/event"
@@ -58,5 +59,34 @@ func TestCloseOrphan(t *testing.T) {
 	n := len(f.events(t, "done"))
 	if out, err := f.mgr.CloseOrphan(ctx, "done"); err != nil || out.Status != "completed" || len(f.events(t, "done")) != n {
 		t.Fatalf("a finished session was changed: %+v %v", out, err)
+	}
+}
+
+// TestCloseOrphanPairsOpenCalls: a process that died inside a tool call
+// and inside a model call leaves an open tool.invoke and llm.request; the
+// report_missing close records both as interrupted, so the closed log
+// passes strict verify (it failed with unpaired_tool_invoke before).
+func TestCloseOrphanPairsOpenCalls(t *testing.T) {
+	f := newFixture(t, script(echoCall, finalReport), nil)
+	ctx := context.Background()
+	j := startedRun(t, f, "died-mid-call", "run-dead")
+	_, err := j.Append(ctx, event.LLMRequest, "worker", map[string]any{"role": "worker", "request": map[string]any{"model": "scripted", "messages": []any{}, "schema_version": "v1"}}, "")
+	must(t, err)
+	_, err = j.Append(ctx, event.ToolInvoke, "worker", map[string]any{"call_id": "c1", "tool": "test.run", "args": map[string]any{}}, "")
+	must(t, err)
+	out, err := f.mgr.CloseOrphan(ctx, "died-mid-call")
+	if err != nil || out.Status != StatusFailed {
+		t.Fatalf("%+v %v", out, err)
+	}
+	evs := f.events(t, "died-mid-call")
+	verify(t, evs)
+	interrupted := 0
+	for _, e := range evs {
+		if (e.Type == event.ToolResult || e.Type == event.LLMResponse) && strings.Contains(string(e.Payload), CodeInterrupted) {
+			interrupted++
+		}
+	}
+	if interrupted != 2 {
+		t.Errorf("%d calls closed as interrupted, want 2", interrupted)
 	}
 }

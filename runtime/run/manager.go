@@ -203,6 +203,12 @@ func (m *Manager) closeOrphanWhy(ctx context.Context, j *journal.Journal, snap r
 	}
 	rep := Report{Status: StatusFailed, Reason: reason, NextAction: "start the request again", TraceID: snap.RunID, CorrelationID: sessionID, ErrorClass: ClassReportMissing, SchemaVersion: "v1"}
 	j.SetRun(snap.RunID)
+	// The calls the dead process left open are closed as interrupted, so
+	// the closed log passes verify (every request has its answer) and says
+	// what happened to them.
+	if err := closeOpenCalls(ctx, j, snap.RunID, "the process running this call stopped before its result was recorded, and the run was closed without being taken over"); err != nil {
+		return err
+	}
 	if err := abortCycle(ctx, j, snap.RunID, "the run ended without a terminal report"); err != nil {
 		return err
 	}
@@ -211,6 +217,48 @@ func (m *Manager) closeOrphanWhy(ctx context.Context, j *journal.Journal, snap r
 	}
 	_, err := j.Append(ctx, event.SessionClose, "runtime", map[string]any{"ok": false, "reason": "report_missing"}, "")
 	return err
+}
+
+// closeOpenCalls records, for run runID, an interrupted tool.result for
+// every tool.invoke without one and an interrupted llm.response for every
+// llm.request without one.
+func closeOpenCalls(ctx context.Context, j *journal.Journal, runID, why string) error {
+	evs, err := j.Events(ctx)
+	if err != nil {
+		return err
+	}
+	if err := closeOpenTools(ctx, j, evs, runID, why); err != nil {
+		return err
+	}
+	answered := map[string]bool{}
+	for _, e := range evs {
+		if e.Type == event.LLMResponse {
+			answered[e.Parent()] = true
+		}
+	}
+	for _, e := range evs {
+		if e.Type != event.LLMRequest || e.RunID != runID || answered[e.ID] {
+			continue
+		}
+		p := map[string]any{"role": event.FieldString(e.Payload, "role"), "error": map[string]any{"code": CodeInterrupted, "message": why}}
+		if _, err := j.Append(ctx, event.LLMResponse, e.Actor, p, e.ID); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// closeOpenTools records an interrupted tool.result for every tool.invoke
+// of run runID in evs without one.
+func closeOpenTools(ctx context.Context, j *journal.Journal, evs []event.Event, runID, why string) error {
+	for _, inv := range OpenToolCalls(evs, runID) {
+		p := map[string]any{"call_id": event.FieldString(inv.Payload, "call_id"), "tool": event.FieldString(inv.Payload, "tool"), "ok": false,
+			"error": map[string]any{"kind": "runtime", "code": CodeInterrupted, "message": why}}
+		if _, err := j.Append(ctx, event.ToolResult, "kernel", p, inv.ID); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // abortCycle records workflow.aborted for run runID of j when the run's

@@ -68,12 +68,8 @@ func (m *Manager) Takeover(ctx context.Context, eng *Engine, sessionID, cwd, tra
 		return Outcome{SessionID: sessionID, RunID: snap.RunID, Status: snap.RunStatus}, ErrNotRunning
 	}
 	j.SetRun(snap.RunID)
-	for _, inv := range OpenToolCalls(evs, snap.RunID) {
-		p := map[string]any{"call_id": event.FieldString(inv.Payload, "call_id"), "tool": event.FieldString(inv.Payload, "tool"), "ok": false,
-			"error": map[string]any{"kind": "runtime", "code": CodeInterrupted, "message": interruptedMessage}}
-		if _, err := j.Append(ctx, event.ToolResult, "kernel", p, inv.ID); err != nil {
-			return Outcome{}, err
-		}
+	if err := closeOpenTools(ctx, j, evs, snap.RunID, interruptedMessage); err != nil {
+		return Outcome{}, err
 	}
 	if evs, err = j.Events(ctx); err != nil {
 		return Outcome{}, err
