@@ -7,7 +7,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
+
+	agentrun "github.com/agentos/agentos/runtime/run"
 )
 
 func runCLI(t *testing.T, args ...string) (stdout, stderr string, code int) {
@@ -15,7 +18,66 @@ func runCLI(t *testing.T, args ...string) (stdout, stderr string, code int) {
 	var out, errb bytes.Buffer
 	err := run(context.Background(), args, &out, &errb)
 	code = exitCode(err, &errb)
+	auditHonest(t, args)
 	return out.String(), errb.String(), code
+}
+
+// audited counts the sessions auditHonest checked (TestMain reports it).
+var audited atomic.Int64
+
+// auditHonest holds every log a command that runs the agent wrote to the
+// invariant of honest outcomes (run.AuditHonest): a run reported completed
+// passes strict verify and its claims are supported. The logs are read
+// from the command's --data store once it returned.
+func auditHonest(t *testing.T, args []string) {
+	t.Helper()
+	if len(args) == 0 {
+		return
+	}
+	switch args[0] {
+	case "run", "approve", "deny", "resume", "cancel", "workflow", "workflows":
+	default:
+		return
+	}
+	data := ""
+	for i, a := range args {
+		switch {
+		case (a == "--data" || a == "-data") && i+1 < len(args):
+			data = args[i+1]
+		case strings.HasPrefix(a, "--data="):
+			data = strings.TrimPrefix(a, "--data=")
+		}
+	}
+	if data == "" {
+		return
+	}
+	if _, err := os.Stat(filepath.Join(data, "agentos.db")); err != nil {
+		return
+	}
+	sealer, err := newSealer(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := openStore(data, sealer)
+	if err != nil {
+		return // a store the command left locked or broken is the test's to judge
+	}
+	defer st.Close()
+	ctx := context.Background()
+	infos, err := st.Sessions(ctx)
+	if err != nil {
+		return
+	}
+	for _, info := range infos {
+		evs, err := st.Read(ctx, info.SessionID, 1)
+		if err != nil {
+			continue
+		}
+		audited.Add(1)
+		if err := agentrun.AuditHonest(evs); err != nil {
+			t.Errorf("agentos %s: session %s breaks the invariant of honest outcomes: %v", args[0], info.SessionID, err)
+		}
+	}
 }
 
 const example = "../../testdata/example-session/events.jsonl"

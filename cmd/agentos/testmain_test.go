@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -29,6 +30,9 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	if err == nil {
 		os.RemoveAll(state)
+	}
+	if testing.Verbose() {
+		fmt.Fprintf(os.Stderr, "honest-outcome invariant: %d sessions of the commands' stores checked\n", audited.Load())
 	}
 	os.Exit(code)
 }
