@@ -264,12 +264,28 @@ func TestLoadRepoFromDisk(t *testing.T) {
 	if _, err := LoadRepo(schemas.MustDefault(), t.TempDir()); err != nil {
 		t.Fatal(err)
 	}
-	// A symlinked .agent is refused, not followed.
+	// A symlinked .agent is refused by the repository's jail, not
+	// followed.
 	evil := t.TempDir()
 	if err := os.Symlink(filepath.Join(dir, ".agent"), filepath.Join(evil, ".agent")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := LoadRepo(schemas.MustDefault(), evil); err == nil || !strings.Contains(err.Error(), "symbolic link") {
+	if _, err := LoadRepo(schemas.MustDefault(), evil); err == nil || !strings.Contains(err.Error(), "escapes") {
 		t.Fatalf("symlinked .agent: %v", err)
+	}
+	// So is a definition file that links out of the repository.
+	leak := t.TempDir()
+	outside := filepath.Join(t.TempDir(), "phase.yaml")
+	if err := os.WriteFile(outside, []byte("not: the repository's\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(leak, RepoDir), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(leak, RepoDir, "phases.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadRepo(schemas.MustDefault(), leak); err == nil || !strings.Contains(err.Error(), "symbolic link") {
+		t.Fatalf("a definition linking out of the repository: %v", err)
 	}
 }

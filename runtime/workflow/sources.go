@@ -2,9 +2,9 @@ package workflow
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
+	"io/fs"
 
+	"github.com/agentos/agentos/kernel/workspace"
 	"github.com/agentos/agentos/schemas"
 	"github.com/agentos/agentos/workflows"
 )
@@ -17,39 +17,22 @@ func Builtin() Source {
 	return Source{Name: "builtin", FS: workflows.FS, Dir: ".", Ignore: workflows.PlaneIgnore}
 }
 
-// Sources returns the embedded tree followed by repoDir's .agent/workflows
-// (when repoDir is not ""), so the repository adds or overrides.
-func Sources(repoDir string) ([]Source, error) {
-	out := []Source{Builtin()}
-	if repoDir == "" {
-		return out, nil
-	}
-	abs, err := filepath.Abs(repoDir)
-	if err != nil {
-		return nil, fmt.Errorf("workflow: repository %q: %w", repoDir, err)
-	}
-	st, err := os.Stat(abs)
-	if err != nil {
-		return nil, fmt.Errorf("workflow: repository %q: %w", repoDir, err)
-	}
-	if !st.IsDir() {
-		return nil, fmt.Errorf("workflow: repository %q is not a directory", repoDir)
-	}
-	// A symlinked .agent or .agent/workflows would read outside the
-	// repository: refuse it rather than follow it.
-	for _, rel := range []string{".agent", RepoDir} {
-		if fi, err := os.Lstat(filepath.Join(abs, rel)); err == nil && fi.Mode()&os.ModeSymlink != 0 {
-			return nil, fmt.Errorf("workflow: %s in %q is a symbolic link; refusing to follow it", rel, repoDir)
-		}
-	}
-	return append(out, Source{Name: RepoDir, FS: os.DirFS(abs), Dir: RepoDir}), nil
-}
+// RepoSource is a repository's own definitions (.agent/workflows) read
+// through fsys, the repository's jail (workspace.Root.FS): a symbolic
+// link anywhere on the way that leaves the repository is refused by the
+// jail, not by checks here.
+func RepoSource(fsys fs.FS) Source { return Source{Name: RepoDir, FS: fsys, Dir: RepoDir} }
 
-// LoadRepo loads the embedded plane plus repoDir's definitions.
+// LoadRepo loads the embedded plane plus repoDir's definitions ("" for
+// the embedded plane alone), reading the repository through its jail.
 func LoadRepo(reg *schemas.Registry, repoDir string) (*Registry, error) {
-	srcs, err := Sources(repoDir)
-	if err != nil {
-		return nil, err
+	if repoDir == "" {
+		return Load(reg, Builtin())
 	}
-	return Load(reg, srcs...)
+	ws, err := workspace.Open(repoDir, workspace.Options{})
+	if err != nil {
+		return nil, fmt.Errorf("workflow: repository %q: %w", repoDir, err)
+	}
+	defer ws.Close()
+	return Load(reg, Builtin(), RepoSource(ws.FS()))
 }
