@@ -194,7 +194,7 @@ func verify(t *testing.T, evs []event.Event) {
 	if !rep.Valid {
 		t.Fatalf("log does not verify: %v\n%s", rep.Problem, types(evs))
 	}
-	if err := checkHonest(evs); err != nil {
+	if err := AuditHonest(evs); err != nil {
 		t.Fatalf("honest-outcome invariant: %v", err)
 	}
 }
