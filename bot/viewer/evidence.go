@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/agentos/agentos/kernel/patch"
 	"github.com/agentos/agentos/runtime/event"
 	"github.com/agentos/agentos/runtime/replay"
 )
@@ -312,7 +313,7 @@ func change(seq int64, id, tool, approval string, args, result json.RawMessage, 
 			old = contents[path]
 		}
 		if diff == "" && a.Content != nil && old != nil {
-			diff = wholeFileDiff(path, *old, *a.Content)
+			diff, _, _ = patch.WholeFile(path, *old, *a.Content)
 		}
 		op := "modify"
 		if created {
@@ -345,31 +346,6 @@ func countLines(diff string) (added, removed int, ok bool) {
 		}
 	}
 	return added, removed, true
-}
-
-// wholeFileDiff renders a whole-file replacement as a unified diff, as
-// the kernel's preview of repo.write does.
-func wholeFileDiff(path, old, new string) string {
-	lines := func(s string) []string {
-		if s == "" {
-			return nil
-		}
-		return strings.Split(strings.TrimSuffix(s, "\n"), "\n")
-	}
-	ol, nl := lines(old), lines(new)
-	var b strings.Builder
-	from := "a/" + path
-	if old == "" {
-		from = "/dev/null"
-	}
-	fmt.Fprintf(&b, "--- %s\n+++ b/%s\n@@ -%d,%d +%d,%d @@\n", from, path, min(1, len(ol)), len(ol), min(1, len(nl)), len(nl))
-	for _, l := range ol {
-		b.WriteString("-" + l + "\n")
-	}
-	for _, l := range nl {
-		b.WriteString("+" + l + "\n")
-	}
-	return b.String()
 }
 
 // approvalDiff is the diff an approval showed: its preview's, else the

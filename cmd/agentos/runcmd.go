@@ -169,16 +169,7 @@ func printRunOutcome(w io.Writer, out agentrun.Outcome, logPath string, f runFla
 		fmt.Fprintf(w, "         deny:    %s\n", shellLine(append([]string{"agentos", "deny"}, answer...)))
 		fmt.Fprintf(w, "                  (add --reason TEXT to tell the agent why)\n")
 	}
-	if t := out.Terminal; t != nil {
-		fmt.Fprintf(w, "terminal %s", t.Status)
-		if t.ErrorClass != "" {
-			fmt.Fprintf(w, " (%s)", t.ErrorClass)
-		}
-		if t.Reason != "" {
-			fmt.Fprintf(w, ": %s", t.Reason)
-		}
-		fmt.Fprintf(w, "\n         next: %s\n", t.NextAction)
-	}
+	printTerminal(w, out.Terminal)
 	if out.Output != "" {
 		fmt.Fprintf(w, "output   %s (the worker's words; the evidence below is the log's)\n", termLine(out.Output))
 	}

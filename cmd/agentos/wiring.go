@@ -273,24 +273,31 @@ func exportSession(ctx context.Context, s store.Store, dataDir, sessionID string
 }
 
 // printOutcome prints a run's outcome for people.
+// printTerminal prints a run's terminal report, if it has one; the
+// reason is the log's text, made safe for a terminal.
+func printTerminal(w io.Writer, t *agentrun.Report) {
+	if t == nil {
+		return
+	}
+	fmt.Fprintf(w, "terminal %s", t.Status)
+	if t.ErrorClass != "" {
+		fmt.Fprintf(w, " (%s)", t.ErrorClass)
+	}
+	if t.Reason != "" {
+		fmt.Fprintf(w, ": %s", termLine(t.Reason))
+	}
+	fmt.Fprintf(w, "\n         next: %s\n", termLine(t.NextAction))
+}
+
 func printOutcome(w io.Writer, out agentrun.Outcome, logPath string) {
 	fmt.Fprintf(w, "session  %s\nrun      %s\nstatus   %s\n", out.SessionID, out.RunID, out.Status)
 	for _, p := range out.Pending {
 		fmt.Fprintf(w, "approval %s needed for %s (digest %.12s…)\n", p.ApprovalID, p.Tool, p.Digest)
 		fmt.Fprintf(w, "         answer: agentos approve %s %s   or   agentos deny %s %s --reason \"...\"\n", out.SessionID, p.ApprovalID, out.SessionID, p.ApprovalID)
 	}
-	if t := out.Terminal; t != nil {
-		fmt.Fprintf(w, "terminal %s", t.Status)
-		if t.ErrorClass != "" {
-			fmt.Fprintf(w, " (%s)", t.ErrorClass)
-		}
-		if t.Reason != "" {
-			fmt.Fprintf(w, ": %s", t.Reason)
-		}
-		fmt.Fprintf(w, "\n         next: %s\n", t.NextAction)
-	}
+	printTerminal(w, out.Terminal)
 	if out.Output != "" {
-		fmt.Fprintf(w, "output   %s\n", out.Output)
+		fmt.Fprintf(w, "output   %s\n", termLine(out.Output))
 	}
 	if logPath != "" {
 		fmt.Fprintf(w, "log      %s\n", logPath)

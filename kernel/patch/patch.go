@@ -436,3 +436,30 @@ func markNoNewline(h *Hunk, lineNo int) error {
 	h.Lines[n-1].NoNewline = true
 	return nil
 }
+
+// WholeFile renders a whole-file replacement of path (old → new, "" for
+// a file that does not exist yet) as a unified diff with one hunk, and
+// counts its added and removed lines: repo.write's preview, and the run
+// viewer's account of a write.
+func WholeFile(path, old, new string) (diff string, added, removed int) {
+	split := func(s string) []string {
+		if s == "" {
+			return nil
+		}
+		return strings.Split(strings.TrimSuffix(s, "\n"), "\n")
+	}
+	ol, nl := split(old), split(new)
+	var b strings.Builder
+	from := "a/" + path
+	if old == "" {
+		from = "/dev/null"
+	}
+	fmt.Fprintf(&b, "--- %s\n+++ b/%s\n@@ -%d,%d +%d,%d @@\n", from, path, min(1, len(ol)), len(ol), min(1, len(nl)), len(nl))
+	for _, l := range ol {
+		b.WriteString("-" + l + "\n")
+	}
+	for _, l := range nl {
+		b.WriteString("+" + l + "\n")
+	}
+	return b.String(), len(nl), len(ol)
+}

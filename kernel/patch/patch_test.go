@@ -208,3 +208,27 @@ func TestParseErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestWholeFileApplies: the diff WholeFile renders parses, counts what it
+// says, and turns the old content into the new one.
+func TestWholeFileApplies(t *testing.T) {
+	for _, c := range []struct{ old, new string }{
+		{"", "a\nb\n"},
+		{"a\nb\n", "a\nc\nd\n"},
+		{"x\n", "y\n"},
+		{"héllo ✓\n", "héllo\n✓\n"},
+	} {
+		diff, added, removed := WholeFile("f.txt", c.old, c.new)
+		files, err := Parse(diff)
+		if err != nil || len(files) != 1 {
+			t.Fatalf("%q → %q: %v\n%s", c.old, c.new, err, diff)
+		}
+		if a, r := files[0].Stats(); a != added || r != removed {
+			t.Errorf("%q → %q: counts %d/%d, the diff says %d/%d", c.old, c.new, added, removed, a, r)
+		}
+		got, err := files[0].Apply([]byte(c.old))
+		if err != nil || string(got) != c.new {
+			t.Errorf("%q → %q: applied gives %q, %v", c.old, c.new, got, err)
+		}
+	}
+}

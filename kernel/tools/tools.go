@@ -453,7 +453,7 @@ func (t *tools) write() kernel.ToolDef {
 			} else if err != nil {
 				return kernel.Assessment{}, err // not a regular file, or over workspace.MaxFileSize
 			}
-			diff, added, removed := lineDiff(a.Path, string(old), a.Content)
+			diff, added, removed := patch.WholeFile(a.Path, string(old), a.Content)
 			// A stale hash is refused before anyone is asked to approve a
 			// write that cannot happen (the handler checks again).
 			return kernel.Assessment{Paths: []string{a.Path}, Files: []kernel.FileChange{{Path: a.Path, Op: op, Hunks: 1, Added: added, Removed: removed}}, LinesAdded: added, LinesRemoved: removed, Diff: diff,
@@ -495,30 +495,6 @@ func writeConflict(path string, cur []byte, exists bool, expected string) *kerne
 		return &kernel.Error{Kind: "lock", Code: kernel.CodeWriteConflict, Message: fmt.Sprintf("%s changed: its sha256 is %s, not %s; read it again", path, Sha256Hex(cur), expected)}
 	}
 	return nil
-}
-
-// lineDiff renders a whole-file replacement as a unified diff.
-func lineDiff(path, old, new string) (string, int, int) {
-	split := func(s string) []string {
-		if s == "" {
-			return nil
-		}
-		return strings.SplitAfter(strings.TrimSuffix(s, "\n"), "\n")
-	}
-	ol, nl := split(old), split(new)
-	var b strings.Builder
-	from := "a/" + path
-	if old == "" {
-		from = "/dev/null"
-	}
-	fmt.Fprintf(&b, "--- %s\n+++ b/%s\n@@ -%d,%d +%d,%d @@\n", from, path, min(1, len(ol)), len(ol), min(1, len(nl)), len(nl))
-	for _, l := range ol {
-		b.WriteString("-" + strings.TrimSuffix(l, "\n") + "\n")
-	}
-	for _, l := range nl {
-		b.WriteString("+" + strings.TrimSuffix(l, "\n") + "\n")
-	}
-	return b.String(), len(nl), len(ol)
 }
 
 type runArgs struct {
