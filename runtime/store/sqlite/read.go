@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"sync"
 
 	"github.com/agentos/agentos/runtime/event"
 	"github.com/agentos/agentos/runtime/store"
@@ -24,64 +23,28 @@ type querier struct {
 	close   func() // readTx's: ends the transaction
 }
 
-// readTx begins a read-only transaction (one consistent snapshot) and
-// returns a querier running the readers' statements in it; close ends it.
+// readTx takes a reader connection and begins a read transaction on it
+// (one consistent snapshot from its first read); the querier runs the
+// connection's statements, and close ends the transaction and gives the
+// connection back. Everything runs on that one connection (see pool.go).
 func (s *Store) readTx(ctx context.Context) (*querier, error) {
-	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	rc, err := s.readers.acquire(ctx)
 	if err != nil {
 		return nil, err
 	}
-	stmts := map[string]*sql.Stmt{} // this transaction's, closed with it
+	if _, err := rc.conn.ExecContext(ctx, "BEGIN"); err != nil {
+		s.readers.release(rc, false)
+		return nil, err
+	}
 	return &querier{
-		prepare: func(ctx context.Context, query string) (*sql.Stmt, error) {
-			if st, ok := stmts[query]; ok {
-				return st, nil
-			}
-			st, err := s.reads.get(ctx, s.db, query)
-			if err != nil {
-				return nil, err
-			}
-			st = tx.StmtContext(ctx, st)
-			stmts[query] = st
-			return st, nil
+		prepare: rc.stmt,
+		close: func() {
+			// A ROLLBACK that fails leaves the connection's state
+			// unknown: it is closed rather than reused.
+			_, err := rc.conn.ExecContext(context.Background(), "ROLLBACK")
+			s.readers.release(rc, err == nil)
 		},
-		close: func() { tx.Rollback() },
 	}, nil
-}
-
-// stmtCache holds the readers' statements, each prepared once on the
-// database: database/sql then prepares it on a pooled connection the
-// first time that connection runs it, and reuses it after, where
-// preparing per read transaction parsed every query again on each Read.
-type stmtCache struct {
-	mu sync.Mutex
-	m  map[string]*sql.Stmt
-}
-
-func (c *stmtCache) get(ctx context.Context, db *sql.DB, query string) (*sql.Stmt, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if st, ok := c.m[query]; ok {
-		return st, nil
-	}
-	st, err := db.PrepareContext(ctx, query)
-	if err != nil {
-		return nil, err
-	}
-	if c.m == nil {
-		c.m = map[string]*sql.Stmt{}
-	}
-	c.m[query] = st
-	return st, nil
-}
-
-func (c *stmtCache) close() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for _, st := range c.m {
-		st.Close()
-	}
-	clear(c.m)
 }
 
 // head is where a session's chain ends (last) and, when the heads table

@@ -97,7 +97,7 @@ type Store struct {
 	// in-process readers do not see rows in between (see hidden).
 	durable, ours atomic.Int64
 	hints         tipHints
-	reads         stmtCache // the readers' statements
+	readers       *readerPool
 	// commits counts transactions the commit loop ran (batches, retries
 	// included); the benchmarks report events per commit from it.
 	commits atomic.Int64
@@ -168,9 +168,9 @@ func Open(dir string, sealer *event.Sealer, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: %w", err)
 	}
-	// One writer connection is owned by the commit loop; readers use the
-	// rest of the pool concurrently (WAL).
-	db.SetMaxOpenConns(8)
+	// One writer connection is owned by the commit loop and readerConns
+	// by the readers (pool.go); one more serves Ping and schema setup.
+	db.SetMaxOpenConns(readerConns + 2)
 	if err := createSchema(db); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("sqlite: create schema: %w", err)
@@ -181,7 +181,7 @@ func Open(dir string, sealer *event.Sealer, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("sqlite: writer connection: %w", err)
 	}
 	w := &writer{conn: conn, stmts: map[string]*sql.Stmt{}, tips: map[string]*tipRow{}, unfolded: map[string]*tipRow{}, moved: map[string]*tipRow{}}
-	s := &Store{hints: tipHints{seed: maphash.MakeSeed()}, db: db, sealer: sealer, opts: opts, reqs: make(chan *appendReq, 4096), done: make(chan struct{}), w: w}
+	s := &Store{hints: tipHints{seed: maphash.MakeSeed()}, readers: newReaderPool(db, readerConns), db: db, sealer: sealer, opts: opts, reqs: make(chan *appendReq, 4096), done: make(chan struct{}), w: w}
 	if err := w.sync(context.Background()); err != nil {
 		w.close()
 		db.Close()
@@ -1011,7 +1011,7 @@ func (s *Store) Close() error {
 	close(s.reqs)
 	s.mu.Unlock()
 	<-s.done
-	s.reads.close()
+	s.readers.close()
 	err := errors.Join(s.w.close(), s.db.Close())
 	if s.wal != nil {
 		err = errors.Join(err, s.wal.Close())
