@@ -137,6 +137,9 @@ type Kernel struct {
 	// Trust returns a command's counters for adaptive trust; nil disables it.
 	Trust func(tool, command string) TrustCounts
 	Now   func() time.Time
+	// Permissions are the repository's permission rules (permissions.go):
+	// they refuse or ask for approval, never lower one.
+	Permissions []*toolrule.Permissions
 
 	mu    sync.RWMutex
 	tools map[string]*registered
@@ -356,6 +359,7 @@ func (k *Kernel) Dispatch(ctx context.Context, rec Recorder, c Call) (Outcome, e
 	if risk.refuse != nil {
 		return Outcome{}, k.reject(ctx, rec, c, "assess", risk.refuse)
 	}
+	k.askPermissions(c, args, &risk)
 	switch risk.Control {
 	case ControlDeny:
 		return Outcome{}, k.reject(ctx, rec, c, "policy", &Error{Kind: "policy", Code: CodePolicyDenied, Message: risk.Reason})
@@ -454,7 +458,7 @@ func (k *Kernel) ExecuteApproved(ctx context.Context, rec Recorder, c Call, appr
 	if err := k.checkRules(ctx, rec, c, args, nil); err != nil {
 		return Outcome{}, err
 	}
-	if r.def.Category == CategoryWrite && len(c.ruleSets()) > 0 {
+	if r.def.Category == CategoryWrite && (len(c.ruleSets()) > 0 || len(k.Permissions) > 0) {
 		risk, _, perr := k.assess(ctx, k.env(), r, args)
 		if perr != nil {
 			return Outcome{}, k.reject(ctx, rec, c, "policy", perr)
@@ -482,7 +486,7 @@ func (k *Kernel) checkRules(ctx context.Context, rec Recorder, c Call, args json
 			return k.reject(ctx, rec, c, "rules", &Error{Kind: "gate", Code: CodeToolNotAllowed, Message: ref.Error(), Details: ref})
 		}
 	}
-	return nil
+	return k.checkPermissions(ctx, rec, c, args, paths)
 }
 
 func mustArgs(raw json.RawMessage) (json.RawMessage, *guard.Diagnostic) {

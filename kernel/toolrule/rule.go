@@ -92,8 +92,18 @@ type Set struct {
 	// a run records so that a resumed run can be checked against them.
 	AllowRaw, DenyRaw []string
 	// Source names the lists in refusals: "" for the Action's
-	// allowed_tools and disallowed_tools, SourceSkills for a scope's.
+	// allowed_tools and disallowed_tools, SourceSkills for a scope's,
+	// a settings file's permissions for Permissions'.
 	Source string
+	// perm: the set holds a settings file's deny or ask rules
+	// (NewPermissions): Bash rules also bind the other command tools
+	// (test.run, lint.run), and a redirection is checked against the
+	// Edit deny rules only, as nothing is allowed by this set.
+	perm bool
+	// searchMasked: the Read deny rules' paths are hidden from every
+	// tool and command by the workspace jail (DenyGlobs), so they do
+	// not refuse repo.search.
+	searchMasked bool
 }
 
 // SourceSkills is the Source of the rules ForScope builds.
