@@ -475,8 +475,7 @@ func (s *server) startHint(cfg Server) string {
 			hint += "; its stderr ends: " + strings.ReplaceAll(t, "\n", " | ")
 		}
 	}
-	registry := map[string]string{"npx": "registry.npmjs.org:443", "bunx": "registry.npmjs.org:443", "pnpx": "registry.npmjs.org:443",
-		"uvx": "pypi.org:443 and files.pythonhosted.org:443", "pipx": "pypi.org:443 and files.pythonhosted.org:443"}[filepath.Base(cfg.Command)]
+	registry := runnerRegistry(cfg.Command)
 	if cfg.Type == TypeStdio && registry != "" && len(s.m.opts.Network) == 0 {
 		hint += fmt.Sprintf("; %s downloads the server when it is not installed, and commands have no network: install it where commands can read it (AGENTOS_SANDBOX_READONLY), or let the policy's network.allow name %s", filepath.Base(cfg.Command), registry)
 	}

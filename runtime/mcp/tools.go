@@ -176,7 +176,13 @@ func convert(res *sdk.CallToolResult, stderr string, red func(string) string) (a
 // returns notes about servers or tools that could not be mounted; a
 // server that fails is left out, the others are mounted.
 func (m *Mount) Register(ctx context.Context, k *kernel.Kernel, known map[string]bool) []string {
-	var notes []string
+	notes, _ := m.register(ctx, k, known)
+	return notes
+}
+
+// register is Register, with the servers that failed described for the
+// run's log.
+func (m *Mount) register(ctx context.Context, k *kernel.Kernel, known map[string]bool) (notes []string, failed []Failure) {
 	for _, name := range m.order {
 		if known[name] {
 			continue
@@ -184,6 +190,7 @@ func (m *Mount) Register(ctx context.Context, k *kernel.Kernel, known map[string
 		tools, err := m.ListTools(ctx, name)
 		if err != nil {
 			notes = append(notes, fmt.Sprintf("MCP server %s not mounted: %v", name, err))
+			failed = append(failed, m.failure(name, err))
 			continue
 		}
 		for _, t := range tools {
@@ -223,7 +230,7 @@ func (m *Mount) Register(ctx context.Context, k *kernel.Kernel, known map[string
 			}
 		}
 	}
-	return notes
+	return notes, failed
 }
 
 // RegisterRecorded registers the MCP tools a session's log already
@@ -286,6 +293,9 @@ type Tools struct {
 	M *Mount
 	// Notes receives what could not be mounted (nil: dropped).
 	Notes func(string)
+	// Failed receives each server that did not start or list its tools
+	// (nil: dropped), for the run's log (mcp.server_failed).
+	Failed func(Failure)
 
 	mu   sync.Mutex
 	seen map[string]bool
@@ -324,7 +334,7 @@ func (t *Tools) Specs(scope []string) []provider.ToolSpec {
 		}
 	}
 	ctx, cancel := context.WithTimeout(t.M.ctx, t.M.opts.StartTimeout*2)
-	notes := t.M.Register(ctx, t.K, skip)
+	notes, failed := t.M.register(ctx, t.K, skip)
 	cancel()
 	for _, n := range t.M.order {
 		if !skip[n] {
@@ -335,6 +345,11 @@ func (t *Tools) Specs(scope []string) []provider.ToolSpec {
 	for _, n := range notes {
 		if t.Notes != nil {
 			t.Notes(n)
+		}
+	}
+	for _, f := range failed {
+		if t.Failed != nil {
+			t.Failed(f)
 		}
 	}
 	return t.KernelTools.Specs(scope)
