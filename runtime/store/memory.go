@@ -16,12 +16,13 @@ type Memory struct {
 
 	mu       sync.RWMutex
 	sessions map[string][]event.Event
+	index    *Index
 	closed   bool
 }
 
 // NewMemory returns an empty in-memory store.
 func NewMemory(s *event.Sealer) *Memory {
-	return &Memory{sealer: s, sessions: map[string][]event.Event{}}
+	return &Memory{sealer: s, sessions: map[string][]event.Event{}, index: NewIndex()}
 }
 
 // Append implements Store.
@@ -49,6 +50,7 @@ func (m *Memory) Append(ctx context.Context, sessionID string, expectedSeq int64
 	}
 	out := m.sealer.Chain(tip, ps)
 	m.sessions[sessionID] = append(evs, out...)
+	m.indexLocked(sessionID)
 	m.mu.Unlock()
 	m.Notify(sessionID)
 	return finish(out, perr)
@@ -117,5 +119,45 @@ func (m *Memory) ImportSealed(ctx context.Context, sessionID string, evs []event
 		return err
 	}
 	m.sessions[sessionID] = append(cur, evs...)
+	m.indexLocked(sessionID)
+	return nil
+}
+
+// indexLocked moves the session's entry in the listing index.
+func (m *Memory) indexLocked(sessionID string) {
+	evs := m.sessions[sessionID]
+	last := evs[len(evs)-1]
+	m.index.Put(SessionInfo{SessionID: sessionID, LastSeq: last.Seq, FirstTS: evs[0].TS, LastTS: last.TS, LastType: last.Type})
+}
+
+// List implements Store.
+func (m *Memory) List(ctx context.Context, o ListOptions) ([]SessionInfo, error) {
+	o, err := o.Check()
+	if err != nil {
+		return nil, err
+	}
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.index.Page(o.After, o.Limit), nil
+}
+
+// Scan implements Store. Events are never changed once appended, so the
+// session's slice is iterated without holding the lock.
+func (m *Memory) Scan(ctx context.Context, sessionID string, fromSeq int64, fn func(*event.Event) error) error {
+	m.mu.RLock()
+	evs := m.sessions[sessionID]
+	m.mu.RUnlock()
+	if fromSeq < 1 {
+		fromSeq = 1
+	}
+	for i := fromSeq - 1; i < int64(len(evs)); i++ {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		e := evs[i]
+		if err := fn(&e); err != nil {
+			return err
+		}
+	}
 	return nil
 }

@@ -25,8 +25,18 @@ type Store interface {
 	// Read returns the session's events with seq >= fromSeq, in order.
 	// An unknown session has no events.
 	Read(ctx context.Context, sessionID string, fromSeq int64) ([]event.Event, error)
-	// Sessions lists the sessions with at least one event.
+	// Scan calls fn for each of the session's events with seq >=
+	// fromSeq, in order, until fn returns an error (which Scan returns).
+	// Unlike Read it does not hold the whole log in memory: a backend
+	// reads it in pieces. fn may keep the event.
+	Scan(ctx context.Context, sessionID string, fromSeq int64, fn func(*event.Event) error) error
+	// Sessions lists every session with at least one event, by id. Its
+	// cost grows with the number of sessions: listings use List.
 	Sessions(ctx context.Context) ([]SessionInfo, error)
+	// List returns one page of sessions, newest activity first, from the
+	// backend's index (see ListOptions and Cursor): its cost does not grow
+	// with the number of sessions stored.
+	List(ctx context.Context, o ListOptions) ([]SessionInfo, error)
 	// Watch returns a channel that receives a value (coalesced) after each
 	// successful append to the session, and a function that stops watching.
 	Watch(sessionID string) (<-chan struct{}, func())

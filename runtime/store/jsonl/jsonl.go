@@ -58,6 +58,8 @@ type Store struct {
 	sessions  map[string]*session
 	recovered []Recovery
 	closed    bool
+
+	list listing
 }
 
 type session struct {
@@ -210,6 +212,7 @@ func (s *Store) Append(ctx context.Context, sessionID string, expectedSeq int64,
 		ss.ts[0] = out[0].TS
 	}
 	ss.ts[1], ss.typ = last.TS, last.Type
+	s.list.note(ss.info(sessionID))
 	ss.mu.Unlock()
 	s.Notify(sessionID)
 	return store.Finish(out, perr)
@@ -266,6 +269,54 @@ func (s *Store) Read(ctx context.Context, sessionID string, fromSeq int64) ([]ev
 		out = append(out, e)
 	}
 	return out, nil
+}
+
+// Scan implements store.Store: the log is read a line at a time.
+func (s *Store) Scan(ctx context.Context, sessionID string, fromSeq int64, fn func(*event.Event) error) error {
+	ss, err := s.session(sessionID, false)
+	if err != nil || ss == nil {
+		return err
+	}
+	ss.mu.Lock()
+	n := ss.tip.Seq
+	ss.mu.Unlock()
+	f, err := os.Open(ss.path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	br := bufio.NewReaderSize(f, 256<<10)
+	var long []byte
+	for seq := int64(1); seq <= n; seq++ {
+		l, err := br.ReadSlice('\n')
+		if err == bufio.ErrBufferFull {
+			// A line longer than the buffer: collect it whole.
+			long = append(long[:0], l...)
+			for err == bufio.ErrBufferFull {
+				l, err = br.ReadSlice('\n')
+				long = append(long, l...)
+			}
+			l = long
+		}
+		if err != nil {
+			return fmt.Errorf("jsonl: read %s: %w", ss.path, err)
+		}
+		if seq < fromSeq {
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		// A copy: the event's payload refers to the line, and fn may keep it.
+		e, err := event.ParseLineFast(append([]byte(nil), l[:len(l)-1]...))
+		if err != nil {
+			return &CorruptError{Path: ss.path, Line: int(seq), Err: err}
+		}
+		if err := fn(&e); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Sessions implements store.Store.
@@ -325,7 +376,13 @@ func (s *Store) ImportSealed(ctx context.Context, sessionID string, evs []event.
 		ss.ts[0] = evs[0].TS
 	}
 	ss.ts[1], ss.typ = last.TS, last.Type
+	s.list.note(ss.info(sessionID))
 	return nil
+}
+
+// info is the session's listing entry; the caller holds ss.mu.
+func (ss *session) info(sessionID string) store.SessionInfo {
+	return store.SessionInfo{SessionID: sessionID, LastSeq: ss.tip.Seq, FirstTS: ss.ts[0], LastTS: ss.ts[1], LastType: ss.typ}
 }
 
 // Close implements store.Store.

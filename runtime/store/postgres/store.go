@@ -70,6 +70,10 @@ CREATE TABLE agentos_sessions (
 	last_ts    text   NOT NULL,
 	last_type  text   NOT NULL
 );`},
+	// Listing by activity (List): an index range scan from the cursor.
+	// Head rows with last_seq 0 are a group commit's placeholders.
+	{Version: 2, SQL: `
+CREATE INDEX agentos_sessions_activity ON agentos_sessions (last_ts COLLATE "C" DESC, session_id COLLATE "C" DESC) WHERE last_seq > 0;`},
 }
 
 // EventMigrations returns the event store's schema steps (for tools and
@@ -396,7 +400,19 @@ func (s *Store) Read(ctx context.Context, sessionID string, fromSeq int64) ([]ev
 	if err := s.open(); err != nil {
 		return nil, err
 	}
-	rows, err := s.pool.Query(ctx, `SELECT seq, line FROM agentos_events WHERE session_id = $1 AND seq >= $2 ORDER BY seq`, sessionID, max(fromSeq, 1))
+	return s.readPage(ctx, sessionID, max(fromSeq, 1), 0)
+}
+
+// readPage reads the session's events from seq fromSeq on, at most limit
+// of them (0: all).
+func (s *Store) readPage(ctx context.Context, sessionID string, fromSeq int64, limit int) ([]event.Event, error) {
+	q := `SELECT seq, line FROM agentos_events WHERE session_id = $1 AND seq >= $2 ORDER BY seq`
+	args := []any{sessionID, fromSeq}
+	if limit > 0 {
+		q += ` LIMIT $3`
+		args = append(args, limit)
+	}
+	rows, err := s.pool.Query(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: read %s: %w", sessionID, err)
 	}

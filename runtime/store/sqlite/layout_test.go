@@ -162,7 +162,7 @@ func TestRefusesMixedOrNewerLayouts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.Exec(`PRAGMA user_version = 4`); err != nil {
+	if _, err := db.Exec(fmt.Sprintf(`PRAGMA user_version = %d`, layoutVersion+1)); err != nil {
 		t.Fatal(err)
 	}
 	db.Close()

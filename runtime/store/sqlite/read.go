@@ -184,23 +184,9 @@ type batchReader struct {
 
 // event returns the index entry and line at position p.
 func (r *batchReader) event(ctx context.Context, p int64) (entry, []byte, error) {
-	e, ok, err := indexAt(r.curPos, r.curIdx, p)
-	if !ok || err != nil {
-		st, err := r.q.prepare(ctx, `SELECT pos, idx FROM batches WHERE pos <= ? ORDER BY pos DESC LIMIT 1`)
-		if err != nil {
-			return entry{}, nil, err
-		}
-		if err := st.QueryRowContext(ctx, p).Scan(&r.curPos, &r.curIdx); err != nil {
-			r.curIdx = nil
-			if errors.Is(err, sql.ErrNoRows) {
-				err = errCorrupt
-			}
-			return entry{}, nil, fmt.Errorf("position %d: %w", p, err)
-		}
-		if e, ok, err = indexAt(r.curPos, r.curIdx, p); err != nil || !ok {
-			r.curIdx = nil
-			return entry{}, nil, fmt.Errorf("position %d: not in any batch: %w", p, errors.Join(err, errCorrupt))
-		}
+	e, err := r.entry(ctx, p)
+	if err != nil {
+		return entry{}, nil, err
 	}
 	st, err := r.q.prepare(ctx, `SELECT substr(lines, ?, ?) FROM batches WHERE pos = ?`)
 	if err != nil {
@@ -214,6 +200,29 @@ func (r *batchReader) event(ctx context.Context, p int64) (entry, []byte, error)
 		return entry{}, nil, fmt.Errorf("position %d: line is %d bytes, index says %d: %w", p, len(line), e.n, errCorrupt)
 	}
 	return e, line, nil
+}
+
+// entry returns the index entry at position p, leaving its batch current.
+func (r *batchReader) entry(ctx context.Context, p int64) (entry, error) {
+	e, ok, err := indexAt(r.curPos, r.curIdx, p)
+	if !ok || err != nil {
+		st, err := r.q.prepare(ctx, `SELECT pos, idx FROM batches WHERE pos <= ? ORDER BY pos DESC LIMIT 1`)
+		if err != nil {
+			return entry{}, err
+		}
+		if err := st.QueryRowContext(ctx, p).Scan(&r.curPos, &r.curIdx); err != nil {
+			r.curIdx = nil
+			if errors.Is(err, sql.ErrNoRows) {
+				err = errCorrupt
+			}
+			return entry{}, fmt.Errorf("position %d: %w", p, err)
+		}
+		if e, ok, err = indexAt(r.curPos, r.curIdx, p); err != nil || !ok {
+			r.curIdx = nil
+			return entry{}, fmt.Errorf("position %d: not in any batch: %w", p, errors.Join(err, errCorrupt))
+		}
+	}
+	return e, nil
 }
 
 // firstTS returns the time of the event at position p.

@@ -134,7 +134,8 @@ CREATE TABLE IF NOT EXISTS batches (
 CREATE TABLE IF NOT EXISTS heads (
 	session_id TEXT PRIMARY KEY,
 	last_pos   INTEGER NOT NULL,
-	first_ts   TEXT NOT NULL
+	first_ts   TEXT NOT NULL,
+	last_ts    TEXT NOT NULL DEFAULT ''
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS folded (
 	id  INTEGER PRIMARY KEY CHECK (id = 1),
@@ -145,7 +146,7 @@ INSERT OR IGNORE INTO folded (id, pos) VALUES (1, 0);
 
 // layoutVersion is stored in PRAGMA user_version. A database from a newer
 // layout is refused rather than misread.
-const layoutVersion = 3
+const layoutVersion = 4
 
 // foldEvery is how many commits the loop lets pass before it writes the
 // heads it moved into the heads table, which bounds the tail readers scan.
@@ -481,6 +482,9 @@ func createSchema(db *sql.DB) error {
 	if err := migrate(tx); err != nil {
 		return fmt.Errorf("migrate to layout %d: %w", layoutVersion, err)
 	}
+	if err := migrateActivity(tx); err != nil {
+		return fmt.Errorf("migrate to layout %d: %w", layoutVersion, err)
+	}
 	if _, err := tx.Exec(fmt.Sprintf(`PRAGMA user_version = %d`, layoutVersion)); err != nil {
 		return err
 	}
@@ -568,6 +572,7 @@ type tipRow struct {
 	tip     event.Tip
 	pos     int64
 	firstTS string
+	lastTS  string
 }
 
 // commit writes a batch in one transaction; the caller acknowledges it.
@@ -664,6 +669,7 @@ func (s *Store) commitOnce(batch []*appendReq) (err error) {
 			t.firstTS = evs[0].TS
 		}
 		t.tip = event.Tip{Seq: last.Seq, Hash: last.Hash}
+		t.lastTS = last.TS
 		r.out = evs
 		r.pos = t.pos
 	}
@@ -847,15 +853,15 @@ func (w *writer) fold(ctx context.Context, moved map[string]*tipRow, pos int64) 
 	}
 	for len(sids) > 0 {
 		n := chunk(len(sids))
-		st, err := w.stmt(ctx, multiRow(`INSERT INTO heads (session_id, last_pos, first_ts) VALUES `, 3, n,
-			` ON CONFLICT (session_id) DO UPDATE SET last_pos = excluded.last_pos`))
+		st, err := w.stmt(ctx, multiRow(`INSERT INTO heads (session_id, last_pos, first_ts, last_ts) VALUES `, 4, n,
+			` ON CONFLICT (session_id) DO UPDATE SET last_pos = excluded.last_pos, last_ts = excluded.last_ts`))
 		if err != nil {
 			return err
 		}
 		args := w.args[:0]
 		for _, sid := range sids[:n] {
 			t := head(sid)
-			args = append(args, sid, t.pos, t.firstTS)
+			args = append(args, sid, t.pos, t.firstTS, t.lastTS)
 		}
 		w.args = args
 		if _, err := st.ExecContext(ctx, args...); err != nil {
@@ -989,6 +995,7 @@ func (w *writer) load(ctx context.Context, r *batchReader, sid string, h head) (
 		return nil, fmt.Errorf("session %s: last event at pos %d: %w", sid, h.last, errors.Join(err, errCorrupt))
 	}
 	t.tip = event.Tip{Seq: last.Seq, Hash: last.Hash}
+	t.lastTS = last.TS
 	if t.firstTS == "" {
 		if t.firstTS, err = r.firstTS(ctx, h.first); err != nil {
 			return nil, fmt.Errorf("session %s: %w", sid, err)

@@ -73,6 +73,8 @@ func Run(t *testing.T, open Factory) {
 	t.Run("Sessions", func(t *testing.T) { testSessions(t, open(t, NewSealer(t))) })
 	t.Run("ConcurrentSessions", func(t *testing.T) { testConcurrentSessions(t, open(t, NewSealer(t))) })
 	t.Run("ImportExport", func(t *testing.T) { testImportExport(t, open) })
+	t.Run("List", func(t *testing.T) { testList(t, open) })
+	t.Run("Scan", func(t *testing.T) { testScan(t, open(t, NewSealer(t))) })
 }
 
 func msg(text string) event.Draft {
