@@ -1,10 +1,8 @@
 package api
 
 import (
-	"encoding/base64"
 	"errors"
 	"net/http"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -71,7 +69,10 @@ type RunSummary struct {
 // RunList is the body of GET /v1/runs.
 type RunList struct {
 	Runs []RunSummary `json:"runs"`
-	// NextCursor, when set, fetches the next page (?cursor=).
+	// NextCursor, when set, fetches the next page (?cursor=). A page
+	// with a filter may hold fewer runs than the limit (even none) and
+	// still have a next page: a listing examines a bounded number of
+	// sessions per request.
 	NextCursor string `json:"next_cursor,omitempty"`
 }
 
@@ -85,74 +86,77 @@ type ListFilter struct {
 }
 
 // summaries caches session summaries by (session, last seq): a listing
-// folds only the sessions that changed since the last one.
+// folds only the sessions that changed since the last one. It holds at
+// most maxSummaries; when full it starts again.
 type summaries struct {
 	mu sync.Mutex
 	m  map[string]RunSummary
 }
 
+const maxSummaries = 8192
+
+// scanBudget is how many sessions one listing request examines at most
+// beyond its page: filters (repository, state, access) can reject any
+// number of sessions in a row, and a request must not walk the whole
+// store. When it runs out the page ends early with a cursor to continue.
+func scanBudget(limit int) int { return max(1000, 20*limit) }
+
 // List returns the sessions p may read, newest activity first, filtered
-// and paginated. The cursor is opaque to clients: the (updated_at,
-// session_id) of the page's last row, so pages stay stable while new
-// sessions arrive at the top.
+// and paginated, from the store's index (store.Store.List): a page costs
+// the sessions it examines, not the sessions stored. The cursor is opaque
+// to clients: the (last time, session id) key of the last session
+// examined, so pages stay stable while new sessions arrive at the top.
 func (a *API) List(c *gin.Context, p access.Principal, f ListFilter) (RunList, error) {
 	if f.Limit <= 0 {
 		f.Limit = 50
 	}
-	var curTS, curID string
-	if f.Cursor != "" {
-		b, err := base64.RawURLEncoding.DecodeString(f.Cursor)
-		ts, id, ok := strings.Cut(string(b), "\x00")
-		if err != nil || !ok {
-			return RunList{}, errBadCursor
-		}
-		curTS, curID = ts, id
+	after, err := store.ParseCursor(f.Cursor)
+	if err != nil {
+		return RunList{}, errBadCursor
 	}
 	ctx := c.Request.Context()
-	infos, err := a.o.Store.Sessions(ctx)
-	if err != nil {
-		return RunList{}, err
-	}
-	sort.Slice(infos, func(i, j int) bool {
-		if infos[i].LastTS != infos[j].LastTS {
-			return infos[i].LastTS > infos[j].LastTS
-		}
-		return infos[i].SessionID > infos[j].SessionID
-	})
 	out := RunList{Runs: []RunSummary{}}
-	for _, in := range infos {
-		if curTS != "" && (in.LastTS > curTS || (in.LastTS == curTS && in.SessionID >= curID)) {
-			continue
-		}
-		if !f.Since.IsZero() {
-			if t, err := time.Parse(event.TimeFormat, in.LastTS); err == nil && t.Before(f.Since) {
-				continue
-			}
-		}
-		s, err := a.summary(c, in)
+	budget := scanBudget(f.Limit)
+	for examined := 0; ; {
+		// One more than the page, to know whether there is a next one.
+		infos, err := a.o.Store.List(ctx, store.ListOptions{Limit: min(f.Limit+1, store.MaxListLimit), After: after})
 		if err != nil {
 			return RunList{}, err
 		}
-		if f.Repository != "" && !strings.EqualFold(s.Repository, f.Repository) {
-			continue
+		for _, in := range infos {
+			if !f.Since.IsZero() {
+				if t, err := time.Parse(event.TimeFormat, in.LastTS); err == nil && t.Before(f.Since) {
+					return out, nil // older from here on
+				}
+			}
+			if len(out.Runs) == f.Limit || examined == budget {
+				out.NextCursor = after.Encode()
+				return out, nil
+			}
+			examined++
+			after = store.CursorOf(in)
+			s, err := a.summary(c, in)
+			if err != nil {
+				return RunList{}, err
+			}
+			if f.Repository != "" && !strings.EqualFold(s.Repository, f.Repository) {
+				continue
+			}
+			if f.State != "" && s.State != f.State {
+				continue
+			}
+			if !a.o.Access.Allowed(ctx, p, s.Repository, access.Read) {
+				continue
+			}
+			out.Runs = append(out.Runs, s)
 		}
-		if f.State != "" && s.State != f.State {
-			continue
+		if len(infos) < f.Limit+1 {
+			return out, nil // the end of the listing
 		}
-		if !a.o.Access.Allowed(ctx, p, s.Repository, access.Read) {
-			continue
-		}
-		if len(out.Runs) == f.Limit {
-			last := out.Runs[len(out.Runs)-1]
-			out.NextCursor = base64.RawURLEncoding.EncodeToString([]byte(last.UpdatedAt + "\x00" + last.SessionID))
-			break
-		}
-		out.Runs = append(out.Runs, s)
 	}
-	return out, nil
 }
 
-var errBadCursor = errors.New("cursor is not one this server handed out")
+var errBadCursor = store.ErrBadCursor
 
 func (a *API) summary(c *gin.Context, in store.SessionInfo) (RunSummary, error) {
 	a.sums.mu.Lock()
@@ -180,7 +184,7 @@ func (a *API) summary(c *gin.Context, in store.SessionInfo) (RunSummary, error) 
 		s.UpdatedAt = evs[len(evs)-1].TS
 	}
 	a.sums.mu.Lock()
-	if a.sums.m == nil {
+	if a.sums.m == nil || len(a.sums.m) >= maxSummaries {
 		a.sums.m = map[string]RunSummary{}
 	}
 	a.sums.m[in.SessionID] = s
