@@ -359,7 +359,9 @@ func (k *Kernel) Dispatch(ctx context.Context, rec Recorder, c Call) (Outcome, e
 	if risk.refuse != nil {
 		return Outcome{}, k.reject(ctx, rec, c, "assess", risk.refuse)
 	}
-	k.askPermissions(c, args, &risk)
+	if err := k.permissionsAssessed(ctx, rec, c, args, &risk); err != nil {
+		return Outcome{}, err
+	}
 	switch risk.Control {
 	case ControlDeny:
 		return Outcome{}, k.reject(ctx, rec, c, "policy", &Error{Kind: "policy", Code: CodePolicyDenied, Message: risk.Reason})

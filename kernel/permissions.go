@@ -32,11 +32,18 @@ func (k *Kernel) checkPermissions(ctx context.Context, rec Recorder, c Call, arg
 	return nil
 }
 
-// askPermissions raises a call's control path to approval when an ask
-// rule applies (a deny decision stays).
-func (k *Kernel) askPermissions(c Call, args json.RawMessage, risk *Risk) {
+// permissionsAssessed applies the rules that need the call assessed: a
+// configured command tool's command line (test.run, lint.run) against
+// the deny rules, then the ask rules, which raise the control path to
+// approval (a deny decision stays).
+func (k *Kernel) permissionsAssessed(ctx context.Context, rec Recorder, c Call, args json.RawMessage, risk *Risk) error {
+	for _, p := range k.Permissions {
+		if ref := p.DeniedCommand(c.Name, risk.Command); ref != nil {
+			return k.reject(ctx, rec, c, "permissions", &Error{Kind: "gate", Code: CodeToolNotAllowed, Message: ref.Error(), Details: ref})
+		}
+	}
 	if risk.Control == ControlDeny || risk.Control == ControlApproval {
-		return
+		return nil
 	}
 	var paths []string
 	if risk.Category == CategoryWrite {
@@ -46,9 +53,10 @@ func (k *Kernel) askPermissions(c Call, args json.RawMessage, risk *Risk) {
 		}
 	}
 	for _, p := range k.Permissions {
-		if why := p.Ask(c.Name, args, paths); why != "" {
+		if why := p.Ask(c.Name, args, risk.Command, paths); why != "" {
 			risk.Control, risk.Trusted, risk.Reason = ControlApproval, false, why
-			return
+			return nil
 		}
 	}
+	return nil
 }

@@ -57,13 +57,8 @@ func (s *Set) sourced(r *Refusal) *Refusal {
 	return r
 }
 
-// family is the rule family that binds a kernel tool under this set.
-func (s *Set) family(tool string) family {
-	if s != nil && s.perm && (tool == "test.run" || tool == "lint.run") {
-		return famBash
-	}
-	return toolFamily[tool]
-}
+// family is the rule family that binds a kernel tool's arguments.
+func (s *Set) family(tool string) family { return toolFamily[tool] }
 
 func (s *Set) checkArgs(tool string, args json.RawMessage) *Refusal {
 	f := s.family(tool)

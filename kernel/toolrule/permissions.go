@@ -200,6 +200,23 @@ func (p *Permissions) Denied(tool string, args json.RawMessage) *Refusal {
 	return nil
 }
 
+// configuredCommand are the command tools whose command line is not in
+// their arguments but in the repository's configuration (test.run,
+// lint.run): their command is checked once assessed (DeniedCommand).
+var configuredCommand = map[string]bool{"test.run": true, "lint.run": true}
+
+// DeniedCommand returns the refusal of a command tool (test.run,
+// lint.run) whose assessed command line a Bash deny rule matches.
+func (p *Permissions) DeniedCommand(tool, command string) *Refusal {
+	if p.Empty() || !configuredCommand[tool] || command == "" {
+		return nil
+	}
+	if r := p.deny.CheckCommand(tool, command, ""); r != nil && r.Rule != "" {
+		return p.deny.sourced(r)
+	}
+	return nil
+}
+
 // DeniedWrite returns the refusal of a write whose paths an Edit deny
 // rule matches.
 func (p *Permissions) DeniedWrite(tool string, paths []string) *Refusal {
@@ -214,15 +231,23 @@ func (p *Permissions) DeniedWrite(tool string, paths []string) *Refusal {
 
 // Ask returns why a call must wait for a maintainer's approval ("" when
 // it need not): an ask rule names its tool or matches its command or
-// paths, or the deny or ask rules cannot be checked against it. paths
-// are a write's paths (nil for other tools).
-func (p *Permissions) Ask(tool string, args json.RawMessage, paths []string) string {
+// paths, or the deny or ask rules cannot be checked against it. command
+// is a configured command tool's assessed command line, paths a write's
+// paths (nil for other tools).
+func (p *Permissions) Ask(tool string, args json.RawMessage, command string, paths []string) string {
 	if p.Empty() {
 		return ""
 	}
 	for _, t := range p.askTools {
 		if t.match(tool) {
 			return fmt.Sprintf("%s rule %s names %s", p.ask.Source, t.rule, tool)
+		}
+	}
+	if configuredCommand[tool] && command != "" {
+		for _, s := range []*Set{p.ask, p.deny} {
+			if r := s.CheckCommand(tool, command, ""); r != nil {
+				return askReason(s.Source, r)
+			}
 		}
 	}
 	if r := p.ask.CheckArgs(tool, args); r != nil {

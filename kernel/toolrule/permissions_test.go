@@ -51,7 +51,6 @@ func TestPermissionsDeny(t *testing.T) {
 		{"repo.read", map[string]any{"path": "calc.pyc"}, ""},
 		{"process.run", map[string]any{"command": "rm -rf build"}, "Bash(rm:*)"},
 		{"process.run", map[string]any{"command": "go test ./... && rm x"}, "Bash(rm:*)"},
-		{"test.run", map[string]any{"command": "rm -f out"}, "Bash(rm:*)"},
 		{"process.run", map[string]any{"command": "rmdir x"}, ""},
 		{"process.run", map[string]any{"command": "go test ./..."}, ""},
 		{"repo.search", map[string]any{"query": "x"}, "Grep"},
@@ -80,11 +79,22 @@ func TestPermissionsDeny(t *testing.T) {
 	if r := p.Denied("process.run", sub); r != nil {
 		t.Errorf("unverifiable command refused: %v", r)
 	}
-	if why := p.Ask("process.run", sub, nil); !strings.Contains(why, "cannot be checked") {
+	if why := p.Ask("process.run", sub, "", nil); !strings.Contains(why, "cannot be checked") {
 		t.Errorf("Ask(unverifiable) = %q", why)
 	}
-	if why := p.Ask("process.run", args(t, map[string]any{"command": "go test ./..."}), nil); why != "" {
+	if why := p.Ask("process.run", args(t, map[string]any{"command": "go test ./..."}), "", nil); why != "" {
 		t.Errorf("Ask(go test) = %q", why)
+	}
+	// test.run's command comes from the repository's configuration: it is
+	// checked once assessed.
+	if r := p.DeniedCommand("test.run", "rm -f out"); r == nil || r.Rule != "Bash(rm:*)" {
+		t.Errorf("DeniedCommand(test.run rm) = %v", r)
+	}
+	if r := p.Denied("test.run", args(t, map[string]any{"name": "TestX"})); r != nil {
+		t.Errorf("Denied(test.run args) = %v", r)
+	}
+	if why := p.Ask("test.run", args(t, map[string]any{}), "go test ./...", nil); why != "" {
+		t.Errorf("Ask(test.run go test) = %q", why)
 	}
 	if got, want := p.DenyGlobs(), []string{"**/calc.py", "**/calc.py/**"}; !slices.Equal(got, want) {
 		t.Errorf("DenyGlobs = %v, want %v", got, want)
@@ -116,7 +126,7 @@ func TestPermissionsAsk(t *testing.T) {
 		if p.Denied(c.tool, args(t, c.args)) != nil {
 			t.Errorf("%s denied by ask rules", c.tool)
 		}
-		why := p.Ask(c.tool, args(t, c.args), c.paths)
+		why := p.Ask(c.tool, args(t, c.args), "", c.paths)
 		if (why != "") != c.ask {
 			t.Errorf("Ask(%s %v %v) = %q, want ask %v", c.tool, c.args, c.paths, why, c.ask)
 		}

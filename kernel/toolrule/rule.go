@@ -96,9 +96,8 @@ type Set struct {
 	// a settings file's permissions for Permissions'.
 	Source string
 	// perm: the set holds a settings file's deny or ask rules
-	// (NewPermissions): Bash rules also bind the other command tools
-	// (test.run, lint.run), and a redirection is checked against the
-	// Edit deny rules only, as nothing is allowed by this set.
+	// (NewPermissions): a redirection is checked against the Edit deny
+	// rules only, as nothing is allowed by this set.
 	perm bool
 	// searchMasked: the Read deny rules' paths are hidden from every
 	// tool and command by the workspace jail (DenyGlobs), so they do
