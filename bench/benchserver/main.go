@@ -33,6 +33,7 @@ import (
 	"time"
 
 	"github.com/agentos/agentos/bot/dispatch"
+	"github.com/agentos/agentos/bot/queue"
 	"github.com/agentos/agentos/bot/server"
 	"github.com/agentos/agentos/bot/webhook"
 	"github.com/google/go-github/v62/github"
@@ -160,7 +161,7 @@ func ours(ctx context.Context, dir string, commitDelay time.Duration, secret []b
 		}
 		dir, cleanup = d, func() error { return os.RemoveAll(d) }
 	}
-	q, err := webhook.OpenLogQueueOptions(filepath.Join(dir, "webhooks.log.d"), webhook.LogOptions{CommitDelay: commitDelay})
+	q, err := queue.OpenLogQueueOptions(filepath.Join(dir, "webhooks.log.d"), queue.LogOptions{CommitDelay: commitDelay})
 	if err != nil {
 		return nil, nil, errors.Join(err, cleanup())
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentos/agentos/bot/queue"
 	"github.com/agentos/agentos/runtime/store/postgres/pgtest"
 )
 
@@ -35,7 +36,7 @@ func (b *busyDispatcher) Dispatch(ctx context.Context, t Trigger) error {
 func TestProcessorBusyIsNotFailure(t *testing.T) {
 	q, _ := openTestQueue(t)
 	clock := &steppingClock{t: time.Unix(1_700_000_000, 0)}
-	q.now = clock.now
+	setNow(q, clock.now)
 	e := newEngine(NewHandler(Config{Events: testEvents, Secrets: [][]byte{testSecret}}, q, nil))
 	if w := post(t, e, signed("pull_request_review", "approve", exampleOf(t, "pull_request_review", "submitted", 1))); w.Code != http.StatusAccepted {
 		t.Fatalf("%d %s", w.Code, w.Body)
@@ -103,18 +104,18 @@ func TestBusyRetriesDoNotBackOff(t *testing.T) {
 	}
 	t.Run("log", func(t *testing.T) {
 		dir := t.TempDir()
-		q := openLog(t, dir, defaultSegment)
-		check(t, q, func(n time.Time) { q.now = func() time.Time { return n } })
+		q := openLog(t, dir)
+		check(t, q, func(n time.Time) { setNow(q, func() time.Time { return n }) })
 		// The failures survive a reopen as counted: the busy tries none,
 		// the failed dispatch one.
-		killed(q)
-		q = openLog(t, dir, defaultSegment)
+		dir = killed(t, dir)
+		q = openLog(t, dir)
 		if r, _, err := q.Get(context.Background(), "a"); err != nil || r.Failures != 1 || r.Attempts != 12 {
-			t.Fatalf("after a reopen: %+v %v; want 12 attempts and 1 failure", r.noBody(), err)
+			t.Fatalf("after a reopen: %+v %v; want 12 attempts and 1 failure", noBody(r), err)
 		}
 	})
 	t.Run("postgres", func(t *testing.T) {
-		q := openPGQueueAt(t, pgtest.Schema(t, pgtest.URL(t)), PGQueueOptions{})
-		check(t, q, func(n time.Time) { q.now = func() time.Time { return n } })
+		q := openPGQueueAt(t, pgtest.Schema(t, pgtest.URL(t)), queue.PGQueueOptions{})
+		check(t, q, func(n time.Time) { setNow(q, func() time.Time { return n }) })
 	})
 }

@@ -2,12 +2,10 @@ package webhook
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
-	"runtime"
 	"sync/atomic"
 	"testing"
 )
@@ -61,46 +59,4 @@ func BenchmarkWebhookQueues(b *testing.B) {
 			}
 		})
 	}
-}
-
-// BenchmarkQueueClaimDone is the Processor's side: claim a stored delivery
-// (body read back) and record its completion, 8 workers.
-func BenchmarkQueueClaimDone(b *testing.B) {
-	body := exampleOf(b, "issue_comment", "created", 0)
-	ctx := context.Background()
-	b.Run("log", func(b *testing.B) {
-		q, err := OpenLogQueue(filepath.Join(b.TempDir(), "q"))
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer q.Close()
-		for i := range b.N {
-			if _, err := q.Enqueue(ctx, Delivery{ID: fmt.Sprint("c-", i), Event: "issue_comment", Action: "created", Body: body}); err != nil {
-				b.Fatal(err)
-			}
-		}
-		b.ReportAllocs()
-		b.ResetTimer()
-		b.SetParallelism(8)
-		b.RunParallel(func(pb *testing.PB) {
-			for pb.Next() {
-				d, ok, err := q.Claim(ctx)
-				for err == nil && !ok {
-					// Another worker's claim batch is being handed out.
-					runtime.Gosched()
-					d, ok, err = q.Claim(ctx)
-				}
-				if err != nil {
-					b.Error(err)
-					return
-				}
-				if len(d.Body) != len(body) {
-					b.Errorf("body %d bytes", len(d.Body))
-				}
-				if err := q.Done(ctx, d.ID, OutcomeProcessed, ""); err != nil {
-					b.Error(err)
-				}
-			}
-		})
-	})
 }

@@ -2,7 +2,6 @@ package webhook
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -17,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentos/agentos/bot/queue"
 	"github.com/agentos/agentos/runtime/store/postgres/pgtest"
 )
 
@@ -50,7 +50,7 @@ func BenchmarkReplicasAccept(b *testing.B) {
 			for i := 0; i < c.replicas; i++ {
 				var q Queue
 				if c.pg {
-					q = openPGQueueAt(b, schema, PGQueueOptions{})
+					q = openPGQueueAt(b, schema, queue.PGQueueOptions{})
 				} else {
 					lq, err := OpenLogQueue(filepath.Join(b.TempDir(), "q"))
 					if err != nil {
@@ -149,64 +149,4 @@ func postgresCPU() time.Duration {
 		ticks += u + st
 	}
 	return time.Duration(ticks) * time.Second / 100 // USER_HZ
-}
-
-// BenchmarkPGQueueClaimDone is the Processor's side on PostgreSQL: claim a
-// stored delivery (FOR UPDATE SKIP LOCKED, body read back) and record its
-// completion, 8 workers spread over 1 or 3 replicas.
-//
-//	go test -run '^$' -bench BenchmarkPGQueueClaimDone -benchtime 2000x ./bot/webhook/
-func BenchmarkPGQueueClaimDone(b *testing.B) {
-	body := exampleOf(b, "issue_comment", "created", 0)
-	db := pgtest.URL(b)
-	for _, replicas := range []int{1, 3} {
-		b.Run(fmt.Sprintf("replicas=%d", replicas), func(b *testing.B) {
-			u := pgtest.Schema(b, db)
-			var qs []*PGQueue
-			for range replicas {
-				qs = append(qs, openPGQueueAt(b, u, PGQueueOptions{}))
-			}
-			ctx := context.Background()
-			var wg sync.WaitGroup
-			for i := range b.N {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					if _, err := qs[i%replicas].Enqueue(ctx, Delivery{ID: fmt.Sprint("c-", i), Event: "issue_comment", Action: "created", Body: body}); err != nil {
-						b.Error(err)
-					}
-				}()
-			}
-			wg.Wait()
-			var done atomic.Int64
-			b.ResetTimer()
-			for w := range 8 {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					q := qs[w%replicas]
-					for done.Load() < int64(b.N) {
-						d, ok, err := q.Claim(ctx)
-						if err != nil {
-							b.Error(err)
-							return
-						}
-						if !ok {
-							continue
-						}
-						if len(d.Body) != len(body) {
-							b.Errorf("body %d bytes", len(d.Body))
-						}
-						if err := q.Done(ctx, d.ID, OutcomeProcessed, ""); err != nil {
-							b.Error(err)
-						}
-						done.Add(1)
-					}
-				}()
-			}
-			wg.Wait()
-			b.StopTimer()
-			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "deliveries/s")
-		})
-	}
 }

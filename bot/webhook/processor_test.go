@@ -69,7 +69,7 @@ func waitDrained(t *testing.T, q Queue) {
 func TestProcessor(t *testing.T) {
 	q, _ := openTestQueue(t)
 	clock := &steppingClock{t: time.Unix(1_700_000_000, 0)}
-	q.now = clock.now
+	setNow(q, clock.now)
 	obs := &recorder{}
 	e := newEngine(NewHandler(Config{Events: testEvents, Secrets: [][]byte{testSecret}}, q, nil))
 

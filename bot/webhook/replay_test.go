@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/agentos/agentos/bot/queue"
 	"github.com/agentos/agentos/runtime/store/postgres/pgtest"
 )
 
@@ -138,13 +139,13 @@ func TestReplayUnderANewDeliveryID(t *testing.T) {
 // replay sent to several replicas at once is stored at most once.
 func TestPGQueueReplayUnderANewDeliveryID(t *testing.T) {
 	u := pgtest.Schema(t, pgtest.URL(t))
-	q := openPGQueueAt(t, u, PGQueueOptions{})
+	q := openPGQueueAt(t, u, queue.PGQueueOptions{})
 	checkRanOnce(t, replayRun(t, q, func(e http.Handler) { replays(t, e) }))
 	if rec, ok, _ := q.Get(context.Background(), "delivery-1"); !ok || rec.Key != "issue_comment.created:comment=5001" {
 		t.Errorf("stored %+v, want its payload key", rec.Delivery)
 	}
 
-	reps := []*PGQueue{q, openPGQueueAt(t, u, PGQueueOptions{}), openPGQueueAt(t, u, PGQueueOptions{})}
+	reps := []*queue.PGQueue{q, openPGQueueAt(t, u, queue.PGQueueOptions{}), openPGQueueAt(t, u, queue.PGQueueOptions{})}
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	stored := 0

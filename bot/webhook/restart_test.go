@@ -5,11 +5,9 @@ import (
 	"errors"
 	"testing"
 	"time"
-)
 
-// killed stands for the process holding q killed with SIGKILL: its files
-// are closed without a word to the log (no release, no completion).
-func killed(q *LogQueue) { _ = q.closeFiles() }
+	"github.com/agentos/agentos/bot/queue"
+)
 
 // TestRestartsAreNoFailures: a delivery whose process was killed while it
 // was dispatched, again and again (more often than MaxAttempts), is not
@@ -21,7 +19,7 @@ func killed(q *LogQueue) { _ = q.closeFiles() }
 func TestRestartsAreNoFailures(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	q := openLog(t, dir, defaultSegment)
+	q := openLog(t, dir)
 	if _, err := q.Enqueue(ctx, Delivery{ID: "a", Event: "issue_comment", Action: "created", Body: exampleOf(t, "issue_comment", "created", 0), ReceivedAt: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
@@ -35,8 +33,8 @@ func TestRestartsAreNoFailures(t *testing.T) {
 		if d.Attempts != k || d.Failures != 0 {
 			t.Fatalf("claim after %d kills: attempts %d failures %d, want %d and 0", k-1, d.Attempts, d.Failures, k)
 		}
-		killed(q)
-		q = openLog(t, dir, defaultSegment)
+		dir = killed(t, dir)
+		q = openLog(t, dir)
 	}
 	d, ok, err := q.Claim(ctx)
 	if err != nil || !ok {
@@ -44,30 +42,30 @@ func TestRestartsAreNoFailures(t *testing.T) {
 	}
 	p := &Processor{Events: testEvents, Queue: q, Dispatch: &fakeDispatcher{failWith: map[string]error{"a": errors.New("busy")}}, BotLogin: "agentos[bot]", MaxAttempts: maxAttempts}
 	start := time.Now()
-	q.now = func() time.Time { return start }
+	setNow(q, func() time.Time { return start })
 	p.process(ctx, d)
 	r, _, err := q.Get(ctx, "a")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if r.State != "pending" || r.Outcome != OutcomeRetry || r.Failures != 1 || r.Attempts != kills+1 {
-		t.Fatalf("after %d kills and one failed dispatch: %+v; want pending for a retry, 1 failure, %d attempts", kills, r.noBody(), kills+1)
+		t.Fatalf("after %d kills and one failed dispatch: %+v; want pending for a retry, 1 failure, %d attempts", kills, noBody(r), kills+1)
 	}
 	// The first backoff: not claimable before 1 s, claimable after.
-	q.now = func() time.Time { return start.Add(999 * time.Millisecond) }
+	setNow(q, func() time.Time { return start.Add(999 * time.Millisecond) })
 	if _, ok, _ := q.Claim(ctx); ok {
 		t.Fatal("claimed before the first backoff (1 s) passed")
 	}
-	q.now = func() time.Time { return start.Add(1001 * time.Millisecond) }
+	setNow(q, func() time.Time { return start.Add(1001 * time.Millisecond) })
 	d, ok, err = q.Claim(ctx)
 	if err != nil || !ok || d.Failures != 1 {
 		t.Fatalf("claim after 1 s: %+v %v %v; want claimable with 1 failure", d, ok, err)
 	}
 	// Failures survive a reopen, and the MaxAttempts-th failure gives up.
 	p.process(ctx, d)
-	killed(q)
-	q = openLog(t, dir, defaultSegment)
-	q.now = func() time.Time { return start.Add(time.Hour) }
+	dir = killed(t, dir)
+	q = openLog(t, dir)
+	setNow(q, func() time.Time { return start.Add(time.Hour) })
 	p.Queue = q
 	d, ok, err = q.Claim(ctx)
 	if err != nil || !ok || d.Failures != 2 {
@@ -75,7 +73,7 @@ func TestRestartsAreNoFailures(t *testing.T) {
 	}
 	p.process(ctx, d)
 	if r, _, _ := q.Get(ctx, "a"); r.State != "done" || r.Outcome != OutcomeFailed || r.Failures != 2 {
-		t.Fatalf("after the %d-th failed dispatch: %+v; want failed for good", maxAttempts, r.noBody())
+		t.Fatalf("after the %d-th failed dispatch: %+v; want failed for good", maxAttempts, noBody(r))
 	}
 }
 
@@ -86,7 +84,7 @@ func TestRestartsAreNoFailures(t *testing.T) {
 func TestShutdownHandsTheDeliveryBack(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	q := openLog(t, dir, defaultSegment)
+	q := openLog(t, dir)
 	if _, err := q.Enqueue(ctx, Delivery{ID: "a", Event: "issue_comment", Action: "created", Body: exampleOf(t, "issue_comment", "created", 0), ReceivedAt: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
@@ -103,20 +101,20 @@ func TestShutdownHandsTheDeliveryBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	if r.State != "pending" || r.Failures != 0 || r.Attempts != 1 {
-		t.Fatalf("after a shutdown: %+v; want pending, no failure, 1 attempt", r.noBody())
+		t.Fatalf("after a shutdown: %+v; want pending, no failure, 1 attempt", noBody(r))
 	}
 	if err := q.Close(); err != nil {
 		t.Fatal(err)
 	}
-	q = openLog(t, dir, defaultSegment)
+	q = openLog(t, dir)
 	d, ok, err = q.Claim(ctx) // at once: no backoff
 	if err != nil || !ok || d.Attempts != 2 || d.Failures != 0 {
 		t.Fatalf("the next process's claim: %+v %v %v; want attempts 2, no failure", d, ok, err)
 	}
-	if err := q.Release(ctx, "nope"); !errors.Is(err, ErrUnknownDelivery) {
-		t.Errorf("release of an unknown delivery: %v, want ErrUnknownDelivery", err)
+	if err := q.Release(ctx, "nope"); !errors.Is(err, queue.ErrUnknownDelivery) {
+		t.Errorf("release of an unknown delivery: %v, want queue.ErrUnknownDelivery", err)
 	}
 }
 
 // noBody drops the body, for messages.
-func (r Record) noBody() Record { r.Body = nil; return r }
+func noBody(r Record) Record { r.Body = nil; return r }

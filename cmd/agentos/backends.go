@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/agentos/agentos/bot/config"
+	"github.com/agentos/agentos/bot/queue"
 	"github.com/agentos/agentos/bot/webhook"
 	"github.com/agentos/agentos/runtime/event"
 	"github.com/agentos/agentos/runtime/store"
@@ -97,7 +98,7 @@ func (b *backends) queue(ctx context.Context) (serveQueue, error) {
 		}
 		return q, nil
 	}
-	q, err := webhook.OpenPGQueue(ctx, b.pool, webhook.PGQueueOptions{Owner: b.cfg.ReplicaID, Listener: b.l})
+	q, err := queue.OpenPGQueue(ctx, b.pool, queue.PGQueueOptions{Owner: b.cfg.ReplicaID, Listener: b.l})
 	if err != nil {
 		return nil, fmt.Errorf("serve: open the delivery queue in PostgreSQL: %w", err)
 	}

@@ -1,4 +1,4 @@
-package webhook
+package queue
 
 import (
 	"bufio"
@@ -216,6 +216,12 @@ type LogOptions struct {
 	// operations arrive closer together than CommitDelay. Zero means
 	// DefaultCommitDelay, a negative value no delay.
 	CommitDelay time.Duration
+	// SegmentSize is the size past which the log moves on to a new
+	// segment file; zero means 64 MiB.
+	SegmentSize int64
+	// Now is the queue's clock (retry times, completion times); nil means
+	// time.Now.
+	Now func() time.Time
 }
 
 // OpenLogQueue opens (creating if needed) the log queue in directory dir.
@@ -225,7 +231,11 @@ func OpenLogQueue(dir string) (*LogQueue, error) {
 
 // OpenLogQueueOptions is OpenLogQueue with options.
 func OpenLogQueueOptions(dir string, o LogOptions) (*LogQueue, error) {
-	return openLogQueueWith(dir, defaultSegment, o)
+	seg := o.SegmentSize
+	if seg <= 0 {
+		seg = defaultSegment
+	}
+	return openLogQueueWith(dir, seg, o)
 }
 
 func openLogQueue(dir string, segMax int64) (*LogQueue, error) {
@@ -238,16 +248,19 @@ func openLogQueueWith(dir string, segMax int64, o LogOptions) (*LogQueue, error)
 		delay = DefaultCommitDelay
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("webhook log queue: %w", err)
+		return nil, fmt.Errorf("queue: log: %w", err)
 	}
 	q := &LogQueue{
 		dir: dir, files: map[uint64]*os.File{}, segRefs: map[uint64]int{}, segMax: segMax,
 		index: map[string]*logEntry{}, keys: map[string]*logEntry{},
 		ready: make(chan struct{}, 1), now: time.Now, nextSeq: 1, syncData: fdatasync,
 	}
+	if o.Now != nil {
+		q.now = o.Now
+	}
 	if err := q.replay(); err != nil {
 		q.closeFiles()
-		return nil, fmt.Errorf("webhook log queue: %w", err)
+		return nil, fmt.Errorf("queue: log: %w", err)
 	}
 	q.gc = newGroupCommit(512, delay, q.commit)
 	q.signal()
@@ -548,10 +561,10 @@ func (q *LogQueue) signal() {
 // Enqueue implements Queue.
 func (q *LogQueue) Enqueue(ctx context.Context, d Delivery) (bool, error) {
 	if d.ID == "" {
-		return false, errors.New("webhook log queue: delivery without id")
+		return false, errors.New("queue: log: delivery without id")
 	}
 	if len(d.Body)+len(d.ID)+len(d.Event)+len(d.Action)+len(d.Key)+64 > maxLogRecord {
-		return false, fmt.Errorf("webhook log queue: delivery %s too large (%d bytes)", d.ID, len(d.Body))
+		return false, fmt.Errorf("queue: log: delivery %s too large (%d bytes)", d.ID, len(d.Body))
 	}
 	if d.ReceivedAt.IsZero() {
 		d.ReceivedAt = q.now()
@@ -582,7 +595,7 @@ func (q *LogQueue) Claim(ctx context.Context) (Delivery, bool, error) {
 		if err != nil {
 			// Claimed durably but unreadable: the claim stands (it is
 			// released when the queue is reopened); report the error.
-			return Delivery{}, false, fmt.Errorf("webhook log queue: body of %s: %w", c.d.ID, err)
+			return Delivery{}, false, fmt.Errorf("queue: log: body of %s: %w", c.d.ID, err)
 		}
 		c.d.Body = body
 		ds[i] = c.d
@@ -674,7 +687,7 @@ func (q *LogQueue) get(id string) (Record, bool, error) {
 	q.idxMu.Unlock()
 	body, err := q.readBody(seg, off, n)
 	if err != nil {
-		return Record{}, false, fmt.Errorf("webhook log queue: get %s: %w", id, err)
+		return Record{}, false, fmt.Errorf("queue: log: get %s: %w", id, err)
 	}
 	r.Body = body
 	return r, true, nil
@@ -721,7 +734,7 @@ func (q *LogQueue) commit(batch []*logOp) {
 			err = q.createSegment(q.active + 1)
 		}
 		if err != nil {
-			q.failed = fmt.Errorf("webhook log queue: new segment: %w", err)
+			q.failed = fmt.Errorf("queue: log: new segment: %w", err)
 			q.commit(batch)
 			return
 		}
@@ -808,7 +821,7 @@ func (q *LogQueue) commit(batch []*logOp) {
 	err := q.writeSync()
 	q.idxMu.Lock()
 	if err != nil {
-		q.failed = fmt.Errorf("webhook log queue: write: %w", err)
+		q.failed = fmt.Errorf("queue: log: write: %w", err)
 	} else {
 		for _, e := range fresh {
 			e.pendingSync = false
@@ -839,7 +852,7 @@ func (q *LogQueue) commit(batch []*logOp) {
 	if err == nil && pruneAny {
 		err = q.deleteSegments()
 		if err != nil {
-			err = fmt.Errorf("webhook log queue: delete segments: %w", err)
+			err = fmt.Errorf("queue: log: delete segments: %w", err)
 		}
 	}
 	for _, op := range batch {

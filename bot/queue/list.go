@@ -1,4 +1,4 @@
-package webhook
+package queue
 
 import (
 	"context"
@@ -27,7 +27,7 @@ func validListState(state string) error {
 			return nil
 		}
 	}
-	return fmt.Errorf("webhook: unknown delivery state %q (pending, claimed, done, dead)", state)
+	return fmt.Errorf("queue: unknown delivery state %q (pending, claimed, done, dead)", state)
 }
 
 // List implements Lister: up to limit deliveries in state, oldest first,

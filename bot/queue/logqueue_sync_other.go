@@ -1,6 +1,6 @@
 //go:build !linux
 
-package webhook
+package queue
 
 import "os"
 

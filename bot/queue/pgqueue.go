@@ -1,4 +1,4 @@
-package webhook
+package queue
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"sort"
 	"sync"
@@ -23,10 +24,16 @@ const DeliveriesChannel = "agentos_deliveries"
 
 // Defaults of PGQueue.
 const (
-	DefaultClaimTTL   = 60 * time.Second
-	DefaultMaxBackoff = time.Hour
-	deadLetterMsg     = "claimed %s times and never finished (the replica working it died or lost the database each time)"
-	pgQueueComponent  = "deliveries"
+	DefaultClaimTTL = 60 * time.Second
+	// DefaultStallTimeout is longer than any one model call or tool the
+	// run makes without appending an event.
+	DefaultStallTimeout = 3 * time.Minute
+	DefaultMaxBackoff   = time.Hour
+	// DefaultMaxClaims dead-letters a delivery whose claim expired this
+	// many times (its processing keeps killing the replica).
+	DefaultMaxClaims = 5
+	deadLetterMsg    = "claimed %s times and never finished (the replica working it died or lost the database each time)"
+	pgQueueComponent = "deliveries"
 )
 
 var deliveryMigrations = []postgres.Migration{
@@ -68,15 +75,26 @@ type PGQueueOptions struct {
 	// host-pid-random, and a dead process's claims wait for their TTL.
 	Owner string
 	// ClaimTTL is how long a claim lasts without renewal; the queue renews
-	// its claims every ClaimTTL/3, so a claim outlives its replica by at
-	// most ClaimTTL. Default DefaultClaimTTL.
+	// every ClaimTTL/3 the claims whose worker made progress (Beat) within
+	// StallTimeout, so a claim outlives its replica, or the progress of
+	// its worker, by at most ClaimTTL. Default DefaultClaimTTL.
 	ClaimTTL time.Duration
+	// StallTimeout is how long a claimed delivery's worker may go without
+	// progress (Beat: the run appended an event) before its claim stops
+	// being renewed. Default DefaultStallTimeout.
+	StallTimeout time.Duration
+	// Logger receives the claims given up for want of progress; nil
+	// discards.
+	Logger *slog.Logger
 	// MaxAttempts dead-letters a delivery claimed this many times whose
 	// last claim expired (its processing keeps killing the replica).
-	// Default DefaultMaxAttempts.
+	// Default DefaultMaxClaims.
 	MaxAttempts int
 	// Listener wakes the Processor on NOTIFY; nil: the queue starts its own.
 	Listener *postgres.Listener
+	// Now is the queue's clock; nil means time.Now. Replicas' clocks must
+	// agree to well within ClaimTTL.
+	Now func() time.Time
 }
 
 // PGQueue is the Queue as a PostgreSQL table shared by every replica.
@@ -103,7 +121,7 @@ type PGQueue struct {
 	ownsL bool
 
 	mu     sync.Mutex
-	tokens map[string]string // claimed delivery ID → our claim token
+	claims map[string]*claimState // claimed delivery ID → our claim
 	closed bool
 	enq    chan *enqueueReq // guarded by mu against sends after Close
 	enqWG  sync.WaitGroup
@@ -126,13 +144,23 @@ func OpenPGQueue(ctx context.Context, pool *pgxpool.Pool, o PGQueueOptions) (*PG
 		o.ClaimTTL = DefaultClaimTTL
 	}
 	if o.MaxAttempts <= 0 {
-		o.MaxAttempts = DefaultMaxAttempts
+		o.MaxAttempts = DefaultMaxClaims
 	}
-	q := &PGQueue{pool: pool, opts: o, now: time.Now, ready: make(chan struct{}, 1), tokens: map[string]string{}, stop: make(chan struct{}), done: make(chan struct{}), enq: make(chan *enqueueReq, 4096)}
+	if o.StallTimeout <= 0 {
+		o.StallTimeout = DefaultStallTimeout
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	now := o.Now
+	if now == nil {
+		now = time.Now
+	}
+	q := &PGQueue{pool: pool, opts: o, now: now, ready: make(chan struct{}, 1), claims: map[string]*claimState{}, stop: make(chan struct{}), done: make(chan struct{}), enq: make(chan *enqueueReq, 4096)}
 	if explicit {
 		if _, err := pool.Exec(ctx, `UPDATE agentos_deliveries SET state = 'pending', due = $2, claim_token = NULL
 			WHERE state = 'claimed' AND claimed_by = $1`, o.Owner, q.now()); err != nil {
-			return nil, fmt.Errorf("webhook: release the claims of %s: %w", o.Owner, err)
+			return nil, fmt.Errorf("queue: release the claims of %s: %w", o.Owner, err)
 		}
 	}
 	l := o.Listener
@@ -271,7 +299,7 @@ func (q *PGQueue) insertBatch(batch []*enqueueReq) {
 	for _, r := range batch {
 		switch {
 		case err != nil:
-			r.err, r.dup = fmt.Errorf("webhook: enqueue %s: %w", r.d.ID, err), false
+			r.err, r.dup = fmt.Errorf("queue: enqueue %s: %w", r.d.ID, err), false
 		case !r.dup:
 			r.dup = !inserted[r.d.ID]
 		}
@@ -346,10 +374,10 @@ RETURNING d.id, d.event, d.action, d.body, d.received_at, d.attempts, d.failures
 		return Delivery{}, false, nil
 	}
 	if err != nil {
-		return Delivery{}, false, fmt.Errorf("webhook: claim: %w", err)
+		return Delivery{}, false, fmt.Errorf("queue: claim: %w", err)
 	}
 	q.mu.Lock()
-	q.tokens[d.ID] = tok
+	q.claims[d.ID] = &claimState{tok: tok, beat: q.now()}
 	q.mu.Unlock()
 	return d, true, nil
 }
@@ -360,7 +388,7 @@ func (q *PGQueue) sweepDead(ctx context.Context, now time.Time) error {
 	if _, err := q.pool.Exec(ctx, `UPDATE agentos_deliveries SET state = 'done', outcome = 'failed', done_at = $1, claim_token = NULL,
 		error = format('`+deadLetterMsg+`', attempts)
 		WHERE state = 'claimed' AND due <= $1 AND attempts >= $2`, now, q.opts.MaxAttempts); err != nil {
-		return fmt.Errorf("webhook: sweep dead letters: %w", err)
+		return fmt.Errorf("queue: sweep dead letters: %w", err)
 	}
 	return nil
 }
@@ -373,7 +401,7 @@ func (q *PGQueue) Done(ctx context.Context, id, outcome, errMsg string) error {
 		return ErrQueueClosed
 	}
 	q.mu.Lock()
-	tok, ok := q.tokens[id]
+	c, ok := q.claims[id]
 	q.mu.Unlock()
 	if !ok {
 		return fmt.Errorf("%w: %s", ErrUnknownDelivery, id)
@@ -390,23 +418,23 @@ func (q *PGQueue) Done(ctx context.Context, id, outcome, errMsg string) error {
 		ct, err = q.pool.Exec(ctx, `UPDATE agentos_deliveries SET state = 'pending', claim_token = NULL, error = $3,
 			failures = failures + CASE WHEN $6 THEN 0 ELSE 1 END,
 			due = $4::timestamptz + CASE WHEN $6 THEN $7 ELSE least(power(2, failures), $5) END * interval '1 second'
-			WHERE id = $1 AND state = 'claimed' AND claim_token = $2`, id, tok, errMsg, now, DefaultMaxBackoff.Seconds(), waitsForLease(outcome, errMsg), BusyRetryDelay.Seconds())
+			WHERE id = $1 AND state = 'claimed' AND claim_token = $2`, id, c.tok, errMsg, now, DefaultMaxBackoff.Seconds(), waitsForLease(outcome, errMsg), BusyRetryDelay.Seconds())
 		if err == nil && ct.RowsAffected() == 0 {
 			tag = "lost"
 		}
 	} else {
 		var ct interface{ RowsAffected() int64 }
 		ct, err = q.pool.Exec(ctx, `UPDATE agentos_deliveries SET state = 'done', claim_token = NULL, outcome = $3, error = $4, done_at = $5
-			WHERE id = $1 AND state = 'claimed' AND claim_token = $2`, id, tok, outcome, errMsg, now)
+			WHERE id = $1 AND state = 'claimed' AND claim_token = $2`, id, c.tok, outcome, errMsg, now)
 		if err == nil && ct.RowsAffected() == 0 {
 			tag = "lost"
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("webhook: done %s: %w", id, err)
+		return fmt.Errorf("queue: done %s: %w", id, err)
 	}
 	q.mu.Lock()
-	delete(q.tokens, id)
+	delete(q.claims, id)
 	q.mu.Unlock()
 	if tag == "lost" {
 		return fmt.Errorf("%w: %s (its claim expired and was taken over)", ErrUnknownDelivery, id)
@@ -444,18 +472,18 @@ func (q *PGQueue) Release(ctx context.Context, id string) error {
 		return ErrQueueClosed
 	}
 	q.mu.Lock()
-	tok, ok := q.tokens[id]
+	c, ok := q.claims[id]
 	q.mu.Unlock()
 	if !ok {
 		return fmt.Errorf("%w: %s", ErrUnknownDelivery, id)
 	}
 	ct, err := q.pool.Exec(ctx, `UPDATE agentos_deliveries SET state = 'pending', claim_token = NULL, due = $3
-		WHERE id = $1 AND state = 'claimed' AND claim_token = $2`, id, tok, q.now())
+		WHERE id = $1 AND state = 'claimed' AND claim_token = $2`, id, c.tok, q.now())
 	if err != nil {
-		return fmt.Errorf("webhook: release %s: %w", id, err)
+		return fmt.Errorf("queue: release %s: %w", id, err)
 	}
 	q.mu.Lock()
-	delete(q.tokens, id)
+	delete(q.claims, id)
 	q.mu.Unlock()
 	if ct.RowsAffected() == 0 {
 		return fmt.Errorf("%w: %s (its claim expired and was taken over)", ErrUnknownDelivery, id)
@@ -471,7 +499,7 @@ func (q *PGQueue) Get(ctx context.Context, id string) (Record, bool, error) {
 		return Record{}, false, nil
 	}
 	if err != nil {
-		return Record{}, false, fmt.Errorf("webhook: get %s: %w", id, err)
+		return Record{}, false, fmt.Errorf("queue: get %s: %w", id, err)
 	}
 	return r, true, nil
 }
@@ -494,7 +522,7 @@ func (q *PGQueue) List(ctx context.Context, state string, limit int) ([]Record, 
 	rows, err := q.pool.Query(ctx, `SELECT id, event, action, ''::bytea, received_at, attempts, failures, state, outcome, error, coalesce(payload_key, '')
 		FROM agentos_deliveries WHERE `+where+` ORDER BY seq LIMIT $1`, limit)
 	if err != nil {
-		return nil, fmt.Errorf("webhook: list %s: %w", state, err)
+		return nil, fmt.Errorf("queue: list %s: %w", state, err)
 	}
 	defer rows.Close()
 	var out []Record
@@ -514,12 +542,33 @@ func (q *PGQueue) List(ctx context.Context, state string, limit int) ([]Record, 
 func (q *PGQueue) Prune(ctx context.Context, t time.Time) (int64, error) {
 	ct, err := q.pool.Exec(ctx, `DELETE FROM agentos_deliveries WHERE state = 'done' AND done_at < $1`, t)
 	if err != nil {
-		return 0, fmt.Errorf("webhook: prune: %w", err)
+		return 0, fmt.Errorf("queue: prune: %w", err)
 	}
 	return ct.RowsAffected(), nil
 }
 
-// renew extends this queue's claims every ClaimTTL/3.
+// claimState is one claim this queue holds.
+type claimState struct {
+	tok     string
+	beat    time.Time // the worker's latest progress (Beat), or the claim
+	stalled bool      // renewal stopped for want of progress (logged once)
+}
+
+// Beat implements Beater: the worker holding the claim on id made
+// progress, so the claim is renewed for another ClaimTTL.
+func (q *PGQueue) Beat(id string) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if c, ok := q.claims[id]; ok {
+		c.beat, c.stalled = q.now(), false
+	}
+}
+
+// renew extends, every ClaimTTL/3, the claims whose worker made progress
+// within StallTimeout. The others are left to expire: a worker whose run
+// is stuck (it cannot write to the database, or waits on something that
+// will not come) must not hold its delivery for ever, since no other
+// replica can take it over while the claim is renewed.
 func (q *PGQueue) renew() {
 	defer close(q.done)
 	t := time.NewTicker(q.opts.ClaimTTL / 3)
@@ -530,17 +579,30 @@ func (q *PGQueue) renew() {
 			return
 		case <-t.C:
 		}
+		now := q.now()
 		q.mu.Lock()
-		toks := make([]string, 0, len(q.tokens))
-		for _, tok := range q.tokens {
-			toks = append(toks, tok)
+		toks := make([]string, 0, len(q.claims))
+		var stalled []string
+		for id, c := range q.claims {
+			if now.Sub(c.beat) <= q.opts.StallTimeout {
+				toks = append(toks, c.tok)
+				continue
+			}
+			if !c.stalled {
+				c.stalled = true
+				stalled = append(stalled, id)
+			}
 		}
 		q.mu.Unlock()
+		for _, id := range stalled {
+			q.opts.Logger.Warn("queue: no progress on a claimed delivery: its claim is no longer renewed, another replica takes it over once it expires",
+				"delivery", id, "stall_timeout", q.opts.StallTimeout, "claim_ttl", q.opts.ClaimTTL)
+		}
 		if len(toks) == 0 {
 			continue
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), q.opts.ClaimTTL/3)
-		_, _ = q.pool.Exec(ctx, `UPDATE agentos_deliveries SET due = $2 WHERE state = 'claimed' AND claim_token = ANY($1)`, toks, q.now().Add(q.opts.ClaimTTL))
+		_, _ = q.pool.Exec(ctx, `UPDATE agentos_deliveries SET due = $2 WHERE state = 'claimed' AND claim_token = ANY($1)`, toks, now.Add(q.opts.ClaimTTL))
 		cancel()
 	}
 }
@@ -555,11 +617,11 @@ func (q *PGQueue) Close() error {
 	}
 	q.closed = true
 	close(q.enq)
-	toks := make([]string, 0, len(q.tokens))
-	for _, tok := range q.tokens {
-		toks = append(toks, tok)
+	toks := make([]string, 0, len(q.claims))
+	for _, c := range q.claims {
+		toks = append(toks, c.tok)
 	}
-	q.tokens = map[string]string{}
+	q.claims = map[string]*claimState{}
 	q.mu.Unlock()
 	q.enqWG.Wait()
 	close(q.stop)

@@ -1,4 +1,4 @@
-package webhook
+package queue
 
 import (
 	"context"
@@ -107,7 +107,7 @@ func (g *groupCommit[T]) lead(background bool) {
 			// rather than let a handler's recovery swallow it.
 			// The stack of the fault is taken here: the new goroutine's
 			// own would not show it.
-			msg := fmt.Sprintf("webhook group commit: %v\n\n%s", p, debug.Stack())
+			msg := fmt.Sprintf("queue: group commit: %v\n\n%s", p, debug.Stack())
 			go func() { panic(msg) }()
 			select {}
 		}
