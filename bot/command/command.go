@@ -7,9 +7,14 @@
 package command
 
 import (
+	"sort"
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/yuin/goldmark"
+	"github.com/yuin/goldmark/ast"
+	gmtext "github.com/yuin/goldmark/text"
 )
 
 // DefaultTrigger is the word that starts a command unless configured otherwise.
@@ -109,9 +114,11 @@ type Result struct {
 // Parse finds the first command in a comment body. trigger is the command
 // word ("" means DefaultTrigger); it is matched case-insensitively and must
 // start a line (after optional whitespace) and be followed by whitespace or
-// the end of the line. Lines inside fenced code blocks (``` or ~~~), lines
-// that start inside a code span, and quoted lines (">") never hold a
-// command. Only the first command of a comment counts.
+// the end of the line. The body is read as Markdown, the way GitHub renders
+// it (goldmark, CommonMark): a trigger in a code block (fenced or indented),
+// in a code span, in a block quote (lazy continuation lines included) or in
+// an HTML comment never holds a command. Only the first command of a
+// comment counts.
 func Parse(body, trigger string) Result {
 	if trigger == "" {
 		trigger = DefaultTrigger
@@ -119,151 +126,184 @@ func Parse(body, trigger string) Result {
 	if strings.TrimSpace(body) == "" {
 		return Result{Kind: Ignore, Reason: string(EmptyInput)}
 	}
-	lines := splitLines(body)
-	class := classify(lines)
+	d := read(body)
 	ignored := NoTrigger
-	for i, raw := range lines {
-		line := strings.TrimLeftFunc(raw, unicode.IsSpace)
-		switch class[i] {
-		case inFence, inSpan:
-			if startsWithTrigger(strings.TrimLeft(line, "`"), trigger) {
+	for i := range d.lines {
+		l := d.lines[i]
+		switch {
+		case l.kind == codeLine:
+			if startsWithTrigger(strings.TrimLeft(d.text(l.start), "`~ \t"), trigger) {
 				ignored = InCode
 			}
 			continue
-		case fenceLine, blank:
+		case l.kind != textLine:
 			continue
 		}
-		if strings.HasPrefix(line, ">") {
-			if startsWithTrigger(strings.TrimLeft(line, "> \t"), trigger) {
+		at := d.text(l.start)
+		if d.inSpan(l.start) || strings.HasPrefix(at, "`") {
+			if startsWithTrigger(strings.TrimLeft(at, "`"), trigger) {
+				ignored = InCode
+			}
+			continue
+		}
+		if l.quoted {
+			if startsWithTrigger(at, trigger) {
 				ignored = InQuote
 			}
 			continue
 		}
-		if strings.HasPrefix(line, "`") {
-			if startsWithTrigger(strings.TrimLeft(line, "`"), trigger) {
-				ignored = InCode
-			}
+		// A trigger after a list marker or other text does not start
+		// the line.
+		if !l.first || !startsWithTrigger(at, trigger) {
 			continue
 		}
-		if !startsWithTrigger(line, trigger) {
-			continue
-		}
-		rest := strings.TrimSpace(line[len(trigger):])
-		// A free-text prompt continues over the rest of its paragraph.
+		rest := strings.TrimSpace(at[len(trigger):])
+		// A free-text prompt continues over the next lines up to a blank
+		// line, a code block, a quote or another command; a list that
+		// follows the trigger line is part of the request.
 		var more []string
-		for j := i + 1; j < len(lines) && (class[j] == text || class[j] == inSpan); j++ {
-			next := strings.TrimSpace(lines[j])
-			if class[j] == text && (strings.HasPrefix(next, ">") || startsWithTrigger(next, trigger)) {
+		for _, next := range d.lines[i+1:] {
+			if next.kind != textLine || next.quoted || (!d.inSpan(next.start) && startsWithTrigger(d.text(next.start), trigger)) {
 				break
 			}
-			more = append(more, next)
+			more = append(more, strings.TrimSpace(d.line(next.start)))
 		}
 		return parseCommand(rest, more, i+1, trigger)
 	}
 	return Result{Kind: Ignore, Reason: string(ignored)}
 }
 
-// lineClass is what a line is, as far as finding commands goes.
-type lineClass uint8
+// doc is a comment body read as Markdown: what each line is, as far as
+// finding commands goes.
+type doc struct {
+	src   []byte // the body with \r\n and \r turned into \n
+	ends  []int  // offset of each line's \n (or len(src))
+	lines []lineInfo
+	spans [][2]int // code spans' contents, [start, stop)
+}
+
+type lineKind uint8
 
 const (
-	text      lineClass = iota
-	blank               // empty or only whitespace: ends a paragraph
-	fenceLine           // opens or closes a fenced code block
-	inFence             // inside a fenced code block
-	inSpan              // starts inside a code span that began on an earlier line
+	otherLine lineKind = iota // blank, a fence, a rule, HTML ...
+	textLine                  // a line of a paragraph or heading
+	codeLine                  // inside a code block
 )
 
-// classify marks fenced blocks, then finds code spans that cross lines:
-// CommonMark lets a span run over the lines of one paragraph, and an
-// opening backtick run with no closing run of the same length is literal.
-func classify(lines []string) []lineClass {
-	class := make([]lineClass, len(lines))
-	var fence string
-	for i, raw := range lines {
-		line := strings.TrimLeftFunc(raw, unicode.IsSpace)
-		switch {
-		case fence != "":
-			if closesFence(line, fence) {
-				fence = ""
-				class[i] = fenceLine
-			} else {
-				class[i] = inFence
-			}
-		case openingFence(line) != "":
-			fence = openingFence(line)
-			class[i] = fenceLine
-		case line == "":
-			class[i] = blank
-		}
-	}
-	for i := 0; i < len(lines); {
-		if class[i] != text {
-			i++
-			continue
-		}
-		j := i
-		for j < len(lines) && class[j] == text {
-			j++
-		}
-		markSpans(lines[i:j], class[i:j])
-		i = j
-	}
-	return class
+type lineInfo struct {
+	kind lineKind
+	// start is the offset of the line's text in its block (after
+	// indentation, list markers and quote markers).
+	start int
+	// first: only whitespace precedes start on the source line.
+	first bool
+	// quoted: the block is inside a block quote.
+	quoted bool
 }
 
-// markSpans marks the lines of one paragraph that start inside a code span.
-func markSpans(lines []string, class []lineClass) {
-	if len(lines) < 2 {
-		return
+func read(body string) *doc {
+	body = strings.ReplaceAll(body, "\r\n", "\n")
+	body = strings.ReplaceAll(body, "\r", "\n")
+	d := &doc{src: []byte(body)}
+	for i, c := range d.src {
+		if c == '\n' {
+			d.ends = append(d.ends, i)
+		}
 	}
-	para := strings.Join(lines, "\n")
-	starts := make([]int, len(lines)) // offset of each line in para
-	off := 0
-	for k, l := range lines {
-		starts[k] = off
-		off += len(l) + 1
-	}
-	for pos := 0; pos < len(para); {
-		open := strings.IndexByte(para[pos:], '`')
-		if open < 0 {
-			return
+	d.ends = append(d.ends, len(d.src))
+	d.lines = make([]lineInfo, len(d.ends))
+	root := goldmark.DefaultParser().Parse(gmtext.NewReader(d.src))
+	_ = ast.Walk(root, func(n ast.Node, entering bool) (ast.WalkStatus, error) {
+		if !entering {
+			return ast.WalkContinue, nil
 		}
-		open += pos
-		n := runLen(para, open)
-		closeAt := -1
-		for p := open + n; p < len(para); {
-			q := strings.IndexByte(para[p:], '`')
-			if q < 0 {
-				break
+		switch n := n.(type) {
+		case *ast.FencedCodeBlock, *ast.CodeBlock:
+			d.mark(n.Lines(), codeLine, false)
+			return ast.WalkSkipChildren, nil
+		case *ast.HTMLBlock:
+			// An HTML comment is not shown; other HTML blocks show
+			// their text, so a line of them may hold a command.
+			if n.HTMLBlockType != ast.HTMLBlockType2 {
+				d.mark(n.Lines(), textLine, quoted(n))
 			}
-			q += p
-			m := runLen(para, q)
-			if m == n {
-				closeAt = q
-				break
+			return ast.WalkSkipChildren, nil
+		case *ast.CodeSpan:
+			start, stop := -1, -1
+			for c := n.FirstChild(); c != nil; c = c.NextSibling() {
+				if t, ok := c.(*ast.Text); ok {
+					if start < 0 {
+						start = t.Segment.Start
+					}
+					stop = t.Segment.Stop
+				}
 			}
-			p = q + m
-		}
-		if closeAt < 0 {
-			pos = open + n // unmatched: literal backticks
-			continue
-		}
-		for k := range lines {
-			if starts[k] > open && starts[k] <= closeAt {
-				class[k] = inSpan
+			if start >= 0 {
+				d.spans = append(d.spans, [2]int{start, stop})
 			}
+			return ast.WalkSkipChildren, nil
 		}
-		pos = closeAt + n
+		if n.Type() == ast.TypeBlock && (n.Kind() == ast.KindParagraph || n.Kind() == ast.KindTextBlock || n.Kind() == ast.KindHeading) {
+			d.mark(n.Lines(), textLine, quoted(n))
+		}
+		return ast.WalkContinue, nil
+	})
+	return d
+}
+
+// mark records the lines of one block.
+func (d *doc) mark(segs *gmtext.Segments, kind lineKind, quoted bool) {
+	for k := 0; k < segs.Len(); k++ {
+		start := segs.At(k).Start
+		i := d.lineOf(start)
+		if d.lines[i].kind != otherLine {
+			continue // the first block that claims a line keeps it
+		}
+		d.lines[i] = lineInfo{kind: kind, start: start, quoted: quoted,
+			first: strings.TrimSpace(string(d.src[d.lineStart(i):start])) == ""}
 	}
 }
 
-func runLen(s string, i int) int {
-	n := 0
-	for i+n < len(s) && s[i+n] == '`' {
-		n++
+// lineOf is the index of the line holding offset off.
+func (d *doc) lineOf(off int) int {
+	return sort.SearchInts(d.ends, off)
+}
+
+func (d *doc) lineStart(i int) int {
+	if i == 0 {
+		return 0
 	}
-	return n
+	return d.ends[i-1] + 1
+}
+
+// line is the whole source line holding offset off.
+func (d *doc) line(off int) string {
+	i := d.lineOf(off)
+	return string(d.src[d.lineStart(i):d.ends[i]])
+}
+
+// text is the rest of the line from offset off.
+func (d *doc) text(off int) string {
+	return string(d.src[off:d.ends[d.lineOf(off)]])
+}
+
+// inSpan reports whether off is inside a code span's content.
+func (d *doc) inSpan(off int) bool {
+	for _, s := range d.spans {
+		if off >= s[0] && off < s[1] {
+			return true
+		}
+	}
+	return false
+}
+
+func quoted(n ast.Node) bool {
+	for p := n.Parent(); p != nil; p = p.Parent() {
+		if p.Kind() == ast.KindBlockquote {
+			return true
+		}
+	}
+	return false
 }
 
 // parseCommand interprets the text after the trigger.
@@ -376,43 +416,4 @@ func startsWithTrigger(line, trigger string) bool {
 	}
 	r, _ := utf8.DecodeRuneInString(line[len(trigger):])
 	return unicode.IsSpace(r)
-}
-
-// openingFence returns the fence (``` or ~~~ run, at least three) that
-// line opens, or "".
-func openingFence(line string) string {
-	if len(line) < 3 || (line[0] != '`' && line[0] != '~') {
-		return ""
-	}
-	c := line[0]
-	n := 0
-	for n < len(line) && line[n] == c {
-		n++
-	}
-	if n < 3 {
-		return ""
-	}
-	// A backtick fence's info string may not contain a backtick (CommonMark).
-	if c == '`' && strings.Contains(line[n:], "`") {
-		return ""
-	}
-	return line[:n]
-}
-
-// closesFence reports whether line closes a block opened by fence: the same
-// character, at least as many, and nothing but whitespace after.
-func closesFence(line, fence string) bool {
-	c := fence[0]
-	n := 0
-	for n < len(line) && line[n] == c {
-		n++
-	}
-	return n >= len(fence) && strings.TrimSpace(line[n:]) == ""
-}
-
-// splitLines splits on \n, \r\n and lone \r.
-func splitLines(s string) []string {
-	s = strings.ReplaceAll(s, "\r\n", "\n")
-	s = strings.ReplaceAll(s, "\r", "\n")
-	return strings.Split(s, "\n")
 }

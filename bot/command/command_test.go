@@ -27,7 +27,11 @@ func TestParse(t *testing.T) {
 		{"run trims", "/agent    fix auth.ts   ", "", run("fix auth.ts", 1)},
 		{"tab after trigger", "/agent\tfix auth.ts", "", run("fix auth.ts", 1)},
 		{"leading spaces", "   /agent fix it", "", run("fix it", 1)},
-		{"leading tab", "\t/agent fix it", "", run("fix it", 1)},
+		// A tab (or four spaces) before the first line makes it an
+		// indented code block, as GitHub shows it.
+		{"leading tab is code", "\t/agent fix it", "", ignore(InCode)},
+		{"four spaces are code", "    /agent fix it", "", ignore(InCode)},
+		{"indented line in a paragraph", "thanks\n    /agent fix it", "", run("fix it", 2)},
 		{"upper-case trigger", "/AGENT fix it", "", run("fix it", 1)},
 		{"mixed-case trigger", "/Agent status", "", cmd(Status, 1)},
 		{"upper-case subcommand", "/agent STATUS", "", cmd(Status, 1)},
@@ -85,7 +89,18 @@ func TestParse(t *testing.T) {
 		{"quoted reply", "> /agent fix it\n\nI agree", "", ignore(InQuote)},
 		{"nested quote", ">> /agent fix it", "", ignore(InQuote)},
 		{"indented quote", "  > /agent status", "", ignore(InQuote)},
-		{"quote then command", "> /agent fix it\n/agent status", "", cmd(Status, 2)},
+		// A line right after a quote continues it (lazy continuation):
+		// GitHub shows it inside the quote.
+		{"lazy quote continuation", "> /agent fix it\n/agent status", "", ignore(InQuote)},
+		{"quote, blank line, command", "> /agent fix it\n\n/agent status", "", cmd(Status, 3)},
+		{"quote in a list", "- > /agent fix it", "", ignore(InQuote)},
+		{"list item is not a line start", "- /agent fix it", "", ignore(NoTrigger)},
+		{"list item continuation", "- item\n  /agent fix it", "", run("fix it", 2)},
+		{"html comment", "<!--\n/agent fix it\n-->", "", ignore(NoTrigger)},
+		{"details block shows its text", "<details>\n/agent status\n</details>", "", cmd(Status, 2)},
+		{"indented code after blank line", "text\n\n    /agent fix it", "", ignore(InCode)},
+		{"fence inside a quote", "> ```\n> /agent fix it\n> ```", "", ignore(InCode)},
+		{"code span opened by a longer run", "``a\n/agent fix ` it``", "", ignore(InCode)},
 		{"prompt stops at quote", "/agent fix it\n> old text", "", run("fix it", 1)},
 		{"unicode prompt", "/agent corrige l’accentuation de « café » 🚀", "", run("corrige l’accentuation de « café » 🚀", 1)},
 		{"unicode space after trigger", "/agent\u00a0status", "", cmd(Status, 1)},
