@@ -246,4 +246,3 @@ func seed(b *testing.B, st store.Store, n int) {
 		b.Fatal(err)
 	}
 }
-

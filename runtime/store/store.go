@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/agentos/agentos/runtime/event"
 )
@@ -102,3 +103,40 @@ func Follow(ctx context.Context, s Store, sessionID string, afterSeq int64, fn f
 		}
 	}
 }
+
+// ErrUnavailable matches every *UnavailableError.
+var ErrUnavailable = errors.New("store unavailable")
+
+// UnavailableError says an append could not reach the database within
+// the store's retry bound (a network blip or restart that outlasted it).
+// Appends are retried with backoff inside the bound and are idempotent by
+// (session, seq, hash), so a retried append that had in fact committed is
+// reported as committed, never written twice; this error is returned only
+// once the bound has passed.
+//
+// InDoubt says an attempt reached the database and its outcome is
+// unknown: the events may be in the log. A caller must not append after
+// them on its own idea of the tip: it should stop (a run pauses), and
+// read the session again once the store answers, which tells whether the
+// events are there.
+type UnavailableError struct {
+	Op        string // "append", "import"
+	SessionID string
+	Attempts  int
+	Elapsed   time.Duration
+	InDoubt   bool
+	Err       error // the last attempt's error
+}
+
+func (e *UnavailableError) Error() string {
+	doubt := ""
+	if e.InDoubt {
+		doubt = " (an attempt may have committed: read the session before appending again)"
+	}
+	return fmt.Sprintf("%s to session %s: the store was unreachable for %s (%d attempts)%s: %v", e.Op, e.SessionID, e.Elapsed.Round(time.Millisecond), e.Attempts, doubt, e.Err)
+}
+
+// Is makes errors.Is(err, ErrUnavailable) true.
+func (e *UnavailableError) Is(target error) bool { return target == ErrUnavailable }
+
+func (e *UnavailableError) Unwrap() error { return e.Err }

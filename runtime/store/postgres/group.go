@@ -40,6 +40,10 @@ type groupReq struct {
 	out      []event.Event
 	err      error
 	done     chan struct{}
+	// doubt holds the versions of this append sent in a transaction
+	// whose outcome is unknown (retry.go).
+	doubt [][]event.Event
+	bo    *backoff
 }
 
 // committer commits batches from s.reqs until it is closed.
@@ -68,25 +72,118 @@ func (s *Store) committer() {
 
 func (s *Store) commitBatch(batch []*groupReq) {
 	ctx := context.Background()
-	err := s.commitOnce(ctx, batch)
-	if err == nil {
-		return
-	}
-	if isUniqueViolation(err) && len(batch) > 1 {
-		// Cannot happen while every writer locks heads; retry alone so
-		// that one bad append does not fail the others.
-		for _, r := range batch {
-			r.out, r.err = nil, nil
-			s.commitBatch([]*groupReq{r})
-		}
-		return
-	}
 	for _, r := range batch {
-		if r.err == nil {
-			r.out = nil
-			r.err = fmt.Errorf("postgres: append to %s: %w", r.sid, err)
+		if r.bo == nil {
+			r.bo = s.newBackoff()
 		}
 	}
+	for {
+		err := s.commitOnce(ctx, batch)
+		if err == nil {
+			s.settleConflicts(ctx, batch)
+			return
+		}
+		if isUniqueViolation(err) && len(batch) > 1 {
+			// Cannot happen while every writer locks heads (except after a
+			// blip, a late commit of our own); retry alone so that one bad
+			// append does not fail the others.
+			for _, r := range batch {
+				r.out, r.err = nil, nil
+				s.commitBatch([]*groupReq{r})
+			}
+			return
+		}
+		if !transient(err) && !(isUniqueViolation(err) && len(batch[0].doubt) > 0) {
+			for _, r := range batch {
+				if r.err == nil {
+					r.out = nil
+					r.err = fmt.Errorf("postgres: append to %s: %w", r.sid, err)
+				}
+			}
+			return
+		}
+		// The database could not be reached, or a late commit of ours
+		// won the seq: every append sealed in this transaction is in
+		// doubt until the database says whether it is stored.
+		for _, r := range batch {
+			if r.out != nil {
+				r.doubt = append(r.doubt, r.out)
+			}
+			r.out, r.err = nil, nil
+		}
+		if batch = s.settle(ctx, batch, err); len(batch) == 0 {
+			return
+		}
+	}
+}
+
+// settle waits out the blip for a failed batch: it backs off, then asks
+// which appends in doubt are stored (they succeeded) until the database
+// answers or an append's bound passes (it fails, unavailable). It returns
+// the appends to try again.
+func (s *Store) settle(ctx context.Context, batch []*groupReq, cause error) []*groupReq {
+	for {
+		var again []*groupReq
+		for _, r := range batch {
+			if !r.bo.wait(ctx) {
+				r.out, r.err = nil, r.bo.unavailable(r.op(), r.sid, len(r.doubt) > 0, cause)
+				continue
+			}
+			again = append(again, r)
+		}
+		batch = again
+		if len(batch) == 0 {
+			return nil
+		}
+		var next []*groupReq
+		down := false
+		for _, r := range batch {
+			if len(r.doubt) == 0 || down {
+				next = append(next, r)
+				continue
+			}
+			i, err := s.committed(ctx, r.sid, r.doubt)
+			switch {
+			case transient(err):
+				cause, down = err, true
+				next = append(next, r)
+			case err != nil:
+				r.out, r.err = nil, fmt.Errorf("postgres: append to %s: %w", r.sid, err)
+			case i >= 0:
+				r.out, r.err = r.doubt[i], nil
+				last := r.out[len(r.out)-1]
+				s.setHint(r.sid, event.Tip{Seq: last.Seq, Hash: last.Hash})
+			default:
+				next = append(next, r)
+			}
+		}
+		if !down {
+			return next
+		}
+		batch = next
+	}
+}
+
+// settleConflicts turns the conflict of an append in doubt into its
+// success when the version in doubt is the one stored: its first try
+// committed after all, late.
+func (s *Store) settleConflicts(ctx context.Context, batch []*groupReq) {
+	for _, r := range batch {
+		var ce *store.ConflictError
+		if len(r.doubt) == 0 || !errors.As(r.err, &ce) && !errors.Is(r.err, store.ErrChain) {
+			continue
+		}
+		if i, err := s.committed(ctx, r.sid, r.doubt); err == nil && i >= 0 {
+			r.out, r.err = r.doubt[i], nil
+		}
+	}
+}
+
+func (r *groupReq) op() string {
+	if r.imported != nil {
+		return "import"
+	}
+	return "append"
 }
 
 type headRow struct {
@@ -167,7 +264,11 @@ func (s *Store) commitOnce(ctx context.Context, batch []*groupReq) error {
 				r.err = &store.ConflictError{SessionID: r.sid, Expected: r.expected, Actual: h.tip.Seq}
 				continue
 			}
-			evs = s.sealer.Chain(h.tip, r.prepared)
+			if n := len(r.doubt); n > 0 && r.doubt[n-1][0].Seq == h.tip.Seq+1 && r.doubt[n-1][0].PrevHash == h.tip.Hash {
+				evs = r.doubt[n-1] // the same events again (retry.go)
+			} else {
+				evs = s.sealer.Chain(h.tip, r.prepared)
+			}
 		}
 		for i := range evs {
 			evSID = append(evSID, r.sid)

@@ -100,6 +100,10 @@ type Options struct {
 	// 2-core machine): 1 → 16k events/s, 2 → 18.5k, 4 → 9k (smaller
 	// batches contending for the same head rows).
 	Committers int
+	// RetryFor bounds how long an append is retried while the database
+	// cannot be reached (default DefaultRetryFor; negative: not retried).
+	// After it the append fails with *store.UnavailableError (retry.go).
+	RetryFor time.Duration
 }
 
 // Store is the PostgreSQL event store.
@@ -135,6 +139,9 @@ func Open(ctx context.Context, pool *pgxpool.Pool, sealer *event.Sealer, opts Op
 	}
 	if opts.Committers <= 0 {
 		opts.Committers = 2
+	}
+	if opts.RetryFor == 0 {
+		opts.RetryFor = DefaultRetryFor
 	}
 	s := &Store{pool: pool, sealer: sealer, opts: opts, hints: map[string]event.Tip{}, stop: make(chan struct{}), done: make(chan struct{})}
 	if !opts.NoGroupCommit {
@@ -255,19 +262,57 @@ func (s *Store) Append(ctx context.Context, sessionID string, expectedSeq int64,
 		s.Notify(sessionID)
 		return store.Finish(r.out, perr)
 	}
+	bo := s.newBackoff()
+	var doubt [][]event.Event // versions sent whose outcome is unknown
 	for attempt := 0; ; attempt++ {
+		if len(doubt) > 0 {
+			i, err := s.committed(ctx, sessionID, doubt)
+			if transient(err) && bo.wait(ctx) {
+				continue
+			}
+			if err != nil {
+				return nil, bo.unavailable("append", sessionID, true, err)
+			}
+			if i >= 0 {
+				evs := doubt[i]
+				last := evs[len(evs)-1]
+				s.setHint(sessionID, event.Tip{Seq: last.Seq, Hash: last.Hash})
+				s.Notify(sessionID)
+				return store.Finish(evs, perr)
+			}
+		}
 		tip, ok := s.hint(sessionID)
 		if !ok || (tip.Seq != expectedSeq && perr == nil) || attempt > 0 {
 			var err error
 			if tip, err = s.head(ctx, sessionID); err != nil {
+				if transient(err) && bo.wait(ctx) {
+					continue
+				}
+				if transient(err) {
+					return nil, bo.unavailable("append", sessionID, len(doubt) > 0, err)
+				}
 				return nil, err
 			}
 		}
 		if tip.Seq != expectedSeq && perr == nil {
 			return nil, &store.ConflictError{SessionID: sessionID, Expected: expectedSeq, Actual: tip.Seq}
 		}
-		evs := s.sealer.Chain(tip, ps)
+		var evs []event.Event
+		if n := len(doubt); n > 0 && doubt[n-1][0].Seq == tip.Seq+1 && doubt[n-1][0].PrevHash == tip.Hash {
+			// The same events again: should the first try's commit land
+			// late, this one is a unique violation, resolved above.
+			evs = doubt[n-1]
+		} else {
+			evs = s.sealer.Chain(tip, ps)
+		}
 		err := s.insert(ctx, sessionID, tip.Seq, evs)
+		if transient(err) {
+			doubt = append(doubt, evs)
+			if bo.wait(ctx) {
+				continue
+			}
+			return nil, bo.unavailable("append", sessionID, true, err)
+		}
 		if err == nil {
 			last := evs[len(evs)-1]
 			s.setHint(sessionID, event.Tip{Seq: last.Seq, Hash: last.Hash})
@@ -277,9 +322,10 @@ func (s *Store) Append(ctx context.Context, sessionID string, expectedSeq int64,
 		if !isUniqueViolation(err) {
 			return nil, fmt.Errorf("postgres: append to %s: %w", sessionID, err)
 		}
-		// Lost the race for tip.Seq+1. A schema.violation goes on the
-		// new tip; anything else is the caller's conflict.
-		if perr != nil && attempt < 10 {
+		// Lost the race for tip.Seq+1 (perhaps to a late commit of our
+		// own, which the check at the top finds). A schema.violation goes
+		// on the new tip; anything else is the caller's conflict.
+		if (perr != nil || len(doubt) > 0) && attempt < 10 {
 			continue
 		}
 		actual, herr := s.head(ctx, sessionID)
