@@ -52,8 +52,24 @@ func (s *state) invokeSkill(ctx context.Context, sk *skills.Skill, by, scopeKind
 		p["scope"] = scopeKind
 	}
 	defaultTools := scopeKind == "default" || scopeKind == "default_tools"
-	if defaultTools && len(s.e.DefaultScopeExtra) > 0 && s.e.Limits.Allow == nil {
-		p["scope_extra"] = s.e.DefaultScopeExtra
+	// The mounted MCP servers' tools join a scope of the default tools or
+	// of a built-in skill, which cannot name them; a repository skill's
+	// allowed-tools name exactly what it gets, and the servers it leaves
+	// out are recorded (docs/claude-code.md).
+	extra := s.e.DefaultScopeExtra
+	if s.e.Limits.Allow != nil {
+		extra = nil
+	}
+	if len(extra) > 0 && (defaultTools || sk.TakesMounted()) {
+		p["scope_extra"] = extra
+	} else if out := skills.Unnamed(sk.AllowedTools, extra); len(out) > 0 {
+		p["mcp_excluded"] = out
+	}
+	// A skill the Planner loads by description replaces the built-in
+	// default scope loaded at intake, which only stood for "no skill": the
+	// Worker gets the skill's tools, not the default ones besides.
+	if by == "planner" && len(s.skills) == 1 && s.skills[0].Name == skills.DefaultName {
+		p["replaces"] = skills.DefaultName
 	}
 	// The engine's limits (the Action's allowed_tools / disallowed_tools):
 	// an allowed list takes the place of the default tools and their MCP
@@ -65,14 +81,31 @@ func (s *state) invokeSkill(ctx context.Context, sk *skills.Skill, by, scopeKind
 		c.AllowedTools, c.ToolEntries = lim.Allow, nil
 		sk = &c
 	}
-	loaded := append(append([]*skills.Skill(nil), s.skills...), sk)
-	defaultScoped := s.defaultScoped || defaultTools
-	allowed := scope(loaded)
-	if defaultScoped && lim.Allow == nil {
-		allowed = append(allowed, s.e.DefaultScopeExtra...)
+	// What the scope is made of is read back from the skill.invoke (the
+	// recorded one when re-executing), so that a log keeps the scope it
+	// was run with.
+	compose := func(payload []byte) (loaded []*skills.Skill, extraScoped bool, allowed []string) {
+		loaded = append(append([]*skills.Skill(nil), s.skills...), sk)
+		extraScoped = s.defaultScoped || event.Field(payload, "scope_extra") != nil
+		if event.FieldString(payload, "replaces") == skills.DefaultName && len(s.skills) == 1 {
+			loaded = []*skills.Skill{sk}
+			extraScoped = event.Field(payload, "scope_extra") != nil
+		}
+		allowed = scope(loaded)
+		if extraScoped && lim.Allow == nil {
+			allowed = append(allowed, s.e.DefaultScopeExtra...)
+		}
+		if !lim.Empty() {
+			allowed = lim.Narrow(allowed)
+		}
+		return loaded, extraScoped, allowed
 	}
+	planned, err := json.Marshal(p)
+	if err != nil {
+		return err
+	}
+	loaded, _, allowed := compose(planned)
 	if !lim.Empty() {
-		allowed = lim.Narrow(allowed)
 		p["tool_limits"] = lim.record()
 		p["limited_scope"] = allowed
 	}
@@ -97,7 +130,20 @@ func (s *state) invokeSkill(ctx context.Context, sk *skills.Skill, by, scopeKind
 	if err := lim.sameAsRecorded(ev); err != nil {
 		return err
 	}
-	s.skills, s.defaultScoped, s.allowed, s.skillRules = loaded, defaultScoped, allowed, rules
+	loaded, extraScoped, allowed := compose(ev.Payload)
+	if rules, err = toolrule.ForScope(scopeEntries(loaded)); err != nil {
+		return fmt.Errorf("skill %s: %w", sk.Name, err)
+	}
+	if rules.Empty() {
+		rules = nil
+	}
+	if len(loaded) == 1 && len(s.skills) == 1 {
+		// The default scope was replaced: its invocation ends here.
+		if _, err := s.f.emit(ctx, event.SkillComplete, "runtime", map[string]any{"skill": s.skills[0].Name, "ok": true, "reason": "replaced by skill " + sk.Name}, ""); err != nil {
+			return err
+		}
+	}
+	s.skills, s.defaultScoped, s.allowed, s.skillRules = loaded, extraScoped, allowed, rules
 	d, err := s.f.hook(ctx, s.e.Hooks, hooks.Input{Event: hooks.SkillStart, SessionID: s.f.j.SessionID(), Cwd: s.in.Cwd, Skill: sk.Name})
 	if err != nil {
 		return err

@@ -194,10 +194,10 @@ func TestSkillArgumentRulesReachTheKernel(t *testing.T) {
 		tools string
 		rules string // the recorded tool_rules; "" = none
 	}{
-		// The default skill, loaded at intake, adds its bare repository
-		// tools (Read, Edit allow every path); process.run comes only
-		// with the chosen skill's rule.
-		{"echo Bash(git diff:*)", `["Read","Edit","Bash(git diff:*)"]`},
+		// The chosen skill replaces the default skill loaded at intake:
+		// only its own rule binds the Worker (no bare Read, Edit from
+		// the default tools).
+		{"echo Bash(git diff:*)", `["Bash(git diff:*)"]`},
 		{"echo", ""},
 	} {
 		plan := `{"steps":[{"id":"s1","description":"echo the notes"}],"risks":[],"needs_advisor":false,"skills":["diff-notes"],"schema_version":"v1"}`
@@ -230,7 +230,7 @@ func TestSkillArgumentRulesReachTheKernel(t *testing.T) {
 			t.Fatalf("%s: no call reached the kernel", c.tools)
 		}
 		for _, call := range calls {
-			if got := call.SkillRules; (c.rules == "") != got.Empty() || (got != nil && strings.Join(got.AllowRaw, ",") != "Read,Edit,Bash(git diff:*)") {
+			if got := call.SkillRules; (c.rules == "") != got.Empty() || (got != nil && strings.Join(got.AllowRaw, ",") != "Bash(git diff:*)") {
 				t.Errorf("%s: call %s carries skill rules %v", c.tools, call.Name, got)
 			}
 		}
