@@ -240,6 +240,9 @@ type enqueueReq struct {
 	done chan struct{}
 }
 
+// enqueueTimeout bounds one group insert.
+const enqueueTimeout = 5 * time.Second
+
 // enqueueCommitters is how many group inserts may be in flight at once.
 const enqueueCommitters = 2
 
@@ -317,7 +320,11 @@ func isDeadlock(err error) bool {
 // whose ID or payload key is stored already (or comes earlier in the
 // batch) is not inserted.
 func (q *PGQueue) insertRows(ids, events, actions, keys []string, bodies [][]byte, ats []time.Time, inserted map[string]bool) error {
-	rows, err := q.pool.Query(context.Background(), `
+	// Bounded: a database that does not answer must not hold the handler
+	// past GitHub's 10 s (a Spool then keeps the delivery).
+	ctx, cancel := context.WithTimeout(context.Background(), enqueueTimeout)
+	defer cancel()
+	rows, err := q.pool.Query(ctx, `
 WITH ins AS (
 	INSERT INTO agentos_deliveries (id, event, action, payload_key, body, received_at, due)
 	SELECT u.id, u.event, u.action, NULLIF(u.key, ''), u.body, u.at, u.at

@@ -1,8 +1,9 @@
 // Package webhook owns the intake of GitHub webhooks: it verifies the
 // signature on the raw body, reads only the routing fields, stores the
-// delivery durably in a queue (LogQueue, an append-only group-committed
-// log, for one process; PGQueue, a PostgreSQL table shared by replicas)
-// and answers 202; a
+// delivery durably in a queue (bot/queue: LogQueue, an append-only
+// group-committed log, for one process; PGQueue, a PostgreSQL table shared
+// by replicas; in front of either a Spool, which keeps deliveries on local
+// disk while the queue's store is down) and answers 202; a
 // Processor later claims each delivery, decodes it fully (go-github),
 // drops the bot's own events, normalises the rest into one Trigger and
 // hands it to a Dispatcher. Processing is at-least-once: a delivery
@@ -21,8 +22,9 @@
 //	200 {"duplicate":true} delivery ID already stored (also across restarts),
 //	    or the same payload under another delivery ID: a replay (PayloadKey)
 //	202 {"accepted":true} stored durably
-//	503 the queue could not store it (GitHub marks the delivery failed, and
-//	    it can be redelivered)
+//	503 the queue could not store it, nor its spool (GitHub marks the
+//	    delivery failed; the reconciler, Reconciler, asks GitHub to
+//	    redeliver it)
 //
 // Events and actions: the ones the dispatcher's route table takes
 // (Config.Events and Processor.Events, from dispatch.Events); any other
