@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentos/agentos/bot/dispatch"
 	"github.com/agentos/agentos/bot/internal/fakegithub"
+	"github.com/agentos/agentos/bot/review"
 	"github.com/agentos/agentos/runtime/demo"
 	"github.com/agentos/agentos/runtime/workflow"
 	"github.com/agentos/agentos/schemas"
@@ -14,29 +14,29 @@ import (
 
 // gateReviewer plays the review cycle's personas with one planted finding
 // and gates it with the shipped confidence-gating policy.
-type gateReviewer struct{ inputs []dispatch.ReviewInput }
+type gateReviewer struct{ inputs []review.Input }
 
-func (g *gateReviewer) Review(ctx context.Context, in dispatch.ReviewInput) (dispatch.ReviewOutput, error) {
+func (g *gateReviewer) Review(ctx context.Context, in review.Input) (review.Output, error) {
 	g.inputs = append(g.inputs, in)
 	reg, err := workflow.Load(schemas.MustDefault(), workflow.Builtin())
 	if err != nil {
-		return dispatch.ReviewOutput{}, err
+		return review.Output{}, err
 	}
 	pol, err := reg.Policy("confidence-gating")
 	if err != nil {
-		return dispatch.ReviewOutput{}, err
+		return review.Output{}, err
 	}
 	f := workflow.Finding{ID: "f1", Reviewer: "security", Severity: "P0", Confidence: 100, Rule: "sql-injection", Title: "Query built from input", Path: "db.go", Line: 2}
-	return dispatch.ReviewOutput{Findings: []workflow.Finding{f}, Verdict: "done",
-		Decisions: []dispatch.FindingDecision{{FindingID: f.ID, Gate: pol.Decide(workflow.Activation{Finding: f, Mode: in.Mode})}}}, nil
+	return review.Output{Findings: []workflow.Finding{f}, Verdict: "done",
+		Decisions: []review.FindingDecision{{FindingID: f.ID, Gate: pol.Decide(workflow.Activation{Finding: f, Mode: in.Mode})}}}, nil
 }
 
-type allowTriager struct{ inputs []dispatch.TriageInput }
+type allowTriager struct{ inputs []review.TriageInput }
 
-func (a *allowTriager) Triage(ctx context.Context, in dispatch.TriageInput) (dispatch.TriageOutput, error) {
+func (a *allowTriager) Triage(ctx context.Context, in review.TriageInput) (review.TriageOutput, error) {
 	a.inputs = append(a.inputs, in)
 	ok := workflow.Outcome{PolicyID: "mode-dispatch", Decision: workflow.Allow}
-	return dispatch.TriageOutput{Labels: []string{"bug"}, Summary: "Saving crashes.", LabelDecision: ok, SummaryDecision: ok, Verdict: "done"}, nil
+	return review.TriageOutput{Labels: []string{"bug"}, Summary: "Saving crashes.", LabelDecision: ok, SummaryDecision: ok, Verdict: "done"}, nil
 }
 
 // pull_request opened runs the review cycle headless: one review with
@@ -59,7 +59,7 @@ func TestActionReviewsAnOpenedPullRequest(t *testing.T) {
 	if err != nil {
 		t.Fatalf("run: %v\n%s", err, a.log)
 	}
-	if len(rv.inputs) != 1 || rv.inputs[0].Mode != dispatch.ModeHeadless || rv.inputs[0].PR != pr {
+	if len(rv.inputs) != 1 || rv.inputs[0].Mode != review.ModeHeadless || rv.inputs[0].PR != pr {
 		t.Fatalf("review cycle inputs = %+v", rv.inputs)
 	}
 	reviews := a.fake.Reviews("octo/app", pr)
@@ -100,7 +100,7 @@ func TestActionAppModeRevokesItsToken(t *testing.T) {
 	if err != nil {
 		t.Fatalf("run: %v\n%s", err, a.log)
 	}
-	if len(tr.inputs) != 1 || tr.inputs[0].Mode != dispatch.ModeHeadless {
+	if len(tr.inputs) != 1 || tr.inputs[0].Mode != review.ModeHeadless {
 		t.Fatalf("triage inputs = %+v", tr.inputs)
 	}
 	got, _ := a.fake.Issue("octo/app", a.issue)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/agentos/agentos/bot/config"
 	"github.com/agentos/agentos/bot/dispatch"
+	"github.com/agentos/agentos/bot/review"
 	"github.com/agentos/agentos/bot/tracking"
 	"github.com/agentos/agentos/bot/webhook"
 	"github.com/agentos/agentos/runtime/event"
@@ -38,8 +39,8 @@ type Deps struct {
 	Sandbox string
 	// Reviewer and Triager, when set, replace the workflow plane's
 	// executor (dispatch.Plane) for the review and triage cycles.
-	Reviewer dispatch.Reviewer
-	Triager  dispatch.Triager
+	Reviewer review.Reviewer
+	Triager  review.Triager
 }
 
 // Run handles the event that started the workflow run: it answers
@@ -123,7 +124,7 @@ func Run(ctx context.Context, env Env, deps Deps, log io.Writer) (Outputs, error
 	// A re-run attempt (same GITHUB_RUN_ID, so the same delivery and
 	// session) continues what an earlier attempt began.
 	d.ResumeFromArtifact = true
-	d.Workflows.Mode, d.Workflows.Instructions = dispatch.ModeHeadless, env.Inputs.CustomInstructions
+	d.Workflows.Mode, d.Workflows.Instructions = review.ModeHeadless, env.Inputs.CustomInstructions
 	if deps.Reviewer != nil {
 		d.Workflows.Reviewer = deps.Reviewer
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/agentos/agentos/bot/internal/fakegithub"
 	"github.com/agentos/agentos/bot/internal/gittest"
 	goldenfile "github.com/agentos/agentos/bot/internal/golden"
+	"github.com/agentos/agentos/bot/review"
 	"github.com/agentos/agentos/runtime/demo"
 	"github.com/agentos/agentos/runtime/event"
 	"github.com/agentos/agentos/runtime/provider"
@@ -103,8 +104,8 @@ type actions struct {
 	// inputs are added to (or, empty, remove) the next runs' variables.
 	inputs map[string]string
 	// reviewer and triager are Deps.Reviewer and Deps.Triager.
-	reviewer dispatch.Reviewer
-	triager  dispatch.Triager
+	reviewer review.Reviewer
+	triager  review.Triager
 	// script, when set, replaces the demo's model responses.
 	script *scripted.Script
 }

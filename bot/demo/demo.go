@@ -306,11 +306,11 @@ func (w *world) play(ctx context.Context) (Report, error) {
 	// 1. The maintainer asks.
 	body := "/agent " + demo.Prompt
 	p.step("1. %s comments on issue #%d %q", Maintainer, w.issue, IssueTitle)
-	c, err := w.mona.CreateComment(ctx, Owner, Name, w.issue, body)
+	c, err := w.mona.CreateComment(ctx, github.Repo{Owner: Owner, Name: Name}, w.issue, body)
 	if err != nil {
 		return Report{}, fmt.Errorf("demo: the maintainer's comment: %w", err)
 	}
-	w.shown[fmt.Sprintf("comment %d", c.GetID())] = body
+	w.shown[fmt.Sprintf("comment %d", c)] = body
 	p.markdown(fmt.Sprintf("comment by %s on issue #%d", Maintainer, w.issue), body)
 	res, err := w.deliver(ctx) // GitHub's issue_comment webhook
 	if err != nil {
@@ -323,7 +323,7 @@ func (w *world) play(ctx context.Context) (Report, error) {
 
 	// 2. What the bot did: reaction, tracking comment, draft PR, approval review.
 	p.step("2. %s starts session %s and pauses for approval", BotLogin, res.SessionID)
-	w.showReactions(p, c.GetID())
+	w.showReactions(p, c)
 	w.showComments(p, w.issue, "issue", "while paused")
 	pr, _ := w.fake.PR(Repo, res.PR)
 	if !pr.Draft {

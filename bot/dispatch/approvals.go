@@ -9,6 +9,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/agentos/agentos/bot/github"
 	"strings"
 
 	"github.com/agentos/agentos/bot/auth"
@@ -25,7 +26,7 @@ type answer struct {
 	reason   string
 }
 
-func (d *Dispatcher) answer(ctx context.Context, repo Repo, t webhook.Trigger, a answer) (Result, error) {
+func (d *Dispatcher) answer(ctx context.Context, repo github.Repo, t webhook.Trigger, a answer) (Result, error) {
 	sid, pr, err := d.sessionFor(ctx, repo, t)
 	if err != nil {
 		return Result{}, err
@@ -39,7 +40,7 @@ func (d *Dispatcher) answer(ctx context.Context, repo Repo, t webhook.Trigger, a
 
 // answerSession answers approvals of session sid (pr is the session's pull
 // request when the trigger came from it).
-func (d *Dispatcher) answerSession(ctx context.Context, repo Repo, t webhook.Trigger, sid string, pr *PullRequest, a answer) (Result, error) {
+func (d *Dispatcher) answerSession(ctx context.Context, repo github.Repo, t webhook.Trigger, sid string, pr *github.PullRequest, a answer) (Result, error) {
 	evs, l, unlock, err := d.openSession(ctx, repo, t, sid)
 	if err != nil {
 		return Result{SessionID: sid}, err
@@ -133,7 +134,7 @@ func (d *Dispatcher) answerSession(ctx context.Context, repo Repo, t webhook.Tri
 // on: the link records it; a link without it (the log on the session
 // branch, or written before it did) is completed from GitHub's record,
 // the request review's commit.
-func (d *Dispatcher) requestedOn(ctx context.Context, repo Repo, pr *PullRequest, l link, sid string) (string, error) {
+func (d *Dispatcher) requestedOn(ctx context.Context, repo github.Repo, pr *github.PullRequest, l link, sid string) (string, error) {
 	if pr == nil {
 		return "", nil
 	}
@@ -145,7 +146,7 @@ func (d *Dispatcher) requestedOn(ctx context.Context, repo Repo, pr *PullRequest
 
 // resume reopens the session's worktree and continues its run; pr is the
 // session's pull request when known.
-func (d *Dispatcher) resume(ctx context.Context, repo Repo, sid string, l link, head string, before replay.Usage, pr *PullRequest) (Result, error) {
+func (d *Dispatcher) resume(ctx context.Context, repo github.Repo, sid string, l link, head string, before replay.Usage, pr *github.PullRequest) (Result, error) {
 	wt, err := d.Git.Reopen(ctx, repo, l.Branch, head)
 	if err != nil {
 		return Result{SessionID: sid}, err
@@ -209,14 +210,14 @@ func pick(pending []replay.Approval, requested []string, a answer) (ids []string
 // it approves every pending action of the latest request, and the run
 // resumes (answer → answerSession → resume). A review from someone who
 // may not approve is recorded in the session's log and ignored.
-func (d *Dispatcher) onApproveReview(ctx context.Context, repo Repo, t webhook.Trigger) (Result, error) {
+func (d *Dispatcher) onApproveReview(ctx context.Context, repo github.Repo, t webhook.Trigger) (Result, error) {
 	return d.reviewAnswer(ctx, repo, t, auth.ActionApprove, answer{decision: "approve", all: true})
 }
 
 // onChangesRequested handles a Request-changes review on a session's pull
 // request: it denies the pending actions, with the review's text as the
 // reason the agent is given.
-func (d *Dispatcher) onChangesRequested(ctx context.Context, repo Repo, t webhook.Trigger) (Result, error) {
+func (d *Dispatcher) onChangesRequested(ctx context.Context, repo github.Repo, t webhook.Trigger) (Result, error) {
 	reason := strings.TrimSpace(t.Body)
 	if reason == "" {
 		reason = "changes requested without a comment"
@@ -227,7 +228,7 @@ func (d *Dispatcher) onChangesRequested(ctx context.Context, repo Repo, t webhoo
 // reviewAnswer answers the session of the review's pull request when the
 // reviewer may (need); a refusal gets no reply: it is recorded in the
 // session's log.
-func (d *Dispatcher) reviewAnswer(ctx context.Context, repo Repo, t webhook.Trigger, need auth.Action, a answer) (Result, error) {
+func (d *Dispatcher) reviewAnswer(ctx context.Context, repo github.Repo, t webhook.Trigger, need auth.Action, a answer) (Result, error) {
 	sid, _, err := d.sessionFor(ctx, repo, t)
 	if err != nil || sid == "" {
 		return Result{Outcome: "ignored", Reason: "not a session pull request"}, err

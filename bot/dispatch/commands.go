@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/agentos/agentos/bot/github"
 	"strings"
 
 	"github.com/agentos/agentos/bot/tracking"
@@ -31,7 +32,7 @@ func forkRefusal(author, headRepo string) string {
 
 // startRun begins a session for `/agent <prompt>`. On the bot's own PR it
 // starts a follow-up run of that PR's session instead.
-func (d *Dispatcher) startRun(ctx context.Context, repo Repo, t webhook.Trigger, prompt string) (Result, error) {
+func (d *Dispatcher) startRun(ctx context.Context, repo github.Repo, t webhook.Trigger, prompt string) (Result, error) {
 	if d.Preflight != nil {
 		if err := d.Preflight(ctx); err != nil {
 			d.log().Error("run not started: preflight failed", "repo", repo.FullName(), "number", t.Number, "author", t.Author, "delivery", t.DeliveryID, "permanent", errors.Is(err, webhook.ErrPermanent), "err", err)
@@ -163,7 +164,7 @@ func (d *Dispatcher) triggerSession(t webhook.Trigger) string {
 
 // trackingComment finds the bot's tracking comment of session sid on an
 // issue, 0 if there is none.
-func (d *Dispatcher) trackingComment(ctx context.Context, repo Repo, number int, sid string) (int64, error) {
+func (d *Dispatcher) trackingComment(ctx context.Context, repo github.Repo, number int, sid string) (int64, error) {
 	cs, err := d.GitHub.ListComments(ctx, repo, number)
 	if err != nil {
 		return 0, err
@@ -183,7 +184,7 @@ func (d *Dispatcher) trackingComment(ctx context.Context, repo Repo, number int,
 // publication is completed, each step looking before it creates
 // (recoverSession). cur is the link this attempt computed (the earlier
 // one may have died before saving its own), base where the branch starts.
-func (d *Dispatcher) redelivered(ctx context.Context, repo Repo, sid string, evs []event.Event, cur link, base Base) (Result, error) {
+func (d *Dispatcher) redelivered(ctx context.Context, repo github.Repo, sid string, evs []event.Event, cur link, base Base) (Result, error) {
 	l, ok := loadLink(evs)
 	if !ok {
 		l = cur
@@ -193,7 +194,7 @@ func (d *Dispatcher) redelivered(ctx context.Context, repo Repo, sid string, evs
 
 // followUp starts another run of an existing session (a new request on the
 // bot's own PR, pr).
-func (d *Dispatcher) followUp(ctx context.Context, repo Repo, t webhook.Trigger, sid, prompt string, pr *PullRequest) (Result, error) {
+func (d *Dispatcher) followUp(ctx context.Context, repo github.Repo, t webhook.Trigger, sid, prompt string, pr *github.PullRequest) (Result, error) {
 	evs, l, unlock, err := d.openSession(ctx, repo, t, sid)
 	if err != nil {
 		return Result{SessionID: sid}, err
@@ -231,7 +232,7 @@ func (d *Dispatcher) followUp(ctx context.Context, repo Repo, t webhook.Trigger,
 }
 
 // failEarly reports a session that could not start on its tracking comment.
-func (d *Dispatcher) failEarly(ctx context.Context, repo Repo, l link, cause error) error {
+func (d *Dispatcher) failEarly(ctx context.Context, repo github.Repo, l link, cause error) error {
 	if l.TrackingComment != 0 {
 		body := fmt.Sprintf("**agentos** could not start: %s\n\nNothing was changed.", cause.Error())
 		if _, sid, ok := worktree.SessionIDInBranch(l.Branch); ok {
@@ -247,7 +248,7 @@ func (d *Dispatcher) failEarly(ctx context.Context, repo Repo, l link, cause err
 
 // cancel ends the paused session of the trigger's issue or pull request,
 // on behalf of the trigger's author.
-func (d *Dispatcher) cancel(ctx context.Context, repo Repo, t webhook.Trigger, reason string) (Result, error) {
+func (d *Dispatcher) cancel(ctx context.Context, repo github.Repo, t webhook.Trigger, reason string) (Result, error) {
 	by := t.Author
 	sid, _, err := d.sessionFor(ctx, repo, t)
 	if err != nil {
@@ -296,7 +297,7 @@ func (d *Dispatcher) cancel(ctx context.Context, repo Repo, t webhook.Trigger, r
 	return res, nil
 }
 
-func (d *Dispatcher) status(ctx context.Context, repo Repo, t webhook.Trigger) (Result, error) {
+func (d *Dispatcher) status(ctx context.Context, repo github.Repo, t webhook.Trigger) (Result, error) {
 	sid, _, err := d.sessionFor(ctx, repo, t)
 	if err != nil {
 		return Result{}, err
@@ -319,7 +320,7 @@ func (d *Dispatcher) status(ctx context.Context, repo Repo, t webhook.Trigger) (
 }
 
 // help answers `/agent help` with the help rendered from the route table.
-func (d *Dispatcher) help(ctx context.Context, repo Repo, t webhook.Trigger) (Result, error) {
+func (d *Dispatcher) help(ctx context.Context, repo github.Repo, t webhook.Trigger) (Result, error) {
 	_, err := d.GitHub.CreateComment(ctx, repo, t.Number, HelpText(d.trigger()))
 	return Result{Outcome: "help"}, err
 }

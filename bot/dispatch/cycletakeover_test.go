@@ -8,9 +8,9 @@ import (
 	"testing"
 
 	"github.com/agentos/agentos/bot/dispatch"
-	"github.com/agentos/agentos/bot/github"
 	"github.com/agentos/agentos/bot/internal/fakegithub"
 	"github.com/agentos/agentos/bot/internal/gittest"
+	"github.com/agentos/agentos/bot/review"
 	"github.com/agentos/agentos/bot/webhook"
 	"github.com/agentos/agentos/runtime/event"
 	"github.com/agentos/agentos/runtime/provider/scripted"
@@ -29,12 +29,8 @@ func cycleWorld(t *testing.T, script string) *world {
 	}
 	w.script = s
 	w.onStart = func() {
-		gh, err := github.New(github.Config{BaseURL: w.apiURL, Token: botTok})
-		if err != nil {
-			t.Fatal(err)
-		}
 		plane := &dispatch.Plane{D: w.d}
-		w.d.Workflows = &dispatch.Workflows{Reviewer: plane, Triager: plane, GitHub: dispatch.API{Client: gh}}
+		w.d.Workflows = &dispatch.Workflows{Reviewer: plane, Triager: plane}
 	}
 	w.start(t.TempDir())
 	return w
@@ -169,7 +165,7 @@ func TestReviewTakenOverAfterDeathMidFanOut(t *testing.T) {
 				t.Errorf("%d comments posted, want none", got)
 			}
 			reviews := w.fake.Reviews(repoName, pr)
-			if len(reviews) != 1 || !strings.Contains(reviews[0].Body, dispatch.ReviewMarker(res.SessionID)) {
+			if len(reviews) != 1 || !strings.Contains(reviews[0].Body, review.Marker(res.SessionID)) {
 				t.Fatalf("reviews %+v, want one with the session's marker", reviews)
 			}
 			injection := 0
@@ -233,7 +229,7 @@ func TestTriageTakenOverAfterDeathMidPersona(t *testing.T) {
 			}
 			summaries := 0
 			for _, c := range w.fake.Comments(repoName, w.issue) {
-				if strings.Contains(c.Body, dispatch.TriageMarker(res.SessionID)) {
+				if strings.Contains(c.Body, review.TriageMarker(res.SessionID)) {
 					summaries++
 				}
 			}

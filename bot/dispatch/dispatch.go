@@ -13,6 +13,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/agentos/agentos/bot/github"
+	"github.com/agentos/agentos/bot/tracking"
 	"log/slog"
 	"strings"
 	"time"
@@ -158,7 +160,7 @@ func (d *Dispatcher) Dispatch(ctx context.Context, t webhook.Trigger) error {
 // so that an operator sees every run's fate without debug logs: the
 // session, repository, issue and pull request, and for a run that did not
 // complete its error class and terminal reason.
-func (d *Dispatcher) logOutcome(repo Repo, l link, res Result, snap replay.Snapshot) {
+func (d *Dispatcher) logOutcome(repo github.Repo, l link, res Result, snap replay.Snapshot) {
 	status := res.Status
 	msg := "run " + status
 	switch {
@@ -224,10 +226,10 @@ func (d *Dispatcher) dispatch(ctx context.Context, t webhook.Trigger) (Result, e
 			return d.unrouted(t, reason), nil
 		}
 	}
-	var repo Repo
+	var repo github.Repo
 	if t.Kind != webhook.KindInstallation { // an account's installation has no repository
 		var ok bool
-		if repo, ok = ParseRepo(t.Repo); !ok {
+		if repo, ok = github.ParseRepo(t.Repo); !ok {
 			return Result{Outcome: "ignored", Reason: "no repository"}, nil
 		}
 		d.remember(repo, t.InstallationID)
@@ -239,7 +241,7 @@ func (d *Dispatcher) dispatch(ctx context.Context, t webhook.Trigger) (Result, e
 		case command.Ignore:
 			return Result{Outcome: "ignored", Reason: p.Reason}, nil
 		case command.Invalid:
-			body := fmt.Sprintf("@%s %s\n\nUsage: `%s`", t.Author, p.Reason, p.Usage)
+			body := tracking.Fit(fmt.Sprintf("@%s %s\n\nUsage: `%s`", t.Author, p.Reason, p.Usage))
 			_, err := d.GitHub.CreateComment(ctx, repo, t.Number, body)
 			return Result{Outcome: "replied", Reason: p.Reason}, err
 		case command.Help:
@@ -272,7 +274,7 @@ func (d *Dispatcher) unrouted(t webhook.Trigger, reason string) Result {
 
 // authorize checks the author; a refusal gets one polite comment when
 // reply is set.
-func (d *Dispatcher) authorize(ctx context.Context, repo Repo, t webhook.Trigger, action auth.Action, reply bool) (Result, bool, error) {
+func (d *Dispatcher) authorize(ctx context.Context, repo github.Repo, t webhook.Trigger, action auth.Action, reply bool) (Result, bool, error) {
 	dec := d.Auth.Authorize(ctx, auth.Request{Owner: repo.Owner, Repo: repo.Name, Login: t.Author, UserType: t.AuthorType, Action: action})
 	if dec.Allowed {
 		return Result{}, false, nil

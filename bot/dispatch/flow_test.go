@@ -240,7 +240,7 @@ func (w *liveWorld) request(title string) dispatch.Result {
 	ctx := context.Background()
 	issue := w.fake.AddIssue(repoName, fakegithub.Issue{Title: title, Body: "auth.go is broken", User: "alice"})
 	w.asHuman(func() error {
-		_, err := w.alice.CreateComment(ctx, "octo", "app", issue, "/agent "+demo.Prompt)
+		_, err := w.alice.CreateComment(ctx, github.Repo{Owner: "octo", Name: "app"}, issue, "/agent "+demo.Prompt)
 		return err
 	})
 	got := w.deliver()
@@ -486,7 +486,7 @@ func TestWebhooksEndToEnd(t *testing.T) {
 	}
 	w.bot.Dispatcher.Result = func(r dispatch.Result) { w.mu.Lock(); w.results = append(w.results, r); w.mu.Unlock() }
 	issue := w.fake.AddIssue(repoName, fakegithub.Issue{Title: "token check", User: "alice"})
-	if _, err := w.alice.CreateComment(context.Background(), "octo", "app", issue, "/agent "+demo.Prompt); err != nil {
+	if _, err := w.alice.CreateComment(context.Background(), github.Repo{Owner: "octo", Name: "app"}, issue, "/agent "+demo.Prompt); err != nil {
 		t.Fatal(err)
 	}
 	var first dispatch.Result

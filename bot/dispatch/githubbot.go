@@ -104,7 +104,7 @@ func NewGitHubBot(cfg config.Config, st store.Store, engines Engines, log *slog.
 	*d = Dispatcher{
 		Trigger:   cfg.TriggerWord,
 		BotLogin:  cfg.BotLogin,
-		GitHub:    API{Client: client},
+		GitHub:    client,
 		Git:       Worktrees{M: wm, Branch: cfg.ArtifactBranch, OnSessionBranch: cfg.LogOnSessionBranch, Prefix: cfg.BranchPrefix},
 		Runs:      run.NewManager(st),
 		Engines:   engines,
@@ -121,7 +121,7 @@ func NewGitHubBot(cfg config.Config, st store.Store, engines Engines, log *slog.
 	plane := &Plane{D: d}
 	// A review's safe_auto findings become one fix proposal that waits
 	// for approval like any `/agent` request.
-	d.Workflows = &Workflows{Reviewer: plane, Triager: plane, GitHub: API{Client: client}, ProposeFixes: true}
+	d.Workflows = &Workflows{Reviewer: plane, Triager: plane, ProposeFixes: true}
 	return &GitHubBot{Client: client, Dispatcher: d, cfg: cfg, log: log}, nil
 }
 

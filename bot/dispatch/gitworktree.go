@@ -35,7 +35,7 @@ func (w Worktrees) prefix() string {
 	return w.Prefix
 }
 
-func wtRepo(r Repo) worktree.Repo { return worktree.Repo{Owner: r.Owner, Name: r.Name} }
+func wtRepo(r github.Repo) worktree.Repo { return worktree.Repo{Owner: r.Owner, Name: r.Name} }
 
 // numberAndID splits a session branch <prefix><number>-<id> into the
 // number the worktree manager names it by and the session id. Any prefix
@@ -53,7 +53,7 @@ func numberAndID(branch string) (int, string, error) {
 }
 
 // Start implements Git.
-func (w Worktrees) Start(ctx context.Context, repo Repo, branch string, base Base) (Worktree, error) {
+func (w Worktrees) Start(ctx context.Context, repo github.Repo, branch string, base Base) (Worktree, error) {
 	n, sid, err := numberAndID(branch)
 	if err != nil {
 		return nil, err
@@ -74,7 +74,7 @@ func (w Worktrees) Start(ctx context.Context, repo Repo, branch string, base Bas
 }
 
 // Reopen implements Git.
-func (w Worktrees) Reopen(ctx context.Context, repo Repo, branch, head string) (Worktree, error) {
+func (w Worktrees) Reopen(ctx context.Context, repo github.Repo, branch, head string) (Worktree, error) {
 	n, sid, err := numberAndID(branch)
 	if err != nil {
 		return nil, err
@@ -100,7 +100,7 @@ func (w Worktrees) Reopen(ctx context.Context, repo Repo, branch, head string) (
 }
 
 // CommitArtifact implements Git.
-func (w Worktrees) CommitArtifact(ctx context.Context, repo Repo, sessionID string, wt Worktree, events, snapshot []byte) (string, error) {
+func (w Worktrees) CommitArtifact(ctx context.Context, repo github.Repo, sessionID string, wt Worktree, events, snapshot []byte) (string, error) {
 	a := worktree.Artifact{Repo: wtRepo(repo), SessionID: sessionID, Events: events, Snapshot: snapshot}
 	if !w.OnSessionBranch {
 		return w.M.CommitArtifact(ctx, a)
@@ -124,7 +124,7 @@ func (w Worktrees) CommitArtifact(ctx context.Context, repo Repo, sessionID stri
 }
 
 // LoadArtifact implements Git.
-func (w Worktrees) LoadArtifact(ctx context.Context, repo Repo, sessionID string) ([]byte, error) {
+func (w Worktrees) LoadArtifact(ctx context.Context, repo github.Repo, sessionID string) ([]byte, error) {
 	if !w.OnSessionBranch {
 		return w.M.LoadArtifact(ctx, wtRepo(repo), sessionID)
 	}
@@ -219,7 +219,7 @@ func (t *sessionTree) logSeq() (int64, bool) {
 func (t *sessionTree) Close() error { return t.s.Close() }
 
 // SessionBranches implements Git.
-func (w Worktrees) SessionBranches(ctx context.Context, repo Repo, number int) ([]string, error) {
+func (w Worktrees) SessionBranches(ctx context.Context, repo github.Repo, number int) ([]string, error) {
 	return w.M.RemoteBranches(ctx, wtRepo(repo), fmt.Sprintf("%s%d-", w.prefix(), number))
 }
 

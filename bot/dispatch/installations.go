@@ -4,6 +4,7 @@ package dispatch
 // kept in step with installation events and session links.
 
 import (
+	"github.com/agentos/agentos/bot/github"
 	"github.com/agentos/agentos/bot/webhook"
 )
 
@@ -15,7 +16,7 @@ type Installations interface {
 }
 
 // remember tells Installations that id serves repo.
-func (d *Dispatcher) remember(repo Repo, id int64) {
+func (d *Dispatcher) remember(repo github.Repo, id int64) {
 	if d.Installations != nil && id > 0 {
 		d.Installations.RememberInstallation(repo.Owner, repo.Name, id)
 	}
@@ -37,7 +38,7 @@ func (d *Dispatcher) installationChanged(t webhook.Trigger) Result {
 		d.Installations.ForgetInstallation(t.InstallationID)
 	case "created", "added":
 		for _, full := range t.Repositories {
-			if r, ok := ParseRepo(full); ok {
+			if r, ok := github.ParseRepo(full); ok {
 				d.remember(r, t.InstallationID)
 			}
 		}
@@ -49,7 +50,7 @@ func (d *Dispatcher) installationChanged(t webhook.Trigger) Result {
 // installation wins and is recorded in the link; without one, the link's
 // is remembered (a later trigger without installation.id, or another
 // process).
-func (d *Dispatcher) adopt(repo Repo, t webhook.Trigger, l *link) {
+func (d *Dispatcher) adopt(repo github.Repo, t webhook.Trigger, l *link) {
 	switch {
 	case t.InstallationID > 0:
 		l.Installation = t.InstallationID

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/agentos/agentos/bot/github"
+	"github.com/agentos/agentos/bot/review"
 	"strings"
 
 	"github.com/agentos/agentos/runtime/replay"
@@ -28,8 +30,8 @@ type Plane struct {
 }
 
 var (
-	_ Reviewer = (*Plane)(nil)
-	_ Triager  = (*Plane)(nil)
+	_ review.Reviewer = (*Plane)(nil)
+	_ review.Triager  = (*Plane)(nil)
 )
 
 // errCyclePaused is returned when a review or triage cycle stops for an
@@ -39,7 +41,7 @@ var errCyclePaused = errors.New("the cycle paused for an approval; review and tr
 
 // execute runs cycle id in a fresh worktree at base and returns its
 // result and the session's usage.
-func (p *Plane) execute(ctx context.Context, repo Repo, number int, base Base, untrusted bool, req cycle.Request) (cycle.Result, replay.Usage, error) {
+func (p *Plane) execute(ctx context.Context, repo github.Repo, number int, base Base, untrusted bool, req cycle.Request) (cycle.Result, replay.Usage, error) {
 	d := p.D
 	wt, err := d.Git.Start(ctx, repo, p.D.branchPrefix()+req.SessionID, base)
 	if err != nil {
@@ -77,7 +79,7 @@ func (p *Plane) execute(ctx context.Context, repo Repo, number int, base Base, u
 // running run whose worktree the log cannot rebuild (a command ran in it)
 // is started again instead; Manager.Start closes the earlier run with its
 // report_missing report. The caller holds the session's lease.
-func (p *Plane) run(ctx context.Context, repo Repo, x *cycle.Executor, req cycle.Request) (cycle.Result, error) {
+func (p *Plane) run(ctx context.Context, repo github.Repo, x *cycle.Executor, req cycle.Request) (cycle.Result, error) {
 	d := p.D
 	sid := req.SessionID
 	if _, err := d.Runs.CloseEnded(ctx, sid); err != nil {
@@ -148,97 +150,45 @@ func (d *Dispatcher) engine(ctx context.Context, r EngineRequest) (*run.Engine, 
 // fixRequest is the run request of an `/agent` request: the fix cycle,
 // in the mode the bot runs cycles in.
 func (d *Dispatcher) fixRequest(x *cycle.Executor, req cycle.Request) (run.StartRequest, error) {
-	req.Cycle, req.Mode = "fix", ModeInteractive
-	if d.Workflows != nil {
-		req.Mode = d.Workflows.mode()
-	}
+	req.Cycle, req.Mode = "fix", d.cycleMode()
 	return x.StartRequest(req)
 }
 
 // Review implements Reviewer: the review cycle over the pull request's
 // diff.
-func (p *Plane) Review(ctx context.Context, in ReviewInput) (ReviewOutput, error) {
-	repo, ok := ParseRepo(in.Repo)
+func (p *Plane) Review(ctx context.Context, in review.Input) (review.Output, error) {
+	repo, ok := github.ParseRepo(in.Repo)
 	if !ok {
-		return ReviewOutput{}, fmt.Errorf("review: repository %q", in.Repo)
+		return review.Output{}, fmt.Errorf("review: repository %q", in.Repo)
+	}
+	// A fork's head is fetched from the base repository, never from the
+	// fork.
+	base := Base{Ref: in.HeadRef, SHA: in.HeadSHA}
+	if in.Untrusted {
+		base = Base{PullNumber: in.PR, SHA: in.HeadSHA}
 	}
 	prompt := fmt.Sprintf("Review pull request #%d of %s at %s.", in.PR, in.Repo, short(in.HeadSHA))
 	if in.Instructions != "" {
 		prompt += "\n\nThe maintainers' instructions:\n" + in.Instructions
 	}
-	res, usage, err := p.execute(ctx, repo, in.PR, in.Base, in.Untrusted, cycle.Request{SessionID: in.SessionID, Cycle: "review", Prompt: prompt, Mode: in.Mode,
+	res, usage, err := p.execute(ctx, repo, in.PR, base, in.Untrusted, cycle.Request{SessionID: in.SessionID, Cycle: "review", Prompt: prompt, Mode: in.Mode,
 		Inputs:  map[string]string{"diff": in.Diff},
 		Trigger: map[string]any{"repo": in.Repo, "number": in.PR, "kind": "review", "head_sha": in.HeadSHA}})
 	if err != nil {
-		return ReviewOutput{}, err
+		return review.Output{}, err
 	}
-	return reviewOutput(res, usage), nil
-}
-
-// reviewOutput turns the cycle's per-finding gates into the review's
-// decisions. The cycle's mode-dispatch decision (Delivery) bounds them:
-// allow posts as the gates say, advisory puts every surviving finding in
-// the body, anything else (deny, none) holds every finding back.
-func reviewOutput(res cycle.Result, usage replay.Usage) ReviewOutput {
-	out := ReviewOutput{Verdict: string(res.Verdict), Usage: usage}
-	// A cycle that loops reports a persona once per pass: the last
-	// report is the one its findings (or their absence) come from.
-	at := map[string]int{}
-	for _, p := range res.Personas {
-		c := PersonaCoverage{Persona: p.Persona, Status: p.Status, Reason: p.Reason}
-		if i, ok := at[p.Persona]; ok {
-			out.Personas[i] = c
-			continue
-		}
-		at[p.Persona] = len(out.Personas)
-		out.Personas = append(out.Personas, c)
-	}
-	if a := res.Aggregate; a != nil {
-		out.Aggregate, out.Coverage = a.Verdict, a.Coverage
-	}
-	for _, dc := range res.Decisions {
-		f := dc.Finding
-		// Fan-in merged findings by fingerprint: the fingerprint, not a
-		// persona's own id, names the merged one.
-		f.ID = dc.Fingerprint
-		if f.Body == "" {
-			f.Body = dc.Body // a result recorded before findings carried their body
-		}
-		out.Findings = append(out.Findings, f)
-		gate := workflow.Outcome{PolicyID: dc.Policy, Reason: strings.TrimPrefix(dc.Reason, dc.Policy+": ")}
-		switch dc.Gate {
-		case cycle.GatePosted:
-			gate.Decision = workflow.Allow
-		case cycle.GateBodyOnly:
-			gate.Decision = workflow.Advisory
-		default:
-			gate.Decision = workflow.Deny
-		}
-		switch res.Delivery {
-		case workflow.Allow:
-		case workflow.Advisory:
-			if gate.Decision == workflow.Allow {
-				gate = workflow.Outcome{PolicyID: "mode-dispatch", Decision: workflow.Advisory, Reason: "report only: " + res.Mode}
-			}
-		default:
-			if gate.Decision != workflow.Deny {
-				gate = workflow.Outcome{PolicyID: "mode-dispatch", Decision: workflow.Deny, Reason: "the cycle's mode delivers nothing"}
-			}
-		}
-		out.Decisions = append(out.Decisions, FindingDecision{FindingID: f.ID, Gate: gate, Route: workflow.Outcome{Decision: dc.Route}})
-	}
-	return out
+	return review.FromCycle(res, usage), nil
 }
 
 // Triage implements Triager: the triage cycle over the issue.
-func (p *Plane) Triage(ctx context.Context, in TriageInput) (TriageOutput, error) {
-	repo, ok := ParseRepo(in.Repo)
+func (p *Plane) Triage(ctx context.Context, in review.TriageInput) (review.TriageOutput, error) {
+	repo, ok := github.ParseRepo(in.Repo)
 	if !ok {
-		return TriageOutput{}, fmt.Errorf("triage: repository %q", in.Repo)
+		return review.TriageOutput{}, fmt.Errorf("triage: repository %q", in.Repo)
 	}
 	def, err := p.D.GitHub.DefaultBranch(ctx, repo)
 	if err != nil {
-		return TriageOutput{}, err
+		return review.TriageOutput{}, err
 	}
 	var issue strings.Builder
 	fmt.Fprintf(&issue, "Title: %s\n", in.Title)
@@ -253,34 +203,7 @@ func (p *Plane) Triage(ctx context.Context, in TriageInput) (TriageOutput, error
 		Inputs:  map[string]string{"issue": issue.String()},
 		Trigger: map[string]any{"repo": in.Repo, "number": in.Issue, "kind": "triage"}})
 	if err != nil {
-		return TriageOutput{}, err
+		return review.TriageOutput{}, err
 	}
-	return triageOutput(res, usage), nil
-}
-
-// triageOutput reads the triager's proposal (triage_proposal_v1, checked
-// by the cycle) and gates both halves with the cycle's delivery decision.
-func triageOutput(res cycle.Result, usage replay.Usage) TriageOutput {
-	out := TriageOutput{Verdict: string(res.Verdict), Usage: usage}
-	gate := workflow.Outcome{PolicyID: "mode-dispatch", Decision: res.Delivery, Reason: "the cycle's delivery decision"}
-	if res.Verdict != workflow.VerdictDone || gate.Decision == "" {
-		gate = workflow.Outcome{PolicyID: "triage", Decision: workflow.Deny, Reason: fmt.Sprintf("the cycle ended %q without a delivery decision", res.Verdict)}
-	}
-	out.LabelDecision, out.SummaryDecision = gate, gate
-	prop, _ := res.Outputs["triage-propose"]["triager"].(map[string]any)
-	if s, ok := prop["summary"].(string); ok {
-		out.Summary = s
-	}
-	if ls, ok := prop["labels"].([]any); ok {
-		for _, l := range ls {
-			if s, ok := l.(string); ok {
-				out.Labels = append(out.Labels, s)
-			}
-		}
-	}
-	if out.Summary == "" {
-		out.LabelDecision = workflow.Outcome{PolicyID: "triage", Decision: workflow.Deny, Reason: "no proposal"}
-		out.SummaryDecision = out.LabelDecision
-	}
-	return out
+	return review.TriageFromCycle(res, usage), nil
 }

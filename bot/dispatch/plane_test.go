@@ -5,9 +5,9 @@ import (
 	"testing"
 
 	"github.com/agentos/agentos/bot/dispatch"
-	"github.com/agentos/agentos/bot/github"
 	"github.com/agentos/agentos/bot/internal/fakegithub"
 	"github.com/agentos/agentos/bot/internal/gittest"
+	"github.com/agentos/agentos/bot/review"
 	"github.com/agentos/agentos/runtime/provider/scripted"
 	"github.com/agentos/agentos/runtime/replay"
 	"github.com/agentos/agentos/schemas"
@@ -58,12 +58,8 @@ func TestScenarioReviewThroughTheWorkflowPlane(t *testing.T) {
 	w.fake.SetRef(repoName, "heads/find-users", head)
 	pr := w.fake.AddPullRequest(repoName, fakegithub.PullRequest{Title: "Find users by name", User: "alice", Head: "find-users", HeadSHA: head, Base: "main",
 		Files: []fakegithub.PRFile{{Path: "db.go", Status: "added", Patch: "@@ -0,0 +1,8 @@\n" + prefixLines(planeDBGo, "+")}}})
-	gh, err := github.New(github.Config{BaseURL: w.apiURL, Token: botTok})
-	if err != nil {
-		t.Fatal(err)
-	}
 	plane := &dispatch.Plane{D: w.d}
-	w.d.Workflows = &dispatch.Workflows{Reviewer: plane, Triager: plane, GitHub: dispatch.API{Client: gh}}
+	w.d.Workflows = &dispatch.Workflows{Reviewer: plane, Triager: plane}
 
 	res := w.comment(pr, true, "alice", "/agent review")
 	if res.Outcome != "reviewed" || res.Status != "done" {
@@ -139,12 +135,8 @@ roles:
 	w.start(t.TempDir())
 	w.fake.AddLabel(repoName, fakegithub.Label{Name: "bug"})
 	w.fake.AddLabel(repoName, fakegithub.Label{Name: "Security"})
-	gh, err := github.New(github.Config{BaseURL: w.apiURL, Token: botTok})
-	if err != nil {
-		t.Fatal(err)
-	}
 	plane := &dispatch.Plane{D: w.d}
-	w.d.Workflows = &dispatch.Workflows{Reviewer: plane, Triager: plane, GitHub: dispatch.API{Client: gh}}
+	w.d.Workflows = &dispatch.Workflows{Reviewer: plane, Triager: plane}
 
 	res := w.comment(w.issue, false, "alice", "/agent triage")
 	if res.Outcome != "triaged" || res.Status != "done" {
@@ -156,7 +148,7 @@ roles:
 	}
 	var summary string
 	for _, c := range w.fake.Comments(repoName, w.issue) {
-		if strings.Contains(c.Body, dispatch.TriageMarker(res.SessionID)) {
+		if strings.Contains(c.Body, review.TriageMarker(res.SessionID)) {
 			summary = c.Body
 		}
 	}

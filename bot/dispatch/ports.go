@@ -2,76 +2,63 @@ package dispatch
 
 import (
 	"context"
-	"strings"
 
 	"github.com/agentos/agentos/bot/auth"
+	"github.com/agentos/agentos/bot/github"
+	"github.com/agentos/agentos/bot/review"
 	"github.com/agentos/agentos/runtime/replay"
 )
 
-// Repo names a repository.
-type Repo struct {
-	Owner, Name string
-}
+// The GitHub API the dispatcher uses, in the small interfaces of its
+// consumers. *github.Client satisfies each of them as it is; tests use
+// an in-memory fake.
 
-// FullName is owner/name.
-func (r Repo) FullName() string { return r.Owner + "/" + r.Name }
-
-// ParseRepo splits "owner/name".
-func ParseRepo(full string) (Repo, bool) {
-	owner, name, ok := strings.Cut(full, "/")
-	if !ok || owner == "" || name == "" || strings.Contains(name, "/") {
-		return Repo{}, false
-	}
-	return Repo{Owner: owner, Name: name}, true
-}
-
-// PullRequest is what the dispatcher needs to know of a pull request.
-type PullRequest struct {
-	Number   int
-	NodeID   string // for the GraphQL ready-for-review mutation
-	URL      string
-	HeadRef  string
-	HeadSHA  string
-	HeadRepo string // owner/name of the head repository (a fork differs from the base)
-	BaseRef  string
-	State    string // open | closed
-	Draft    bool
-}
-
-// Comment is an issue or pull request comment.
-type Comment struct {
-	ID         int64
-	User, Body string
-}
-
-// GitHub is the part of the GitHub API the dispatcher uses. *github.Client
-// satisfies it through a thin adapter in cmd; tests use the fake GitHub.
-type GitHub interface {
-	DefaultBranch(ctx context.Context, repo Repo) (string, error)
-	PullRequest(ctx context.Context, repo Repo, number int) (PullRequest, error)
-	CreateComment(ctx context.Context, repo Repo, number int, body string) (int64, error)
-	EditComment(ctx context.Context, repo Repo, commentID int64, body string) error
+// Comments posts and edits the conversation comments of issues and pull
+// requests: replies, and a session's tracking comment.
+type Comments interface {
+	CreateComment(ctx context.Context, repo github.Repo, number int, body string) (int64, error)
+	EditComment(ctx context.Context, repo github.Repo, commentID int64, body string) error
 	// ListComments lists an issue's or pull request's comments (all pages).
-	ListComments(ctx context.Context, repo Repo, number int) ([]Comment, error)
-	// CreateDraftPR opens a draft pull request from head into base.
-	CreateDraftPR(ctx context.Context, repo Repo, head, base, title, body string) (PullRequest, error)
-	EditPRBody(ctx context.Context, repo Repo, number int, body string) error
-	MarkReady(ctx context.Context, repo Repo, pr PullRequest) error
-	// CreateReview submits a review with event COMMENT (the bot cannot
-	// approve, and must not) on the given head commit.
-	CreateReview(ctx context.Context, repo Repo, number int, commitSHA, body string) (int64, error)
-	// ReviewCommit is the commit of the latest review by author whose body
-	// contains marker ("" when there is none): GitHub's own record of the
-	// head an approval request was made on.
-	ReviewCommit(ctx context.Context, repo Repo, number int, author, marker string) (string, error)
+	ListComments(ctx context.Context, repo github.Repo, number int) ([]github.Comment, error)
+}
+
+// PullRequests reads a repository and opens and updates a session's draft
+// pull request.
+type PullRequests interface {
+	DefaultBranch(ctx context.Context, repo github.Repo) (string, error)
+	PullRequest(ctx context.Context, repo github.Repo, number int) (github.PullRequest, error)
 	// PullRequestByHead finds the pull request (open or closed) whose head
 	// is the repository's branch; false when there is none. Recovery looks
 	// before it creates one.
-	PullRequestByHead(ctx context.Context, repo Repo, branch string) (PullRequest, bool, error)
+	PullRequestByHead(ctx context.Context, repo github.Repo, branch string) (github.PullRequest, bool, error)
+	CreateDraftPR(ctx context.Context, repo github.Repo, pr github.NewPR) (github.PullRequest, error)
+	EditPRBody(ctx context.Context, repo github.Repo, number int, body string) error
+	MarkReady(ctx context.Context, repo github.Repo, pr github.PullRequest) error
+}
+
+// Reviews asks for approvals with pull request reviews and finds them
+// again.
+type Reviews interface {
+	// CreateReview submits a review with event COMMENT (the bot cannot
+	// approve, and must not) on the given head commit.
+	CreateReview(ctx context.Context, repo github.Repo, number int, commitSHA, body string) (int64, error)
+	// ReviewCommit is the commit of the latest review by author whose body
+	// contains marker ("" when there is none): GitHub's own record of the
+	// head an approval request was made on.
+	ReviewCommit(ctx context.Context, repo github.Repo, number int, author, marker string) (string, error)
 	// HasReview reports whether author has a review on pull request
 	// number whose body contains every part (the session's review marker
 	// and the approval ids of one request).
-	HasReview(ctx context.Context, repo Repo, number int, author string, parts ...string) (bool, error)
+	HasReview(ctx context.Context, repo github.Repo, number int, author string, parts ...string) (bool, error)
+}
+
+// GitHub is all the dispatcher asks of GitHub: its own needs, and what
+// it hands bot/review.
+type GitHub interface {
+	Comments
+	PullRequests
+	Reviews
+	review.GitHub
 }
 
 // Authorizer decides whether a user may drive the bot on a repository
@@ -98,26 +85,26 @@ type Base struct {
 type Git interface {
 	// Start prepares a new worktree for the session on a new branch created
 	// at base.
-	Start(ctx context.Context, repo Repo, branch string, base Base) (Worktree, error)
+	Start(ctx context.Context, repo github.Repo, branch string, base Base) (Worktree, error)
 	// Reopen prepares the session branch as it is on the remote: the
 	// working tree holds the branch tip's content and HEAD is at head,
 	// which must be the tip or the tip's parent (the commit the pending
 	// approvals were computed against, before the bot's checkpoint commit).
-	Reopen(ctx context.Context, repo Repo, branch, head string) (Worktree, error)
+	Reopen(ctx context.Context, repo github.Repo, branch, head string) (Worktree, error)
 	// CommitArtifact commits the session's events.jsonl and snapshot.json
 	// — to the artifact branch, or under .agent/sessions/<id>/ on the
 	// session branch (then through wt when it is open) — and returns the
 	// commit.
-	CommitArtifact(ctx context.Context, repo Repo, sessionID string, wt Worktree, events, snapshot []byte) (string, error)
+	CommitArtifact(ctx context.Context, repo github.Repo, sessionID string, wt Worktree, events, snapshot []byte) (string, error)
 	// LoadArtifact reads a session's events.jsonl back from where
 	// CommitArtifact put it.
-	LoadArtifact(ctx context.Context, repo Repo, sessionID string) ([]byte, error)
+	LoadArtifact(ctx context.Context, repo github.Repo, sessionID string) ([]byte, error)
 	// ArtifactBranch names the branch the log is committed to, for links:
 	// the artifact branch, or "" when it goes on the session branch.
 	ArtifactBranch() string
 	// SessionBranches lists the remote's session branches of issue or
 	// pull request number (agent/<number>-<id>), as the remote has them now.
-	SessionBranches(ctx context.Context, repo Repo, number int) ([]string, error)
+	SessionBranches(ctx context.Context, repo github.Repo, number int) ([]string, error)
 }
 
 // Worktree is one session's checkout.

@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/agentos/agentos/bot/dispatch"
-	"github.com/agentos/agentos/bot/github"
 	"github.com/agentos/agentos/bot/internal/fakegithub"
 	"github.com/agentos/agentos/bot/internal/gittest"
 	"github.com/agentos/agentos/bot/webhook"
@@ -64,12 +63,8 @@ func proposalWorld(t *testing.T) (*world, int, string) {
 	w.fake.SetRef(repoName, "heads/find-users", head)
 	pr := w.fake.AddPullRequest(repoName, fakegithub.PullRequest{Title: "Find users by name", User: "alice", Head: "find-users", HeadSHA: head, Base: "main",
 		Files: []fakegithub.PRFile{{Path: "db.go", Status: "added", Patch: "@@ -0,0 +1,8 @@\n" + prefixLines(typoDBGo, "+")}}})
-	gh, err := github.New(github.Config{BaseURL: w.apiURL, Token: botTok})
-	if err != nil {
-		t.Fatal(err)
-	}
 	plane := &dispatch.Plane{D: w.d}
-	w.d.Workflows = &dispatch.Workflows{Reviewer: plane, Triager: plane, GitHub: dispatch.API{Client: gh}, ProposeFixes: true}
+	w.d.Workflows = &dispatch.Workflows{Reviewer: plane, Triager: plane, ProposeFixes: true}
 	return w, pr, head
 }
 

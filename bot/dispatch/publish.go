@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/agentos/agentos/bot/github"
 	"github.com/agentos/agentos/bot/tracking"
 	"strings"
 
@@ -32,7 +33,7 @@ import (
 // may have published in part: each step looks on GitHub before it
 // creates (the PR by its head branch, the approval review by its marker
 // and approval ids), so nothing is published twice.
-func (d *Dispatcher) publish(ctx context.Context, repo Repo, sid string, wt Worktree, l link, out run.Outcome, outcome string, before replay.Usage, known *PullRequest, again *recovery) (Result, error) {
+func (d *Dispatcher) publish(ctx context.Context, repo github.Repo, sid string, wt Worktree, l link, out run.Outcome, outcome string, before replay.Usage, known *github.PullRequest, again *recovery) (Result, error) {
 	res := Result{Outcome: outcome, SessionID: sid, Status: string(out.Status), Branch: l.Branch}
 	snap, lastSeq, evs, err := d.publishedState(ctx, sid)
 	if err != nil {
@@ -90,7 +91,7 @@ func (d *Dispatcher) publish(ctx context.Context, repo Repo, sid string, wt Work
 	}
 	created := false
 	if l.PR == 0 && (made || out.Status == run.StatusPaused || (again != nil && again.onRemote)) {
-		pr, err := d.GitHub.CreateDraftPR(ctx, repo, l.Branch, l.BaseRef, "agentos: "+oneLine(l.Prompt, 72), renderPRBody(l, snap, d.logRefURL(repo, sid, l), d.trigger()))
+		pr, err := d.GitHub.CreateDraftPR(ctx, repo, github.NewPR{Head: l.Branch, Base: l.BaseRef, Title: "agentos: " + oneLine(l.Prompt, 72), Body: renderPRBody(l, snap, d.logRefURL(repo, sid, l), d.trigger())})
 		if err != nil {
 			return res, err
 		}
@@ -108,7 +109,7 @@ func (d *Dispatcher) publish(ctx context.Context, repo Repo, sid string, wt Work
 		}
 	}
 	if out.Status == run.StatusCompleted && l.PR != 0 && !l.Ready {
-		pr := PullRequest{Number: l.PR, NodeID: l.PRNodeID, Draft: true}
+		pr := github.PullRequest{Number: l.PR, NodeID: l.PRNodeID, Draft: true}
 		if known != nil && known.Number == l.PR {
 			pr = *known
 		} else if pr, err = d.GitHub.PullRequest(ctx, repo, l.PR); err != nil {
@@ -197,7 +198,7 @@ func (d *Dispatcher) snapshotAt(ctx context.Context, sid string) (replay.Snapsho
 
 // commitArtifact exports the session's log and snapshot to the artifact
 // branch.
-func (d *Dispatcher) commitArtifact(ctx context.Context, repo Repo, sid string, wt Worktree) (replay.Snapshot, string, error) {
+func (d *Dispatcher) commitArtifact(ctx context.Context, repo github.Repo, sid string, wt Worktree) (replay.Snapshot, string, error) {
 	var buf bytes.Buffer
 	if _, err := store.Export(ctx, d.Runs.Store, sid, &buf); err != nil {
 		return replay.Snapshot{}, "", err
@@ -217,7 +218,7 @@ func (d *Dispatcher) commitArtifact(ctx context.Context, repo Repo, sid string, 
 // logRefURL links the session's log on the branch that keeps it (the
 // latest log, whatever commit): the PR description uses it, so that it is
 // written once with the PR and need not change with every log commit.
-func (d *Dispatcher) logRefURL(repo Repo, sid string, l link) string {
+func (d *Dispatcher) logRefURL(repo github.Repo, sid string, l link) string {
 	ref := d.Git.ArtifactBranch()
 	if ref == "" {
 		ref = l.Branch
@@ -225,7 +226,7 @@ func (d *Dispatcher) logRefURL(repo Repo, sid string, l link) string {
 	return d.logURL(repo, ref, sid)
 }
 
-func (d *Dispatcher) logURL(repo Repo, commit, sid string) string {
+func (d *Dispatcher) logURL(repo github.Repo, commit, sid string) string {
 	server := d.ServerURL
 	if server == "" {
 		server = "https://github.com"

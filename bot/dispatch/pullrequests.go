@@ -5,6 +5,7 @@ package dispatch
 
 import (
 	"context"
+	"github.com/agentos/agentos/bot/github"
 
 	"github.com/agentos/agentos/bot/webhook"
 	"github.com/agentos/agentos/runtime/replay"
@@ -13,22 +14,22 @@ import (
 // pullRequest is the trigger's pull request: as its payload describes it
 // (reviews, line comments and pull_request events carry it), or read from
 // GitHub (a comment on a pull request carries only its number).
-func (d *Dispatcher) pullRequest(ctx context.Context, repo Repo, t webhook.Trigger) (PullRequest, error) {
+func (d *Dispatcher) pullRequest(ctx context.Context, repo github.Repo, t webhook.Trigger) (github.PullRequest, error) {
 	if pr, ok := prFromTrigger(t); ok {
 		return pr, nil
 	}
 	return d.GitHub.PullRequest(ctx, repo, t.Number)
 }
 
-func prFromTrigger(t webhook.Trigger) (PullRequest, bool) {
+func prFromTrigger(t webhook.Trigger) (github.PullRequest, bool) {
 	if !t.IsPR || t.HeadRef == "" || t.HeadSHA == "" {
-		return PullRequest{}, false
+		return github.PullRequest{}, false
 	}
-	return PullRequest{Number: t.Number, NodeID: t.PRNodeID, URL: t.PRURL, HeadRef: t.HeadRef, HeadSHA: t.HeadSHA,
+	return github.PullRequest{Number: t.Number, NodeID: t.PRNodeID, URL: t.PRURL, HeadRef: t.HeadRef, HeadSHA: t.HeadSHA,
 		HeadRepo: t.HeadRepo, BaseRef: t.BaseRef, State: t.IssueState, Draft: t.Draft}, true
 }
 
-func (d *Dispatcher) onPRClosed(ctx context.Context, repo Repo, t webhook.Trigger) (Result, error) {
+func (d *Dispatcher) onPRClosed(ctx context.Context, repo github.Repo, t webhook.Trigger) (Result, error) {
 	sid, _, err := d.sessionFor(ctx, repo, t)
 	if err != nil || sid == "" {
 		return Result{Outcome: "ignored", Reason: "not a session pull request"}, err
@@ -37,7 +38,7 @@ func (d *Dispatcher) onPRClosed(ctx context.Context, repo Repo, t webhook.Trigge
 	return d.cancel(ctx, repo, t, "the pull request was closed")
 }
 
-func (d *Dispatcher) onPRSynchronize(ctx context.Context, repo Repo, t webhook.Trigger) (Result, error) {
+func (d *Dispatcher) onPRSynchronize(ctx context.Context, repo github.Repo, t webhook.Trigger) (Result, error) {
 	sid, pr, err := d.sessionFor(ctx, repo, t)
 	if err != nil || sid == "" {
 		return Result{Outcome: "ignored", Reason: "not a session pull request"}, err

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/agentos/agentos/bot/github"
 	"strconv"
 	"strings"
 
@@ -58,7 +59,7 @@ type recovery struct {
 // before saving it: startRun passes the one it computed), base where a
 // new branch starts when no attempt pushed one (nil: the branch must be
 // on the remote). The caller holds the session's lease.
-func (d *Dispatcher) recoverSession(ctx context.Context, repo Repo, sid string, l link, base *Base, outcome string, known *PullRequest) (Result, error) {
+func (d *Dispatcher) recoverSession(ctx context.Context, repo github.Repo, sid string, l link, base *Base, outcome string, known *github.PullRequest) (Result, error) {
 	res := Result{Outcome: "recorded", Reason: "this delivery's session was begun by an earlier attempt", SessionID: sid, PR: l.PR}
 	if d.Runs.Running(sid) {
 		return res, nil // this process runs it; its flow publishes
@@ -127,7 +128,7 @@ func (d *Dispatcher) recoverSession(ctx context.Context, repo Repo, sid string, 
 
 // closeOrphan ends a run that cannot continue with its report_missing
 // terminal report, saying why, and shows it.
-func (d *Dispatcher) closeOrphan(ctx context.Context, repo Repo, sid string, l link, res Result, why string) (Result, error) {
+func (d *Dispatcher) closeOrphan(ctx context.Context, repo github.Repo, sid string, l link, res Result, why string) (Result, error) {
 	out, err := d.Runs.CloseOrphanReason(ctx, sid, why)
 	if err != nil {
 		return res, err
@@ -153,7 +154,7 @@ func (d *Dispatcher) closeOrphan(ctx context.Context, repo Repo, sid string, l l
 // last session commit applied again (run.RebuildWorkspace). continuing
 // puts HEAD where an approved call of the run checks it (the commit its
 // approval was computed against) when that call has not run yet.
-func (d *Dispatcher) rebuild(ctx context.Context, repo Repo, sid string, l link, base *Base, evs []event.Event, continuing bool) (Worktree, bool, error) {
+func (d *Dispatcher) rebuild(ctx context.Context, repo github.Repo, sid string, l link, base *Base, evs []event.Event, continuing bool) (Worktree, bool, error) {
 	if l.Branch == "" {
 		l.Branch = d.branchPrefix() + sid
 	}
@@ -243,7 +244,7 @@ func published(snap replay.Snapshot, l link) bool {
 
 // reviewPosted reports whether the approval review of the pending
 // approvals of snap is on pull request number already.
-func (d *Dispatcher) reviewPosted(ctx context.Context, repo Repo, number int, sid string, snap replay.Snapshot) (bool, error) {
+func (d *Dispatcher) reviewPosted(ctx context.Context, repo github.Repo, number int, sid string, snap replay.Snapshot) (bool, error) {
 	parts := []string{tracking.ReviewMarker(sid)}
 	for _, p := range snap.PendingApprovals {
 		parts = append(parts, p.ID)

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/agentos/agentos/bot/dispatch"
+	"github.com/agentos/agentos/bot/github"
 	"github.com/agentos/agentos/bot/internal/gittest"
 	"github.com/agentos/agentos/bot/webhook"
 	"github.com/agentos/agentos/runtime/demo"
@@ -58,24 +59,24 @@ func (m *mortal) write(name string, do func() error) error {
 	return fmt.Errorf("%s: %w", name, errDied)
 }
 
-func (m *mortal) CreateComment(ctx context.Context, repo dispatch.Repo, n int, body string) (id int64, err error) {
+func (m *mortal) CreateComment(ctx context.Context, repo github.Repo, n int, body string) (id int64, err error) {
 	err = m.write("comment", func() (e error) { id, e = m.GitHub.CreateComment(ctx, repo, n, body); return })
 	return id, err
 }
-func (m *mortal) EditComment(ctx context.Context, repo dispatch.Repo, id int64, body string) error {
+func (m *mortal) EditComment(ctx context.Context, repo github.Repo, id int64, body string) error {
 	return m.write("edit comment", func() error { return m.GitHub.EditComment(ctx, repo, id, body) })
 }
-func (m *mortal) CreateDraftPR(ctx context.Context, repo dispatch.Repo, head, base, title, body string) (pr dispatch.PullRequest, err error) {
-	err = m.write("draft PR", func() (e error) { pr, e = m.GitHub.CreateDraftPR(ctx, repo, head, base, title, body); return })
+func (m *mortal) CreateDraftPR(ctx context.Context, repo github.Repo, np github.NewPR) (pr github.PullRequest, err error) {
+	err = m.write("draft PR", func() (e error) { pr, e = m.GitHub.CreateDraftPR(ctx, repo, np); return })
 	return pr, err
 }
-func (m *mortal) EditPRBody(ctx context.Context, repo dispatch.Repo, n int, body string) error {
+func (m *mortal) EditPRBody(ctx context.Context, repo github.Repo, n int, body string) error {
 	return m.write("PR body", func() error { return m.GitHub.EditPRBody(ctx, repo, n, body) })
 }
-func (m *mortal) MarkReady(ctx context.Context, repo dispatch.Repo, pr dispatch.PullRequest) error {
+func (m *mortal) MarkReady(ctx context.Context, repo github.Repo, pr github.PullRequest) error {
 	return m.write("ready", func() error { return m.GitHub.MarkReady(ctx, repo, pr) })
 }
-func (m *mortal) CreateReview(ctx context.Context, repo dispatch.Repo, n int, sha, body string) (id int64, err error) {
+func (m *mortal) CreateReview(ctx context.Context, repo github.Repo, n int, sha, body string) (id int64, err error) {
 	err = m.write("review", func() (e error) { id, e = m.GitHub.CreateReview(ctx, repo, n, sha, body); return })
 	return id, err
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/agentos/agentos/bot/dispatch"
+	"github.com/agentos/agentos/bot/github"
 	"github.com/agentos/agentos/bot/internal/fakegithub"
 	"github.com/agentos/agentos/bot/webhook"
 	"github.com/agentos/agentos/runtime/demo"
@@ -205,7 +206,7 @@ func TestRedeliveredRequestAfterDeath(t *testing.T) {
 	ctx := context.Background()
 	issue := w.fake.AddIssue(repoName, fakegithub.Issue{Title: "dies", Body: "auth.go is broken", User: "alice"})
 	w.asHuman(func() error {
-		_, err := w.alice.CreateComment(ctx, "octo", "app", issue, "/agent "+demo.Prompt)
+		_, err := w.alice.CreateComment(ctx, github.Repo{Owner: "octo", Name: "app"}, issue, "/agent "+demo.Prompt)
 		return err
 	})
 	var comment webhook.Trigger

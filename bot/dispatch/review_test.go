@@ -9,9 +9,9 @@ import (
 	"testing"
 
 	"github.com/agentos/agentos/bot/dispatch"
-	"github.com/agentos/agentos/bot/github"
 	"github.com/agentos/agentos/bot/internal/fakegithub"
 	"github.com/agentos/agentos/bot/internal/gittest"
+	"github.com/agentos/agentos/bot/review"
 	"github.com/agentos/agentos/bot/webhook"
 	"github.com/agentos/agentos/runtime/event"
 	"github.com/agentos/agentos/runtime/replay"
@@ -29,20 +29,20 @@ type policyReviewer struct {
 	t        *testing.T
 	findings []workflow.Finding
 	mu       sync.Mutex
-	inputs   []dispatch.ReviewInput
+	inputs   []review.Input
 	// log, when set, gets the cycle's events under the session, as the
 	// executor writes them: the run's start and every policy decision
 	// (workflow.policy_gated).
 	log store.Store
 }
 
-func (p *policyReviewer) Review(ctx context.Context, in dispatch.ReviewInput) (dispatch.ReviewOutput, error) {
+func (p *policyReviewer) Review(ctx context.Context, in review.Input) (review.Output, error) {
 	p.mu.Lock()
 	p.inputs = append(p.inputs, in)
 	p.mu.Unlock()
 	reg, err := workflow.Load(schemas.MustDefault(), workflow.Builtin())
 	if err != nil {
-		return dispatch.ReviewOutput{}, err
+		return review.Output{}, err
 	}
 	pol := func(id string) *workflow.Policy {
 		x, err := reg.Policy(id)
@@ -52,15 +52,15 @@ func (p *policyReviewer) Review(ctx context.Context, in dispatch.ReviewInput) (d
 		return x
 	}
 	roles, gate, routing := pol("role-permissions"), pol("confidence-gating"), pol("severity-routing")
-	out := dispatch.ReviewOutput{Findings: p.findings, Verdict: "done"}
+	out := review.Output{Findings: p.findings, Verdict: "done"}
 	for _, f := range p.findings {
 		role := roles.Decide(workflow.Activation{Mode: in.Mode, Request: workflow.Request{Persona: f.Reviewer, Action: "read", Path: f.Path}})
 		conf := gate.Decide(workflow.Activation{Mode: in.Mode, Finding: f})
 		merged, err := workflow.Merge(role, conf)
 		if err != nil {
-			return dispatch.ReviewOutput{}, err
+			return review.Output{}, err
 		}
-		out.Decisions = append(out.Decisions, dispatch.FindingDecision{FindingID: f.ID, Gate: merged, Route: routing.Decide(workflow.Activation{Finding: f})})
+		out.Decisions = append(out.Decisions, review.FindingDecision{FindingID: f.ID, Gate: merged, Route: routing.Decide(workflow.Activation{Finding: f})})
 	}
 	if p.log != nil {
 		runID := "run-" + in.SessionID
@@ -73,7 +73,7 @@ func (p *policyReviewer) Review(ctx context.Context, in dispatch.ReviewInput) (d
 				Payload: map[string]any{"policy_id": dc.Gate.PolicyID, "decision": string(dc.Gate.Decision), "reason": dc.Gate.Reason, "phase": "review-gate"}})
 		}
 		if _, err := p.log.Append(ctx, in.SessionID, 0, ds...); err != nil {
-			return dispatch.ReviewOutput{}, err
+			return review.Output{}, err
 		}
 	}
 	return out, nil
@@ -121,12 +121,8 @@ func newReviewWorld(t *testing.T) *reviewWorld {
 	head := strings.Repeat("c", 40)
 	w.fake.SetRef(repoName, "heads/find-users", head)
 	pr := w.fake.AddPullRequest(repoName, fakegithub.PullRequest{Title: "Find users by name", User: "alice", Head: "find-users", HeadSHA: head, Base: "main", Files: reviewFiles})
-	gh, err := github.New(github.Config{BaseURL: w.apiURL, Token: botTok})
-	if err != nil {
-		t.Fatal(err)
-	}
 	rv := &policyReviewer{t: t, findings: plantedFindings(), log: w.store}
-	w.d.Workflows = &dispatch.Workflows{Reviewer: rv, GitHub: dispatch.API{Client: gh}}
+	w.d.Workflows = &dispatch.Workflows{Reviewer: rv}
 	logs := &bytes.Buffer{}
 	w.d.Log = slog.New(slog.NewTextHandler(logs, nil))
 	return &reviewWorld{world: w, pr: pr, head: head, reviewer: rv, logs: logs}
@@ -158,7 +154,7 @@ func TestScenarioReviewPostsOneReviewOnTheDiffLines(t *testing.T) {
 		t.Fatalf("review cycle ran %d times", len(w.reviewer.inputs))
 	}
 	in := w.reviewer.inputs[0]
-	if in.Mode != dispatch.ModeInteractive || in.HeadSHA != w.head || in.PR != w.pr || in.Repo != repoName ||
+	if in.Mode != review.ModeInteractive || in.HeadSHA != w.head || in.PR != w.pr || in.Repo != repoName ||
 		!strings.Contains(in.Diff, "+++ b/store/users.go\n@@ -8,4 +8,7 @@") || strings.Join(in.Files, ",") != "store/users.go,auth/token.go,docs/logo.png" {
 		t.Errorf("review input = %+v", in)
 	}
@@ -199,7 +195,7 @@ func TestScenarioReviewPostsOneReviewOnTheDiffLines(t *testing.T) {
 	}
 	body := rv.Body
 	for _, s := range []string{
-		dispatch.ReviewMarker(res.SessionID),
+		review.Marker(res.SessionID),
 		"4 findings",
 		"`auth/token.go:3` — **P1** `missing-check`",
 		"`store/users.go:10` — **P2** `naming`",
@@ -308,12 +304,12 @@ func TestScenarioReviewFallsBackToTheBody(t *testing.T) {
 
 // movingReviewer replaces the PR's diff while the review cycle runs.
 type movingReviewer struct {
-	inner dispatch.Reviewer
+	inner review.Reviewer
 	fake  *fakegithub.Fake
 	pr    int
 }
 
-func (m *movingReviewer) Review(ctx context.Context, in dispatch.ReviewInput) (dispatch.ReviewOutput, error) {
+func (m *movingReviewer) Review(ctx context.Context, in review.Input) (review.Output, error) {
 	out, err := m.inner.Review(ctx, in)
 	m.fake.SetPRFiles(repoName, m.pr, []fakegithub.PRFile{{Path: "README.md", Patch: "@@ -1 +1 @@\n-a\n+b\n"}})
 	return out, err

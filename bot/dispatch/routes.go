@@ -10,6 +10,7 @@ package dispatch
 import (
 	"context"
 	"fmt"
+	"github.com/agentos/agentos/bot/github"
 	"slices"
 	"strings"
 
@@ -68,72 +69,73 @@ type Route struct {
 	// events GitHub sends about a session's own pull request.
 	Need    auth.Action
 	Refusal Refusal
-	// Handler names the function that handles it (file.function), for
-	// readers, logs and the tests.
+	// Handler names the function that handles it (file.function, the
+	// file relative to this package's folder), for readers, logs and the
+	// tests.
 	Handler string
 	handle  handler
 }
 
-type handler func(d *Dispatcher, ctx context.Context, repo Repo, t webhook.Trigger, c command.Cmd) (Result, error)
+type handler func(d *Dispatcher, ctx context.Context, repo github.Repo, t webhook.Trigger, c command.Cmd) (Result, error)
 
 // Routes returns the route table, commands in help order. It is built by
 // a function, not kept in a variable: the help route renders the table.
 func Routes() []Route {
 	return []Route{
 		{On: commentSources, Command: command.Run, Need: auth.ActionRun, Handler: "commands.startRun",
-			handle: func(d *Dispatcher, ctx context.Context, repo Repo, t webhook.Trigger, c command.Cmd) (Result, error) {
+			handle: func(d *Dispatcher, ctx context.Context, repo github.Repo, t webhook.Trigger, c command.Cmd) (Result, error) {
 				return d.startRun(ctx, repo, t, c.Prompt)
 			}},
 		{On: commentSources, Command: command.Approve, Need: auth.ActionApprove, Handler: "approvals.answer",
-			handle: func(d *Dispatcher, ctx context.Context, repo Repo, t webhook.Trigger, c command.Cmd) (Result, error) {
+			handle: func(d *Dispatcher, ctx context.Context, repo github.Repo, t webhook.Trigger, c command.Cmd) (Result, error) {
 				return d.answer(ctx, repo, t, answer{decision: "approve", id: c.ApprovalID, all: c.All})
 			}},
 		{On: commentSources, Command: command.Deny, Need: auth.ActionDeny, Handler: "approvals.answer",
-			handle: func(d *Dispatcher, ctx context.Context, repo Repo, t webhook.Trigger, c command.Cmd) (Result, error) {
+			handle: func(d *Dispatcher, ctx context.Context, repo github.Repo, t webhook.Trigger, c command.Cmd) (Result, error) {
 				return d.answer(ctx, repo, t, answer{decision: "deny", id: c.ApprovalID, reason: c.DenyReason})
 			}},
-		{On: commentSources, Command: command.Review, Need: auth.ActionRun, Handler: "review.review",
-			handle: func(d *Dispatcher, ctx context.Context, repo Repo, t webhook.Trigger, _ command.Cmd) (Result, error) {
-				return d.review(ctx, repo, t)
+		{On: commentSources, Command: command.Review, Need: auth.ActionRun, Handler: "../review/review.Review",
+			handle: func(d *Dispatcher, ctx context.Context, repo github.Repo, t webhook.Trigger, _ command.Cmd) (Result, error) {
+				return reported(d.reviews().Review(ctx, repo, t))
 			}},
-		{On: commentSources, Command: command.Triage, Need: auth.ActionRun, Handler: "triage.triage",
-			handle: func(d *Dispatcher, ctx context.Context, repo Repo, t webhook.Trigger, _ command.Cmd) (Result, error) {
-				return d.triage(ctx, repo, t)
+		{On: commentSources, Command: command.Triage, Need: auth.ActionRun, Handler: "../review/triage.Triage",
+			handle: func(d *Dispatcher, ctx context.Context, repo github.Repo, t webhook.Trigger, _ command.Cmd) (Result, error) {
+				return reported(d.reviews().Triage(ctx, repo, t))
 			}},
 		// Status posts the session's state, which comes from its log; the log
 		// is imported from the artifact branch when this process has not seen
 		// it, so asking costs work and posts a comment: write access, as for
 		// the other commands.
 		{On: commentSources, Command: command.Status, Need: auth.ActionStatus, Handler: "commands.status",
-			handle: func(d *Dispatcher, ctx context.Context, repo Repo, t webhook.Trigger, _ command.Cmd) (Result, error) {
+			handle: func(d *Dispatcher, ctx context.Context, repo github.Repo, t webhook.Trigger, _ command.Cmd) (Result, error) {
 				return d.status(ctx, repo, t)
 			}},
 		{On: commentSources, Command: command.Cancel, Need: auth.ActionCancel, Handler: "commands.cancel",
-			handle: func(d *Dispatcher, ctx context.Context, repo Repo, t webhook.Trigger, _ command.Cmd) (Result, error) {
+			handle: func(d *Dispatcher, ctx context.Context, repo github.Repo, t webhook.Trigger, _ command.Cmd) (Result, error) {
 				return d.cancel(ctx, repo, t, "cancelled with "+d.trigger()+" cancel")
 			}},
 		{On: commentSources, Command: command.HelpCmd, Handler: "commands.help",
-			handle: func(d *Dispatcher, ctx context.Context, repo Repo, t webhook.Trigger, _ command.Cmd) (Result, error) {
+			handle: func(d *Dispatcher, ctx context.Context, repo github.Repo, t webhook.Trigger, _ command.Cmd) (Result, error) {
 				return d.help(ctx, repo, t)
 			}},
 		{On: approvedReview, Need: auth.ActionApprove, Refusal: Record, Handler: "approvals.onApproveReview",
-			handle: func(d *Dispatcher, ctx context.Context, repo Repo, t webhook.Trigger, _ command.Cmd) (Result, error) {
+			handle: func(d *Dispatcher, ctx context.Context, repo github.Repo, t webhook.Trigger, _ command.Cmd) (Result, error) {
 				return d.onApproveReview(ctx, repo, t)
 			}},
 		{On: changesRequested, Need: auth.ActionDeny, Refusal: Record, Handler: "approvals.onChangesRequested",
-			handle: func(d *Dispatcher, ctx context.Context, repo Repo, t webhook.Trigger, _ command.Cmd) (Result, error) {
+			handle: func(d *Dispatcher, ctx context.Context, repo github.Repo, t webhook.Trigger, _ command.Cmd) (Result, error) {
 				return d.onChangesRequested(ctx, repo, t)
 			}},
 		{On: pullRequestClosed, Handler: "pullrequests.onPRClosed",
-			handle: func(d *Dispatcher, ctx context.Context, repo Repo, t webhook.Trigger, _ command.Cmd) (Result, error) {
+			handle: func(d *Dispatcher, ctx context.Context, repo github.Repo, t webhook.Trigger, _ command.Cmd) (Result, error) {
 				return d.onPRClosed(ctx, repo, t)
 			}},
 		{On: pullRequestPushed, Handler: "pullrequests.onPRSynchronize",
-			handle: func(d *Dispatcher, ctx context.Context, repo Repo, t webhook.Trigger, _ command.Cmd) (Result, error) {
+			handle: func(d *Dispatcher, ctx context.Context, repo github.Repo, t webhook.Trigger, _ command.Cmd) (Result, error) {
 				return d.onPRSynchronize(ctx, repo, t)
 			}},
 		{On: installationEvents, Handler: "installations.installationChanged",
-			handle: func(d *Dispatcher, ctx context.Context, _ Repo, t webhook.Trigger, _ command.Cmd) (Result, error) {
+			handle: func(d *Dispatcher, ctx context.Context, _ github.Repo, t webhook.Trigger, _ command.Cmd) (Result, error) {
 				return d.installationChanged(t), nil
 			}},
 	}

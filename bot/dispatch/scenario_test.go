@@ -134,7 +134,7 @@ func (w *world) start(dataDir string) {
 	reg := provider.Registry{"scripted": func(context.Context, provider.Profile) (provider.Provider, error) { return scripted.New(script), nil }}
 	w.d = &dispatch.Dispatcher{
 		BotLogin: botLogin,
-		GitHub:   dispatch.API{Client: gh},
+		GitHub:   gh,
 		Auth:     auth.New(gh, auth.Policy{BotLogin: botLogin}),
 		Git:      dispatch.Worktrees{M: wm, OnSessionBranch: w.onSessionBranch},
 		Runs:     run.NewManager(st),

@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/agentos/agentos/bot/github"
 	"sort"
 	"strings"
 	"sync"
@@ -78,7 +79,7 @@ func (d *Dispatcher) sessionFromBranch(ref string) (string, bool) {
 // session began before branch_prefix changed) is a session's when the
 // session's recorded link names that branch, in repo. A branch that only
 // looks like one, and whose session cannot be found, is no session's.
-func (d *Dispatcher) sessionOfBranch(ctx context.Context, repo Repo, ref string) (string, bool, error) {
+func (d *Dispatcher) sessionOfBranch(ctx context.Context, repo github.Repo, ref string) (string, bool, error) {
 	if sid, ok := d.sessionFromBranch(ref); ok {
 		return sid, true, nil
 	}
@@ -184,7 +185,7 @@ func loadLink(evs []event.Event) (link, bool) {
 // from the artifact branch first when this process has never seen the
 // session (another replica, or a new Action run). An imported log must
 // verify and belong to repo.
-func (d *Dispatcher) loadSession(ctx context.Context, repo Repo, sessionID string) ([]event.Event, error) {
+func (d *Dispatcher) loadSession(ctx context.Context, repo github.Repo, sessionID string) ([]event.Event, error) {
 	evs, err := d.Runs.Store.Read(ctx, sessionID, 1)
 	if err != nil {
 		return nil, err
@@ -218,7 +219,7 @@ func (d *Dispatcher) loadSession(ctx context.Context, repo Repo, sessionID strin
 // issue. A session this store has never seen (started by a GitHub Action
 // run on another machine, or by another data directory) is found by its
 // branch on the remote and imported from its artifact log.
-func (d *Dispatcher) sessionFor(ctx context.Context, repo Repo, t webhook.Trigger) (string, *PullRequest, error) {
+func (d *Dispatcher) sessionFor(ctx context.Context, repo github.Repo, t webhook.Trigger) (string, *github.PullRequest, error) {
 	number := t.Number
 	if t.IsPR {
 		pr, err := d.pullRequest(ctx, repo, t)
@@ -263,7 +264,7 @@ func (d *Dispatcher) sessionFor(ctx context.Context, repo Repo, t webhook.Trigge
 // when it last moved. A branch whose log cannot be loaded (its run
 // committed none yet, or keeps it on the session branch and is gone) is
 // passed over with a warning.
-func (d *Dispatcher) remoteSessionFor(ctx context.Context, repo Repo, number int) (string, error) {
+func (d *Dispatcher) remoteSessionFor(ctx context.Context, repo github.Repo, number int) (string, error) {
 	branches, err := d.Git.SessionBranches(ctx, repo, number)
 	if err != nil {
 		return "", fmt.Errorf("list session branches: %w", err)
@@ -298,7 +299,7 @@ func (d *Dispatcher) remoteSessionFor(ctx context.Context, repo Repo, number int
 // the trigger's installation adopted into the link: the preamble of every
 // handler that acts on an existing session (answers, follow-ups, cancel).
 // The caller releases the lease with unlock; on error nothing is held.
-func (d *Dispatcher) openSession(ctx context.Context, repo Repo, t webhook.Trigger, sid string) ([]event.Event, link, func(), error) {
+func (d *Dispatcher) openSession(ctx context.Context, repo github.Repo, t webhook.Trigger, sid string) ([]event.Event, link, func(), error) {
 	unlock, err := d.lease(ctx, sid)
 	if err != nil {
 		return nil, link{}, nil, err

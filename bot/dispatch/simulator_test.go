@@ -115,7 +115,7 @@ func TestSimulatorMatrixThroughTheBot(t *testing.T) {
 			ctx := context.Background()
 			issue := w.fake.AddIssue(repoName, fakegithub.Issue{Title: "token check accepts prefixes", User: "alice"})
 			w.asHuman(func() error {
-				_, err := w.alice.CreateComment(ctx, "octo", "app", issue, "/agent "+simulator.Prompt)
+				_, err := w.alice.CreateComment(ctx, github.Repo{Owner: "octo", Name: "app"}, issue, "/agent "+simulator.Prompt)
 				return err
 			})
 			got := w.deliver()

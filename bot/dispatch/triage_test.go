@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/agentos/agentos/bot/dispatch"
-	"github.com/agentos/agentos/bot/github"
 	"github.com/agentos/agentos/bot/internal/fakegithub"
+	"github.com/agentos/agentos/bot/review"
 	"github.com/agentos/agentos/bot/webhook"
 	"github.com/agentos/agentos/runtime/workflow"
 	"github.com/agentos/agentos/schemas"
@@ -22,21 +22,21 @@ type modeTriager struct {
 	labels         []string
 	summary        string
 	labelsOverride *workflow.Outcome
-	inputs         []dispatch.TriageInput
+	inputs         []review.TriageInput
 }
 
-func (m *modeTriager) Triage(ctx context.Context, in dispatch.TriageInput) (dispatch.TriageOutput, error) {
+func (m *modeTriager) Triage(ctx context.Context, in review.TriageInput) (review.TriageOutput, error) {
 	m.inputs = append(m.inputs, in)
 	reg, err := workflow.Load(schemas.MustDefault(), workflow.Builtin())
 	if err != nil {
-		return dispatch.TriageOutput{}, err
+		return review.TriageOutput{}, err
 	}
 	pol, err := reg.Policy("mode-dispatch")
 	if err != nil {
-		return dispatch.TriageOutput{}, err
+		return review.TriageOutput{}, err
 	}
 	d := pol.Decide(workflow.Activation{Mode: in.Mode})
-	out := dispatch.TriageOutput{Labels: m.labels, Summary: m.summary, LabelDecision: d, SummaryDecision: d, Verdict: "done"}
+	out := review.TriageOutput{Labels: m.labels, Summary: m.summary, LabelDecision: d, SummaryDecision: d, Verdict: "done"}
 	if m.labelsOverride != nil {
 		out.LabelDecision = *m.labelsOverride
 	}
@@ -48,11 +48,7 @@ func triageWorld(t *testing.T, mode string, tr *modeTriager) *world {
 	w := newWorld(t)
 	w.fake.AddLabel(repoName, fakegithub.Label{Name: "bug", Color: "d73a4a"})
 	w.fake.AddLabel(repoName, fakegithub.Label{Name: "Security"})
-	gh, err := github.New(github.Config{BaseURL: w.apiURL, Token: botTok})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.d.Workflows = &dispatch.Workflows{Triager: tr, GitHub: dispatch.API{Client: gh}, Mode: mode}
+	w.d.Workflows = &dispatch.Workflows{Triager: tr, Mode: mode}
 	return w
 }
 
@@ -65,7 +61,7 @@ func TestScenarioTriage(t *testing.T) {
 		if res.Outcome != "triaged" || res.Status != "done" {
 			t.Fatalf("result = %+v", res)
 		}
-		if len(tr.inputs) != 1 || tr.inputs[0].Mode != dispatch.ModeInteractive || tr.inputs[0].Title != "token check accepts prefixes" || strings.Join(tr.inputs[0].Labels, ",") != "bug,Security" {
+		if len(tr.inputs) != 1 || tr.inputs[0].Mode != review.ModeInteractive || tr.inputs[0].Title != "token check accepts prefixes" || strings.Join(tr.inputs[0].Labels, ",") != "bug,Security" {
 			t.Errorf("triage input = %+v", tr.inputs)
 		}
 		is, _ := w.fake.Issue(repoName, w.issue)
@@ -76,7 +72,7 @@ func TestScenarioTriage(t *testing.T) {
 			t.Errorf("repository labels = %d, want 2: a made-up label must not be created", n)
 		}
 		c := lastComment(w.fake.Comments(repoName, w.issue), botLogin)
-		for _, want := range []string{dispatch.TriageMarker(res.SessionID), "Labels added: `Security`, `bug`.", "1 proposed label the repository does not have was left out."} {
+		for _, want := range []string{review.TriageMarker(res.SessionID), "Labels added: `Security`, `bug`.", "1 proposed label the repository does not have was left out."} {
 			if !strings.Contains(c.Body, want) {
 				t.Errorf("comment lacks %q:\n%s", want, c.Body)
 			}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/agentos/agentos/bot/github"
 
 	"github.com/agentos/agentos/bot/auth"
 	"github.com/agentos/agentos/bot/webhook"
@@ -31,7 +32,7 @@ func (d *Dispatcher) AnswerFromViewer(ctx context.Context, sessionID, approvalID
 	if !ok {
 		return Result{SessionID: sessionID}, ErrNotAGitHubSession
 	}
-	repo, ok := ParseRepo(l.Repo)
+	repo, ok := github.ParseRepo(l.Repo)
 	if !ok {
 		return Result{SessionID: sessionID}, ErrNotAGitHubSession
 	}
@@ -58,7 +59,7 @@ func (d *Dispatcher) AnswerFromViewer(ctx context.Context, sessionID, approvalID
 		}
 		return res, err
 	}
-	var pr *PullRequest
+	var pr *github.PullRequest
 	if l.PR != 0 {
 		p, err := d.GitHub.PullRequest(ctx, repo, l.PR)
 		if err != nil {

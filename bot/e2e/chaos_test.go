@@ -254,7 +254,7 @@ func chaosTrial(t *testing.T, bin string, rng *rand.Rand, rep *chaosReport, fp s
 		t.Fatal(err)
 	}
 	issue := fake.AddIssue(repoName, fakegithub.Issue{Title: demo.Prompt, User: maintainer, Body: "CheckToken accepts a prefix of the token."})
-	if _, err := alice.CreateComment(ctx, owner, name, issue, "/agent "+demo.Prompt); err != nil {
+	if _, err := alice.CreateComment(ctx, github.Repo{Owner: owner, Name: name}, issue, "/agent "+demo.Prompt); err != nil {
 		t.Fatal(err)
 	}
 
@@ -325,7 +325,7 @@ func chaosTrial(t *testing.T, bin string, rng *rand.Rand, rep *chaosReport, fp s
 	}
 	for kills := 0; !done(); {
 		if pr.Number == 0 && interrupted() {
-			if _, err := alice.CreateComment(ctx, owner, name, issue, "/agent "+demo.Prompt); err != nil {
+			if _, err := alice.CreateComment(ctx, github.Repo{Owner: owner, Name: name}, issue, "/agent "+demo.Prompt); err != nil {
 				t.Fatal(err)
 			}
 			asks++

@@ -98,7 +98,7 @@ func TestLoginDeviceFlowReadsARun(t *testing.T) {
 		t.Fatal(err)
 	}
 	issue := fake.AddIssue(repoName, fakegithub.Issue{Title: demo.Prompt, User: maintainer, Body: "fix it"})
-	if _, err := alice.CreateComment(ctx, owner, name, issue, "/agent "+demo.Prompt); err != nil {
+	if _, err := alice.CreateComment(ctx, github.Repo{Owner: owner, Name: name}, issue, "/agent "+demo.Prompt); err != nil {
 		t.Fatal(err)
 	}
 	var sessionID string

@@ -170,7 +170,7 @@ func runScenario(t *testing.T, bin string, sc scenario) {
 		t.Fatal(err)
 	}
 	issue := fake.AddIssue(repoName, fakegithub.Issue{Title: demo.Prompt, User: maintainer, Body: "`go test ./...` fails: CheckToken accepts a prefix of the token."})
-	if _, err := alice.CreateComment(ctx, owner, name, issue, "/agent "+demo.Prompt); err != nil {
+	if _, err := alice.CreateComment(ctx, github.Repo{Owner: owner, Name: name}, issue, "/agent "+demo.Prompt); err != nil {
 		t.Fatal(err)
 	}
 

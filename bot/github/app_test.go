@@ -42,7 +42,7 @@ func TestAppRoutesRepositoryCallsThroughTheInstallation(t *testing.T) {
 		if lvl, err := c.PermissionLevel(ctx, "octo", "app", "reader"); err != nil || lvl != "read" {
 			t.Fatalf("PermissionLevel = %q, %v", lvl, err)
 		}
-		if _, err := c.CreateComment(ctx, "octo", "app", 1, "hello"); err != nil {
+		if _, err := c.CreateComment(ctx, Repo{Owner: "octo", Name: "app"}, 1, "hello"); err != nil {
 			t.Fatal(err)
 		}
 		calls := f.Calls()
@@ -62,7 +62,7 @@ func TestAppRoutesRepositoryCallsThroughTheInstallation(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				_, err := c.GetIssue(ctx, "octo", "app", 1)
+				_, err := c.Issue(ctx, Repo{Owner: "octo", Name: "app"}, 1)
 				errs <- err
 			}()
 		}
@@ -81,7 +81,7 @@ func TestAppRoutesRepositoryCallsThroughTheInstallation(t *testing.T) {
 			t.Errorf("calls = %v, want one look-up and one token for 8 calls and a git token", calls)
 		}
 		c.ForgetInstallation(9001)
-		if _, err := c.GetIssue(ctx, "octo", "app", 1); err != nil {
+		if _, err := c.Issue(ctx, Repo{Owner: "octo", Name: "app"}, 1); err != nil {
 			t.Fatal(err)
 		}
 		if n := f.Calls()["GET /repos/{owner}/{repo}/installation"]; n != 2 {
@@ -92,7 +92,7 @@ func TestAppRoutesRepositoryCallsThroughTheInstallation(t *testing.T) {
 	t.Run("not installed", func(t *testing.T) {
 		f, c := appClient(t)
 		f.AddRepo(fakegithub.Repo{Owner: "other", Name: "repo", Private: true})
-		if _, err := c.GetIssue(ctx, "other", "repo", 1); err == nil {
+		if _, err := c.Issue(ctx, Repo{Owner: "other", Name: "repo"}, 1); err == nil {
 			t.Error("a call on a repository without the app worked")
 		}
 	})
@@ -129,11 +129,11 @@ func TestEnterpriseServerURLs(t *testing.T) {
 				t.Fatal(err)
 			}
 			c.RememberInstallation("octo", "app", 9001)
-			pr, err := c.CreateDraftPR(ctx, "octo", "app", NewPR{Title: "t", Head: "work", Base: "main"})
+			pr, err := c.CreateDraftPR(ctx, Repo{Owner: "octo", Name: "app"}, NewPR{Title: "t", Head: "work", Base: "main"})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := c.MarkReadyForReviewNode(ctx, "octo", "app", pr.GetNodeID()); err != nil {
+			if err := c.MarkReady(ctx, Repo{Owner: "octo", Name: "app"}, pr); err != nil {
 				t.Fatal(err)
 			}
 			want := []string{

@@ -432,9 +432,9 @@ func (c *Client) GitTokenFor(ctx context.Context, owner, repo string) (string, e
 	return rc.GitToken(ctx)
 }
 
-// on returns the go-github client for a call on owner/repo.
-func (c *Client) on(ctx context.Context, owner, repo string) (*gh.Client, error) {
-	rc, err := c.ForRepo(ctx, owner, repo)
+// on returns the go-github client for a call on repo.
+func (c *Client) on(ctx context.Context, repo Repo) (*gh.Client, error) {
+	rc, err := c.ForRepo(ctx, repo.Owner, repo.Name)
 	if err != nil {
 		return nil, err
 	}

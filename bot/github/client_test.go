@@ -55,28 +55,28 @@ func TestCommentsIssuesAndReactions(t *testing.T) {
 	if err != nil || login != "agentos-bot" {
 		t.Fatalf("BotLogin = %q, %v; want agentos-bot", login, err)
 	}
-	is, err := c.GetIssue(ctx, "octo", "app", 1)
-	if err != nil || is.GetTitle() != "bug" || is.GetUser().GetLogin() != "alice" || is.IsPullRequest() {
-		t.Fatalf("GetIssue = %+v, %v", is, err)
+	is, err := c.Issue(ctx, Repo{Owner: "octo", Name: "app"}, 1)
+	if err != nil || is.Title != "bug" || is.Body != "it breaks" || is.State != "open" {
+		t.Fatalf("Issue = %+v, %v", is, err)
 	}
-	cm, err := c.CreateComment(ctx, "octo", "app", 1, "working on it")
+	cm, err := c.CreateComment(ctx, Repo{Owner: "octo", Name: "app"}, 1, "working on it")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.EditComment(ctx, "octo", "app", cm.GetID(), "done"); err != nil {
+	if err := c.EditComment(ctx, Repo{Owner: "octo", Name: "app"}, cm, "done"); err != nil {
 		t.Fatal(err)
 	}
-	got, err := c.GetComment(ctx, "octo", "app", cm.GetID())
-	if err != nil || got.GetBody() != "done" {
-		t.Fatalf("GetComment = %q, %v; want done", got.GetBody(), err)
+	got, err := c.GetComment(ctx, Repo{Owner: "octo", Name: "app"}, cm)
+	if err != nil || got.Body != "done" || got.User != "agentos-bot" || got.ID != cm {
+		t.Fatalf("GetComment = %+v, %v; want done by agentos-bot", got, err)
 	}
-	if err := c.AddReaction(ctx, "octo", "app", cm.GetID(), "eyes"); err != nil {
+	if err := c.AddReaction(ctx, Repo{Owner: "octo", Name: "app"}, cm, "eyes"); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.AddReaction(ctx, "octo", "app", cm.GetID(), "eyes"); err != nil {
+	if err := c.AddReaction(ctx, Repo{Owner: "octo", Name: "app"}, cm, "eyes"); err != nil {
 		t.Fatalf("second identical reaction: %v", err)
 	}
-	list, err := c.ListComments(ctx, "octo", "app", 1)
+	list, err := c.ListComments(ctx, Repo{Owner: "octo", Name: "app"}, 1)
 	if err != nil || len(list) != 1 {
 		t.Fatalf("ListComments = %d, %v; want 1", len(list), err)
 	}
@@ -85,8 +85,8 @@ func TestCommentsIssuesAndReactions(t *testing.T) {
 		f.AddComment("octo/app", 1, "alice", fmt.Sprintf("c%d", i))
 	}
 	before := len(f.Requests())
-	list, err = c.ListComments(ctx, "octo", "app", 1)
-	if err != nil || len(list) != 251 || list[250].GetBody() != "c249" {
+	list, err = c.ListComments(ctx, Repo{Owner: "octo", Name: "app"}, 1)
+	if err != nil || len(list) != 251 || list[250].Body != "c249" || list[250].User != "alice" {
 		t.Fatalf("ListComments = %d, %v; want 251 ending with c249", len(list), err)
 	}
 	if pages := len(f.Requests()) - before; pages != 3 {
@@ -108,7 +108,7 @@ func TestPullRequestFlow(t *testing.T) {
 	c := tokenClient(t, base, botTok, RetryPolicy{})
 	ctx := context.Background()
 
-	_, err := c.CreateDraftPR(ctx, "octo", "app", NewPR{Title: "t", Head: "empty", Base: "main"})
+	_, err := c.CreateDraftPR(ctx, Repo{Owner: "octo", Name: "app"}, NewPR{Title: "t", Head: "empty", Base: "main"})
 	var ae *APIError
 	if !errors.Is(err, ErrValidation) || !errors.As(err, &ae) || !strings.Contains(strings.Join(ae.Details, ";"), "No commits between main and empty") {
 		t.Fatalf("draft PR without commits: err = %v, want ErrValidation with No commits between", err)
@@ -117,55 +117,75 @@ func TestPullRequestFlow(t *testing.T) {
 		t.Fatalf("a PR was created without commits")
 	}
 
-	pr, err := c.CreateDraftPR(ctx, "octo", "app", NewPR{Title: "Fix auth", Body: "closes #1", Head: "work", Base: "main"})
+	pr, err := c.CreateDraftPR(ctx, Repo{Owner: "octo", Name: "app"}, NewPR{Title: "Fix auth", Body: "closes #1", Head: "work", Base: "main"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := pr.GetNumber()
+	n := pr.Number
+	if !pr.Draft || pr.HeadRef != "work" || pr.BaseRef != "main" || pr.NodeID == "" || pr.State != "open" || pr.HeadRepo != "octo/app" {
+		t.Fatalf("CreateDraftPR = %+v", pr)
+	}
 	if st, _ := f.PR("octo/app", n); !st.Draft || st.User != "agentos-bot" || st.HeadSHA != strings.Repeat("a", 40) {
 		t.Fatalf("fake PR = %+v, want a draft by agentos-bot at the work SHA", st)
 	}
-	got, err := c.GetPullRequest(ctx, "octo", "app", n)
-	if err != nil || got.GetHead().GetRef() != "work" || got.GetBase().GetRef() != "main" {
-		t.Fatalf("GetPullRequest = %+v, %v", got, err)
+	got, err := c.PullRequest(ctx, Repo{Owner: "octo", Name: "app"}, n)
+	if err != nil || got != pr {
+		t.Fatalf("PullRequest = %+v, %v; want %+v", got, err, pr)
 	}
 
-	rv, err := c.CreateReview(ctx, "octo", "app", n, "approve `repo.patch` a1?", got.GetHead().GetSHA())
+	rv, err := c.CreateReview(ctx, Repo{Owner: "octo", Name: "app"}, n, got.HeadSHA, "approve `repo.patch` a1? <!-- m1 -->")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rv.GetState() != "COMMENTED" {
-		t.Errorf("review state = %q, want COMMENTED", rv.GetState())
+	reviews, err := c.ListReviews(ctx, Repo{Owner: "octo", Name: "app"}, n)
+	if err != nil || len(reviews) != 1 || reviews[0].ID != rv || reviews[0].State != "COMMENTED" || reviews[0].User != "agentos-bot" || reviews[0].CommitID != got.HeadSHA {
+		t.Fatalf("ListReviews = %+v, %v", reviews, err)
 	}
-	reviews, err := c.ListReviews(ctx, "octo", "app", n)
-	if err != nil || len(reviews) != 1 {
-		t.Fatalf("ListReviews = %d, %v", len(reviews), err)
+	if sha, err := c.ReviewCommit(ctx, Repo{Owner: "octo", Name: "app"}, n, "AGENTOS-BOT", "<!-- m1 -->"); err != nil || sha != got.HeadSHA {
+		t.Errorf("ReviewCommit = %q, %v; want %s", sha, err, got.HeadSHA)
+	}
+	if sha, err := c.ReviewCommit(ctx, Repo{Owner: "octo", Name: "app"}, n, "agentos-bot", "<!-- m2 -->"); err != nil || sha != "" {
+		t.Errorf("ReviewCommit(other marker) = %q, %v; want none", sha, err)
+	}
+	for _, tc := range []struct {
+		author string
+		parts  []string
+		want   bool
+	}{
+		{"agentos-bot", []string{"<!-- m1 -->", "a1?"}, true},
+		{"", []string{"<!-- m1 -->"}, true},
+		{"agentos-bot", []string{"<!-- m1 -->", "a2?"}, false},
+		{"alice", []string{"<!-- m1 -->"}, false},
+	} {
+		if has, err := c.HasReview(ctx, Repo{Owner: "octo", Name: "app"}, n, tc.author, tc.parts...); err != nil || has != tc.want {
+			t.Errorf("HasReview(%q, %q) = %v, %v; want %v", tc.author, tc.parts, has, err, tc.want)
+		}
 	}
 	if st := f.Reviews("octo/app", n); len(st) != 1 || st[0].State != "COMMENTED" || st[0].User != "agentos-bot" || st[0].CommitID != strings.Repeat("a", 40) {
 		t.Errorf("fake reviews = %+v", st)
 	}
 
-	if err := c.MarkReadyForReview(ctx, "octo", "app", n); err != nil {
+	if err := c.MarkReady(ctx, Repo{Owner: "octo", Name: "app"}, PullRequest{Number: n}); err != nil {
 		t.Fatal(err)
 	}
 	if st, _ := f.PR("octo/app", n); st.Draft {
-		t.Errorf("PR still a draft after MarkReadyForReview")
+		t.Errorf("PR still a draft after MarkReady")
 	}
-	if err := c.EditPullRequestBody(ctx, "octo", "app", n, "closes #1\n\nupdated"); err != nil {
+	if err := c.EditPRBody(ctx, Repo{Owner: "octo", Name: "app"}, n, "closes #1\n\nupdated"); err != nil {
 		t.Fatal(err)
 	}
 	if st, _ := f.PR("octo/app", n); st.Body != "closes #1\n\nupdated" {
-		t.Errorf("fake PR body = %q after EditPullRequestBody", st.Body)
+		t.Errorf("fake PR body = %q after EditPRBody", st.Body)
 	}
-	if err := c.MarkReadyForReviewNode(ctx, "octo", "app", "PR_does_not_exist"); !errors.Is(err, ErrNotFound) {
-		t.Errorf("MarkReadyForReviewNode(unknown) = %v, want ErrNotFound", err)
+	if err := c.MarkReady(ctx, Repo{Owner: "octo", Name: "app"}, PullRequest{Number: n, NodeID: "PR_does_not_exist"}); !errors.Is(err, ErrNotFound) {
+		t.Errorf("MarkReady(unknown node) = %v, want ErrNotFound", err)
 	}
-	if b, err := c.DefaultBranch(ctx, "octo", "app"); err != nil || b != "main" {
+	if b, err := c.DefaultBranch(ctx, Repo{Owner: "octo", Name: "app"}); err != nil || b != "main" {
 		t.Errorf("DefaultBranch = %q, %v; want main", b, err)
 	}
 	// Already ready: no GraphQL call, no error.
-	if err := c.MarkReadyForReview(ctx, "octo", "app", n); err != nil {
-		t.Errorf("second MarkReadyForReview: %v", err)
+	if err := c.MarkReady(ctx, Repo{Owner: "octo", Name: "app"}, PullRequest{Number: n}); err != nil {
+		t.Errorf("second MarkReady: %v", err)
 	}
 	f.CheckNoViolations(t)
 }
@@ -241,15 +261,18 @@ func TestErrorKinds(t *testing.T) {
 		want error
 		sent bool // whether a request reaches GitHub
 	}{
-		{"missing issue", func() error { _, err := bot.GetIssue(ctx, "octo", "app", 42); return err }, ErrNotFound, true},
-		{"unknown token", func() error { _, err := stranger.GetIssue(ctx, "octo", "app", 1); return err }, ErrUnauthorized, true},
+		{"missing issue", func() error { _, err := bot.Issue(ctx, Repo{Owner: "octo", Name: "app"}, 42); return err }, ErrNotFound, true},
+		{"unknown token", func() error { _, err := stranger.Issue(ctx, Repo{Owner: "octo", Name: "app"}, 1); return err }, ErrUnauthorized, true},
 		{"reader pushes", func() error { return reader.CreateRef(ctx, "octo", "app", "heads/x", strings.Repeat("d", 40)) }, ErrForbidden, true},
 		{"body too long", func() error {
-			_, err := bot.CreateComment(ctx, "octo", "app", 1, strings.Repeat("é", MaxBodyChars+1))
+			_, err := bot.CreateComment(ctx, Repo{Owner: "octo", Name: "app"}, 1, strings.Repeat("é", MaxBodyChars+1))
 			return err
 		}, ErrValidation, false},
-		{"empty review", func() error { _, err := bot.CreateReview(ctx, "octo", "app", 1, " ", ""); return err }, ErrValidation, false},
-		{"bad reaction", func() error { return bot.AddReaction(ctx, "octo", "app", 1, "thumbsup") }, ErrValidation, false},
+		{"empty review", func() error {
+			_, err := bot.CreateReview(ctx, Repo{Owner: "octo", Name: "app"}, 1, " ", "")
+			return err
+		}, ErrValidation, false},
+		{"bad reaction", func() error { return bot.AddReaction(ctx, Repo{Owner: "octo", Name: "app"}, 1, "thumbsup") }, ErrValidation, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -310,7 +333,7 @@ func TestAppMode(t *testing.T) {
 		t.Errorf("ForInstallation(%d) twice returned different clients; want the cached one", id)
 	}
 	for i := 0; i < 2; i++ {
-		if _, err := ic.CreateComment(ctx, "octo", "app", 1, "hello"); err != nil {
+		if _, err := ic.CreateComment(ctx, Repo{Owner: "octo", Name: "app"}, 1, "hello"); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -57,7 +57,7 @@ func (c *Client) CreateCommit(ctx context.Context, owner, repo, parent, message 
 			return Commit{}, invalid(op, fmt.Sprintf("%s: mode %q is not 100644, 100755 or 120000", p, ch.Mode))
 		}
 	}
-	g, err := c.on(ctx, owner, repo)
+	g, err := c.on(ctx, Repo{Owner: owner, Name: repo})
 	if err != nil {
 		return Commit{}, err
 	}
@@ -106,7 +106,7 @@ type TreeEntry struct {
 // CreateBlob stores content (sent base64, so any bytes survive) and
 // returns its SHA.
 func (c *Client) CreateBlob(ctx context.Context, owner, repo string, content []byte) (string, error) {
-	g, err := c.on(ctx, owner, repo)
+	g, err := c.on(ctx, Repo{Owner: owner, Name: repo})
 	if err != nil {
 		return "", err
 	}
@@ -148,7 +148,7 @@ func (c *Client) CreateTree(ctx context.Context, owner, repo, base string, entri
 		}
 		out = append(out, te)
 	}
-	g, err := c.on(ctx, owner, repo)
+	g, err := c.on(ctx, Repo{Owner: owner, Name: repo})
 	if err != nil {
 		return "", err
 	}
@@ -163,7 +163,7 @@ func (c *Client) CreateTree(ctx context.Context, owner, repo, base string, entri
 // no author or committer: GitHub makes it the caller's and, for an app,
 // signs it (Verified).
 func (c *Client) CreateGitCommit(ctx context.Context, owner, repo, message, tree string, parents []string) (Commit, error) {
-	g, err := c.on(ctx, owner, repo)
+	g, err := c.on(ctx, Repo{Owner: owner, Name: repo})
 	if err != nil {
 		return Commit{}, err
 	}

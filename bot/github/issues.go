@@ -32,7 +32,7 @@ func (c *Client) CreateIssue(ctx context.Context, owner, repo string, in NewIssu
 	if err := checkBody("CreateIssue", in.Body); err != nil {
 		return nil, err
 	}
-	g, err := c.on(ctx, owner, repo)
+	g, err := c.on(ctx, Repo{Owner: owner, Name: repo})
 	if err != nil {
 		return nil, err
 	}
@@ -62,7 +62,7 @@ type IssueQuery struct {
 // nil when none does. truncated reports a walk that hit MaxPages before
 // reaching CreatedAfter or the last issue, so "none" is not certain.
 func (c *Client) FindIssue(ctx context.Context, owner, repo string, q IssueQuery, match func(*gh.Issue) bool) (found *gh.Issue, truncated bool, err error) {
-	g, err := c.on(ctx, owner, repo)
+	g, err := c.on(ctx, Repo{Owner: owner, Name: repo})
 	if err != nil {
 		return nil, false, err
 	}

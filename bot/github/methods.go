@@ -25,57 +25,66 @@ func checkBody(op, body string) error {
 	return nil
 }
 
-// CreateComment comments on issue or pull request number.
-func (c *Client) CreateComment(ctx context.Context, owner, repo string, number int, body string) (*gh.IssueComment, error) {
+// CreateComment comments on issue or pull request number and returns the
+// comment's id.
+func (c *Client) CreateComment(ctx context.Context, repo Repo, number int, body string) (int64, error) {
 	if err := checkBody("CreateComment", body); err != nil {
-		return nil, err
+		return 0, err
 	}
-	g, err := c.on(ctx, owner, repo)
+	g, err := c.on(ctx, repo)
 	if err != nil {
-		return nil, err
+		return 0, err
 	}
-	cm, _, err := g.Issues.CreateComment(ctx, owner, repo, number, &gh.IssueComment{Body: gh.String(body)})
-	return cm, wrap("CreateComment", err)
+	cm, _, err := g.Issues.CreateComment(ctx, repo.Owner, repo.Name, number, &gh.IssueComment{Body: gh.String(body)})
+	if err != nil {
+		return 0, wrap("CreateComment", err)
+	}
+	return cm.GetID(), nil
 }
 
 // EditComment replaces the body of issue (or PR conversation) comment id.
-func (c *Client) EditComment(ctx context.Context, owner, repo string, id int64, body string) (*gh.IssueComment, error) {
+func (c *Client) EditComment(ctx context.Context, repo Repo, id int64, body string) error {
 	if err := checkBody("EditComment", body); err != nil {
-		return nil, err
+		return err
 	}
-	g, err := c.on(ctx, owner, repo)
+	g, err := c.on(ctx, repo)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	cm, _, err := g.Issues.EditComment(ctx, owner, repo, id, &gh.IssueComment{Body: gh.String(body)})
-	return cm, wrap("EditComment", err)
+	_, _, err = g.Issues.EditComment(ctx, repo.Owner, repo.Name, id, &gh.IssueComment{Body: gh.String(body)})
+	return wrap("EditComment", err)
 }
 
 // GetComment returns issue (or PR conversation) comment id.
-func (c *Client) GetComment(ctx context.Context, owner, repo string, id int64) (*gh.IssueComment, error) {
-	g, err := c.on(ctx, owner, repo)
+func (c *Client) GetComment(ctx context.Context, repo Repo, id int64) (Comment, error) {
+	g, err := c.on(ctx, repo)
 	if err != nil {
-		return nil, err
+		return Comment{}, err
 	}
-	cm, _, err := g.Issues.GetComment(ctx, owner, repo, id)
-	return cm, wrap("GetComment", err)
+	cm, _, err := g.Issues.GetComment(ctx, repo.Owner, repo.Name, id)
+	if err != nil {
+		return Comment{}, wrap("GetComment", err)
+	}
+	return Comment{ID: cm.GetID(), User: cm.GetUser().GetLogin(), Body: cm.GetBody()}, nil
 }
 
 // ListComments returns all comments on issue or pull request number,
 // oldest first (every page).
-func (c *Client) ListComments(ctx context.Context, owner, repo string, number int) ([]*gh.IssueComment, error) {
-	g, err := c.on(ctx, owner, repo)
+func (c *Client) ListComments(ctx context.Context, repo Repo, number int) ([]Comment, error) {
+	g, err := c.on(ctx, repo)
 	if err != nil {
 		return nil, err
 	}
 	opts := &gh.IssueListCommentsOptions{ListOptions: gh.ListOptions{PerPage: 100}}
-	var all []*gh.IssueComment
+	var all []Comment
 	for {
-		page, resp, err := g.Issues.ListComments(ctx, owner, repo, number, opts)
+		page, resp, err := g.Issues.ListComments(ctx, repo.Owner, repo.Name, number, opts)
 		if err != nil {
 			return nil, wrap("ListComments", err)
 		}
-		all = append(all, page...)
+		for _, cm := range page {
+			all = append(all, Comment{ID: cm.GetID(), User: cm.GetUser().GetLogin(), Body: cm.GetBody()})
+		}
 		if resp.NextPage == 0 {
 			return all, nil
 		}
@@ -83,24 +92,31 @@ func (c *Client) ListComments(ctx context.Context, owner, repo string, number in
 	}
 }
 
-// GetIssue returns issue (or pull request) number.
-func (c *Client) GetIssue(ctx context.Context, owner, repo string, number int) (*gh.Issue, error) {
-	g, err := c.on(ctx, owner, repo)
+// Issue returns issue (or pull request) number's title, body, labels and
+// state.
+func (c *Client) Issue(ctx context.Context, repo Repo, number int) (Issue, error) {
+	g, err := c.on(ctx, repo)
 	if err != nil {
-		return nil, err
+		return Issue{}, err
 	}
-	is, _, err := g.Issues.Get(ctx, owner, repo, number)
-	return is, wrap("GetIssue", err)
+	is, _, err := g.Issues.Get(ctx, repo.Owner, repo.Name, number)
+	if err != nil {
+		return Issue{}, wrap("Issue", err)
+	}
+	return issueFrom(is), nil
 }
 
-// GetPullRequest returns pull request number.
-func (c *Client) GetPullRequest(ctx context.Context, owner, repo string, number int) (*gh.PullRequest, error) {
-	g, err := c.on(ctx, owner, repo)
+// PullRequest returns pull request number.
+func (c *Client) PullRequest(ctx context.Context, repo Repo, number int) (PullRequest, error) {
+	g, err := c.on(ctx, repo)
 	if err != nil {
-		return nil, err
+		return PullRequest{}, err
 	}
-	pr, _, err := g.PullRequests.Get(ctx, owner, repo, number)
-	return pr, wrap("GetPullRequest", err)
+	pr, _, err := g.PullRequests.Get(ctx, repo.Owner, repo.Name, number)
+	if err != nil {
+		return PullRequest{}, wrap("PullRequest", err)
+	}
+	return pullRequestFrom(pr), nil
 }
 
 // NewPR describes a pull request to open. Head must be at least one commit
@@ -111,51 +127,48 @@ type NewPR struct {
 }
 
 // CreateDraftPR opens a draft pull request.
-func (c *Client) CreateDraftPR(ctx context.Context, owner, repo string, p NewPR) (*gh.PullRequest, error) {
+func (c *Client) CreateDraftPR(ctx context.Context, repo Repo, p NewPR) (PullRequest, error) {
 	if err := checkBody("CreateDraftPR", p.Body); err != nil {
-		return nil, err
+		return PullRequest{}, err
 	}
 	if p.Title == "" || p.Head == "" || p.Base == "" {
-		return nil, invalid("CreateDraftPR", "title, head and base are required")
+		return PullRequest{}, invalid("CreateDraftPR", "title, head and base are required")
 	}
-	g, err := c.on(ctx, owner, repo)
+	g, err := c.on(ctx, repo)
 	if err != nil {
-		return nil, err
+		return PullRequest{}, err
 	}
-	pr, _, err := g.PullRequests.Create(ctx, owner, repo, &gh.NewPullRequest{
+	pr, _, err := g.PullRequests.Create(ctx, repo.Owner, repo.Name, &gh.NewPullRequest{
 		Title: gh.String(p.Title), Body: gh.String(p.Body), Head: gh.String(p.Head), Base: gh.String(p.Base), Draft: gh.Bool(true),
 	})
-	return pr, wrap("CreateDraftPR", err)
+	if err != nil {
+		return PullRequest{}, wrap("CreateDraftPR", err)
+	}
+	return pullRequestFrom(pr), nil
 }
 
-// EditPullRequestBody replaces the description of pull request number.
-func (c *Client) EditPullRequestBody(ctx context.Context, owner, repo string, number int, body string) error {
-	if err := checkBody("EditPullRequestBody", body); err != nil {
+// EditPRBody replaces the description of pull request number.
+func (c *Client) EditPRBody(ctx context.Context, repo Repo, number int, body string) error {
+	if err := checkBody("EditPRBody", body); err != nil {
 		return err
 	}
-	g, err := c.on(ctx, owner, repo)
+	g, err := c.on(ctx, repo)
 	if err != nil {
 		return err
 	}
-	_, _, err = g.PullRequests.Edit(ctx, owner, repo, number, &gh.PullRequest{Body: gh.String(body)})
-	return wrap("EditPullRequestBody", err)
+	_, _, err = g.PullRequests.Edit(ctx, repo.Owner, repo.Name, number, &gh.PullRequest{Body: gh.String(body)})
+	return wrap("EditPRBody", err)
 }
 
-// Repository returns owner/repo (default branch, fork parent, visibility).
-func (c *Client) Repository(ctx context.Context, owner, repo string) (*gh.Repository, error) {
-	g, err := c.on(ctx, owner, repo)
-	if err != nil {
-		return nil, err
-	}
-	r, _, err := g.Repositories.Get(ctx, owner, repo)
-	return r, wrap("Repository", err)
-}
-
-// DefaultBranch returns the default branch of owner/repo.
-func (c *Client) DefaultBranch(ctx context.Context, owner, repo string) (string, error) {
-	r, err := c.Repository(ctx, owner, repo)
+// DefaultBranch returns the default branch of repo.
+func (c *Client) DefaultBranch(ctx context.Context, repo Repo) (string, error) {
+	g, err := c.on(ctx, repo)
 	if err != nil {
 		return "", err
+	}
+	r, _, err := g.Repositories.Get(ctx, repo.Owner, repo.Name)
+	if err != nil {
+		return "", wrap("DefaultBranch", err)
 	}
 	if r.GetDefaultBranch() == "" {
 		return "", &APIError{Op: "DefaultBranch", Message: "repository has no default branch", Err: errors.New("repository has no default branch")}
@@ -163,36 +176,28 @@ func (c *Client) DefaultBranch(ctx context.Context, owner, repo string) (string,
 	return r.GetDefaultBranch(), nil
 }
 
-// MarkReadyForReview turns draft pull request number into a ready one. REST
-// cannot do this (PATCH /pulls/{n} ignores "draft"); it is the GraphQL
-// mutation markPullRequestReadyForReview, which needs the PR's node id, so
-// this reads the pull request first (MarkReadyForReviewNode skips that
-// read when the caller knows both). A PR that is not a draft is left as
-// is.
-func (c *Client) MarkReadyForReview(ctx context.Context, owner, repo string, number int) error {
-	g, err := c.on(ctx, owner, repo)
-	if err != nil {
-		return err
+// MarkReady turns draft pull request pr into a ready one. REST cannot do
+// this (PATCH /pulls/{n} ignores "draft"); it is the GraphQL mutation
+// markPullRequestReadyForReview, which needs the PR's node id: without
+// pr.NodeID the pull request is read first, and left as is when it is not
+// a draft.
+func (c *Client) MarkReady(ctx context.Context, repo Repo, pr PullRequest) error {
+	const op = "MarkReady"
+	nodeID := pr.NodeID
+	if nodeID == "" {
+		cur, err := c.PullRequest(ctx, repo, pr.Number)
+		if err != nil {
+			return err
+		}
+		if !cur.Draft {
+			return nil
+		}
+		nodeID = cur.NodeID
 	}
-	pr, _, err := g.PullRequests.Get(ctx, owner, repo, number)
-	if err != nil {
-		return wrap("MarkReadyForReview", err)
-	}
-	if !pr.GetDraft() {
-		return nil
-	}
-	return c.MarkReadyForReviewNode(ctx, owner, repo, pr.GetNodeID())
-}
-
-// MarkReadyForReviewNode runs markPullRequestReadyForReview on the pull
-// request of owner/repo with GraphQL node id nodeID (the repository picks
-// the installation in App mode).
-func (c *Client) MarkReadyForReviewNode(ctx context.Context, owner, repo, nodeID string) error {
-	const op = "MarkReadyForReview"
 	if nodeID == "" {
 		return invalid(op, "pull request node id is empty")
 	}
-	rc, err := c.ForRepo(ctx, owner, repo)
+	rc, err := c.ForRepo(ctx, repo.Owner, repo.Name)
 	if err != nil {
 		return err
 	}
@@ -208,34 +213,46 @@ func (c *Client) MarkReadyForReviewNode(ctx context.Context, owner, repo, nodeID
 				} `json:"pullRequest"`
 			} `json:"markPullRequestReadyForReview"`
 		} `json:"data"`
-		Errors []struct {
-			Type    string `json:"type"`
-			Message string `json:"message"`
-		} `json:"errors"`
+		Errors graphQLErrors `json:"errors"`
 	}
 	if err := rc.graphql(ctx, q, &out); err != nil {
 		return wrap(op, err)
 	}
-	if len(out.Errors) > 0 {
-		e := &APIError{Op: op, Status: http.StatusOK, Message: out.Errors[0].Message}
-		for _, ge := range out.Errors {
-			e.Details = append(e.Details, ge.Message)
-		}
-		switch out.Errors[0].Type {
-		case "NOT_FOUND":
-			e.Kind = ErrNotFound
-		case "FORBIDDEN":
-			e.Kind = ErrForbidden
-		default:
-			e.Kind = ErrValidation
-		}
-		e.Err = fmt.Errorf("graphql: %s", strings.Join(e.Details, "; "))
-		return e
+	if err := out.Errors.err(op); err != nil {
+		return err
 	}
 	if out.Data.Mark == nil || out.Data.Mark.PullRequest.IsDraft {
 		return &APIError{Op: op, Message: "pull request is still a draft", Err: errors.New("graphql: pull request is still a draft")}
 	}
 	return nil
+}
+
+// graphQLErrors is a GraphQL answer's "errors" (HTTP 200 all the same).
+type graphQLErrors []struct {
+	Type    string `json:"type"`
+	Message string `json:"message"`
+}
+
+// err is the APIError of op for the answer's errors, nil for none. The
+// first error's type decides the kind callers branch on.
+func (ges graphQLErrors) err(op string) error {
+	if len(ges) == 0 {
+		return nil
+	}
+	e := &APIError{Op: op, Status: http.StatusOK, Message: ges[0].Message}
+	for _, ge := range ges {
+		e.Details = append(e.Details, ge.Message)
+	}
+	switch ges[0].Type {
+	case "NOT_FOUND":
+		e.Kind = ErrNotFound
+	case "FORBIDDEN":
+		e.Kind = ErrForbidden
+	default:
+		e.Kind = ErrValidation
+	}
+	e.Err = fmt.Errorf("graphql: %s", strings.Join(e.Details, "; "))
+	return e
 }
 
 // graphql posts a query to the GraphQL endpoint through the same
@@ -256,46 +273,101 @@ func (c *Client) graphql(ctx context.Context, query any, out any) error {
 }
 
 // CreateReview posts a review with event COMMENT and body on pull request
-// number, pinned to commitID when it is not empty. The bot never approves
-// or requests changes: nobody can on their own pull request.
-func (c *Client) CreateReview(ctx context.Context, owner, repo string, number int, body, commitID string) (*gh.PullRequestReview, error) {
+// number, pinned to commitSHA when it is not empty, and returns its id.
+// The bot never approves or requests changes: nobody can on their own
+// pull request.
+func (c *Client) CreateReview(ctx context.Context, repo Repo, number int, commitSHA, body string) (int64, error) {
 	if err := checkBody("CreateReview", body); err != nil {
-		return nil, err
+		return 0, err
 	}
 	if strings.TrimSpace(body) == "" {
-		return nil, invalid("CreateReview", "a COMMENT review needs a body")
+		return 0, invalid("CreateReview", "a COMMENT review needs a body")
 	}
-	g, err := c.on(ctx, owner, repo)
+	g, err := c.on(ctx, repo)
 	if err != nil {
-		return nil, err
+		return 0, err
 	}
 	req := &gh.PullRequestReviewRequest{Body: gh.String(body), Event: gh.String("COMMENT")}
-	if commitID != "" {
-		req.CommitID = gh.String(commitID)
+	if commitSHA != "" {
+		req.CommitID = gh.String(commitSHA)
 	}
-	rv, _, err := g.PullRequests.CreateReview(ctx, owner, repo, number, req)
-	return rv, wrap("CreateReview", err)
+	rv, _, err := g.PullRequests.CreateReview(ctx, repo.Owner, repo.Name, number, req)
+	if err != nil {
+		return 0, wrap("CreateReview", err)
+	}
+	return rv.GetID(), nil
 }
 
-// ListReviews returns all reviews of pull request number (every page).
-func (c *Client) ListReviews(ctx context.Context, owner, repo string, number int) ([]*gh.PullRequestReview, error) {
-	g, err := c.on(ctx, owner, repo)
+// Review is a submitted pull request review.
+type Review struct {
+	ID       int64
+	User     string // the reviewer's login
+	Body     string
+	State    string // APPROVED, CHANGES_REQUESTED, COMMENTED, DISMISSED
+	CommitID string // the head it was submitted on
+}
+
+// ListReviews returns all reviews of pull request number, oldest first
+// (every page).
+func (c *Client) ListReviews(ctx context.Context, repo Repo, number int) ([]Review, error) {
+	g, err := c.on(ctx, repo)
 	if err != nil {
 		return nil, err
 	}
 	opts := &gh.ListOptions{PerPage: 100}
-	var all []*gh.PullRequestReview
+	var all []Review
 	for {
-		page, resp, err := g.PullRequests.ListReviews(ctx, owner, repo, number, opts)
+		page, resp, err := g.PullRequests.ListReviews(ctx, repo.Owner, repo.Name, number, opts)
 		if err != nil {
 			return nil, wrap("ListReviews", err)
 		}
-		all = append(all, page...)
+		for _, r := range page {
+			all = append(all, Review{ID: r.GetID(), User: r.GetUser().GetLogin(), Body: r.GetBody(), State: r.GetState(), CommitID: r.GetCommitID()})
+		}
 		if resp.NextPage == 0 {
 			return all, nil
 		}
 		opts.Page = resp.NextPage
 	}
+}
+
+// ReviewCommit is the commit of the latest review on pull request number
+// by author whose body contains marker ("" when there is none): GitHub's
+// own record of the head an approval request was made on.
+func (c *Client) ReviewCommit(ctx context.Context, repo Repo, number int, author, marker string) (string, error) {
+	rs, err := c.ListReviews(ctx, repo, number)
+	if err != nil {
+		return "", err
+	}
+	for i := len(rs) - 1; i >= 0; i-- {
+		if strings.EqualFold(rs[i].User, author) && strings.Contains(rs[i].Body, marker) {
+			return rs[i].CommitID, nil
+		}
+	}
+	return "", nil
+}
+
+// HasReview reports whether author ("" for anyone) has a review on pull
+// request number whose body contains every one of parts (a session's
+// marker, the approval ids of one request).
+func (c *Client) HasReview(ctx context.Context, repo Repo, number int, author string, parts ...string) (bool, error) {
+	rs, err := c.ListReviews(ctx, repo, number)
+	if err != nil {
+		return false, err
+	}
+	for _, r := range rs {
+		if author != "" && !strings.EqualFold(r.User, author) {
+			continue
+		}
+		all := true
+		for _, p := range parts {
+			all = all && strings.Contains(r.Body, p)
+		}
+		if all {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // PermissionLevel returns login's permission on owner/repo: admin,
@@ -307,7 +379,7 @@ func (c *Client) PermissionLevel(ctx context.Context, owner, repo, login string)
 	if login == "" {
 		return "", invalid(op, "empty login")
 	}
-	g, err := c.on(ctx, owner, repo)
+	g, err := c.on(ctx, Repo{Owner: owner, Name: repo})
 	if err != nil {
 		return "", err
 	}
@@ -339,23 +411,23 @@ func pathEscape(s string) string { return url.PathEscape(s) }
 // AddReaction reacts to issue (or PR conversation) comment id with content
 // (+1, -1, laugh, confused, heart, hooray, rocket, eyes). Reacting twice is
 // not an error.
-func (c *Client) AddReaction(ctx context.Context, owner, repo string, id int64, content string) error {
+func (c *Client) AddReaction(ctx context.Context, repo Repo, id int64, content string) error {
 	switch content {
 	case "+1", "-1", "laugh", "confused", "heart", "hooray", "rocket", "eyes":
 	default:
 		return invalid("AddReaction", fmt.Sprintf("reaction %q is not one GitHub knows", content))
 	}
-	g, err := c.on(ctx, owner, repo)
+	g, err := c.on(ctx, repo)
 	if err != nil {
 		return err
 	}
-	_, _, err = g.Reactions.CreateIssueCommentReaction(ctx, owner, repo, id, content)
+	_, _, err = g.Reactions.CreateIssueCommentReaction(ctx, repo.Owner, repo.Name, id, content)
 	return wrap("AddReaction", err)
 }
 
 // GetRef returns the SHA branch ref ("heads/x" or "refs/heads/x") points at.
 func (c *Client) GetRef(ctx context.Context, owner, repo, ref string) (string, error) {
-	g, err := c.on(ctx, owner, repo)
+	g, err := c.on(ctx, Repo{Owner: owner, Name: repo})
 	if err != nil {
 		return "", err
 	}
@@ -368,7 +440,7 @@ func (c *Client) GetRef(ctx context.Context, owner, repo, ref string) (string, e
 
 // CreateRef creates ref ("refs/heads/x") at sha.
 func (c *Client) CreateRef(ctx context.Context, owner, repo, ref, sha string) error {
-	g, err := c.on(ctx, owner, repo)
+	g, err := c.on(ctx, Repo{Owner: owner, Name: repo})
 	if err != nil {
 		return err
 	}
@@ -378,7 +450,7 @@ func (c *Client) CreateRef(ctx context.Context, owner, repo, ref, sha string) er
 
 // UpdateRef moves ref to sha; force allows a non-fast-forward move.
 func (c *Client) UpdateRef(ctx context.Context, owner, repo, ref, sha string, force bool) error {
-	g, err := c.on(ctx, owner, repo)
+	g, err := c.on(ctx, Repo{Owner: owner, Name: repo})
 	if err != nil {
 		return err
 	}
@@ -394,19 +466,19 @@ func fullRef(ref string) string {
 }
 
 // PullRequestByHead returns the pull request (open or closed, the newest)
-// whose head is branch of the repository itself, nil when there is none:
+// whose head is branch of the repository itself; false when there is none:
 // a publication that may have happened already looks before it creates.
-func (c *Client) PullRequestByHead(ctx context.Context, owner, repo, branch string) (*gh.PullRequest, error) {
-	g, err := c.on(ctx, owner, repo)
+func (c *Client) PullRequestByHead(ctx context.Context, repo Repo, branch string) (PullRequest, bool, error) {
+	g, err := c.on(ctx, repo)
 	if err != nil {
-		return nil, err
+		return PullRequest{}, false, err
 	}
-	prs, _, err := g.PullRequests.List(ctx, owner, repo, &gh.PullRequestListOptions{State: "all", Head: owner + ":" + branch, ListOptions: gh.ListOptions{PerPage: 10}})
+	prs, _, err := g.PullRequests.List(ctx, repo.Owner, repo.Name, &gh.PullRequestListOptions{State: "all", Head: repo.Owner + ":" + branch, ListOptions: gh.ListOptions{PerPage: 10}})
 	if err != nil {
-		return nil, wrap("PullRequestByHead", err)
+		return PullRequest{}, false, wrap("PullRequestByHead", err)
 	}
 	if len(prs) == 0 {
-		return nil, nil
+		return PullRequest{}, false, nil
 	}
-	return prs[0], nil
+	return pullRequestFrom(prs[0]), true, nil
 }

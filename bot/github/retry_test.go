@@ -33,9 +33,12 @@ func (s *sleeps) got() []time.Duration {
 }
 
 func TestRateLimitsAndRetries(t *testing.T) {
-	get := func(c *Client) error { _, err := c.GetIssue(context.Background(), "octo", "app", 1); return err }
+	get := func(c *Client) error {
+		_, err := c.Issue(context.Background(), Repo{Owner: "octo", Name: "app"}, 1)
+		return err
+	}
 	post := func(c *Client) error {
-		_, err := c.CreateComment(context.Background(), "octo", "app", 1, "hi")
+		_, err := c.CreateComment(context.Background(), Repo{Owner: "octo", Name: "app"}, 1, "hi")
 		return err
 	}
 	tests := []struct {
@@ -133,9 +136,9 @@ func TestConnectionErrors(t *testing.T) {
 				t.Fatal(err)
 			}
 			if tt.post {
-				_, err = c.CreateComment(context.Background(), "octo", "app", 1, "x")
+				_, err = c.CreateComment(context.Background(), Repo{Owner: "octo", Name: "app"}, 1, "x")
 			} else {
-				_, err = c.GetIssue(context.Background(), "octo", "app", 1)
+				_, err = c.Issue(context.Background(), Repo{Owner: "octo", Name: "app"}, 1)
 			}
 			if (err == nil) != tt.wantOK {
 				t.Errorf("err = %v, want ok=%v", err, tt.wantOK)
@@ -159,7 +162,7 @@ func TestRetryStopsWhenContextEnds(t *testing.T) {
 		return ctx.Err()
 	}})
 	f.FailNext(1, fakegithub.Failure{Status: 429, RetryAfter: "5"})
-	_, err := c.GetIssue(ctx, "octo", "app", 1)
+	_, err := c.Issue(ctx, Repo{Owner: "octo", Name: "app"}, 1)
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("err = %v, want context.Canceled", err)
 	}

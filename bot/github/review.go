@@ -39,10 +39,10 @@ type NewReview struct {
 // comment it cannot place in the diff makes the call fail with 422 and
 // nothing posted; the caller should have mapped the comments onto the
 // diff first (see DiffMap).
-func (c *Client) CreateReviewWithComments(ctx context.Context, owner, repo string, number int, r NewReview) (*gh.PullRequestReview, error) {
+func (c *Client) CreateReviewWithComments(ctx context.Context, repo Repo, number int, r NewReview) (int64, error) {
 	const op = "CreateReviewWithComments"
 	if err := checkBody(op, r.Body); err != nil {
-		return nil, err
+		return 0, err
 	}
 	event := r.Event
 	if event == "" {
@@ -51,10 +51,10 @@ func (c *Client) CreateReviewWithComments(ctx context.Context, owner, repo strin
 	switch event {
 	case "COMMENT", "APPROVE", "REQUEST_CHANGES":
 	default:
-		return nil, invalid(op, fmt.Sprintf("event %q is not COMMENT, APPROVE or REQUEST_CHANGES", event))
+		return 0, invalid(op, fmt.Sprintf("event %q is not COMMENT, APPROVE or REQUEST_CHANGES", event))
 	}
 	if event != "APPROVE" && strings.TrimSpace(r.Body) == "" && len(r.Comments) == 0 {
-		return nil, invalid(op, "a "+event+" review needs a body or comments")
+		return 0, invalid(op, "a "+event+" review needs a body or comments")
 	}
 	req := &gh.PullRequestReviewRequest{Body: gh.String(r.Body), Event: gh.String(event)}
 	if r.CommitID != "" {
@@ -62,13 +62,13 @@ func (c *Client) CreateReviewWithComments(ctx context.Context, owner, repo strin
 	}
 	for i, cm := range r.Comments {
 		if cm.Path == "" || cm.Line <= 0 {
-			return nil, invalid(op, fmt.Sprintf("comment %d needs a path and a positive line", i+1))
+			return 0, invalid(op, fmt.Sprintf("comment %d needs a path and a positive line", i+1))
 		}
 		if cm.StartLine != 0 && cm.StartLine >= cm.Line && (cm.StartSide == "" || cm.StartSide == cm.Side) {
-			return nil, invalid(op, fmt.Sprintf("comment %d: start_line %d must precede line %d", i+1, cm.StartLine, cm.Line))
+			return 0, invalid(op, fmt.Sprintf("comment %d: start_line %d must precede line %d", i+1, cm.StartLine, cm.Line))
 		}
 		if err := checkBody(op, cm.Body); err != nil {
-			return nil, err
+			return 0, err
 		}
 		side := cm.Side
 		if side == "" {
@@ -85,12 +85,15 @@ func (c *Client) CreateReviewWithComments(ctx context.Context, owner, repo strin
 		}
 		req.Comments = append(req.Comments, d)
 	}
-	g, err := c.on(ctx, owner, repo)
+	g, err := c.on(ctx, repo)
 	if err != nil {
-		return nil, err
+		return 0, err
 	}
-	rv, _, err := g.PullRequests.CreateReview(ctx, owner, repo, number, req)
-	return rv, wrap(op, err)
+	rv, _, err := g.PullRequests.CreateReview(ctx, repo.Owner, repo.Name, number, req)
+	if err != nil {
+		return 0, wrap(op, err)
+	}
+	return rv.GetID(), nil
 }
 
 // PRFile is one file of a pull request's diff.
@@ -104,15 +107,15 @@ type PRFile struct {
 
 // ListPRFiles returns the files of pull request number with their patches
 // (every page, 100 a page; GitHub lists at most 3000 files).
-func (c *Client) ListPRFiles(ctx context.Context, owner, repo string, number int) ([]PRFile, error) {
-	g, err := c.on(ctx, owner, repo)
+func (c *Client) ListPRFiles(ctx context.Context, repo Repo, number int) ([]PRFile, error) {
+	g, err := c.on(ctx, repo)
 	if err != nil {
 		return nil, err
 	}
 	opts := &gh.ListOptions{PerPage: 100}
 	var out []PRFile
 	for {
-		page, resp, err := g.PullRequests.ListFiles(ctx, owner, repo, number, opts)
+		page, resp, err := g.PullRequests.ListFiles(ctx, repo.Owner, repo.Name, number, opts)
 		if err != nil {
 			return nil, wrap("ListPRFiles", err)
 		}
@@ -129,25 +132,25 @@ func (c *Client) ListPRFiles(ctx context.Context, owner, repo string, number int
 // PullRequestDiff returns pull request number's diff as GitHub renders it
 // for the diff media type (application/vnd.github.diff): one request,
 // whatever the number of files.
-func (c *Client) PullRequestDiff(ctx context.Context, owner, repo string, number int) (string, error) {
-	g, err := c.on(ctx, owner, repo)
+func (c *Client) PullRequestDiff(ctx context.Context, repo Repo, number int) (string, error) {
+	g, err := c.on(ctx, repo)
 	if err != nil {
 		return "", err
 	}
-	s, _, err := g.PullRequests.GetRaw(ctx, owner, repo, number, gh.RawOptions{Type: gh.Diff})
+	s, _, err := g.PullRequests.GetRaw(ctx, repo.Owner, repo.Name, number, gh.RawOptions{Type: gh.Diff})
 	return s, wrap("PullRequestDiff", err)
 }
 
-// RepoLabels returns the names of owner/repo's labels (every page).
-func (c *Client) RepoLabels(ctx context.Context, owner, repo string) ([]string, error) {
-	g, err := c.on(ctx, owner, repo)
+// RepoLabels returns the names of repo's labels (every page).
+func (c *Client) RepoLabels(ctx context.Context, repo Repo) ([]string, error) {
+	g, err := c.on(ctx, repo)
 	if err != nil {
 		return nil, err
 	}
 	opts := &gh.ListOptions{PerPage: 100}
 	var out []string
 	for {
-		page, resp, err := g.Issues.ListLabels(ctx, owner, repo, opts)
+		page, resp, err := g.Issues.ListLabels(ctx, repo.Owner, repo.Name, opts)
 		if err != nil {
 			return nil, wrap("RepoLabels", err)
 		}
@@ -164,17 +167,17 @@ func (c *Client) RepoLabels(ctx context.Context, owner, repo string) ([]string, 
 // AddLabels adds labels to issue or pull request number. GitHub creates a
 // label the repository lacks (grey, no description): callers that take
 // label names from a model pass only names RepoLabels returned.
-func (c *Client) AddLabels(ctx context.Context, owner, repo string, number int, labels []string) error {
+func (c *Client) AddLabels(ctx context.Context, repo Repo, number int, labels []string) error {
 	if len(labels) == 0 {
 		return invalid("AddLabels", "no labels")
 	}
-	g, err := c.on(ctx, owner, repo)
+	g, err := c.on(ctx, repo)
 	if err != nil {
 		return err
 	}
 	// go-github sends a bare array, which GitHub still takes but its
 	// description no longer lists; send the documented {"labels": [...]}.
-	u := fmt.Sprintf("repos/%s/%s/issues/%d/labels", pathEscape(owner), pathEscape(repo), number)
+	u := fmt.Sprintf("repos/%s/%s/issues/%d/labels", pathEscape(repo.Owner), pathEscape(repo.Name), number)
 	req, err := g.NewRequest("POST", u, map[string][]string{"labels": labels})
 	if err != nil {
 		return wrap("AddLabels", err)

@@ -78,7 +78,7 @@ func diffPR(t *testing.T, files int) (*fakegithub.Fake, *Client, int) {
 func TestReviewWithLineComments(t *testing.T) {
 	f, c, n := diffPR(t, 150)
 	ctx := context.Background()
-	files, err := c.ListPRFiles(ctx, "octo", "app", n)
+	files, err := c.ListPRFiles(ctx, Repo{Owner: "octo", Name: "app"}, n)
 	if err != nil || len(files) != 150 || files[0].Path != "db.go" || files[0].Patch != dbPatch || files[149].Status != "added" {
 		t.Fatalf("ListPRFiles = %d files, %v", len(files), err)
 	}
@@ -93,22 +93,22 @@ func TestReviewWithLineComments(t *testing.T) {
 	rng, _ := m.Place("db.go", 3, 4)
 	sqli.Body, rng.Body = "SQL injection", "range"
 	f.ResetCalls()
-	rv, err := c.CreateReviewWithComments(ctx, "octo", "app", n, NewReview{Body: "review", Comments: []LineComment{sqli, rng}})
+	rv, err := c.CreateReviewWithComments(ctx, Repo{Owner: "octo", Name: "app"}, n, NewReview{Body: "review", Comments: []LineComment{sqli, rng}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if calls := f.Calls(); calls["POST /repos/{owner}/{repo}/pulls/{pull_number}/reviews"] != 1 || len(calls) != 1 {
 		t.Errorf("calls = %v, want one POST", calls)
 	}
-	if rv.GetState() != "COMMENTED" {
-		t.Errorf("state = %s, want COMMENTED", rv.GetState())
+	if st := f.Reviews("octo/app", n); len(st) != 1 || st[0].ID != rv || st[0].State != "COMMENTED" {
+		t.Errorf("reviews = %+v, want one COMMENTED review with id %d", st, rv)
 	}
 	got := f.ReviewComments("octo/app", n)
 	if len(got) != 2 || got[0].Line != 4 || got[0].Side != "RIGHT" || got[1].StartLine != 3 || got[1].Line != 4 {
 		t.Errorf("stored = %+v", got)
 	}
 	// A line GitHub cannot place fails the whole review, typed.
-	_, err = c.CreateReviewWithComments(ctx, "octo", "app", n, NewReview{Body: "again", Comments: []LineComment{{Path: "db.go", Line: 10, Body: "x"}}})
+	_, err = c.CreateReviewWithComments(ctx, Repo{Owner: "octo", Name: "app"}, n, NewReview{Body: "again", Comments: []LineComment{{Path: "db.go", Line: 10, Body: "x"}}})
 	var apiErr *APIError
 	if !errors.As(err, &apiErr) || apiErr.Status != 422 || !strings.Contains(err.Error(), "must be part of the diff") {
 		t.Errorf("err = %v, want a 422 APIError naming the diff", err)
@@ -123,11 +123,11 @@ func TestReviewWithLineComments(t *testing.T) {
 		{Body: "x", Comments: []LineComment{{Path: "db.go", Line: 0, Body: "x"}}},
 		{Body: "x", Comments: []LineComment{{Path: "db.go", Line: 3, StartLine: 4, Body: "x"}}},
 	} {
-		if _, err := c.CreateReviewWithComments(ctx, "octo", "app", n, r); !errors.Is(err, ErrValidation) || (err != nil && err.(*APIError).Status != 0) {
+		if _, err := c.CreateReviewWithComments(ctx, Repo{Owner: "octo", Name: "app"}, n, r); !errors.Is(err, ErrValidation) || (err != nil && err.(*APIError).Status != 0) {
 			t.Errorf("CreateReviewWithComments(%+v) = %v, want a validation error before any request", r, err)
 		}
 	}
-	diff, err := c.PullRequestDiff(ctx, "octo", "app", n)
+	diff, err := c.PullRequestDiff(ctx, Repo{Owner: "octo", Name: "app"}, n)
 	if err != nil || !strings.Contains(diff, "diff --git a/db.go b/db.go") || !strings.Contains(diff, "+++ b/gen/f149.go") {
 		t.Errorf("PullRequestDiff = %.200q, %v", diff, err)
 	}
@@ -140,17 +140,17 @@ func TestLabels(t *testing.T) {
 	f.AddLabel("octo/app", fakegithub.Label{Name: "needs-triage"})
 	c := tokenClient(t, base, botTok, RetryPolicy{})
 	ctx := context.Background()
-	names, err := c.RepoLabels(ctx, "octo", "app")
+	names, err := c.RepoLabels(ctx, Repo{Owner: "octo", Name: "app"})
 	if err != nil || strings.Join(names, ",") != "bug,needs-triage" {
 		t.Fatalf("RepoLabels = %v, %v", names, err)
 	}
-	if err := c.AddLabels(ctx, "octo", "app", 1, []string{"bug"}); err != nil {
+	if err := c.AddLabels(ctx, Repo{Owner: "octo", Name: "app"}, 1, []string{"bug"}); err != nil {
 		t.Fatal(err)
 	}
 	if is, _ := f.Issue("octo/app", 1); strings.Join(is.Labels, ",") != "bug" {
 		t.Errorf("labels = %v", is.Labels)
 	}
-	if err := c.AddLabels(ctx, "octo", "app", 1, nil); !errors.Is(err, ErrValidation) || (err != nil && err.(*APIError).Status != 0) {
+	if err := c.AddLabels(ctx, Repo{Owner: "octo", Name: "app"}, 1, nil); !errors.Is(err, ErrValidation) || (err != nil && err.(*APIError).Status != 0) {
 		t.Errorf("AddLabels(nil) = %v, want a validation error before any request", err)
 	}
 	f.CheckNoViolations(t)
@@ -177,10 +177,10 @@ func TestRevokeMintedTokens(t *testing.T) {
 	}
 	old := tokenClient(t, c.GitHub().BaseURL.String(), tok, RetryPolicy{})
 	var apiErr *APIError
-	if _, err := old.GetIssue(ctx, "octo", "app", 1); !errors.As(err, &apiErr) || apiErr.Status != 401 {
+	if _, err := old.Issue(ctx, Repo{Owner: "octo", Name: "app"}, 1); !errors.As(err, &apiErr) || apiErr.Status != 401 {
 		t.Errorf("the revoked token still works: %v", err)
 	}
-	if _, err := c.CreateComment(ctx, "octo", "app", 1, "after"); err != nil {
+	if _, err := c.CreateComment(ctx, Repo{Owner: "octo", Name: "app"}, 1, "after"); err != nil {
 		t.Fatalf("a call after revoking should mint a new token: %v", err)
 	}
 	if f.Calls()["POST /app/installations/{installation_id}/access_tokens"] != 2 {

@@ -6,10 +6,13 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/agentos/agentos/bot/github"
 )
 
-// MaxChars is GitHub's limit on a comment or review body.
-const MaxChars = 65536
+// MaxChars is GitHub's limit on a comment or review body (bot/github owns
+// it).
+const MaxChars = github.MaxBodyChars
 
 // budget leaves room below MaxChars for the truncation notes themselves.
 const budget = MaxChars - 512

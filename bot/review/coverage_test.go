@@ -1,4 +1,4 @@
-package dispatch
+package review
 
 import (
 	"strings"
@@ -60,8 +60,8 @@ func TestBuildReviewCoverage(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			out := reviewOutput(cycle.Result{Verdict: workflow.VerdictDone, Personas: tc.personas, Aggregate: tc.agg}, replay.Usage{})
-			rv, rec := BuildReview("9-coverage", strings.Repeat("d", 40), "/agent", github.DiffMap{}, out)
+			out := FromCycle(cycle.Result{Verdict: workflow.VerdictDone, Personas: tc.personas, Aggregate: tc.agg}, replay.Usage{})
+			rv, rec := Build("9-coverage", strings.Repeat("d", 40), "/agent", github.DiffMap{}, out)
 			for _, w := range tc.want {
 				if !strings.Contains(rv.Body, w) {
 					t.Errorf("the review's body lacks %q:\n%s", w, rv.Body)

@@ -1,4 +1,4 @@
-package dispatch
+package review
 
 // A review's safe_auto findings become one follow-up fix proposal: a fix
 // session started like an `/agent` request on the pull request, whose
@@ -17,9 +17,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/agentos/agentos/bot/github"
 	"strings"
 
-	"github.com/agentos/agentos/bot/auth"
 	"github.com/agentos/agentos/bot/webhook"
 	"github.com/agentos/agentos/runtime/event"
 	"github.com/agentos/agentos/runtime/untrusted"
@@ -63,7 +63,7 @@ type proposedFinding struct {
 // safe_auto and the gate let them be posted as actionable (allow). An
 // advisory gate (medium confidence, or a report-only mode) or a deny
 // proposes nothing; so does a finding that failed validation.
-func safeFindings(out ReviewOutput) []workflow.Finding {
+func safeFindings(out Output) []workflow.Finding {
 	gate := map[string]workflow.Decision{}
 	route := map[string]workflow.Decision{}
 	for _, dc := range out.Decisions {
@@ -93,7 +93,7 @@ func safeFindings(out ReviewOutput) []workflow.Finding {
 // check as `/agent <prompt>`), or the pull request is agentos' own
 // session's (ask there). A proposal the log already holds (an earlier
 // attempt recorded it, then died before posting the review) is reused.
-func (d *Dispatcher) proposeFixes(ctx context.Context, repo Repo, t webhook.Trigger, sid string, pr PullRequest, out ReviewOutput) (*fixProposal, error) {
+func (h *Handler) proposeFixes(ctx context.Context, repo github.Repo, t webhook.Trigger, sid string, pr github.PullRequest, out Output) (*fixProposal, error) {
 	fs := safeFindings(out)
 	if len(fs) == 0 {
 		return nil, nil
@@ -101,26 +101,26 @@ func (d *Dispatcher) proposeFixes(ctx context.Context, repo Repo, t webhook.Trig
 	own := false
 	if pr.HeadRepo == repo.FullName() {
 		var err error
-		if _, own, err = d.sessionOfBranch(ctx, repo, pr.HeadRef); err != nil {
+		if own, err = h.Sessions.IsSessionBranch(ctx, repo, pr.HeadRef); err != nil {
 			return nil, err
 		}
 	}
 	if own {
-		d.log().Info("no fix proposal: the pull request is an agentos session's", "repo", repo.FullName(), "pr", t.Number, "session", sid)
+		h.log().Info("no fix proposal: the pull request is an agentos session's", "repo", repo.FullName(), "pr", t.Number, "session", sid)
 		return nil, nil
 	}
-	if _, refused, err := d.authorize(ctx, repo, t, auth.ActionRun, false); err != nil {
+	if may, err := h.Sessions.MayRun(ctx, repo, t); err != nil {
 		return nil, err
-	} else if refused {
-		d.log().Info("no fix proposal: the review's requester may not start runs", "repo", repo.FullName(), "pr", t.Number, "session", sid, "author", t.Author)
+	} else if !may {
+		h.log().Info("no fix proposal: the review's requester may not start runs", "repo", repo.FullName(), "pr", t.Number, "session", sid, "author", t.Author)
 		return nil, nil
 	}
-	if p, ok, err := d.recordedProposal(ctx, sid); err != nil || ok {
+	if p, ok, err := h.recordedProposal(ctx, sid); err != nil || ok {
 		p.full = fs
 		return &p, err
 	}
 	delivery := proposalDeliveryPrefix + sid
-	p := fixProposal{ReviewSession: sid, ProposalSession: deliverySessionID(t.Number, delivery), DeliveryID: delivery, PR: t.Number, Head: pr.HeadSHA, SchemaVersion: "v1", full: fs}
+	p := fixProposal{ReviewSession: sid, ProposalSession: h.Sessions.SessionID(proposalTrigger(t, pr, delivery, t.Number, pr.HeadSHA)), DeliveryID: delivery, PR: t.Number, Head: pr.HeadSHA, SchemaVersion: "v1", full: fs}
 	for _, f := range fs {
 		p.Findings = append(p.Findings, proposedFinding{ID: f.ID, Severity: f.Severity, Title: f.Title, Path: f.Path, Line: f.Line, EndLine: f.EndLine, Rule: f.Rule, HasSuggestion: f.HasSuggestion})
 	}
@@ -131,7 +131,7 @@ func (d *Dispatcher) proposeFixes(ctx context.Context, repo Repo, t webhook.Trig
 	if err := schemas.MustDefault().ValidateJSON("fix_proposal_v1", raw); err != nil {
 		return nil, fmt.Errorf("fix proposal: %w", err)
 	}
-	if err := d.annotate(ctx, sid, proposalKind, "github", p); err != nil {
+	if err := h.Sessions.Annotate(ctx, sid, proposalKind, p); err != nil {
 		return nil, fmt.Errorf("record the fix proposal: %w", err)
 	}
 	return &p, nil
@@ -139,8 +139,8 @@ func (d *Dispatcher) proposeFixes(ctx context.Context, repo Repo, t webhook.Trig
 
 // recordedProposal returns the fix proposal the review session's log
 // records, if any.
-func (d *Dispatcher) recordedProposal(ctx context.Context, sid string) (fixProposal, bool, error) {
-	evs, err := d.Runs.Store.Read(ctx, sid, 1)
+func (h *Handler) recordedProposal(ctx context.Context, sid string) (fixProposal, bool, error) {
+	evs, err := h.Sessions.Events(ctx, sid)
 	if err != nil {
 		return fixProposal{}, false, err
 	}
@@ -163,23 +163,29 @@ func (d *Dispatcher) recordedProposal(ctx context.Context, sid string) (fixPropo
 // again finds the session its first attempt began and never starts a
 // second run. The work starts from the head the review reviewed (the
 // findings' lines are that commit's). It returns the proposal's session.
-func (d *Dispatcher) startProposal(ctx context.Context, repo Repo, t webhook.Trigger, pr PullRequest, p fixProposal) (string, error) {
+func (h *Handler) startProposal(ctx context.Context, repo github.Repo, t webhook.Trigger, pr github.PullRequest, p fixProposal) (string, error) {
 	head := pr.HeadSHA
 	if p.Head != "" {
 		head = p.Head
 	}
-	ft := webhook.Trigger{Kind: t.Kind, Repo: t.Repo, Owner: t.Owner, Name: t.Name, Number: p.PR, IsPR: true, IssueState: "open",
-		Author: t.Author, AuthorType: t.AuthorType, DeliveryID: p.DeliveryID, Attempt: t.Attempt, InstallationID: t.InstallationID,
-		HeadRef: pr.HeadRef, HeadSHA: head, HeadRepo: pr.HeadRepo, BaseRef: pr.BaseRef, PRNodeID: pr.NodeID, PRURL: pr.URL}
-	res, err := d.startRun(ctx, repo, ft, proposalPrompt(p))
+	sid, err := h.Sessions.StartRun(ctx, repo, proposalTrigger(t, pr, p.DeliveryID, p.PR, head), proposalPrompt(p))
 	if err != nil {
 		return p.ProposalSession, fmt.Errorf("fix proposal %s: %w", p.ProposalSession, err)
 	}
-	if res.SessionID != "" && res.SessionID != p.ProposalSession {
-		return res.SessionID, fmt.Errorf("fix proposal: started session %s, recorded %s", res.SessionID, p.ProposalSession)
+	if sid != "" && sid != p.ProposalSession {
+		return sid, fmt.Errorf("fix proposal: started session %s, recorded %s", sid, p.ProposalSession)
 	}
-	d.log().Info("fix proposal", "repo", repo.FullName(), "pr", p.PR, "review", p.ReviewSession, "session", p.ProposalSession, "outcome", res.Outcome, "status", res.Status, "draft_pr", res.PR)
+	h.log().Info("fix proposal", "repo", repo.FullName(), "pr", p.PR, "review", p.ReviewSession, "session", p.ProposalSession, "started", sid != "")
 	return p.ProposalSession, nil
+}
+
+// proposalTrigger is the `/agent` request a proposal is started as: on
+// pull request number at head, by the review's requester, delivered as
+// delivery.
+func proposalTrigger(t webhook.Trigger, pr github.PullRequest, delivery string, number int, head string) webhook.Trigger {
+	return webhook.Trigger{Kind: t.Kind, Repo: t.Repo, Owner: t.Owner, Name: t.Name, Number: number, IsPR: true, IssueState: "open",
+		Author: t.Author, AuthorType: t.AuthorType, DeliveryID: delivery, Attempt: t.Attempt, InstallationID: t.InstallationID,
+		HeadRef: pr.HeadRef, HeadSHA: head, HeadRepo: pr.HeadRepo, BaseRef: pr.BaseRef, PRNodeID: pr.NodeID, PRURL: pr.URL}
 }
 
 // proposalPrompt is the fix session's request: what to do, then the

@@ -1,4 +1,4 @@
-package dispatch
+package review
 
 // `/agent triage` on an issue (and the Action's triage cycle on
 // issues: opened): the triage cycle proposes labels and a summary; the
@@ -11,6 +11,7 @@ package dispatch
 import (
 	"context"
 	"fmt"
+	"github.com/agentos/agentos/bot/github"
 	"sort"
 	"strings"
 
@@ -61,48 +62,48 @@ func TriageMarker(sessionID string) string {
 	return "<!-- agentos:triage session=" + sessionID + " -->"
 }
 
-func (d *Dispatcher) triage(ctx context.Context, repo Repo, t webhook.Trigger) (Result, error) {
+// Triage handles `/agent triage` (and the Action's triage cycle).
+func (h *Handler) Triage(ctx context.Context, repo github.Repo, t webhook.Trigger) (Result, error) {
 	if t.IsPR {
-		_, err := d.GitHub.CreateComment(ctx, repo, t.Number, fmt.Sprintf("@%s `%s triage` works on issues. On a pull request, `%s review` reviews the diff.", t.Author, d.trigger(), d.trigger()))
+		_, err := h.GitHub.CreateComment(ctx, repo, t.Number, fmt.Sprintf("@%s `%s triage` works on issues. On a pull request, `%s review` reviews the diff.", t.Author, h.Trigger, h.Trigger))
 		return Result{Outcome: "replied", Reason: "triage on a pull request"}, err
 	}
-	w := d.Workflows
-	if w == nil || w.Triager == nil || w.GitHub == nil {
-		_, err := d.GitHub.CreateComment(ctx, repo, t.Number, fmt.Sprintf("@%s %s, so `%s triage` cannot run here.", t.Author, ErrNoWorkflows, d.trigger()))
-		return Result{Outcome: "replied", Reason: ErrNoWorkflows.Error()}, err
+	if h.Triager == nil {
+		_, err := h.GitHub.CreateComment(ctx, repo, t.Number, fmt.Sprintf("@%s %s, so `%s triage` cannot run here.", t.Author, ErrNotConfigured, h.Trigger))
+		return Result{Outcome: "replied", Reason: ErrNotConfigured.Error()}, err
 	}
-	sid := d.triggerSession(t)
-	unlock, err := d.lease(ctx, sid)
+	sid := h.Sessions.SessionID(t)
+	unlock, err := h.Sessions.Lease(ctx, sid)
 	if err != nil {
 		return Result{}, err
 	}
 	defer unlock()
 	marker := TriageMarker(sid)
-	comments, err := d.GitHub.ListComments(ctx, repo, t.Number)
+	comments, err := h.GitHub.ListComments(ctx, repo, t.Number)
 	if err != nil {
 		return Result{}, err
 	}
 	for _, c := range comments {
-		if strings.EqualFold(c.User, d.BotLogin) && strings.Contains(c.Body, marker) {
+		if strings.EqualFold(c.User, h.BotLogin) && strings.Contains(c.Body, marker) {
 			return Result{Outcome: "ignored", Reason: "triage already posted", SessionID: sid}, nil
 		}
 	}
-	is, err := w.GitHub.Issue(ctx, repo, t.Number)
+	is, err := h.GitHub.Issue(ctx, repo, t.Number)
 	if err != nil {
 		return Result{}, err
 	}
 	if is.State == "closed" {
-		_, err := d.GitHub.CreateComment(ctx, repo, t.Number, fmt.Sprintf("@%s this issue is closed, so I won't triage it.", t.Author))
+		_, err := h.GitHub.CreateComment(ctx, repo, t.Number, fmt.Sprintf("@%s this issue is closed, so I won't triage it.", t.Author))
 		return Result{Outcome: "replied", Reason: "closed"}, err
 	}
-	have, err := w.GitHub.RepoLabels(ctx, repo)
+	have, err := h.GitHub.RepoLabels(ctx, repo)
 	if err != nil {
 		return Result{}, err
 	}
 	title, _ := untrusted.GitHubText(is.Title, 1024)
 	body, _ := untrusted.GitHubText(is.Body, 0)
-	out, err := w.Triager.Triage(ctx, TriageInput{SessionID: sid, Repo: repo.FullName(), Issue: t.Number, Title: title, Body: body,
-		Labels: have, Current: is.Labels, Mode: w.mode(), Instructions: w.Instructions})
+	out, err := h.Triager.Triage(ctx, TriageInput{SessionID: sid, Repo: repo.FullName(), Issue: t.Number, Title: title, Body: body,
+		Labels: have, Current: is.Labels, Mode: h.Mode, Instructions: h.Instructions})
 	if err != nil {
 		return Result{SessionID: sid}, fmt.Errorf("triage cycle: %w", err)
 	}
@@ -110,7 +111,7 @@ func (d *Dispatcher) triage(ctx context.Context, repo Repo, t webhook.Trigger) (
 	known, unknown := knownLabels(out.Labels, have, is.Labels)
 	applied := false
 	if len(known) > 0 && out.LabelDecision.Decision == workflow.Allow {
-		if err := w.GitHub.AddLabels(ctx, repo, t.Number, known); err != nil {
+		if err := h.GitHub.AddLabels(ctx, repo, t.Number, known); err != nil {
 			return res, err
 		}
 		applied = true
@@ -118,10 +119,10 @@ func (d *Dispatcher) triage(ctx context.Context, repo Repo, t webhook.Trigger) (
 	if out.SummaryDecision.Decision != workflow.Allow {
 		// Report-only: the decision is in the log and the bot's log; the
 		// issue gets nothing to read.
-		d.log().Info("triage summary held back", "repo", repo.FullName(), "issue", t.Number, "session", sid, "policy", out.SummaryDecision.PolicyID, "reason", out.SummaryDecision.Reason, "labels_applied", applied)
+		h.log().Info("triage summary held back", "repo", repo.FullName(), "issue", t.Number, "session", sid, "policy", out.SummaryDecision.PolicyID, "reason", out.SummaryDecision.Reason, "labels_applied", applied)
 		return res, nil
 	}
-	_, err = d.GitHub.CreateComment(ctx, repo, t.Number, TriageComment(sid, d.trigger(), out, known, unknown, applied))
+	_, err = h.GitHub.CreateComment(ctx, repo, t.Number, TriageComment(sid, h.Trigger, out, known, unknown, applied))
 	return res, err
 }
 
@@ -172,16 +173,23 @@ func TriageComment(sid, trigger string, out TriageOutput, known, unknown []strin
 		if applied {
 			fmt.Fprintf(&b, "Labels added: %s.\n", strings.Join(names, ", "))
 		} else {
-			fmt.Fprintf(&b, "Labels proposed, not applied (policy `%s`: %s): %s.\n", oneWord(orWord(out.LabelDecision.PolicyID, "(none)")), clean(orWord(out.LabelDecision.Reason, "denied by default"), 300, trigger), strings.Join(names, ", "))
+			fmt.Fprintf(&b, "Labels proposed, not applied (policy `%s`: %s): %s.\n", oneWord(or(out.LabelDecision.PolicyID, "(none)")), clean(or(out.LabelDecision.Reason, "denied by default"), 300, trigger), strings.Join(names, ", "))
 		}
 	}
 	if len(unknown) > 0 {
 		fmt.Fprintf(&b, "%d proposed label%s the repository does not have %s left out.\n", len(unknown), plural(len(unknown)), map[bool]string{true: "was", false: "were"}[len(unknown) == 1])
 	}
-	return b.String()
+	return tracking.Fit(b.String())
 }
 
 // oneLabel keeps a label name inside its code span.
 func oneLabel(s string) string {
 	return strings.NewReplacer("`", "'", "\n", " ", "\r", " ").Replace(s)
+}
+
+func or(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
 }

@@ -1,24 +1,31 @@
-package dispatch
-
-// `/agent review` on a pull request (and the Action's review cycle on
-// pull_request): fetch the PR's files, hand the diff to the workflow
-// plane's review cycle (Reviewer), then post what it found as one PR
-// review: findings the policies let through go on the diff lines GitHub
-// accepts, the rest of them in the review's body, and what the policies
-// held back is counted by policy and reason, never quoted.
+// Package review owns what the bot does on GitHub around the workflow
+// plane's review and triage cycles: `/agent review` on a pull request
+// reads its files, hands the diff to the review cycle (Reviewer) and posts
+// what it found as one PR review — findings the policies let through on
+// the diff lines GitHub accepts, the rest in the review's body, what the
+// policies held back counted by policy and reason, never quoted — and a
+// review's safe_auto findings become one follow-up fix proposal;
+// `/agent triage` on an issue applies the labels and posts the summary
+// the triage cycle proposes, when the policies allow it.
+//
+// The session lifecycle (session ids, leases, the log, starting runs)
+// belongs to bot/dispatch, which routes the commands here and serves the
+// Sessions interface this package declares.
+package review
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"path"
 	"sort"
 	"strings"
 
-	"github.com/agentos/agentos/bot/auth"
 	"github.com/agentos/agentos/bot/github"
 	"github.com/agentos/agentos/bot/tracking"
 	"github.com/agentos/agentos/bot/webhook"
+	"github.com/agentos/agentos/runtime/event"
 	"github.com/agentos/agentos/runtime/replay"
 	"github.com/agentos/agentos/runtime/untrusted"
 	"github.com/agentos/agentos/runtime/workflow"
@@ -32,8 +39,8 @@ const (
 	ModeHeadless    = "headless"
 )
 
-// ReviewInput is what the review cycle reviews.
-type ReviewInput struct {
+// Input is what the review cycle reviews.
+type Input struct {
 	SessionID string
 	Repo      string // owner/name
 	PR        int
@@ -47,11 +54,11 @@ type ReviewInput struct {
 	// Instructions are the maintainer's extra instructions (the Action's
 	// custom_instructions), "" for none.
 	Instructions string
-	// Base is where the pull request's head is fetched from (its branch,
-	// or refs/pull/N/head for a fork's), Untrusted whether the head comes
-	// from outside the repository (a fork): its own hooks and workflow
-	// definitions must not run.
-	Base      Base
+	// HeadRef is the pull request's head branch. Untrusted is set when
+	// the head comes from outside the repository (a fork): it is fetched
+	// as refs/pull/N/head, and its own hooks and workflow definitions must
+	// not run.
+	HeadRef   string
 	Untrusted bool
 }
 
@@ -69,8 +76,8 @@ type FindingDecision struct {
 	Route     workflow.Outcome
 }
 
-// ReviewOutput is what the review cycle returns.
-type ReviewOutput struct {
+// Output is what the review cycle returns.
+type Output struct {
 	Findings  []workflow.Finding
 	Decisions []FindingDecision
 	// Verdict is the cycle's verdict: done, halted or abort.
@@ -118,118 +125,163 @@ type ProposalNote struct {
 
 // Reviewer runs the review cycle (the workflow plane's executor).
 type Reviewer interface {
-	Review(ctx context.Context, in ReviewInput) (ReviewOutput, error)
+	Review(ctx context.Context, in Input) (Output, error)
 }
 
-// WorkflowGitHub is the part of the GitHub API the review and triage
-// cycles use. API satisfies it.
-type WorkflowGitHub interface {
-	// PRFiles lists a pull request's files with their patches (all pages).
-	PRFiles(ctx context.Context, repo Repo, number int) ([]github.PRFile, error)
-	// CreateLineReview submits a review with line comments in one request
-	// and returns its id.
-	CreateLineReview(ctx context.Context, repo Repo, number int, r github.NewReview) (int64, error)
+// GitHub is the part of the GitHub API the review and triage flows use.
+// *github.Client satisfies it.
+type GitHub interface {
+	CreateComment(ctx context.Context, repo github.Repo, number int, body string) (int64, error)
+	// ListComments lists an issue's comments (all pages).
+	ListComments(ctx context.Context, repo github.Repo, number int) ([]github.Comment, error)
+	PullRequest(ctx context.Context, repo github.Repo, number int) (github.PullRequest, error)
+	// ListPRFiles lists a pull request's files with their patches (all
+	// pages).
+	ListPRFiles(ctx context.Context, repo github.Repo, number int) ([]github.PRFile, error)
+	// CreateReviewWithComments submits a review with line comments in one
+	// request and returns its id.
+	CreateReviewWithComments(ctx context.Context, repo github.Repo, number int, r github.NewReview) (int64, error)
 	// HasReview reports whether author already posted a review on the
 	// pull request whose body contains every one of parts (a marker).
-	HasReview(ctx context.Context, repo Repo, number int, author string, parts ...string) (bool, error)
-	// Issue returns an issue's title, body and labels.
-	Issue(ctx context.Context, repo Repo, number int) (Issue, error)
+	HasReview(ctx context.Context, repo github.Repo, number int, author string, parts ...string) (bool, error)
+	Issue(ctx context.Context, repo github.Repo, number int) (github.Issue, error)
 	// RepoLabels lists the repository's label names.
-	RepoLabels(ctx context.Context, repo Repo) ([]string, error)
+	RepoLabels(ctx context.Context, repo github.Repo) ([]string, error)
 	// AddLabels adds labels to an issue.
-	AddLabels(ctx context.Context, repo Repo, number int, labels []string) error
+	AddLabels(ctx context.Context, repo github.Repo, number int, labels []string) error
 }
 
-// Issue is what the triage cycle reads of an issue.
-type Issue struct {
-	Title, Body string
-	Labels      []string
-	State       string
+// Sessions is the session lifecycle the flows work in, served by
+// bot/dispatch: a review or triage is a session of its own, derived from
+// its delivery, so a delivery handled again finds what an earlier
+// attempt did.
+type Sessions interface {
+	// SessionID is the session a trigger starts (derived from its
+	// delivery id).
+	SessionID(t webhook.Trigger) string
+	// Lease holds the session for the caller, in this process and across
+	// replicas; release lets it go.
+	Lease(ctx context.Context, sessionID string) (release func(), err error)
+	// MayRun reports whether t's author may start runs on repo (the check
+	// of `/agent <prompt>`); a refusal posts nothing.
+	MayRun(ctx context.Context, repo github.Repo, t webhook.Trigger) (bool, error)
+	// Events reads the session's log; none when it has none.
+	Events(ctx context.Context, sessionID string) ([]event.Event, error)
+	// Annotate appends a record of kind (artifact.emitted, JSON content)
+	// to the session's log, which must exist.
+	Annotate(ctx context.Context, sessionID, kind string, v any) error
+	// KeepLog commits the session's log to the artifact branch and links
+	// it at that commit; "" when logs live on session branches.
+	KeepLog(ctx context.Context, repo github.Repo, sessionID string) (string, error)
+	// IsSessionBranch reports whether branch is an agentos session's.
+	IsSessionBranch(ctx context.Context, repo github.Repo, branch string) (bool, error)
+	// StartRun starts the run t asks for with prompt, as `/agent <prompt>`
+	// does (or finds it started: the session derives from t's delivery),
+	// and returns its session ("" when none started).
+	StartRun(ctx context.Context, repo github.Repo, t webhook.Trigger, prompt string) (string, error)
 }
 
-// Workflows wires the workflow plane's cycles to GitHub (see
-// Dispatcher.Workflows). A nil Reviewer or Triager makes the command
-// answer that the cycle is not set up here.
-type Workflows struct {
+// Result is how a review or triage trigger ended (bot/dispatch reports it
+// as its own Result).
+type Result struct {
+	Outcome   string // replied | ignored | reviewed | triaged
+	Reason    string
+	SessionID string
+	Status    string // the cycle's verdict
+	PR        int
+	Usage     replay.Usage
+	Spent     replay.Usage
+	LogURL    string
+	// Proposal is the session of the fix proposal a review started (or
+	// found started).
+	Proposal string
+}
+
+// Handler answers `/agent review` and `/agent triage`. A nil Reviewer or
+// Triager makes the command answer that the cycle is not set up here.
+type Handler struct {
+	GitHub   GitHub
+	Sessions Sessions
 	Reviewer Reviewer
 	Triager  Triager
-	GitHub   WorkflowGitHub
-	// Mode is the mode the cycles run in: ModeInteractive unless set (the
-	// Action sets ModeHeadless).
+	// Trigger is the command word (/agent), BotLogin the bot's own login.
+	Trigger  string
+	BotLogin string
+	// Mode is the mode the cycles run in (ModeInteractive or
+	// ModeHeadless).
 	Mode string
 	// Instructions are passed to every cycle (custom_instructions).
 	Instructions string
 	// ProposeFixes makes a review's safe_auto findings one follow-up fix
 	// proposal (see proposal.go): a fix session that pauses for approval
-	// like any `/agent` request. The bot and the Action set it; without
-	// it a review only reports.
+	// like any `/agent` request. Without it a review only reports.
 	ProposeFixes bool
+	Log          *slog.Logger
 }
 
-func (w *Workflows) mode() string {
-	if w.Mode == "" {
-		return ModeInteractive
+func (h *Handler) log() *slog.Logger {
+	if h.Log != nil {
+		return h.Log
 	}
-	return w.Mode
+	return slog.Default()
 }
 
-// ReviewMarker starts the body of every review the bot posts for a
-// session, so a redelivered trigger finds it instead of posting twice.
-func ReviewMarker(sessionID string) string {
+// Marker starts the body of every review the bot posts for a session, so
+// a redelivered trigger finds it instead of posting twice.
+func Marker(sessionID string) string {
 	return "<!-- agentos:review session=" + sessionID + " -->"
 }
 
-// ErrNoWorkflows is the reason given when a cycle command reaches a bot
-// without the workflow plane configured.
-var ErrNoWorkflows = errors.New("the workflow plane is not configured on this bot")
+// ErrNotConfigured is the reason given when a cycle command reaches a bot
+// without the workflow plane's cycles configured.
+var ErrNotConfigured = errors.New("the workflow plane is not configured on this bot")
 
-// review handles `/agent review` (and the Action's review cycle).
-func (d *Dispatcher) review(ctx context.Context, repo Repo, t webhook.Trigger) (Result, error) {
+// Review handles `/agent review` (and the Action's review cycle).
+func (h *Handler) Review(ctx context.Context, repo github.Repo, t webhook.Trigger) (Result, error) {
 	if !t.IsPR {
-		_, err := d.GitHub.CreateComment(ctx, repo, t.Number, fmt.Sprintf("@%s `%s review` works on pull requests. On an issue, `%s triage` proposes labels and a summary.", t.Author, d.trigger(), d.trigger()))
+		_, err := h.GitHub.CreateComment(ctx, repo, t.Number, fmt.Sprintf("@%s `%s review` works on pull requests. On an issue, `%s triage` proposes labels and a summary.", t.Author, h.Trigger, h.Trigger))
 		return Result{Outcome: "replied", Reason: "review on an issue"}, err
 	}
-	w := d.Workflows
-	if w == nil || w.Reviewer == nil || w.GitHub == nil {
-		_, err := d.GitHub.CreateComment(ctx, repo, t.Number, fmt.Sprintf("@%s %s, so `%s review` cannot run here.", t.Author, ErrNoWorkflows, d.trigger()))
-		return Result{Outcome: "replied", Reason: ErrNoWorkflows.Error()}, err
+	if h.Reviewer == nil {
+		_, err := h.GitHub.CreateComment(ctx, repo, t.Number, fmt.Sprintf("@%s %s, so `%s review` cannot run here.", t.Author, ErrNotConfigured, h.Trigger))
+		return Result{Outcome: "replied", Reason: ErrNotConfigured.Error()}, err
 	}
-	pr, err := d.GitHub.PullRequest(ctx, repo, t.Number)
+	pr, err := h.GitHub.PullRequest(ctx, repo, t.Number)
 	if err != nil {
 		return Result{}, err
 	}
 	if pr.State == "closed" {
-		_, err := d.GitHub.CreateComment(ctx, repo, t.Number, fmt.Sprintf("@%s this pull request is closed, so I won't review it.", t.Author))
+		_, err := h.GitHub.CreateComment(ctx, repo, t.Number, fmt.Sprintf("@%s this pull request is closed, so I won't review it.", t.Author))
 		return Result{Outcome: "replied", Reason: "closed"}, err
 	}
-	sid := d.triggerSession(t)
-	unlock, err := d.lease(ctx, sid)
+	sid := h.Sessions.SessionID(t)
+	unlock, err := h.Sessions.Lease(ctx, sid)
 	if err != nil {
 		return Result{}, err
 	}
 	defer unlock()
-	marker := ReviewMarker(sid)
-	if done, err := w.GitHub.HasReview(ctx, repo, t.Number, d.BotLogin, marker); err != nil {
+	marker := Marker(sid)
+	if done, err := h.GitHub.HasReview(ctx, repo, t.Number, h.BotLogin, marker); err != nil {
 		return Result{}, err
 	} else if done {
 		// The review is posted; the proposal it recorded may not have
 		// started yet (the process died in between): start it, or find
 		// it started (its session derives from the review's).
 		res := Result{Outcome: "ignored", Reason: "review already posted", SessionID: sid, PR: t.Number}
-		if w.ProposeFixes {
-			p, ok, err := d.recordedProposal(ctx, sid)
+		if h.ProposeFixes {
+			p, ok, err := h.recordedProposal(ctx, sid)
 			if err != nil {
 				return res, err
 			}
 			if ok {
-				if res.Proposal, err = d.startProposal(ctx, repo, t, pr, p); err != nil {
+				if res.Proposal, err = h.startProposal(ctx, repo, t, pr, p); err != nil {
 					return res, err
 				}
 			}
 		}
 		return res, nil
 	}
-	files, err := w.GitHub.PRFiles(ctx, repo, t.Number)
+	files, err := h.GitHub.ListPRFiles(ctx, repo, t.Number)
 	if err != nil {
 		return Result{}, err
 	}
@@ -237,26 +289,23 @@ func (d *Dispatcher) review(ctx context.Context, repo Repo, t webhook.Trigger) (
 	if err != nil {
 		return Result{}, err
 	}
-	in := ReviewInput{SessionID: sid, Repo: repo.FullName(), PR: t.Number, HeadSHA: pr.HeadSHA, Diff: unifiedDiff(files), Mode: w.mode(), Instructions: w.Instructions,
-		Base: Base{Ref: pr.HeadRef, SHA: pr.HeadSHA}}
-	if pr.HeadRepo != repo.FullName() {
-		in.Base, in.Untrusted = Base{PullNumber: pr.Number, SHA: pr.HeadSHA}, true
-	}
+	in := Input{SessionID: sid, Repo: repo.FullName(), PR: t.Number, HeadSHA: pr.HeadSHA, HeadRef: pr.HeadRef, Diff: unifiedDiff(files), Mode: h.Mode, Instructions: h.Instructions,
+		Untrusted: pr.HeadRepo != repo.FullName()}
 	for _, f := range files {
 		in.Files = append(in.Files, f.Path)
 	}
-	out, err := w.Reviewer.Review(ctx, in)
+	out, err := h.Reviewer.Review(ctx, in)
 	if err != nil {
 		return Result{SessionID: sid, PR: t.Number}, fmt.Errorf("review cycle: %w", err)
 	}
 	for _, dc := range out.Decisions {
 		// The decisions, never the findings' text, go to the bot's log.
-		d.log().Info("review finding decided", "repo", repo.FullName(), "pr", t.Number, "session", sid, "finding", dc.FindingID,
+		h.log().Info("review finding decided", "repo", repo.FullName(), "pr", t.Number, "session", sid, "finding", dc.FindingID,
 			"gate", dc.Gate.Decision, "policy", dc.Gate.PolicyID, "reason", dc.Gate.Reason, "route", dc.Route.Decision)
 	}
 	var prop *fixProposal
-	if w.ProposeFixes {
-		if prop, err = d.proposeFixes(ctx, repo, t, sid, pr, out); err != nil {
+	if h.ProposeFixes {
+		if prop, err = h.proposeFixes(ctx, repo, t, sid, pr, out); err != nil {
 			return Result{SessionID: sid, PR: t.Number}, err
 		}
 		if prop != nil {
@@ -266,34 +315,34 @@ func (d *Dispatcher) review(ctx context.Context, repo Repo, t webhook.Trigger) (
 			}
 		}
 	}
-	rv, rec := BuildReview(sid, pr.HeadSHA, d.trigger(), dm, out)
+	rv, rec := Build(sid, pr.HeadSHA, h.Trigger, dm, out)
 	rec.PR = t.Number
 	res := Result{Outcome: "reviewed", SessionID: sid, PR: t.Number, Status: out.Verdict, Usage: out.Usage, Spent: out.Usage}
-	id, err := w.GitHub.CreateLineReview(ctx, repo, t.Number, rv)
+	id, err := h.GitHub.CreateReviewWithComments(ctx, repo, t.Number, rv)
 	var apiErr *github.APIError
 	if errors.As(err, &apiErr) && apiErr.Status == 422 && len(rv.Comments) > 0 {
 		// GitHub could not place a comment (the head moved since the files
 		// were read): post the same findings in the body rather than lose
 		// them.
-		d.log().Warn("review comments refused; posting them in the body", "repo", repo.FullName(), "pr", t.Number, "session", sid, "err", err)
-		rv, rec = BuildReview(sid, pr.HeadSHA, d.trigger(), github.DiffMap{}, out)
+		h.log().Warn("review comments refused; posting them in the body", "repo", repo.FullName(), "pr", t.Number, "session", sid, "err", err)
+		rv, rec = Build(sid, pr.HeadSHA, h.Trigger, github.DiffMap{}, out)
 		rec.PR, rec.InBodyOnly = t.Number, true
-		id, err = w.GitHub.CreateLineReview(ctx, repo, t.Number, rv)
+		id, err = h.GitHub.CreateReviewWithComments(ctx, repo, t.Number, rv)
 	}
 	if err != nil {
 		return res, err
 	}
 	rec.ReviewID = id
-	if res.LogURL, err = d.recordReview(ctx, repo, sid, rec); err != nil {
+	if res.LogURL, err = h.recordReview(ctx, repo, sid, rec); err != nil {
 		// The review is posted and a retry would find it by its marker
 		// and stop there: say so loudly instead of failing the delivery.
-		d.log().Error("review posted, but its record was not kept in the session log", "repo", repo.FullName(), "pr", t.Number, "session", sid, "err", err)
+		h.log().Error("review posted, but its record was not kept in the session log", "repo", repo.FullName(), "pr", t.Number, "session", sid, "err", err)
 	}
-	d.log().Info("review posted", "repo", repo.FullName(), "pr", t.Number, "session", sid, "comments", len(rv.Comments), "verdict", out.Verdict)
+	h.log().Info("review posted", "repo", repo.FullName(), "pr", t.Number, "session", sid, "comments", len(rv.Comments), "verdict", out.Verdict)
 	if prop != nil {
 		// Recorded before the review was posted: a retried delivery that
 		// finds the review starts (or finds) this same proposal.
-		if res.Proposal, err = d.startProposal(ctx, repo, t, pr, *prop); err != nil {
+		if res.Proposal, err = h.startProposal(ctx, repo, t, pr, *prop); err != nil {
 			return res, err
 		}
 	}
@@ -344,15 +393,15 @@ func validFinding(f workflow.Finding) bool {
 	return severities[f.Severity] && strings.TrimSpace(f.Title) != ""
 }
 
-// BuildReview renders the review for out: the allowed findings on the
+// Build renders the review for out: the allowed findings on the
 // lines dm places them on, the others in the body; findings the policies
 // held back (or that no decision covers: default deny) and malformed ones
 // are only counted. The event is always COMMENT: the bot reports, and a
 // maintainer decides; a bot's REQUEST_CHANGES would block merging under
 // branch protection until someone dismissed it, and nobody may approve
 // their own pull request, the bot's follow-up fixes included.
-func BuildReview(sessionID, headSHA, trigger string, dm github.DiffMap, out ReviewOutput) (github.NewReview, ReviewRecord) {
-	rec := ReviewRecord{Head: headSHA, Verdict: out.Verdict}
+func Build(sessionID, headSHA, trigger string, dm github.DiffMap, out Output) (github.NewReview, Record) {
+	rec := Record{Head: headSHA, Verdict: out.Verdict}
 	decisions := map[string]FindingDecision{}
 	for _, dc := range out.Decisions {
 		if prev, ok := decisions[dc.FindingID]; ok {
@@ -411,7 +460,7 @@ func BuildReview(sessionID, headSHA, trigger string, dm github.DiffMap, out Revi
 	}
 	reviewedBy := len(out.Personas) - len(notReviewed)
 	var b strings.Builder
-	b.WriteString(ReviewMarker(sessionID) + "\n")
+	b.WriteString(Marker(sessionID) + "\n")
 	if len(out.Personas) > 0 && reviewedBy == 0 {
 		fmt.Fprintf(&b, "### agentos review: not reviewed\n\n")
 	} else {
@@ -511,11 +560,11 @@ func BuildReview(sessionID, headSHA, trigger string, dm github.DiffMap, out Revi
 	return rv, rec
 }
 
-// ReviewRecord is what the bot did with a review cycle's findings, kept in
-// the session's log (artifact.emitted, kind github.review) beside the
+// Record is what the bot did with a review cycle's findings, kept in the
+// session's log (artifact.emitted, kind github.review) beside the
 // cycle's own events: which finding went on which line, which into the
 // body, which a policy held back and why.
-type ReviewRecord struct {
+type Record struct {
 	PR       int             `json:"pr"`
 	ReviewID int64           `json:"review_id,omitempty"`
 	Head     string          `json:"head,omitempty"`
@@ -568,22 +617,15 @@ const reviewKind = "github.review"
 // the artifact branch, when the review cycle left a log under the session
 // (the workflow plane's executor does); it returns the link to the log at
 // that commit, "" when there was no log to keep.
-func (d *Dispatcher) recordReview(ctx context.Context, repo Repo, sid string, rec ReviewRecord) (string, error) {
-	evs, err := d.Runs.Store.Read(ctx, sid, 1)
+func (h *Handler) recordReview(ctx context.Context, repo github.Repo, sid string, rec Record) (string, error) {
+	evs, err := h.Sessions.Events(ctx, sid)
 	if err != nil || len(evs) == 0 {
 		return "", err
 	}
-	if err := d.annotate(ctx, sid, reviewKind, "github", rec); err != nil {
+	if err := h.Sessions.Annotate(ctx, sid, reviewKind, rec); err != nil {
 		return "", err
 	}
-	if d.Git == nil || d.Git.ArtifactBranch() == "" {
-		return "", nil // the log lives on session branches; a review has none
-	}
-	_, sha, err := d.commitArtifact(ctx, repo, sid, nil)
-	if err != nil {
-		return "", err
-	}
-	return d.logURL(repo, sha, sid), nil
+	return h.Sessions.KeepLog(ctx, repo, sid)
 }
 
 // findingText renders one finding: severity, rule, reviewer and title,
@@ -653,65 +695,16 @@ func oneWord(s string) string {
 	return b.String()
 }
 
+func short(sha string) string {
+	if len(sha) > 12 {
+		return sha[:12]
+	}
+	return sha
+}
+
 func plural(n int) string {
 	if n == 1 {
 		return ""
 	}
 	return "s"
-}
-
-// Cycles that RunCycle starts.
-const (
-	CycleReview = "review"
-	CycleTriage = "triage"
-	CycleFix    = "fix"
-)
-
-// RunCycle starts a cycle for an event that carries no command (the
-// Action's automation mode: a pull request opened, an issue opened,
-// labelled or assigned): review on a pull request, triage on an issue,
-// or fix — a run on prompt, as `/agent <prompt>` starts. Review and
-// triage only read and comment, and the repository's workflow chose to
-// run them on such events, so the event's author is not checked (a
-// contributor's pull request gets reviewed); fix changes code, so its
-// author needs the same permission as for `/agent <prompt>`. Result
-// reports the outcome as for Dispatch.
-func (d *Dispatcher) RunCycle(ctx context.Context, t webhook.Trigger, cycle, prompt string) error {
-	res, err := d.runCycle(ctx, t, cycle, prompt)
-	if d.Result != nil {
-		d.Result(res)
-	}
-	if err != nil {
-		d.log().Error("cycle failed", "cycle", cycle, "delivery", t.DeliveryID, "repo", t.Repo, "number", t.Number, "session", res.SessionID, "err", err)
-	}
-	return err
-}
-
-func (d *Dispatcher) runCycle(ctx context.Context, t webhook.Trigger, cycle, prompt string) (Result, error) {
-	if d.BotLogin != "" && strings.EqualFold(t.Author, d.BotLogin) {
-		return Result{Outcome: "ignored", Reason: "the bot's own event"}, nil
-	}
-	repo, ok := ParseRepo(t.Repo)
-	if !ok || t.Number <= 0 {
-		return Result{Outcome: "ignored", Reason: "no repository or number"}, nil
-	}
-	d.remember(repo, t.InstallationID)
-	switch cycle {
-	case CycleReview:
-		return d.review(ctx, repo, t)
-	case CycleTriage:
-		return d.triage(ctx, repo, t)
-	case CycleFix:
-		// The prompt may quote an issue's text: what GitHub renders
-		// invisibly is not part of what anyone visibly asked.
-		prompt, _ = untrusted.GitHubText(prompt, 0)
-		if strings.TrimSpace(prompt) == "" {
-			return Result{Outcome: "ignored", Reason: "fix without a prompt"}, nil
-		}
-		if res, refused, err := d.authorize(ctx, repo, t, auth.ActionRun, true); refused || err != nil {
-			return res, err
-		}
-		return d.startRun(ctx, repo, t, prompt)
-	}
-	return Result{Outcome: "ignored", Reason: "unknown cycle " + cycle}, fmt.Errorf("dispatch: unknown cycle %q", cycle)
 }

@@ -1,4 +1,4 @@
-package dispatch_test
+package review_test
 
 import (
 	"fmt"
@@ -6,9 +6,9 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/agentos/agentos/bot/dispatch"
 	"github.com/agentos/agentos/bot/github"
 	"github.com/agentos/agentos/bot/internal/golden"
+	"github.com/agentos/agentos/bot/review"
 	"github.com/agentos/agentos/runtime/workflow"
 )
 
@@ -19,15 +19,11 @@ func allow(policy string) workflow.Outcome {
 // The review as GitHub shows it, for the planted findings with the
 // decisions the shipped policies give them.
 func TestBuildReviewGolden(t *testing.T) {
-	var files []github.PRFile
-	for _, f := range reviewFiles {
-		files = append(files, github.PRFile{Path: f.Path, Status: f.Status, Patch: f.Patch})
-	}
-	dm, err := github.NewDiffMap(files)
+	dm, err := github.NewDiffMap(reviewFiles)
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := dispatch.ReviewOutput{Findings: plantedFindings(), Verdict: "done", Decisions: []dispatch.FindingDecision{
+	out := review.Output{Findings: plantedFindings(), Verdict: "done", Decisions: []review.FindingDecision{
 		{FindingID: "f-sqli", Gate: allow("confidence-gating"), Route: workflow.Outcome{PolicyID: "severity-routing", Decision: workflow.Manual}},
 		{FindingID: "f-untested", Gate: allow("confidence-gating"), Route: workflow.Outcome{PolicyID: "severity-routing", Decision: workflow.SafeAuto}},
 		{FindingID: "f-outside", Gate: allow("confidence-gating")},
@@ -40,7 +36,7 @@ func TestBuildReviewGolden(t *testing.T) {
 		{FindingID: "f-escape", Gate: allow("confidence-gating")},
 	}}
 	out.Findings = append(out.Findings, workflow.Finding{ID: "f-undecided", Reviewer: "tests", Severity: "P2", Confidence: 100, Title: "UNDECIDED-TEXT", Path: "store/users.go", Line: 11})
-	rv, rec := dispatch.BuildReview("7-abcdefgh", strings.Repeat("c", 40), "/agent", dm, out)
+	rv, rec := review.Build("7-abcdefgh", strings.Repeat("c", 40), "/agent", dm, out)
 	var b strings.Builder
 	fmt.Fprintf(&b, "event: %s\ncommit: %s\n--- body\n%s--- comments\n", rv.Event, rv.CommitID, rv.Body)
 	for _, c := range rv.Comments {
@@ -60,21 +56,21 @@ func TestBuildReviewGolden(t *testing.T) {
 // No findings: a short body, no comments; a flood of findings: the body
 // stays within GitHub's limit.
 func TestBuildReviewBounds(t *testing.T) {
-	rv, _ := dispatch.BuildReview("1-aaaaaaaa", "", "/agent", github.DiffMap{}, dispatch.ReviewOutput{Verdict: "done"})
+	rv, _ := review.Build("1-aaaaaaaa", "", "/agent", github.DiffMap{}, review.Output{Verdict: "done"})
 	if len(rv.Comments) != 0 || !strings.Contains(rv.Body, "Nothing to report.") || rv.Event != "COMMENT" {
 		t.Errorf("empty review = %+v", rv)
 	}
-	var out dispatch.ReviewOutput
+	var out review.Output
 	for i := 0; i < 2000; i++ {
 		id := fmt.Sprintf("f%d", i)
 		out.Findings = append(out.Findings, workflow.Finding{ID: id, Severity: "P3", Title: strings.Repeat("long title ", 40), Path: "a.go", Line: i + 1})
-		out.Decisions = append(out.Decisions, dispatch.FindingDecision{FindingID: id, Gate: allow("confidence-gating")})
+		out.Decisions = append(out.Decisions, review.FindingDecision{FindingID: id, Gate: allow("confidence-gating")})
 	}
-	rv, _ = dispatch.BuildReview("1-aaaaaaaa", "", "/agent", github.DiffMap{}, out)
+	rv, _ = review.Build("1-aaaaaaaa", "", "/agent", github.DiffMap{}, out)
 	if n := utf8.RuneCountInString(rv.Body); n > github.MaxBodyChars {
 		t.Errorf("body is %d characters, over GitHub's %d", n, github.MaxBodyChars)
 	}
-	if !strings.Contains(rv.Body, dispatch.ReviewMarker("1-aaaaaaaa")) {
+	if !strings.Contains(rv.Body, review.Marker("1-aaaaaaaa")) {
 		t.Error("a cut body lost its marker")
 	}
 }
@@ -118,11 +114,11 @@ func TestBuildReviewSuggestions(t *testing.T) {
 		f("no-suggestion", "auth/token.go", 18, 0, "", nil),
 		f("outside", "auth/token.go", 3, 0, "Outside the diff: body only.", s("SUGGESTION-OUTSIDE-DIFF")),
 	}
-	out := dispatch.ReviewOutput{Findings: findings, Verdict: "done", Proposal: &dispatch.ProposalNote{SessionID: "7-propose1", Findings: []string{"one-line", "range"}}}
+	out := review.Output{Findings: findings, Verdict: "done", Proposal: &review.ProposalNote{SessionID: "7-propose1", Findings: []string{"one-line", "range"}}}
 	for _, x := range findings {
-		out.Decisions = append(out.Decisions, dispatch.FindingDecision{FindingID: x.ID, Gate: gate, Route: workflow.Outcome{PolicyID: "severity-routing", Decision: workflow.SafeAuto}})
+		out.Decisions = append(out.Decisions, review.FindingDecision{FindingID: x.ID, Gate: gate, Route: workflow.Outcome{PolicyID: "severity-routing", Decision: workflow.SafeAuto}})
 	}
-	rv, rec := dispatch.BuildReview("7-abcdefgh", strings.Repeat("c", 40), "/agent", dm, out)
+	rv, rec := review.Build("7-abcdefgh", strings.Repeat("c", 40), "/agent", dm, out)
 	by := map[string]github.LineComment{}
 	for i, c := range rv.Comments {
 		by[rec.Comments[i].Finding] = c

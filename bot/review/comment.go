@@ -1,4 +1,4 @@
-package dispatch
+package review
 
 // A finding's line comment: its title line, its body (the persona's
 // Markdown explanation), the gating policy's reason, and — when the
