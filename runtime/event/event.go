@@ -68,6 +68,11 @@ const (
 	WorkflowAborted       = "workflow.aborted"
 )
 
+// RunInterrupted: the process working the run stopped (a graceful
+// shutdown) before the run ended; the run is still running in the log and
+// another process takes it over.
+const RunInterrupted = "run.interrupted"
+
 // Types lists every event type the runtime may append. Appending any other
 // type fails closed.
 var Types = []string{
@@ -77,7 +82,7 @@ var Types = []string{
 	RunCompleted, RunFailed, OutputDelta, OutputMessage, ApprovalRequested, ApprovalResolved,
 	ArtifactEmitted, CheckpointCreated, TurnTerminal, WorkflowStarted, WorkflowPhaseAdvanced,
 	WorkflowPolicyGated, WorkflowCompleted, WorkflowAborted, RoleOutputRepaired, RunCancelled,
-	SkillSelected,
+	SkillSelected, RunInterrupted,
 }
 
 // Event is one immutable entry of a session's log.

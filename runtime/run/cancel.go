@@ -37,6 +37,11 @@ type control struct {
 	decided   chan struct{} // closed when request has recorded its decision
 	result    Outcome
 	resultErr error
+	// haltCause, set by Manager.Stop, makes the run stop at its next step
+	// (haltAt); cut is set once it did, and from then on the run records
+	// nothing more but its run.interrupted (stopGate).
+	haltCause error
+	cut       bool
 }
 
 type inFlight struct {

@@ -36,7 +36,7 @@ func (e *NonDeterminismError) Error() string {
 var managerOwned = map[string]bool{
 	event.SessionStart: true, event.SessionClose: true, event.RunStarted: true, event.RunPaused: true,
 	event.RunResumed: true, event.RunCompleted: true, event.RunFailed: true, event.RunCancelled: true, event.ApprovalResolved: true,
-	event.CheckpointCreated: true, event.TurnTerminal: true, event.OutputDelta: true,
+	event.CheckpointCreated: true, event.TurnTerminal: true, event.OutputDelta: true, event.RunInterrupted: true,
 }
 
 // kernelOwned are the events one tool dispatch may record.
@@ -327,7 +327,18 @@ func (f *effects) tool(ctx context.Context, tools Tools, c Call) (ToolOutcome, e
 		if rec := recordedCallID(evs); rec != "" && rec != c.ID {
 			return ToolOutcome{}, &NonDeterminismError{Seq: evs[0].Seq, Want: "tool call " + c.ID, Got: "tool call " + rec}
 		}
-		if f.replaying() || endsCall(evs) || hasType(evs, event.ToolInvoke) {
+		// A call its process was stopped during, which the takeover marked
+		// to run again (safe calls only: RerunTools): its outcome is the
+		// recorded re-run's, or, where the log ends, the re-run's now.
+		for rerunMarked(evs) && f.replaying() {
+			next := f.takeKernelEvents()
+			if len(next) == 0 || recordedCallID(next) != c.ID {
+				got := f.history[f.pos]
+				return ToolOutcome{}, &NonDeterminismError{Seq: got.Seq, Want: "tool call " + c.ID + " run again after its interruption", Got: got.Type}
+			}
+			evs = next
+		}
+		if f.replaying() || (endsCall(evs) && !rerunMarked(evs)) || (hasType(evs, event.ToolInvoke) && !rerunMarked(evs)) {
 			return deriveOutcome(c, evs), nil
 		}
 		// The record ends inside this dispatch, before the tool was

@@ -132,6 +132,7 @@ func (e *Engine) Execute(ctx context.Context, j *journal.Journal, in Input, hist
 		}
 	}
 	s := newState(e, j, in, history)
+	s.f.j = stopGate{eventLog: s.f.j, ctx: ctx, ctl: in.ctl}
 	res, err := s.run(ctx)
 	res.Usage = s.usage
 	if err != nil && len(s.skills) > 0 && !res.Paused {
@@ -534,6 +535,9 @@ func (s *state) checkBudget() error {
 func (s *state) call(ctx context.Context, role string, msgs []provider.Message, tools []provider.ToolSpec, schema *provider.ResponseSchema) (provider.CompletionResponse, error) {
 	if s.in.ctl.stopped() {
 		return provider.CompletionResponse{}, s.in.ctl.failure()
+	}
+	if err := s.halt(); err != nil {
+		return provider.CompletionResponse{}, err
 	}
 	if !s.f.replaying() {
 		if err := s.checkBudget(); err != nil {

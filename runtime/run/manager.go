@@ -57,6 +57,8 @@ type Manager struct {
 	mu     sync.Mutex
 	locks  keylock.Map
 	active map[string]*control // running runs of this process, by session
+	// stopCause is set by Stop: runs stop at their next step.
+	stopCause error
 }
 
 // NewManager returns a manager over s.
@@ -227,7 +229,7 @@ func closeOpenCalls(ctx context.Context, j *journal.Journal, runID, why string) 
 	if err != nil {
 		return err
 	}
-	if err := closeOpenTools(ctx, j, evs, runID, why); err != nil {
+	if err := closeOpenTools(ctx, j, evs, runID, why, false); err != nil {
 		return err
 	}
 	answered := map[string]bool{}
@@ -249,11 +251,19 @@ func closeOpenCalls(ctx context.Context, j *journal.Journal, runID, why string) 
 }
 
 // closeOpenTools records an interrupted tool.result for every tool.invoke
-// of run runID in evs without one.
-func closeOpenTools(ctx context.Context, j *journal.Journal, evs []event.Event, runID, why string) error {
+// of run runID in evs without one. With rerun (a takeover that goes on
+// with the run), a call that is safe to run again (rerunnable) is marked
+// so, and the engine runs it again instead of handing the model the
+// interruption.
+func closeOpenTools(ctx context.Context, j *journal.Journal, evs []event.Event, runID, why string, rerun bool) error {
 	for _, inv := range OpenToolCalls(evs, runID) {
-		p := map[string]any{"call_id": event.FieldString(inv.Payload, "call_id"), "tool": event.FieldString(inv.Payload, "tool"), "ok": false,
-			"error": map[string]any{"kind": "runtime", "code": CodeInterrupted, "message": why}}
+		e := map[string]any{"kind": "runtime", "code": CodeInterrupted, "message": why}
+		if rerun && rerunnable(inv) {
+			e["message"] = rerunMessage
+			e["retryable"] = true
+			e["details"] = map[string]any{"rerun": true}
+		}
+		p := map[string]any{"call_id": event.FieldString(inv.Payload, "call_id"), "tool": event.FieldString(inv.Payload, "tool"), "ok": false, "error": e}
 		if _, err := j.Append(ctx, event.ToolResult, "kernel", p, inv.ID); err != nil {
 			return err
 		}
@@ -523,6 +533,9 @@ func (m *Manager) drive(ctx context.Context, eng *Engine, j *journal.Journal, ru
 	sid := j.SessionID()
 	m.mu.Lock()
 	m.active[sid] = ctl
+	if m.stopCause != nil {
+		ctl.halt(m.stopCause)
+	}
 	m.mu.Unlock()
 	defer func() {
 		m.mu.Lock()
@@ -539,6 +552,21 @@ func (m *Manager) drive(ctx context.Context, eng *Engine, j *journal.Journal, ru
 		defer cancel()
 	}
 	res, err := eng.Execute(rctx, j, in, history)
+	if cause := ctl.halted(); cause != nil && err != nil {
+		// Stopped between two steps by Stop: not a failure, and not over.
+		return interrupt(ctx, j, runID, cause)
+	}
+	if stopping(ctx) {
+		if err != nil {
+			// Cut by a host that stops (its drain time ran out): not a
+			// failure, and not over; whatever the engine made of the cut
+			// (a killed command, a dropped model call) was not recorded.
+			return interrupt(ctx, j, runID, context.Cause(ctx))
+		}
+		// It ended, or paused, before the cut: what follows records that
+		// outcome, which must not be lost with the stopping context.
+		ctx = context.WithoutCancel(ctx)
+	}
 	if ctl.stopped() && (err != nil || res.Paused) {
 		// Cancelled: whatever the run was doing, this is its outcome.
 		f := ctl.cancelled()

@@ -30,6 +30,38 @@ const CodeInterrupted = "INTERRUPTED"
 // maintainer reading the log.
 const interruptedMessage = "the process running this call stopped before its result was recorded; the worktree was rebuilt from the session branch and the log's recorded results, so whatever the call did to it is gone, and the call was not repeated"
 
+// rerunMessage explains an interrupted call that the takeover runs again.
+const rerunMessage = "the process running this call stopped before its result was recorded; the call changes nothing in the worktree, so the process that took the run over runs it again"
+
+// RerunTools are the tools whose call Takeover runs again when the
+// process running it stopped before its result was recorded: they read
+// the worktree or run the project's tests or linters, which change no
+// tracked file (readOnlyTools), so running them twice is harmless and
+// their result is needed (a run must not report the tests run when they
+// were not). Writes and commands are not run again (a write interrupted
+// mid-way is closed INTERRUPTED and its effect is dropped with the
+// rebuilt worktree; a command makes the worktree not rebuildable), nor is
+// any call made on an approval (one approval, one execution).
+var RerunTools = map[string]bool{"echo": true, "repo.read": true, "repo.search": true, "test.run": true, "lint.run": true}
+
+// rerunnable reports whether Takeover runs the interrupted call inv
+// again.
+func rerunnable(inv event.Event) bool {
+	return RerunTools[event.FieldString(inv.Payload, "tool")] && event.FieldString(inv.Payload, "approval_id") == "" && inv.Actor != SetupActor
+}
+
+// rerunMarked reports whether the events of one dispatch end with an
+// interrupted result that Takeover marked to run again.
+func rerunMarked(evs []event.Event) bool {
+	for i := len(evs) - 1; i >= 0; i-- {
+		if evs[i].Type == event.ToolResult {
+			e := event.Field(evs[i].Payload, "error")
+			return event.FieldString(e, "code") == CodeInterrupted && event.FieldBool(event.Field(e, "details"), "rerun")
+		}
+	}
+	return false
+}
+
 // Takeover continues the session's run that is still "running" in the log
 // although no process runs it (the process or replica working it died):
 // the same path as Resume after an approval, from the log. The engine
@@ -68,7 +100,7 @@ func (m *Manager) Takeover(ctx context.Context, eng *Engine, sessionID, cwd, tra
 		return Outcome{SessionID: sessionID, RunID: snap.RunID, Status: snap.RunStatus}, ErrNotRunning
 	}
 	j.SetRun(snap.RunID)
-	if err := closeOpenTools(ctx, j, evs, snap.RunID, interruptedMessage); err != nil {
+	if err := closeOpenTools(ctx, j, evs, snap.RunID, interruptedMessage, true); err != nil {
 		return Outcome{}, err
 	}
 	if evs, err = j.Events(ctx); err != nil {

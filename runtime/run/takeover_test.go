@@ -86,9 +86,10 @@ func TestRebuildWorkspace(t *testing.T) {
 }
 
 // TestTakeover: a run whose process died during a tool call (invoke, no
-// result) is taken over: the call gets a failed INTERRUPTED result and is
-// not repeated, the run goes on live from the log's end to completion,
-// one run, one terminal report, and the log verifies. A finished session
+// result) is taken over: the call gets a failed INTERRUPTED result, and,
+// as echo changes nothing (RerunTools), it is marked to run again and
+// runs again; the run goes on live from the log's end to completion, one
+// run, one terminal report, and the log verifies. A finished session
 // cannot be taken over.
 func TestTakeover(t *testing.T) {
 	f := newFixture(t, script(echoCall, finalReport), nil)
@@ -114,9 +115,9 @@ func TestTakeover(t *testing.T) {
 	if !found {
 		t.Fatal("the script made no tool call")
 	}
-	// The interrupted call did not succeed, so the taken-over worker
-	// reports no call (the evidence contract holds it to the log).
-	f2 := newFixture(t, script(echoCall, `    - text: '`+reportNone+`'`), nil)
+	// The interrupted call is run again, so the taken-over worker reports
+	// it made (the evidence contract holds it to the log).
+	f2 := newFixture(t, script(echoCall, finalReport), nil)
 	if _, _, err := store.Import(ctx, bytes.NewReader(cut), f2.store); err != nil {
 		t.Fatal(err)
 	}
@@ -141,8 +142,8 @@ func TestTakeover(t *testing.T) {
 			}
 		}
 	}
-	if starts != 1 || terminals != 1 || interrupted != 1 || invokes != 1 {
-		t.Fatalf("%d runs, %d terminal reports, %d invokes, %d interrupted results; want 1 each (the call not repeated)", starts, terminals, invokes, interrupted)
+	if starts != 1 || terminals != 1 || interrupted != 1 || invokes != 2 {
+		t.Fatalf("%d runs, %d terminal reports, %d invokes, %d interrupted results; want 1, 1, 2 (the call run again), 1", starts, terminals, invokes, interrupted)
 	}
 	if _, err := f2.mgr.Takeover(ctx, f2.eng, "whole", "", "", ""); !errors.Is(err, ErrNotRunning) {
 		t.Fatalf("a finished session taken over: %v", err)

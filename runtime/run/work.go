@@ -89,6 +89,9 @@ func (s *state) work(ctx context.Context, directive, plan json.RawMessage, feedb
 			if s.in.ctl.stopped() {
 				return nil, Result{}, s.in.ctl.failure()
 			}
+			if err := s.halt(); err != nil {
+				return nil, Result{}, err
+			}
 			if out.Pending != nil {
 				return nil, Result{Paused: true, Pending: []Pending{*out.Pending}}, nil
 			}
