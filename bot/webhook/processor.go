@@ -86,6 +86,15 @@ type Processor struct {
 
 	MaxAttempts  int           // default DefaultMaxAttempts
 	PollInterval time.Duration // idle re-check (retries, queues without Notifier); default DefaultPollInterval
+
+	// DrainTimeout is how long the deliveries in flight may go on once
+	// Run's ctx ends (a graceful stop): no delivery is claimed any more,
+	// and one still being dispatched after DrainTimeout has its context
+	// cancelled with StopCause. 0 cancels them as soon as ctx ends.
+	DrainTimeout time.Duration
+	// StopCause is the cause (context.Cause) a dispatch cut at the end of
+	// the drain sees; nil: context.Canceled.
+	StopCause error
 }
 
 // Run processes deliveries until ctx ends, then waits for the deliveries in
@@ -111,15 +120,44 @@ func (p *Processor) Run(ctx context.Context) error {
 	// relay passes a wake-up from worker to worker: one signal from the
 	// queue may stand for many deliveries.
 	relay := make(chan struct{}, 1)
+	// Deliveries are claimed under ctx and dispatched under work, which
+	// outlives ctx by the drain time.
+	work, cut := context.WithCancelCause(context.WithoutCancel(ctx))
+	defer cut(nil)
+	drained := make(chan struct{})
+	go func() {
+		select {
+		case <-drained:
+			return
+		case <-ctx.Done():
+		}
+		if p.DrainTimeout > 0 {
+			p.logger().Info("webhook: stopping: no new deliveries; waiting for the ones in flight", "drain_timeout", p.DrainTimeout)
+			t := time.NewTimer(p.DrainTimeout)
+			defer t.Stop()
+			select {
+			case <-drained:
+				return
+			case <-t.C:
+				p.logger().Warn("webhook: drain time over: cutting the deliveries still in flight", "drain_timeout", p.DrainTimeout)
+			}
+		}
+		cause := p.StopCause
+		if cause == nil {
+			cause = context.Canceled
+		}
+		cut(cause)
+	}()
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			p.work(ctx, relay)
+			p.work(ctx, work, relay)
 		}()
 	}
 	wg.Wait()
+	close(drained)
 	return nil
 }
 
@@ -130,7 +168,7 @@ func (p *Processor) logger() *slog.Logger {
 	return slog.New(slog.DiscardHandler)
 }
 
-func (p *Processor) work(ctx context.Context, relay chan struct{}) {
+func (p *Processor) work(ctx, work context.Context, relay chan struct{}) {
 	var ready <-chan struct{}
 	if n, ok := p.Queue.(Notifier); ok {
 		ready = n.Ready()
@@ -151,7 +189,7 @@ func (p *Processor) work(ctx context.Context, relay chan struct{}) {
 			case relay <- struct{}{}:
 			default:
 			}
-			p.process(ctx, d)
+			p.processIn(ctx, work, d)
 			continue
 		}
 		timer.Reset(poll)
@@ -165,8 +203,13 @@ func (p *Processor) work(ctx context.Context, relay chan struct{}) {
 }
 
 // process handles one claimed delivery and records its outcome.
-func (p *Processor) process(ctx context.Context, d Delivery) {
-	outcome, msg := p.handle(ctx, d)
+func (p *Processor) process(ctx context.Context, d Delivery) { p.processIn(ctx, ctx, d) }
+
+// processIn is process with the dispatch under work; ctx is the claiming
+// context, which ends when the processor stops (the delivery is then
+// handed back if its dispatch did not finish).
+func (p *Processor) processIn(ctx, work context.Context, d Delivery) {
+	outcome, msg := p.handle(work, d)
 	log := p.logger().With("delivery", d.ID, "event", d.Event, "action", d.Action, "attempt", d.Attempts)
 	if outcome == OutcomeRetry && ctx.Err() != nil {
 		// A dispatch cut short by shutdown did not fail: the delivery is

@@ -59,17 +59,24 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 func serve(ctx context.Context, args []string, stderr io.Writer, d serveDeps) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	flags := config.BindFlags(fs)
+	drainFlag := fs.String("drain-timeout", "", "on SIGTERM, how long runs and deliveries in flight may go on before they are cut and handed to another replica (default "+defaultDrainTimeout.String()+"; env AGENTOS_DRAIN_TIMEOUT)")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
 	}
 	if len(pos) > 0 {
-		return usageErrorf("usage: agentos serve [--addr HOST:PORT] [--data DIR] [--config FILE]")
+		return usageErrorf("usage: agentos serve [--addr HOST:PORT] [--data DIR] [--config FILE] [--drain-timeout DURATION]")
 	}
 	cfg, err := flags.Load(d.getenv)
 	if err != nil {
 		return usageErrorf("serve: %v", err)
 	}
+	drain, err := drainTimeout(*drainFlag, d.getenv("AGENTOS_DRAIN_TIMEOUT"))
+	if err != nil {
+		return usageErrorf("serve: %v", err)
+	}
+	// The runs of this process, stopped at their next step on SIGTERM.
+	var managers []*agentrun.Manager
 	level, err := logLevel(d.getenv("AGENTOS_LOG_LEVEL"))
 	if err != nil {
 		return usageErrorf("serve: %v", err)
@@ -152,6 +159,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, d serveDeps) er
 	if runs {
 		mgr := traceIDs(agentrun.NewManager(runStore))
 		mgr.Logs = agentrun.DirLogs(cfg.DataDir) // recovery from the exported logs
+		managers = append(managers, mgr)
 		sr := &serveRuns{store: runStore, mgr: mgr, dataDir: cfg.DataDir, policyFile: cfg.PolicyFile, profile: prof, roots: cfg.RepoRoots, log: log, sandbox: sb}
 		if leases != nil {
 			sr.leases = leases
@@ -242,7 +250,8 @@ func serve(ctx context.Context, args []string, stderr io.Writer, d serveDeps) er
 		})
 		switch {
 		case d.dispatch != nil:
-			p := &webhook.Processor{Events: dispatch.Events(), Queue: q, Dispatch: d.dispatch, BotLogin: cfg.BotLogin, Observer: metrics, Workers: cfg.Workers, Logger: log}
+			p := &webhook.Processor{Events: dispatch.Events(), Queue: q, Dispatch: d.dispatch, BotLogin: cfg.BotLogin, Observer: metrics, Workers: cfg.Workers, Logger: log,
+				DrainTimeout: drain, StopCause: drainCut(drain)}
 			opts.Actors = append(opts.Actors, p.Run)
 		case runs && cfg.GitHubAuth() != config.AuthNone:
 			bot, err := dispatch.NewGitHubBot(cfg, runStore, engines(runStore, cfg.PolicyFile, prof, sb, func(sid, n string) { log.Warn("repository configuration note", "session", sid, "note", n) }), log)
@@ -250,6 +259,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, d serveDeps) er
 				return usageErrorf("serve: %v", err)
 			}
 			traceIDs(bot.Dispatcher.Runs)
+			managers = append(managers, bot.Dispatcher.Runs)
 			bot.Dispatcher.Preflight = botPreflight(prof)
 			if leases != nil {
 				bot.Dispatcher.Leases = leases
@@ -270,7 +280,8 @@ func serve(ctx context.Context, args []string, stderr io.Writer, d serveDeps) er
 					// same authorizer, which knows the bot's own login.
 					ck.SetAuthorizer(bot.Dispatcher.Auth)
 				}
-				p := &webhook.Processor{Events: dispatch.Events(), Queue: q, Dispatch: bot.Dispatcher, BotLogin: login, Observer: metrics, Workers: cfg.Workers, Logger: log}
+				p := &webhook.Processor{Events: dispatch.Events(), Queue: q, Dispatch: bot.Dispatcher, BotLogin: login, Observer: metrics, Workers: cfg.Workers, Logger: log,
+					DrainTimeout: drain, StopCause: drainCut(drain)}
 				return p.Run(ctx)
 			})
 		default:
@@ -298,7 +309,49 @@ func serve(ctx context.Context, args []string, stderr io.Writer, d serveDeps) er
 	if err != nil {
 		return err
 	}
+	stopped := make(chan struct{})
+	defer close(stopped)
+	go func() {
+		select {
+		case <-stopped:
+		case <-ctx.Done():
+			// A graceful stop: runs stop at their next step (the call in
+			// progress is let finish, for up to the drain time), record
+			// run.interrupted, and hand their session back at once.
+			log.Info("stopping: runs stop at their next step and are handed to another replica", "drain_timeout", drain)
+			for _, m := range managers {
+				m.Stop(fmt.Errorf("%w: agentos serve was asked to stop (SIGTERM); the run stopped at its next step", agentrun.ErrStopping))
+			}
+		}
+	}()
 	return srv.Run(ctx)
+}
+
+// defaultDrainTimeout fits Kubernetes' default 30 s grace period between
+// SIGTERM and SIGKILL, with time left to record and hand back.
+const defaultDrainTimeout = 25 * time.Second
+
+// drainTimeout is --drain-timeout, else AGENTOS_DRAIN_TIMEOUT, else the
+// default.
+func drainTimeout(flagValue, env string) (time.Duration, error) {
+	v, name := flagValue, "--drain-timeout"
+	if v == "" {
+		v, name = env, "AGENTOS_DRAIN_TIMEOUT"
+	}
+	if v == "" {
+		return defaultDrainTimeout, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("%s=%q: want a positive duration such as 25s", name, v)
+	}
+	return d, nil
+}
+
+// drainCut is the cause a delivery still in flight when the drain time
+// ends is cut with: its run records run.interrupted, not a timeout.
+func drainCut(drain time.Duration) error {
+	return fmt.Errorf("%w: agentos serve was asked to stop (SIGTERM) and its drain time (%s) ran out with a call still in progress", agentrun.ErrStopping, drain)
 }
 
 // serveProfile loads the provider profile runs use. A profile file that
