@@ -167,6 +167,10 @@ type Folder struct {
 	toolIdx  map[string]int // tool.invoke event id → index in ToolsInvoked
 	pending  map[string]int // approval id → index in PendingApprovals
 	resolved map[string]bool
+	// cp is the state of the last checkpoint this folder wrote or
+	// restored, the base of the next incremental one; next is the
+	// checkpoint NewCheckpoint made, adopted when its event is applied.
+	cp, next *cpState
 }
 
 // NewFolder returns an empty Folder.
@@ -456,8 +460,20 @@ func (f *Folder) Apply(e *event.Event) error {
 			}
 		}
 	case event.CheckpointCreated:
-		// The field scanner: a checkpoint's payload holds a whole snapshot.
+		// The field scanner: a checkpoint's payload may hold a whole snapshot.
 		s.Checkpoint = event.FieldInt(e.Payload, "last_seq")
+		// The checkpoint this folder made becomes the next one's base, as
+		// does a restored one when its own event is folded; one written
+		// elsewhere leaves no base (the next one is full).
+		switch n := f.next; {
+		case n != nil && event.FieldString(e.Payload, "snapshot_sha256") == n.sha:
+			n.seq, n.hash = e.Seq, e.Hash
+			f.cp = n
+		case f.cp != nil && f.cp.seq == e.Seq && f.cp.hash == e.Hash:
+		default:
+			f.cp = nil
+		}
+		f.next = nil
 	case event.WorkflowStarted, event.WorkflowPhaseAdvanced, event.WorkflowPolicyGated, event.WorkflowCompleted, event.WorkflowAborted:
 		var p pWorkflow
 		if err := decode(&p); err != nil {
