@@ -275,6 +275,7 @@ type Fake struct {
 	browserUser    string                 // who is signed in to the web pages (SignInBrowser)
 	signed         map[string]bool        // commit sha → created through the Git Data API and signed by GitHub
 	devices        map[string]*deviceAuth // device_code → the device flow's state
+	actionsNoPRs   map[string]bool        // lower(owner/name) → GitHub Actions may not open pull requests (actionsettings.go)
 }
 
 // TB is the part of testing.TB the fake needs; *testing.T satisfies it.

@@ -7,7 +7,8 @@ import (
 	"strings"
 )
 
-// markReady matches the one GraphQL operation the fake supports. GraphQL is
+// markReady matches the one GraphQL mutation the fake supports (and
+// graphqlViewer the one query). GraphQL is
 // not in the REST OpenAPI description, so this endpoint is checked by this
 // shape instead: anything else is a violation.
 var markReady = regexp.MustCompile(`(?s)^\s*mutation\b.*\bmarkPullRequestReadyForReview\s*\(\s*input\s*:`)
@@ -28,6 +29,9 @@ func (f *Fake) graphql(c *call) {
 	}
 	if err := json.Unmarshal(c.body, &in); err != nil {
 		f.violation(c.w, c.r.Method, c.r.URL.Path, http.StatusBadRequest, "GraphQL body is not JSON: "+err.Error())
+		return
+	}
+	if f.graphqlViewer(c, in.Query) {
 		return
 	}
 	if !markReady.MatchString(in.Query) {

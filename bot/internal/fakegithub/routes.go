@@ -547,7 +547,7 @@ func createPR(c *call) {
 		Title, Body, Head, Base string
 		Draft                   bool
 	}
-	if !c.decode(&in) || tooLong(c.w, "PullRequest", "body", in.Body) {
+	if !c.decode(&in) || tooLong(c.w, "PullRequest", "body", in.Body) || c.actionsMayNotCreatePR(rs) {
 		return
 	}
 	head := in.Head
