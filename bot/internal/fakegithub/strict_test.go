@@ -49,7 +49,7 @@ func appWorld(t *testing.T) (*Fake, string, func() string) {
 // concrete fills a route template with values the seeded world has.
 func concrete(tmpl string) string {
 	r := strings.NewReplacer("{owner}", "octo", "{repo}", "app", "{username}", "dev", "{issue_number}", "2",
-		"{pull_number}", "1", "{comment_id}", "1", "{review_id}", "1", "{ref}", "heads/main", "{installation_id}", "9001")
+		"{pull_number}", "1", "{comment_id}", "1", "{review_id}", "1", "{ref}", "heads/main", "{installation_id}", "9001", "{delivery_id}", "1")
 	return r.Replace(tmpl)
 }
 

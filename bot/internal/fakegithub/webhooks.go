@@ -71,6 +71,8 @@ type hooks struct {
 	done   chan struct{}
 	errs   []error
 	failed []Delivery // posted and not accepted: what "Redeliver" would resend
+	// attempts is the app's delivery log (appdeliveries.go).
+	attempts []HookAttempt
 }
 
 // Deliveries returns every delivery so far, oldest first.
@@ -155,7 +157,12 @@ func (f *Fake) deliverLoop(ctx context.Context) {
 			}
 			continue
 		}
-		if err := post(ctx, client, url, secret, *d); err != nil {
+		start := time.Now()
+		status, err := postStatus(ctx, client, url, secret, *d)
+		if ctx.Err() == nil {
+			f.recordAttempt(*d, false, start, status, err)
+		}
+		if err != nil {
 			h.mu.Lock()
 			h.errs = append(h.errs, err)
 			h.failed = append(h.failed, *d)
@@ -179,7 +186,10 @@ func (f *Fake) RedeliverFailed(ctx context.Context) []error {
 	var errs []error
 	var again []Delivery
 	for _, d := range todo {
-		if err := post(ctx, client, url, secret, d); err != nil {
+		start := time.Now()
+		status, err := postStatus(ctx, client, url, secret, d)
+		f.recordAttempt(d, true, start, status, err)
+		if err != nil {
 			errs = append(errs, err)
 			again = append(again, d)
 		}
@@ -190,10 +200,12 @@ func (f *Fake) RedeliverFailed(ctx context.Context) []error {
 	return errs
 }
 
-func post(ctx context.Context, client *http.Client, url string, secret []byte, d Delivery) error {
+// postStatus posts d and returns the receiver's status code (0 without
+// an answer) with post's error.
+func postStatus(ctx context.Context, client *http.Client, url string, secret []byte, d Delivery) (int, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(d.Body))
 	if err != nil {
-		return err
+		return 0, err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "GitHub-Hookshot/fake")
@@ -202,13 +214,13 @@ func post(ctx context.Context, client *http.Client, url string, secret []byte, d
 	req.Header.Set("X-Hub-Signature-256", Sign(secret, d.Body))
 	resp, err := client.Do(req)
 	if err != nil {
-		return fmt.Errorf("delivery %s (%s): %w", d.ID, d.Event, err)
+		return 0, fmt.Errorf("delivery %s (%s): %w", d.ID, d.Event, err)
 	}
 	resp.Body.Close()
 	if resp.StatusCode/100 != 2 {
-		return fmt.Errorf("delivery %s (%s): %s", d.ID, d.Event, resp.Status)
+		return resp.StatusCode, fmt.Errorf("delivery %s (%s): %s", d.ID, d.Event, resp.Status)
 	}
-	return nil
+	return resp.StatusCode, nil
 }
 
 func guid() string {
