@@ -50,4 +50,3 @@ func TestHandlerOnLogQueue(t *testing.T) {
 		t.Errorf("record %+v", rec)
 	}
 }
-
