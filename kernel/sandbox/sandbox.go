@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"runtime"
 	"sort"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -627,21 +629,56 @@ type Cmd struct {
 	finish  func() error
 	started bool
 	exited  atomic.Bool
+	// unpin lets the OS thread that started the command go (see Start).
+	unpin     chan struct{}
+	unpinOnce sync.Once
 }
 
-// Start starts the command.
+// Start starts the command. The command's first process dies with this
+// process (its parent-death signal, SysProcAttr.Pdeathsig: bwrap, or the
+// Landlock supervisor, which then kills the command's tree). The kernel
+// sends that signal when the OS thread that started the child exits, not
+// the process: the child is started from a goroutine locked to its
+// thread, which keeps the thread (so no goroutine can end it by exiting
+// locked to it) until the command has exited.
 func (c *Cmd) Start() error {
-	if err := c.Cmd.Start(); err != nil {
+	if c.SysProcAttr == nil || c.SysProcAttr.Pdeathsig == 0 {
+		if err := c.Cmd.Start(); err != nil {
+			return err
+		}
+		c.started = true
+		return nil
+	}
+	c.unpin = make(chan struct{})
+	started := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		err := c.Cmd.Start()
+		started <- err
+		if err == nil {
+			<-c.unpin
+		}
+	}()
+	if err := <-started; err != nil {
 		return err
 	}
 	c.started = true
 	return nil
 }
 
+// release lets the thread that started the command go.
+func (c *Cmd) release() {
+	if c.unpin != nil {
+		c.unpinOnce.Do(func() { close(c.unpin) })
+	}
+}
+
 // Wait waits for the command to exit.
 func (c *Cmd) Wait() error {
 	err := c.Cmd.Wait()
 	c.exited.Store(true)
+	c.release()
 	return err
 }
 
@@ -657,6 +694,7 @@ func (c *Cmd) Kill() {
 // (landlock: the worktree's .git control files); an error there means the
 // command broke out of its bounds.
 func (c *Cmd) Finish() error {
+	c.release() // a caller that never waited
 	if c.finish == nil {
 		return nil
 	}
