@@ -82,7 +82,7 @@ var Types = []string{
 	RunCompleted, RunFailed, OutputDelta, OutputMessage, ApprovalRequested, ApprovalResolved,
 	ArtifactEmitted, CheckpointCreated, TurnTerminal, WorkflowStarted, WorkflowPhaseAdvanced,
 	WorkflowPolicyGated, WorkflowCompleted, WorkflowAborted, RoleOutputRepaired, RunCancelled,
-	SkillSelected, RunInterrupted,
+	SkillSelected, RunInterrupted, ConfigWarning, MCPServerFailed,
 }
 
 // Event is one immutable entry of a session's log.

@@ -148,6 +148,8 @@ type effects struct {
 	// stream: the profile streams, so live model calls record their text
 	// as output.delta events while it arrives.
 	stream bool
+	// notices are recorded before the next live event (notices.go).
+	notices *Notices
 }
 
 func (f *effects) replaying() bool {
@@ -164,7 +166,7 @@ func (f *effects) next() (event.Event, bool) {
 }
 
 func (f *effects) skipManaged() {
-	for f.pos < len(f.history) && managerOwned[f.history[f.pos].Type] {
+	for f.pos < len(f.history) && (managerOwned[f.history[f.pos].Type] || event.IsNotice(f.history[f.pos].Type)) {
 		f.pos++
 	}
 }
@@ -178,6 +180,9 @@ func (f *effects) emit(ctx context.Context, typ, actor string, payload any, pare
 		}
 		f.pos++
 		return got, nil
+	}
+	if err := flushNotices(ctx, f.j, f.notices); err != nil {
+		return event.Event{}, err
 	}
 	return f.j.Append(ctx, typ, actor, payload, parent)
 }
@@ -208,6 +213,9 @@ func (f *effects) complete(ctx context.Context, p provider.Provider, req provide
 		f.pos++
 		f.lastResponse = respEv.ID
 		return decodeResponse(respEv)
+	}
+	if err := flushNotices(ctx, f.j, f.notices); err != nil {
+		return provider.CompletionResponse{}, err
 	}
 	payload := map[string]any{"role": req.Role, "request": req, "attempt": 1}
 	if req.ResponseSchema != nil {

@@ -44,6 +44,9 @@ type Engine struct {
 	// mounted MCP servers' tools, as "mcp.<server>.*". They stay gated by
 	// policy (approval unless allowed by name).
 	DefaultScopeExtra []string
+	// Notices are recorded by a run before its next event (notices.go);
+	// nil: none.
+	Notices *Notices
 	// Limits narrow every run's tools from outside the repository (set
 	// with Limit, which also wraps Tools so that the kernel enforces them).
 	Limits ToolLimits
@@ -152,7 +155,7 @@ func (e *Engine) Execute(ctx context.Context, j *journal.Journal, in Input, hist
 }
 
 func newState(e *Engine, j *journal.Journal, in Input, history []event.Event) *state {
-	s := &state{e: e, f: &effects{j: j, history: history, stream: e.Profile.Stream}, in: in, prompt: in.Prompt, turns: map[string]int{}, approvals: map[string]Resolution{}}
+	s := &state{e: e, f: &effects{j: j, history: history, stream: e.Profile.Stream, notices: e.Notices}, in: in, prompt: in.Prompt, turns: map[string]int{}, approvals: map[string]Resolution{}}
 	for k, v := range in.RoleTurns {
 		s.turns[k] = v
 	}

@@ -23,6 +23,8 @@ import (
 	"github.com/agentos/agentos/kernel/sandbox"
 	"github.com/agentos/agentos/kernel/tools"
 	"github.com/agentos/agentos/kernel/workspace"
+	"github.com/agentos/agentos/runtime/claudecode"
+	"github.com/agentos/agentos/runtime/event"
 	"github.com/agentos/agentos/runtime/hooks"
 	"github.com/agentos/agentos/runtime/mcp"
 	"github.com/agentos/agentos/runtime/provider"
@@ -75,6 +77,14 @@ type Env struct {
 	// Notes are things the operator should know (skipped skills, ignored
 	// hook settings).
 	Notes []string
+	// Warnings are what the repository's Claude Code settings ask for and
+	// agentos does not do as written (a rule it cannot enforce, allow
+	// rules, additionalDirectories): each is also in Notes, and a run
+	// records them as config.warning events.
+	Warnings []claudecode.Warning
+	// Notices are recorded by the session's runs (the engine's): the
+	// warnings, and MCP servers that fail to start.
+	Notices *run.Notices
 }
 
 // Close stops the session's MCP servers and releases the workspace.
@@ -174,6 +184,10 @@ func Build(ctx context.Context, o Options) (*Env, error) {
 		return nil, &UsageError{err}
 	}
 	pol, err := LoadPolicy(o.PolicyFile, ws)
+	var perms *claudecode.Permissions
+	if err == nil {
+		perms, pol, err = claudePermissions(ws, pol)
+	}
 	ws.Close()
 	if err != nil {
 		return nil, err
@@ -181,8 +195,12 @@ func Build(ctx context.Context, o Options) (*Env, error) {
 	if ws, err = workspace.Open(o.Dir, workspace.Options{DenyPatterns: pol.Workspace.DenyPatterns, EnvAllow: pol.Execution.EnvAllow, SecretName: red.IsSecretName, Exclude: exclude, Sandbox: sb, Network: pol.Network.Allow, Limits: pol.SandboxLimits(), UntrustedCode: o.UntrustedRepo}); err != nil {
 		return nil, err
 	}
-	e := &Env{Workspace: ws, Sandbox: sb, Policy: pol, Redactor: red}
+	e := &Env{Workspace: ws, Sandbox: sb, Policy: pol, Redactor: red, Warnings: perms.Warnings, Notices: &run.Notices{}}
 	e.Notes = append(e.Notes, SandboxNotes(sb)...)
+	for _, w := range perms.Warnings {
+		e.Notes = append(e.Notes, "WARNING: "+w.String())
+		e.Notices.Add(run.Notice{Type: event.ConfigWarning, Payload: w})
+	}
 	e.Hooks = hooks.NewRegistry()
 	e.Hooks.Builtins()
 	if o.UntrustedRepo {
@@ -201,6 +219,7 @@ func Build(ctx context.Context, o Options) (*Env, error) {
 	}
 	e.Kernel = kernel.New(pol, ws, hooks.ForKernel{R: e.Hooks, SessionID: o.SessionID, Cwd: ws.Root()})
 	e.Kernel.Redact = red.String
+	e.Kernel.Permissions = perms.Rules
 	if o.Store != nil {
 		e.Kernel.Trust = run.TrustFromStore(ctx, o.Store)
 	}
@@ -262,7 +281,7 @@ func Build(ctx context.Context, o Options) (*Env, error) {
 	}
 	e.Notes = append(e.Notes, e.Hooks.MatcherNotes(toolNames, servers)...)
 	e.Notes = append(e.Notes, sk.ToolNotes(toolNames, servers)...)
-	e.Engine = &run.Engine{Provider: prov, Tools: tools, Hooks: e.Hooks, Skills: sk, Schemas: schemas.MustDefault(), Profile: o.Profile, Repo: repoFS, PolicyNoRepair: !pol.GuardRepair(), DefaultScopeExtra: mcpScope}
+	e.Engine = &run.Engine{Provider: prov, Tools: tools, Hooks: e.Hooks, Skills: sk, Schemas: schemas.MustDefault(), Profile: o.Profile, Repo: repoFS, PolicyNoRepair: !pol.GuardRepair(), DefaultScopeExtra: mcpScope, Notices: e.Notices}
 	return e, nil
 }
 
@@ -301,7 +320,8 @@ func mountMCP(o Options, e *Env) (*mcp.Tools, []string, error) {
 		Network:  e.Policy.Network.Allow,
 		Redact:   red.String,
 	})
-	t := &mcp.Tools{KernelTools: run.KernelTools{K: e.Kernel}, M: e.MCP, Notes: func(n string) { fmt.Fprintln(os.Stderr, "agentos: "+n) }}
+	t := &mcp.Tools{KernelTools: run.KernelTools{K: e.Kernel}, M: e.MCP, Notes: func(n string) { fmt.Fprintln(os.Stderr, "agentos: "+n) },
+		Failed: func(f mcp.Failure) { e.Notices.Add(run.Notice{Type: event.MCPServerFailed, Payload: f}) }}
 	return t, append(notes, fmt.Sprintf("MCP servers: %s (started on first use)", strings.Join(cfg.Names(), ", "))), nil
 }
 
