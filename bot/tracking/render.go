@@ -144,7 +144,7 @@ func Render(v View) string {
 			if t.Command != "" {
 				c = code(oneLine(t.Command, 300))
 			}
-			res := map[string]string{"passed": "✅ passed", "failed": "❌ failed", "running": "⏳ running"}[t.Result]
+			res := map[string]string{"passed": "✅ passed", "failed": "❌ failed", "running": "⏳ running", "interrupted": "⚠️ interrupted"}[t.Result]
 			if res == "" {
 				res = inline(t.Result, 20)
 			}

@@ -73,7 +73,8 @@ type Approval struct {
 // TestRun is one command the agent ran and how it ended.
 type TestRun struct {
 	Command string
-	// Result is passed, failed or running.
+	// Result is passed, failed, running or interrupted (the process
+	// running it stopped before its result was recorded).
 	Result string
 	Detail string // error code of a failure
 }
@@ -227,14 +228,21 @@ func testRuns(s replay.Snapshot) []TestRun {
 		}
 	}
 	var out []TestRun
+	// A call run again after its interruption (runtime/run's Takeover)
+	// is one row, showing the attempt after the interruption.
+	row := map[string]int{}
 	for _, tc := range s.ToolsInvoked {
 		if !commandTools[tc.Tool] {
 			continue
 		}
 		t := TestRun{Command: firstNonEmpty(tc.Command, cmds[tc.CallID])}
 		switch {
-		case !tc.Completed:
+		case !tc.Completed && s.RunStatus == replay.RunRunning:
 			t.Result = "running"
+		case !tc.Completed, tc.ErrorCode == interruptedCode:
+			// No result, and the run is not running (paused, ended), or
+			// closed as interrupted: it will not finish.
+			t.Result = "interrupted"
 		case !tc.OK:
 			t.Result, t.Detail = "failed", tc.ErrorCode
 		case tc.Passed != nil && !*tc.Passed, tc.Passed == nil && tc.ExitCode != nil && *tc.ExitCode != 0:
@@ -245,10 +253,22 @@ func testRuns(s replay.Snapshot) []TestRun {
 		default:
 			t.Result = "passed"
 		}
+		if i, ok := row[tc.CallID]; ok && tc.CallID != "" && out[i].Result == "interrupted" {
+			if t.Command == "" {
+				t.Command = out[i].Command
+			}
+			out[i] = t
+			continue
+		}
+		row[tc.CallID] = len(out)
 		out = append(out, t)
 	}
 	return out
 }
+
+// interruptedCode is the error code of a tool call whose process stopped
+// before its result was recorded (runtime/run.CodeInterrupted).
+const interruptedCode = "INTERRUPTED"
 
 func firstNonEmpty(s ...string) string {
 	for _, x := range s {
