@@ -96,7 +96,7 @@ func (d *Dispatcher) startRun(ctx context.Context, repo github.Repo, t webhook.T
 	if len(evs) == 0 && d.ResumeFromArtifact {
 		// A missing log is a session nobody began; a log that does not
 		// verify is refused (ErrTamperedLog), never started over.
-		if evs, err = d.loadSession(ctx, repo, sid); errors.Is(err, worktree.ErrNotFound) || errors.Is(err, ErrBranchGone) {
+		if evs, err = d.loadSession(ctx, repo, sid); errors.Is(err, worktree.ErrNotFound) || errors.Is(err, errBranchGone) {
 			evs, err = nil, nil
 		}
 		if err != nil {
@@ -321,6 +321,6 @@ func (d *Dispatcher) status(ctx context.Context, repo github.Repo, t webhook.Tri
 
 // help answers `/agent help` with the help rendered from the route table.
 func (d *Dispatcher) help(ctx context.Context, repo github.Repo, t webhook.Trigger) (Result, error) {
-	_, err := d.GitHub.CreateComment(ctx, repo, t.Number, HelpText(d.trigger()))
+	_, err := d.GitHub.CreateComment(ctx, repo, t.Number, helpText(d.trigger()))
 	return Result{Outcome: "help"}, err
 }

@@ -218,11 +218,11 @@ func (d *Dispatcher) dispatch(ctx context.Context, t webhook.Trigger) (Result, e
 		t.Body = clean
 	}
 	// Events are routed on what they are; a comment on the command it holds.
-	var r Route
+	var r route
 	if !isComment(t) {
 		var ok bool
 		var reason string
-		if r, ok, reason = Lookup(t, ""); !ok {
+		if r, ok, reason = lookup(t, ""); !ok {
 			return d.unrouted(t, reason), nil
 		}
 	}
@@ -251,13 +251,13 @@ func (d *Dispatcher) dispatch(ctx context.Context, t webhook.Trigger) (Result, e
 		}
 		var ok bool
 		var reason string
-		if r, ok, reason = Lookup(t, c.Name); !ok {
+		if r, ok, reason = lookup(t, c.Name); !ok {
 			return d.unrouted(t, reason), nil
 		}
 	}
 	// A route whose refusals are recorded on the session authorizes in its
 	// handler, once it knows the session.
-	if r.Need != "" && r.Refusal == Reply {
+	if r.Need != "" && r.Refusal == reply {
 		if res, refused, err := d.authorize(ctx, repo, t, r.Need, true); refused || err != nil {
 			return res, err
 		}

@@ -1,4 +1,31 @@
 package dispatch
 
-// DeliverySessionID exposes deliverySessionID to the external tests.
+// Names the external tests use that are not the package's API.
+
+// DeliverySessionID exposes deliverySessionID.
 var DeliverySessionID = deliverySessionID
+
+// The route table.
+type (
+	Route   = route
+	Source  = source
+	Refusal = refusal
+)
+
+const (
+	Reply  = reply
+	Record = record
+)
+
+var (
+	Routes   = routes
+	Lookup   = lookup
+	HelpText = helpText
+)
+
+// The git side and the workflow plane, as NewGitHubBot wires them.
+type (
+	Worktrees = worktrees
+	GitData   = gitData
+	Plane     = workflowPlane
+)

@@ -78,7 +78,7 @@ func NewGitHubBot(cfg config.Config, st store.Store, engines Engines, log *slog.
 	// Action) session branches are published through the Git Data API, so
 	// GitHub signs the commits and shows them as Verified; a personal
 	// token pushes over git.
-	wcfg := worktree.Config{CacheDir: filepath.Join(cfg.DataDir, "git"), BaseURL: gitURL, Token: token, GitData: GitData{Client: client}, ArtifactBranch: cfg.ArtifactBranch, Log: log}
+	wcfg := worktree.Config{CacheDir: filepath.Join(cfg.DataDir, "git"), BaseURL: gitURL, Token: token, GitData: gitData{Client: client}, ArtifactBranch: cfg.ArtifactBranch, Log: log}
 	if cfg.CommitAuthor != "" {
 		name, email, err := config.ParseAuthor(cfg.CommitAuthor)
 		if err != nil {
@@ -105,7 +105,7 @@ func NewGitHubBot(cfg config.Config, st store.Store, engines Engines, log *slog.
 		Trigger:   cfg.TriggerWord,
 		BotLogin:  cfg.BotLogin,
 		GitHub:    client,
-		Git:       Worktrees{M: wm, Branch: cfg.ArtifactBranch, OnSessionBranch: cfg.LogOnSessionBranch, Prefix: cfg.BranchPrefix},
+		Git:       worktrees{M: wm, Branch: cfg.ArtifactBranch, OnSessionBranch: cfg.LogOnSessionBranch, Prefix: cfg.BranchPrefix},
 		Runs:      run.NewManager(st),
 		Engines:   engines,
 		Log:       log,
@@ -118,7 +118,7 @@ func NewGitHubBot(cfg config.Config, st store.Store, engines Engines, log *slog.
 	}
 	// `/agent review` and `/agent triage` run the workflow plane's cycles
 	// on the same worktrees, engines and store as every run.
-	plane := &Plane{D: d}
+	plane := &workflowPlane{D: d}
 	// A review's safe_auto findings become one fix proposal that waits
 	// for approval like any `/agent` request.
 	d.Workflows = &Workflows{Reviewer: plane, Triager: plane, ProposeFixes: true}

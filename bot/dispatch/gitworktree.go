@@ -12,9 +12,9 @@ import (
 	"github.com/agentos/agentos/runtime/replay"
 )
 
-// Worktrees adapts kernel/worktree (shared mirrors, session worktrees, the
+// worktrees adapts kernel/worktree (shared mirrors, session worktrees, the
 // artifact branch) to the Git port.
-type Worktrees struct {
+type worktrees struct {
 	M *worktree.Manager
 	// Branch names the artifact branch for links (the manager's).
 	Branch string
@@ -28,9 +28,9 @@ type Worktrees struct {
 	Prefix string
 }
 
-func (w Worktrees) prefix() string {
+func (w worktrees) prefix() string {
 	if w.Prefix == "" {
-		return DefaultBranchPrefix
+		return defaultBranchPrefix
 	}
 	return w.Prefix
 }
@@ -53,7 +53,7 @@ func numberAndID(branch string) (int, string, error) {
 }
 
 // Start implements Git.
-func (w Worktrees) Start(ctx context.Context, repo github.Repo, branch string, base Base) (Worktree, error) {
+func (w worktrees) Start(ctx context.Context, repo github.Repo, branch string, base Base) (Worktree, error) {
 	n, sid, err := numberAndID(branch)
 	if err != nil {
 		return nil, err
@@ -74,7 +74,7 @@ func (w Worktrees) Start(ctx context.Context, repo github.Repo, branch string, b
 }
 
 // Reopen implements Git.
-func (w Worktrees) Reopen(ctx context.Context, repo github.Repo, branch, head string) (Worktree, error) {
+func (w worktrees) Reopen(ctx context.Context, repo github.Repo, branch, head string) (Worktree, error) {
 	n, sid, err := numberAndID(branch)
 	if err != nil {
 		return nil, err
@@ -85,7 +85,7 @@ func (w Worktrees) Reopen(ctx context.Context, repo github.Repo, branch, head st
 	}
 	if !s.Resumed {
 		s.Close()
-		return nil, fmt.Errorf("session branch %s is gone from %s: %w", branch, repo.FullName(), ErrBranchGone)
+		return nil, fmt.Errorf("session branch %s is gone from %s: %w", branch, repo.FullName(), errBranchGone)
 	}
 	t := &sessionTree{s: s, tip: s.BaseSHA}
 	if head != "" && head != s.BaseSHA {
@@ -100,7 +100,7 @@ func (w Worktrees) Reopen(ctx context.Context, repo github.Repo, branch, head st
 }
 
 // CommitArtifact implements Git.
-func (w Worktrees) CommitArtifact(ctx context.Context, repo github.Repo, sessionID string, wt Worktree, events, snapshot []byte) (string, error) {
+func (w worktrees) CommitArtifact(ctx context.Context, repo github.Repo, sessionID string, wt Worktree, events, snapshot []byte) (string, error) {
 	a := worktree.Artifact{Repo: wtRepo(repo), SessionID: sessionID, Events: events, Snapshot: snapshot}
 	if !w.OnSessionBranch {
 		return w.M.CommitArtifact(ctx, a)
@@ -124,7 +124,7 @@ func (w Worktrees) CommitArtifact(ctx context.Context, repo github.Repo, session
 }
 
 // LoadArtifact implements Git.
-func (w Worktrees) LoadArtifact(ctx context.Context, repo github.Repo, sessionID string) ([]byte, error) {
+func (w worktrees) LoadArtifact(ctx context.Context, repo github.Repo, sessionID string) ([]byte, error) {
 	if !w.OnSessionBranch {
 		return w.M.LoadArtifact(ctx, wtRepo(repo), sessionID)
 	}
@@ -137,7 +137,7 @@ func (w Worktrees) LoadArtifact(ctx context.Context, repo github.Repo, sessionID
 }
 
 // ArtifactBranch implements Git.
-func (w Worktrees) ArtifactBranch() string {
+func (w worktrees) ArtifactBranch() string {
 	if w.OnSessionBranch {
 		return ""
 	}
@@ -193,9 +193,9 @@ func (t *sessionTree) Push(ctx context.Context) (string, error) {
 	return head, nil
 }
 
-// ErrBranchGone is returned by Reopen when the remote has no such session
+// errBranchGone is returned by Reopen when the remote has no such session
 // branch (it was deleted, or no attempt pushed it yet).
-var ErrBranchGone = errors.New("the session branch is not on the remote")
+var errBranchGone = errors.New("the session branch is not on the remote")
 
 // logSeq reads the Agent-Log-Seq line of the newest of the branch's last
 // few commits that has one (the session branch may end with the log's own
@@ -219,24 +219,24 @@ func (t *sessionTree) logSeq() (int64, bool) {
 func (t *sessionTree) Close() error { return t.s.Close() }
 
 // SessionBranches implements Git.
-func (w Worktrees) SessionBranches(ctx context.Context, repo github.Repo, number int) ([]string, error) {
+func (w worktrees) SessionBranches(ctx context.Context, repo github.Repo, number int) ([]string, error) {
 	return w.M.RemoteBranches(ctx, wtRepo(repo), fmt.Sprintf("%s%d-", w.prefix(), number))
 }
 
-// GitData is the GitHub client as the worktree publisher's Git Data API:
+// gitData is the GitHub client as the worktree publisher's Git Data API:
 // session branches published through it are GitHub's commits, signed and
 // shown as Verified when the bot is an app installation.
-type GitData struct {
+type gitData struct {
 	Client *github.Client
 }
 
 // CreateBlob implements worktree.GitDataAPI.
-func (g GitData) CreateBlob(ctx context.Context, r worktree.Repo, content []byte) (string, error) {
+func (g gitData) CreateBlob(ctx context.Context, r worktree.Repo, content []byte) (string, error) {
 	return g.Client.CreateBlob(ctx, r.Owner, r.Name, content)
 }
 
 // CreateTree implements worktree.GitDataAPI.
-func (g GitData) CreateTree(ctx context.Context, r worktree.Repo, base string, entries []worktree.TreeEntry) (string, error) {
+func (g gitData) CreateTree(ctx context.Context, r worktree.Repo, base string, entries []worktree.TreeEntry) (string, error) {
 	out := make([]github.TreeEntry, len(entries))
 	for i, e := range entries {
 		out[i] = github.TreeEntry{Path: e.Path, Mode: e.Mode, SHA: e.SHA, Content: e.Content, Delete: e.Delete}
@@ -245,13 +245,13 @@ func (g GitData) CreateTree(ctx context.Context, r worktree.Repo, base string, e
 }
 
 // CreateCommit implements worktree.GitDataAPI.
-func (g GitData) CreateCommit(ctx context.Context, r worktree.Repo, message, tree string, parents []string) (string, error) {
+func (g gitData) CreateCommit(ctx context.Context, r worktree.Repo, message, tree string, parents []string) (string, error) {
 	c, err := g.Client.CreateGitCommit(ctx, r.Owner, r.Name, message, tree, parents)
 	return c.SHA, err
 }
 
 // CreateRef implements worktree.GitDataAPI.
-func (g GitData) CreateRef(ctx context.Context, r worktree.Repo, branch, sha string) error {
+func (g gitData) CreateRef(ctx context.Context, r worktree.Repo, branch, sha string) error {
 	err := g.Client.CreateRef(ctx, r.Owner, r.Name, "refs/heads/"+branch, sha)
 	if refRefused(err, "already exists") {
 		return fmt.Errorf("%w: %w", worktree.ErrRefExists, err)
@@ -260,7 +260,7 @@ func (g GitData) CreateRef(ctx context.Context, r worktree.Repo, branch, sha str
 }
 
 // UpdateRef implements worktree.GitDataAPI; it never forces.
-func (g GitData) UpdateRef(ctx context.Context, r worktree.Repo, branch, sha string) error {
+func (g gitData) UpdateRef(ctx context.Context, r worktree.Repo, branch, sha string) error {
 	err := g.Client.UpdateRef(ctx, r.Owner, r.Name, "refs/heads/"+branch, sha, false)
 	if refRefused(err, "not a fast forward") {
 		return fmt.Errorf("%w: %w", worktree.ErrNotFastForward, err)

@@ -15,7 +15,7 @@ import (
 	"github.com/agentos/agentos/schemas"
 )
 
-// Plane runs the workflow plane's review and triage cycles
+// workflowPlane runs the workflow plane's review and triage cycles
 // (runtime/workflow/cycle) on the dispatcher's own machinery: each cycle
 // is a run of the session, in a worktree of the repository (the pull
 // request's head for a review, the default branch for triage) jailed like
@@ -25,13 +25,13 @@ import (
 // The registry is the built-in plane plus the repository's own
 // .agent/workflows — except for a fork's pull request, whose definitions
 // are not the repository's: it gets the built-in plane only.
-type Plane struct {
+type workflowPlane struct {
 	D *Dispatcher
 }
 
 var (
-	_ review.Reviewer = (*Plane)(nil)
-	_ review.Triager  = (*Plane)(nil)
+	_ review.Reviewer = (*workflowPlane)(nil)
+	_ review.Triager  = (*workflowPlane)(nil)
 )
 
 // errCyclePaused is returned when a review or triage cycle stops for an
@@ -41,7 +41,7 @@ var errCyclePaused = errors.New("the cycle paused for an approval; review and tr
 
 // execute runs cycle id in a fresh worktree at base and returns its
 // result and the session's usage.
-func (p *Plane) execute(ctx context.Context, repo github.Repo, number int, base Base, untrusted bool, req cycle.Request) (cycle.Result, replay.Usage, error) {
+func (p *workflowPlane) execute(ctx context.Context, repo github.Repo, number int, base Base, untrusted bool, req cycle.Request) (cycle.Result, replay.Usage, error) {
 	d := p.D
 	wt, err := d.Git.Start(ctx, repo, p.D.branchPrefix()+req.SessionID, base)
 	if err != nil {
@@ -79,7 +79,7 @@ func (p *Plane) execute(ctx context.Context, repo github.Repo, number int, base 
 // running run whose worktree the log cannot rebuild (a command ran in it)
 // is started again instead; Manager.Start closes the earlier run with its
 // report_missing report. The caller holds the session's lease.
-func (p *Plane) run(ctx context.Context, repo github.Repo, x *cycle.Executor, req cycle.Request) (cycle.Result, error) {
+func (p *workflowPlane) run(ctx context.Context, repo github.Repo, x *cycle.Executor, req cycle.Request) (cycle.Result, error) {
 	d := p.D
 	sid := req.SessionID
 	if _, err := d.Runs.CloseEnded(ctx, sid); err != nil {
@@ -156,7 +156,7 @@ func (d *Dispatcher) fixRequest(x *cycle.Executor, req cycle.Request) (run.Start
 
 // Review implements Reviewer: the review cycle over the pull request's
 // diff.
-func (p *Plane) Review(ctx context.Context, in review.Input) (review.Output, error) {
+func (p *workflowPlane) Review(ctx context.Context, in review.Input) (review.Output, error) {
 	repo, ok := github.ParseRepo(in.Repo)
 	if !ok {
 		return review.Output{}, fmt.Errorf("review: repository %q", in.Repo)
@@ -181,7 +181,7 @@ func (p *Plane) Review(ctx context.Context, in review.Input) (review.Output, err
 }
 
 // Triage implements Triager: the triage cycle over the issue.
-func (p *Plane) Triage(ctx context.Context, in review.TriageInput) (review.TriageOutput, error) {
+func (p *workflowPlane) Triage(ctx context.Context, in review.TriageInput) (review.TriageOutput, error) {
 	repo, ok := github.ParseRepo(in.Repo)
 	if !ok {
 		return review.TriageOutput{}, fmt.Errorf("triage: repository %q", in.Repo)

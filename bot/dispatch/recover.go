@@ -92,7 +92,7 @@ func (d *Dispatcher) recoverSession(ctx context.Context, repo github.Repo, sid s
 	wt, onRemote, rerr := d.rebuild(ctx, repo, sid, l, base, evs, takeover || answered)
 	if rerr != nil {
 		var nr *run.NotRebuildableError
-		if !errors.As(rerr, &nr) && !errors.Is(rerr, ErrBranchGone) {
+		if !errors.As(rerr, &nr) && !errors.Is(rerr, errBranchGone) {
 			return res, rerr // git or GitHub unreachable: the delivery is retried
 		}
 		d.log().Warn("session cannot continue after a crash", "session", sid, "repo", repo.FullName(), "err", rerr)
@@ -164,7 +164,7 @@ func (d *Dispatcher) rebuild(ctx context.Context, repo github.Repo, sid string, 
 	}
 	onRemote := true
 	wt, err := d.Git.Reopen(ctx, repo, l.Branch, head)
-	if errors.Is(err, ErrBranchGone) && base != nil {
+	if errors.Is(err, errBranchGone) && base != nil {
 		onRemote = false
 		wt, err = d.Git.Start(ctx, repo, l.Branch, *base)
 	}

@@ -19,9 +19,9 @@ import (
 	"github.com/agentos/agentos/bot/webhook"
 )
 
-// Source is one way a trigger arrives: a GitHub webhook event and action,
+// source is one way a trigger arrives: a GitHub webhook event and action,
 // as webhook.Normalize turns it into a Trigger of Kind.
-type Source struct {
+type source struct {
 	Event   string   // X-GitHub-Event
 	Actions []string // the event's actions; none: any
 	Kind    string   // the Trigger kind they become
@@ -33,42 +33,42 @@ var (
 	// A comment holding an /agent command: on an issue or pull request's
 	// conversation, a line comment on a diff, or the body of a review
 	// submitted as a comment.
-	commentSources = []Source{
+	commentSources = []source{
 		{Event: "issue_comment", Actions: []string{"created"}, Kind: webhook.KindComment},
 		{Event: "pull_request_review_comment", Actions: []string{"created"}, Kind: webhook.KindReviewComment},
 		{Event: "pull_request_review", Actions: []string{"submitted"}, Kind: webhook.KindReview, State: "commented"},
 	}
-	approvedReview     = []Source{{Event: "pull_request_review", Actions: []string{"submitted"}, Kind: webhook.KindReview, State: "approved"}}
-	changesRequested   = []Source{{Event: "pull_request_review", Actions: []string{"submitted"}, Kind: webhook.KindReview, State: "changes_requested"}}
-	pullRequestClosed  = []Source{{Event: "pull_request", Actions: []string{"closed"}, Kind: webhook.KindPRClosed}}
-	pullRequestPushed  = []Source{{Event: "pull_request", Actions: []string{"synchronize"}, Kind: webhook.KindPRSynchronize}}
-	installationEvents = []Source{
+	approvedReview     = []source{{Event: "pull_request_review", Actions: []string{"submitted"}, Kind: webhook.KindReview, State: "approved"}}
+	changesRequested   = []source{{Event: "pull_request_review", Actions: []string{"submitted"}, Kind: webhook.KindReview, State: "changes_requested"}}
+	pullRequestClosed  = []source{{Event: "pull_request", Actions: []string{"closed"}, Kind: webhook.KindPRClosed}}
+	pullRequestPushed  = []source{{Event: "pull_request", Actions: []string{"synchronize"}, Kind: webhook.KindPRSynchronize}}
+	installationEvents = []source{
 		{Event: "installation", Kind: webhook.KindInstallation},
 		{Event: "installation_repositories", Kind: webhook.KindInstallation},
 	}
 )
 
-// Refusal says what a refused author gets.
-type Refusal int
+// refusal says what a refused author gets.
+type refusal int
 
 const (
-	// Reply: one polite comment saying why.
-	Reply Refusal = iota
-	// Record: no reply; the refusal is recorded in the session's log (a
+	// reply: one polite comment saying why.
+	reply refusal = iota
+	// record: no reply; the refusal is recorded in the session's log (a
 	// review from someone without write access neither approves nor
 	// denies).
-	Record
+	record
 )
 
-// Route is one entry of the route table.
-type Route struct {
-	On      []Source
+// route is one entry of the route table.
+type route struct {
+	On      []source
 	Command command.Name // comment sources: the command; "" for events
 	// Need is what the author must be authorized for (auth.Authorizer:
 	// write access, within the allow-lists); "" means no check: help, and
 	// events GitHub sends about a session's own pull request.
 	Need    auth.Action
-	Refusal Refusal
+	Refusal refusal
 	// Handler names the function that handles it (file.function, the
 	// file relative to this package's folder), for readers, logs and the
 	// tests.
@@ -78,10 +78,10 @@ type Route struct {
 
 type handler func(d *Dispatcher, ctx context.Context, repo github.Repo, t webhook.Trigger, c command.Cmd) (Result, error)
 
-// Routes returns the route table, commands in help order. It is built by
+// routes returns the route table, commands in help order. It is built by
 // a function, not kept in a variable: the help route renders the table.
-func Routes() []Route {
-	return []Route{
+func routes() []route {
+	return []route{
 		{On: commentSources, Command: command.Run, Need: auth.ActionRun, Handler: "commands.startRun",
 			handle: func(d *Dispatcher, ctx context.Context, repo github.Repo, t webhook.Trigger, c command.Cmd) (Result, error) {
 				return d.startRun(ctx, repo, t, c.Prompt)
@@ -118,11 +118,11 @@ func Routes() []Route {
 			handle: func(d *Dispatcher, ctx context.Context, repo github.Repo, t webhook.Trigger, _ command.Cmd) (Result, error) {
 				return d.help(ctx, repo, t)
 			}},
-		{On: approvedReview, Need: auth.ActionApprove, Refusal: Record, Handler: "approvals.onApproveReview",
+		{On: approvedReview, Need: auth.ActionApprove, Refusal: record, Handler: "approvals.onApproveReview",
 			handle: func(d *Dispatcher, ctx context.Context, repo github.Repo, t webhook.Trigger, _ command.Cmd) (Result, error) {
 				return d.onApproveReview(ctx, repo, t)
 			}},
-		{On: changesRequested, Need: auth.ActionDeny, Refusal: Record, Handler: "approvals.onChangesRequested",
+		{On: changesRequested, Need: auth.ActionDeny, Refusal: record, Handler: "approvals.onChangesRequested",
 			handle: func(d *Dispatcher, ctx context.Context, repo github.Repo, t webhook.Trigger, _ command.Cmd) (Result, error) {
 				return d.onChangesRequested(ctx, repo, t)
 			}},
@@ -145,7 +145,7 @@ func Routes() []Route {
 // names its webhook event (every delivery, and the Action's event) must
 // match event and action too; one built in code (a test, a replayed
 // trigger) is matched on its kind and review state.
-func (s Source) matches(t webhook.Trigger) bool {
+func (s source) matches(t webhook.Trigger) bool {
 	if s.Kind != t.Kind || (s.State != "" && s.State != t.ReviewState) {
 		return false
 	}
@@ -157,21 +157,21 @@ func (s Source) matches(t webhook.Trigger) bool {
 
 // isComment reports whether t arrived as a comment that may hold a command.
 func isComment(t webhook.Trigger) bool {
-	return slices.ContainsFunc(commentSources, func(s Source) bool { return s.matches(t) })
+	return slices.ContainsFunc(commentSources, func(s source) bool { return s.matches(t) })
 }
 
-// Lookup finds the route of t; for a comment, c is its parsed command. ok
+// lookup finds the route of t; for a comment, c is its parsed command. ok
 // is false for a trigger no route takes: reason says what it was.
-func Lookup(t webhook.Trigger, c command.Name) (r Route, ok bool, reason string) {
-	for _, r := range Routes() {
+func lookup(t webhook.Trigger, c command.Name) (r route, ok bool, reason string) {
+	for _, r := range routes() {
 		if r.Command != c {
 			continue
 		}
-		if slices.ContainsFunc(r.On, func(s Source) bool { return s.matches(t) }) {
+		if slices.ContainsFunc(r.On, func(s source) bool { return s.matches(t) }) {
 			return r, true, ""
 		}
 	}
-	return Route{}, false, "no route for " + describe(t, c)
+	return route{}, false, "no route for " + describe(t, c)
 }
 
 // describe names a trigger the way the route table does.
@@ -198,17 +198,17 @@ func describe(t webhook.Trigger, c command.Name) string {
 }
 
 // who says who may use a route, for the help text.
-func (r Route) who() string {
+func (r route) who() string {
 	if r.Need == "" {
 		return "anyone who can comment"
 	}
 	return "users with write, maintain or admin permission on the repository (within the bot's `allowed_users`/`allowed_bots` lists when set)"
 }
 
-// HelpText renders `/agent help` for trigger ("" means the default) from
+// helpText renders `/agent help` for trigger ("" means the default) from
 // the route table: each command's usage, what it does and who may use it,
 // then the reviews that answer approvals.
-func HelpText(trigger string) string {
+func helpText(trigger string) string {
 	if trigger == "" {
 		trigger = command.DefaultTrigger
 	}
@@ -220,7 +220,7 @@ func HelpText(trigger string) string {
 	b.WriteString("### Commands\n\nWrite a command at the start of a line of a comment. Only the first command of a comment runs; commands in code blocks, code spans and quoted replies are ignored.\n\n")
 	b.WriteString("| command | what it does | who may use it |\n|---|---|---|\n")
 	var examples []string
-	for _, r := range Routes() {
+	for _, r := range routes() {
 		if r.Command == "" {
 			continue
 		}
@@ -234,7 +234,7 @@ func HelpText(trigger string) string {
 		}
 	}
 	b.WriteString("\n### Reviews\n\nOn the pull request of a session waiting for approval:\n\n| review | what it does | who may use it |\n|---|---|---|\n")
-	for _, r := range Routes() {
+	for _, r := range routes() {
 		if r.Command != "" || r.Need == "" {
 			continue
 		}
@@ -253,7 +253,7 @@ func HelpText(trigger string) string {
 	return b.String()
 }
 
-func sameSource(a, b Source) bool {
+func sameSource(a, b source) bool {
 	return a.Event == b.Event && a.Kind == b.Kind && a.State == b.State && slices.Equal(a.Actions, b.Actions)
 }
 
@@ -267,7 +267,7 @@ func cell(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
 // of Routes.
 func Events() webhook.Events {
 	ev := webhook.Events{}
-	for _, r := range Routes() {
+	for _, r := range routes() {
 		for _, s := range r.On {
 			acts, seen := ev[s.Event]
 			switch {

@@ -52,14 +52,14 @@ func deliverySessionID(number int, deliveryID string) string {
 	return fmt.Sprintf("%d-%s", number, strings.ToLower(base32.StdEncoding.EncodeToString(sum[:])[:8]))
 }
 
-// DefaultBranchPrefix starts session branches unless the Dispatcher's
+// defaultBranchPrefix starts session branches unless the Dispatcher's
 // BranchPrefix says otherwise.
-const DefaultBranchPrefix = worktree.DefaultBranchPrefix
+const defaultBranchPrefix = worktree.DefaultBranchPrefix
 
 // branchPrefix starts the branches of new sessions.
 func (d *Dispatcher) branchPrefix() string {
 	if d.BranchPrefix == "" {
-		return DefaultBranchPrefix
+		return defaultBranchPrefix
 	}
 	return d.BranchPrefix
 }
