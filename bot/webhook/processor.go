@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentos/agentos/bot/queue"
 	"github.com/google/go-github/v62/github"
 )
 
@@ -31,21 +32,12 @@ var ErrPermanent = errors.New("permanent failure")
 var ErrBusy = errors.New("busy elsewhere")
 
 // busyPrefix starts the message of a retry that waits for another
-// replica (ErrBusy).
-const busyPrefix = "busy: "
-
-// BusyRetryDelay is how long a delivery that found its session busy
-// (ErrBusy) waits before it is claimable again. Waiting is not failing:
-// such a retry counts no failure and does not grow the backoff, which
-// would otherwise reach minutes (an hour on PostgreSQL) while another
-// replica works the session (or a killed replica's lease runs out), and
-// leave an approval unanswered that long after the session is free.
-const BusyRetryDelay = 2 * time.Second
-
-// waitsForLease reports whether a retry's message is a busy one.
-func waitsForLease(outcome, msg string) bool {
-	return outcome == OutcomeRetry && strings.HasPrefix(msg, busyPrefix)
-}
+// replica (ErrBusy); BusyRetryDelay is how long such a delivery waits
+// (queue.BusyRetryDelay: the queue applies it).
+const (
+	busyPrefix     = queue.BusyPrefix
+	BusyRetryDelay = queue.BusyRetryDelay
+)
 
 // Defaults of the Processor.
 const (
@@ -209,7 +201,10 @@ func (p *Processor) process(ctx context.Context, d Delivery) { p.processIn(ctx, 
 // context, which ends when the processor stops (the delivery is then
 // handed back if its dispatch did not finish).
 func (p *Processor) processIn(ctx, work context.Context, d Delivery) {
-	outcome, msg := p.handle(work, d)
+	// The claim rides in the dispatch's context: progress made on the
+	// delivery's behalf renews it (queue.Beat); a stuck dispatch lets it
+	// expire, for another replica to take the delivery over.
+	outcome, msg := p.handle(queue.WithClaim(work, p.Queue, d.ID), d)
 	log := p.logger().With("delivery", d.ID, "event", d.Event, "action", d.Action, "attempt", d.Attempts)
 	if outcome == OutcomeRetry && ctx.Err() != nil {
 		// A dispatch cut short by shutdown did not fail: the delivery is
