@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 )
@@ -40,7 +41,23 @@ type PreflightError struct {
 	Status   int    // HTTP status, 0 if none
 	Fix      string // what to set, e.g. "OPENAI_API_KEY (or AGENTOS_API_KEY)"
 	Detail   string // the server's message, redacted of nothing secret
-	Err      error
+	// Available are the models the endpoint lists, for an unknown model
+	// (as many as its first page of the list holds).
+	Available []string
+	Err       error
+}
+
+// maxAvailableShown bounds the models an unknown-model error names.
+const maxAvailableShown = 20
+
+// WithAvailable adds the endpoint's models to an unknown-model
+// *PreflightError (other errors are returned as they are).
+func WithAvailable(err error, models []string) error {
+	var pe *PreflightError
+	if errors.As(err, &pe) && pe.Kind == ErrUnknownModel && len(models) > 0 {
+		pe.Available = append([]string(nil), models...)
+	}
+	return err
 }
 
 func (e *PreflightError) Error() string {
@@ -63,6 +80,16 @@ func (e *PreflightError) Error() string {
 		s += ": " + e.Detail
 	} else if e.Err != nil {
 		s += ": " + e.Err.Error()
+	}
+	if n := len(e.Available); n > 0 {
+		shown := e.Available
+		if n > maxAvailableShown {
+			shown = shown[:maxAvailableShown]
+		}
+		s += "; the endpoint serves " + strings.Join(shown, ", ")
+		if n > len(shown) {
+			s += fmt.Sprintf(" and %d more", n-len(shown))
+		}
 	}
 	if e.Fix != "" {
 		s += "; set " + e.Fix

@@ -127,9 +127,27 @@ func (p *Provider) Check(ctx context.Context) error {
 		if errors.As(err, &ae) {
 			detail = apiMessage(ae)
 		}
-		return p.probe.Failed(ctx, status(), err, provider.ErrUnknownModel, detail)
+		ferr := p.probe.Failed(ctx, status(), err, provider.ErrUnknownModel, detail)
+		if errors.Is(ferr, provider.ErrUnknownModel) {
+			ferr = provider.WithAvailable(ferr, p.listModels(ctx))
+		}
+		return ferr
 	}
 	return nil
+}
+
+// listModels is the first page of GET /v1/models, for an unknown model's
+// error (nil when it cannot be read).
+func (p *Provider) listModels(ctx context.Context) []string {
+	page, err := p.models.List(ctx, sdk.ModelListParams{})
+	if err != nil || page == nil {
+		return nil
+	}
+	ids := make([]string, 0, len(page.Data))
+	for _, m := range page.Data {
+		ids = append(ids, m.ID)
+	}
+	return ids
 }
 
 // apiMessage reads {"type":"error","error":{"type","message"}}.

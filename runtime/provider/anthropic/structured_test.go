@@ -140,7 +140,6 @@ func TestCheck(t *testing.T) {
 		fix                     string
 	}{
 		{"served", "testdata/model_get.json", "claude-sonnet-4-6", "", nil, ""},
-		{"unknown model", "testdata/model_not_found.json", "claude-sonnet-9", "", provider.ErrUnknownModel, "AGENTOS_MODEL"},
 		{"key rejected", "testdata/model_unauthorized.json", "claude-sonnet-4-6", "", provider.ErrKeyRejected, "ANTHROPIC_API_KEY"},
 		{"unreachable", "", "claude-sonnet-4-6", closed, provider.ErrUnreachable, "ANTHROPIC_BASE_URL"},
 	}

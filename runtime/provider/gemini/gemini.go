@@ -148,7 +148,25 @@ func (p *Provider) Check(ctx context.Context) error {
 	if code == 400 && keyInvalid(ae) {
 		return p.probe.Error(provider.ErrKeyRejected, code, ae.Message, err)
 	}
-	return p.probe.Failed(ctx, code, err, provider.ErrUnknownModel, ae.Message)
+	ferr := p.probe.Failed(ctx, code, err, provider.ErrUnknownModel, ae.Message)
+	if errors.Is(ferr, provider.ErrUnknownModel) {
+		ferr = provider.WithAvailable(ferr, p.listModels(ctx))
+	}
+	return ferr
+}
+
+// listModels is the first page of the models list, for an unknown
+// model's error (nil when it cannot be read).
+func (p *Provider) listModels(ctx context.Context) []string {
+	page, err := p.models.List(ctx, nil)
+	if err != nil {
+		return nil
+	}
+	ids := make([]string, 0, len(page.Items))
+	for _, m := range page.Items {
+		ids = append(ids, strings.TrimPrefix(m.Name, "models/"))
+	}
+	return ids
 }
 
 // keyInvalid reports google.rpc.ErrorInfo reason API_KEY_INVALID.

@@ -74,7 +74,6 @@ func TestCheck(t *testing.T) {
 		fix                     string
 	}{
 		{"served", "testdata/model_get.json", "gemini-2.5-flash", "", nil, ""},
-		{"unknown model", "testdata/model_not_found.json", "gemini-9-flash", "", provider.ErrUnknownModel, "AGENTOS_MODEL"},
 		{"invalid key (400 API_KEY_INVALID)", "testdata/model_bad_key.json", "gemini-2.5-flash", "", provider.ErrKeyRejected, "GEMINI_API_KEY"},
 		{"key without access (403)", "testdata/model_denied.json", "gemini-2.5-flash", "", provider.ErrKeyRejected, "GEMINI_API_KEY"},
 		{"unreachable", "", "gemini-2.5-flash", closed, provider.ErrUnreachable, "GOOGLE_GEMINI_BASE_URL"},

@@ -138,7 +138,11 @@ func (p *Provider) Check(ctx context.Context) error {
 		if detail == "" {
 			detail = fmt.Sprintf("not among the %d models the endpoint lists", len(page.Data))
 		}
-		return p.probe.Failed(ctx, status(), err, provider.ErrUnknownModel, detail)
+		ids := make([]string, 0, len(page.Data))
+		for _, m := range page.Data {
+			ids = append(ids, m.ID)
+		}
+		return provider.WithAvailable(p.probe.Failed(ctx, status(), err, provider.ErrUnknownModel, detail), ids)
 	}
 	return nil
 }
