@@ -174,7 +174,8 @@ func serve(ctx context.Context, args []string, stderr io.Writer, d serveDeps) er
 	if err != nil {
 		return usageErrorf("serve: %v", err)
 	}
-	apiOpts := api.Options{Store: st, Runs: apiRuns, Token: cfg.APIToken, Access: ck, Metrics: metrics, KeepAlive: cfg.SSEKeepAlive, MaxRuns: cfg.MaxRuns, Logger: log, Sandbox: sb.Report()}
+	apiOpts := api.Options{Store: st, Runs: apiRuns, Token: cfg.APIToken, Access: ck, Metrics: metrics, KeepAlive: cfg.SSEKeepAlive, MaxRuns: cfg.MaxRuns, Logger: log, Sandbox: sb.Report(),
+		Grace: drain} // the API's runs get the drain time too
 	var q serveQueue
 	if cfg.WebhookEnabled() {
 		if q, err = be.queue(ctx); err != nil {

@@ -76,6 +76,34 @@ func (c *control) halted() error {
 	return c.haltCause
 }
 
+// haltRequested returns the cause of a halt asked for by Stop, whether or
+// not the run stopped at a step yet (nil-safe).
+func (c *control) haltRequested() error {
+	if c == nil {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.haltCause
+}
+
+// cutBy returns why the run was cut (nil if it was not): it stopped at a
+// step after Stop, or its context ended with a stopping cause, or ended
+// for any reason after Stop (the host going away: an HTTP server's runs
+// are cancelled plainly when its grace ends).
+func (c *control) cutBy(ctx context.Context) error {
+	if cause := c.halted(); cause != nil {
+		return cause
+	}
+	if ctx.Err() == nil {
+		return nil
+	}
+	if stopping(ctx) {
+		return context.Cause(ctx)
+	}
+	return c.haltRequested()
+}
+
 // halt is haltAt for a live step of s (a replayed step decides nothing).
 func (s *state) halt() error {
 	if s.f.replaying() {
@@ -115,7 +143,7 @@ type stopGate struct {
 	ctl *control
 }
 
-func (g stopGate) cut() bool { return stopping(g.ctx) || g.ctl.halted() != nil }
+func (g stopGate) cut() bool { return g.ctl.cutBy(g.ctx) != nil }
 
 func (g stopGate) Append(ctx context.Context, typ, actor string, payload any, parentID string) (event.Event, error) {
 	if g.cut() {

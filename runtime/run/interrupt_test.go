@@ -285,3 +285,25 @@ func TestReportMissingAfterInterruptVerifies(t *testing.T) {
 		t.Fatalf("closed log: %v", c)
 	}
 }
+
+// TestPlainCancelAfterStopIsAnInterruption: after Stop, a run whose
+// context is then cancelled without a stopping cause (an HTTP server's
+// runs when its grace ends) is interrupted too: the killed call records
+// no TIMEOUT and the run no failure.
+func TestPlainCancelAfterStopIsAnInterruption(t *testing.T) {
+	f := newFixture(t, slowThenEcho, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := startAsync(f, ctx, "pc")
+	<-f.kernel.started
+	f.mgr.Stop(errors.New("the server stops"))
+	cancel()
+	r := <-done
+	if !errors.Is(r.err, ErrInterrupted) || !strings.Contains(r.err.Error(), "the server stops") {
+		t.Fatalf("Start returned %+v %v", r.out, r.err)
+	}
+	evs := f.events(t, "pc")
+	noFalseReason(t, evs)
+	if c := count(evs); c[event.RunInterrupted] != 1 || c[event.ToolResult] != 0 {
+		t.Fatalf("log: %v", c)
+	}
+}

@@ -552,16 +552,13 @@ func (m *Manager) drive(ctx context.Context, eng *Engine, j *journal.Journal, ru
 		defer cancel()
 	}
 	res, err := eng.Execute(rctx, j, in, history)
-	if cause := ctl.halted(); cause != nil && err != nil {
-		// Stopped between two steps by Stop: not a failure, and not over.
-		return interrupt(ctx, j, runID, cause)
-	}
-	if stopping(ctx) {
+	if cause := ctl.cutBy(ctx); cause != nil {
 		if err != nil {
-			// Cut by a host that stops (its drain time ran out): not a
-			// failure, and not over; whatever the engine made of the cut
-			// (a killed command, a dropped model call) was not recorded.
-			return interrupt(ctx, j, runID, context.Cause(ctx))
+			// Stopped between two steps by Stop, or cut by a host that
+			// stops (its drain time ran out): not a failure, and not
+			// over; whatever the engine made of the cut (a killed
+			// command, a dropped model call) was not recorded.
+			return interrupt(ctx, j, runID, cause)
 		}
 		// It ended, or paused, before the cut: what follows records that
 		// outcome, which must not be lost with the stopping context.
