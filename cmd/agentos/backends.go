@@ -30,6 +30,7 @@ const defaultPoolConns = 16
 type serveQueue interface {
 	webhook.Queue
 	webhook.Lister
+	Get(ctx context.Context, id string) (queue.Record, bool, error)
 	Prune(ctx context.Context, before time.Time) (int64, error)
 	Close() error
 }
@@ -43,6 +44,7 @@ type backends struct {
 	cfg   config.Config
 	pool  *pgxpool.Pool
 	l     *postgres.Listener
+	log   *slog.Logger
 }
 
 // openBackends opens the event store.
@@ -52,7 +54,7 @@ func openBackends(ctx context.Context, cfg config.Config, sealer *event.Sealer, 
 		if err != nil {
 			return nil, fmt.Errorf("serve: open the event store in %s: %w", cfg.DataDir, err)
 		}
-		return &backends{store: st, kind: "sqlite", cfg: cfg}, nil
+		return &backends{store: st, kind: "sqlite", cfg: cfg, log: log}, nil
 	}
 	pcfg, err := pgxpool.ParseConfig(cfg.StoreURL)
 	if err != nil {
@@ -86,23 +88,23 @@ func openBackends(ctx context.Context, cfg config.Config, sealer *event.Sealer, 
 		pool.Close()
 		return nil, fmt.Errorf("serve: open the event store in PostgreSQL: %w", err)
 	}
-	return &backends{store: st, kind: "postgres", cfg: cfg, pool: pool, l: l}, nil
+	return &backends{store: st, kind: "postgres", cfg: cfg, pool: pool, l: l, log: log}, nil
 }
 
 // queue opens the delivery queue next to the store.
 func (b *backends) queue(ctx context.Context) (serveQueue, error) {
 	if b.pool == nil {
-		q, err := webhook.OpenLogQueue(filepath.Join(b.cfg.DataDir, webhookQueueDir))
+		q, err := queue.OpenLogQueue(filepath.Join(b.cfg.DataDir, webhookQueueDir))
 		if err != nil {
 			return nil, fmt.Errorf("serve: %w", err)
 		}
-		return q, nil
+		return spooled(q, b.cfg.DataDir, b.log)
 	}
-	q, err := queue.OpenPGQueue(ctx, b.pool, queue.PGQueueOptions{Owner: b.cfg.ReplicaID, Listener: b.l})
+	q, err := queue.OpenPGQueue(ctx, b.pool, queue.PGQueueOptions{Owner: b.cfg.ReplicaID, Listener: b.l, Logger: b.log})
 	if err != nil {
 		return nil, fmt.Errorf("serve: open the delivery queue in PostgreSQL: %w", err)
 	}
-	return q, nil
+	return spooled(q, b.cfg.DataDir, b.log)
 }
 
 // leases returns the session leases of the PostgreSQL backend (nil for

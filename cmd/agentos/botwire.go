@@ -2,8 +2,15 @@ package main
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
 
 	"github.com/agentos/agentos/bot/dispatch"
+	ghclient "github.com/agentos/agentos/bot/github"
+	"github.com/agentos/agentos/bot/queue"
+	"github.com/agentos/agentos/bot/webhook"
 	"github.com/agentos/agentos/kernel/sandbox"
 	"github.com/agentos/agentos/runtime/provider"
 	agentrun "github.com/agentos/agentos/runtime/run"
@@ -18,7 +25,9 @@ import (
 // server logs it, the Action makes it a workflow warning.
 func engines(st store.Store, policyFile string, prof provider.Profile, sb *sandbox.Sandbox, note func(sessionID, note string)) dispatch.Engines {
 	return func(ctx context.Context, r dispatch.EngineRequest) (*agentrun.Engine, func(), error) {
-		env, err := setup.Build(ctx, setup.Options{Dir: r.Dir, PolicyFile: policyFile, Profile: prof, Providers: providers(nil), SessionID: r.SessionID, Store: st, UntrustedRepo: r.Untrusted, Sandbox: sb})
+		// Every event the run appends renews the claim of the delivery it
+		// works for (queue.BeatOnAppend): a stuck run lets it expire.
+		env, err := setup.Build(ctx, setup.Options{Dir: r.Dir, PolicyFile: policyFile, Profile: prof, Providers: providers(nil), SessionID: r.SessionID, Store: queue.BeatOnAppend(st), UntrustedRepo: r.Untrusted, Sandbox: sb})
 		if err != nil {
 			return nil, nil, err
 		}
@@ -29,4 +38,33 @@ func engines(st store.Store, policyFile string, prof provider.Profile, sb *sandb
 		}
 		return env.Engine, env.Close, nil
 	}
+}
+
+// webhookSpoolFile is the delivery spool in the data directory: where
+// deliveries wait while the queue's store is down (queue.Spool).
+const webhookSpoolFile = "webhooks.spool"
+
+// spooled puts the spool of dataDir in front of q, so that intake answers
+// 202 while q's store is down.
+func spooled(q queue.Durable, dataDir string, log *slog.Logger) (serveQueue, error) {
+	s, err := queue.OpenSpool(filepath.Join(dataDir, webhookSpoolFile), q, queue.SpoolOptions{Logger: log})
+	if err != nil {
+		return nil, fmt.Errorf("serve: %w", errors.Join(err, q.Close()))
+	}
+	return s, nil
+}
+
+// reconciler is the actor that asks GitHub to redeliver the webhooks the
+// bot did not take (webhook.Reconciler), for a bot that is a GitHub App
+// (the delivery log is the App's); nil otherwise.
+func reconciler(gh *ghclient.Client, q serveQueue, log *slog.Logger) func(context.Context) error {
+	if gh == nil || !gh.IsApp() {
+		return nil
+	}
+	r := &webhook.Reconciler{Hooks: gh.GitHub().Apps, Events: dispatch.Events(), Logger: log,
+		Known: func(ctx context.Context, guid string) (bool, error) {
+			_, ok, err := q.Get(ctx, guid)
+			return ok, err
+		}}
+	return r.Run
 }

@@ -270,6 +270,9 @@ func serve(ctx context.Context, args []string, stderr io.Writer, d serveDeps) er
 				bot.Dispatcher.ViewerBase = vs.publicURL
 			}
 			answers.d = bot.Dispatcher
+			if rec := reconciler(bot.Client, q, log); rec != nil {
+				opts.Actors = append(opts.Actors, rec)
+			}
 			opts.Actors = append(opts.Actors, func(ctx context.Context) error {
 				login, err := bot.Login(ctx)
 				if err != nil {
