@@ -213,20 +213,20 @@ func TestMCPToolUnderApprovalAcrossProcesses(t *testing.T) {
 	}
 }
 
-// TestReadmeMCPExamples: the README's .mcp.json examples parse, and the
-// client snippet names a real command.
+// TestReadmeMCPExamples: the .mcp.json examples of docs/customizing.md
+// parse, and the client snippet names a real command.
 func TestReadmeMCPExamples(t *testing.T) {
-	block := readmeBlock(t, "## MCP servers, both ways", "json")
-	c, err := mcp.ParseConfig("README.md", strings.NewReader(block))
+	block := docBlock(t, "docs/customizing.md", "### Using a repository's servers", "json")
+	c, err := mcp.ParseConfig("customizing.md", strings.NewReader(block))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := strings.Join(c.Names(), ","); got != "everything,fs,tickets" || c.Servers["tickets"].Type != mcp.TypeHTTP {
 		t.Fatalf("servers %s %+v", got, c.Servers)
 	}
-	readme := string(readRepoFile(t, "README.md"))
+	readme := string(readRepoFile(t, "docs/customizing.md"))
 	if !strings.Contains(readme, `"args": ["mcp", "serve", "--workspace", "."]`) {
-		t.Fatal("the README's client snippet changed: check it against agentos mcp serve -h")
+		t.Fatal("the client snippet of docs/customizing.md changed: check it against agentos mcp serve -h")
 	}
 	if _, ok := commands()["mcp"]; !ok {
 		t.Fatal("no mcp command")
