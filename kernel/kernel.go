@@ -288,7 +288,7 @@ func callID(c Call) string {
 	return c.ID
 }
 
-// Dispatch runs a call through the pipeline, in the seed's order: find tool
+// Dispatch runs a call through the pipeline, in this order: find tool
 // → caller scope → guard/validate args → PreToolUse → policy & risk →
 // preview → approval gate → tool.invoke → execute in the jail with a
 // timeout → tool.result → PostToolUse → validate the result. Every failure

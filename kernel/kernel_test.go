@@ -122,8 +122,9 @@ limits:
   maxDiffSize: 5000
 `
 
-// TestFailClosedRows: each kernel row of seed 000's fail-closed table and
-// the issue's codes, each recorded as an event and never executed.
+// TestFailClosedRows: each way the kernel fails closed (TOOL_NOT_FOUND,
+// TOOL_NOT_ALLOWED, INVALID_ARGUMENTS, JAIL_VIOLATION, POLICY_DENIED,
+// WRITE_CONFLICT, TIMEOUT, ...), each recorded as an event.
 func TestFailClosedRows(t *testing.T) {
 	authHash := tools.Sha256Hex([]byte("package auth\n\nfunc Check() bool { return false }\n"))
 	cases := []struct {

@@ -5,8 +5,9 @@ import (
 	"testing"
 )
 
-// The L8 workflow-plane schemas (seed 000, "L8 workflow schemas") are
-// registered and reject what the seed rules out.
+// The workflow plane's schemas (cycles, phases, policies, personas,
+// artifact templates, findings and their aggregate, fix proposals) are
+// registered and reject what they rule out.
 func TestWorkflowSchemasRegistered(t *testing.T) {
 	r := MustDefault()
 	valid := map[string]string{

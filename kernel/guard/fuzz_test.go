@@ -49,7 +49,7 @@ var classes = map[string]bool{
 // FuzzGuard runs any argument text through the guard the way the kernel
 // does, for every built-in tool: the guard never panics, agrees with the
 // JSON Schema validator on what it lets through, classifies every finding
-// with one of the seed's error classes, and lets no path argument out of
+// with one of the guard's error classes, and lets no path argument out of
 // the workspace.
 func FuzzGuard(f *testing.F) {
 	names, schemas := builtinSchemas(f)

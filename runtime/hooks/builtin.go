@@ -27,7 +27,7 @@ func RedactPrompt(prompt string) string {
 	return prompt
 }
 
-// RedactCardNumbers is the seed's redact_pii UserPromptSubmit hook: a
+// RedactCardNumbers is the built-in redact_pii UserPromptSubmit hook: a
 // card number in a prompt (RedactPrompt) becomes [REDACTED-CC].
 func RedactCardNumbers() Func {
 	return Func{Name: "redact_pii", Prio: 80, Fn: func(ctx context.Context, in Input) (Decision, error) {
@@ -43,10 +43,10 @@ func RedactCardNumbers() Func {
 	}}
 }
 
-// DefaultDangerousTools is the seed's deny list.
+// DefaultDangerousTools is the built-in deny list of tool names.
 var DefaultDangerousTools = []string{"rm", "delete", "drop_table"}
 
-// DenyDangerousTools is the seed's deny_dangerous_tools PreToolUse hook.
+// DenyDangerousTools is the built-in deny_dangerous_tools PreToolUse hook.
 func DenyDangerousTools(names []string) Func {
 	deny := map[string]bool{}
 	for _, n := range names {
@@ -69,7 +69,7 @@ func StopWhenReviewed() Func {
 	}}
 }
 
-// Builtins registers the built-in hooks: the seed's card-number redaction
+// Builtins registers the built-in hooks: the card-number redaction
 // and dangerous-tools deny list, and the Stop decision.
 func (r *Registry) Builtins() {
 	// The events exist; Register cannot fail for them.

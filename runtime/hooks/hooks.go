@@ -2,8 +2,9 @@
 // external command hooks configured in Claude Code's settings.json shape.
 // Hooks return decisions (allow, deny, transform); they never mutate runtime
 // state. Every decision is appended as a hook.fired event. A hook that
-// errors, times out, crashes or prints invalid output denies (fail closed,
-// seed I-3) — a deliberate difference from Claude Code, which proceeds.
+// errors, times out, crashes or prints invalid output denies (fail closed;
+// docs/customizing.md, "Hooks") — a deliberate difference from Claude
+// Code, which proceeds.
 package hooks
 
 import (
@@ -29,7 +30,7 @@ const (
 	SkillStart       Event = "SkillStart"
 	Stop             Event = "Stop"
 	PreCompact       Event = "PreCompact"
-	// The workflow plane's (L8) hooks, "Hooks & Audit Events":
+	// The workflow plane's hooks:
 	// WorkflowStart just before a cycle begins (allow / deny / transform
 	// the prompt), PhaseAdvance just before a phase transition (allow /
 	// deny / transform the next phase), WorkflowComplete just after the

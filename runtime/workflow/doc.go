@@ -1,5 +1,5 @@
-// Package workflow is the L8 workflow plane's registry ("Workflow
-// Plane (L8)"): cycles, phases, policies, personas and artifact templates
+// Package workflow is the workflow plane's registry (docs/customizing.md,
+// "Workflow cycles"): cycles, phases, policies, personas and artifact templates
 // written as Markdown with YAML frontmatter, loaded from the embedded
 // workflows/ tree and a repository's .agent/workflows/ (which adds or
 // overrides; each override is reported so the caller can record it as an

@@ -73,7 +73,7 @@ type Outcome struct {
 
 // Decide evaluates the rules in order; the first whose condition holds
 // decides. If none holds, the policy's default applies, and a policy with
-// no default denies (the seed's default-of-default). An evaluation error
+// no default denies (fail closed). An evaluation error
 // denies, naming the rule.
 func (p *Policy) Decide(a Activation) Outcome {
 	for i, r := range p.Rules {

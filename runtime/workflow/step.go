@@ -28,7 +28,7 @@ type Step struct {
 }
 
 // Next decides what follows phase current of cycle c, over activation a
-// (a.Phase is set to current). The order is the seed's: the phase's
+// (a.Phase is set to current). In this order: the phase's
 // halt_signal and the cycle's abort condition end the cycle with abort;
 // an advance_signal that does not hold keeps the phase; otherwise the
 // cycle's done condition ends it with done; the next phase follows, and

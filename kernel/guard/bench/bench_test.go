@@ -29,7 +29,7 @@ func npmPath(t *testing.T, rel string) string {
 	return dir
 }
 
-// checkResult holds a corpus to the seed's bar: every ground-truth call
+// checkResult holds a corpus to the benchmark's bar: every ground-truth call
 // passes; every injected call is blocked before execution with the right
 // class, and the scripted repair round fixes it.
 func checkResult(t *testing.T, r Result) {

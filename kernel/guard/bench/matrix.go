@@ -361,7 +361,7 @@ func mutate(c *Corpus, t *Tool, call Call, inj string, names []string) (mutation
 		}
 	case Semantic:
 		// A value of the right type that breaks a constraint of its own:
-		// the seed's "ticker" case, a string that fails its pattern or
+		// a stock "ticker" that fails its pattern, a string of the wrong
 		// length, a number out of range.
 		for _, k := range keys {
 			s := c.resolve(asMap(props[k]))

@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-// WriteTable prints a result in the seed's shape: per injected error,
+// WriteTable prints a result as docs/reliability.md shows it: per injected error,
 // injected / blocked / repaired, then the false-reject rate.
 func WriteTable(w io.Writer, r Result) {
 	fmt.Fprintf(w, "## %s: %d tools, %d ground-truth calls\n\n", r.Corpus, r.Tools, r.Calls)
