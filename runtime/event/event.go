@@ -27,9 +27,9 @@ const SchemaVersion = "v1"
 // TimeFormat is the fixed-width UTC timestamp layout of Event.TS.
 const TimeFormat = "2006-01-02T15:04:05.000000Z"
 
-// Event types: the union of the seed documents' event names, plus the
-// kernel's tool.rejected and tool.args_repaired and the engine's
-// role.output_repaired and skill.selected.
+// Event types: every kind of event a session's log may hold, each with
+// its payload schema in schemas/ (docs/cli.md, "Logs: replay, verify,
+// view", describes the log).
 const (
 	SessionStart          = "session.start"
 	SessionClose          = "session.close"
