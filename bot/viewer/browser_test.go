@@ -255,7 +255,8 @@ func TestBrowserLiveSession(t *testing.T) {
 }
 
 // shot saves a screenshot into $AGENTOS_SCREENSHOTS (docs/ when
-// refreshing the README's pictures); nothing otherwise.
+// refreshing the pictures in docs/viewer, which docs/server.md shows);
+// nothing otherwise.
 func shot(t *testing.T, ctx context.Context, name string) {
 	dir := os.Getenv("AGENTOS_SCREENSHOTS")
 	if dir == "" {
@@ -274,7 +275,7 @@ func shot(t *testing.T, ctx context.Context, name string) {
 // TestBrowserLargeSession loads the page of a 5,000-event session in
 // Chromium and reports the navigation timings (time to first byte,
 // DOMContentLoaded, load) and the page's JS heap: the figures of the
-// README's measurements. It asserts that every event is on the page, never
+// run viewer's row of docs/measurements.md. It asserts that every event is on the page, never
 // a timing.
 func TestBrowserLargeSession(t *testing.T) {
 	exe := chromium(t)
