@@ -1,10 +1,15 @@
 package api
 
 import (
+	"context"
+	"errors"
 	"net/http"
+	"runtime"
 	"sync"
 	"time"
 
+	"github.com/agentos/agentos/runtime/buildinfo"
+	"github.com/agentos/agentos/runtime/provider"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -28,9 +33,22 @@ type Metrics struct {
 	approvals  prometheus.Histogram
 	streams    prometheus.Gauge
 
-	mu    sync.Mutex
-	depth func() float64
-	dead  func() float64
+	// From the event log (Store): every process's runs, by how they ended.
+	terminal  *prometheus.CounterVec
+	takeovers prometheus.Counter
+	storeErrs *prometheus.CounterVec
+	// Model calls (provider.Observed).
+	modelCalls   *prometheus.CounterVec
+	modelSeconds *prometheus.HistogramVec
+	modelTokens  *prometheus.CounterVec
+	// GitHub API calls (Transport).
+	ghCalls     *prometheus.CounterVec
+	ghRemaining *prometheus.GaugeVec
+
+	mu     sync.Mutex
+	depth  func() float64
+	dead   func() float64
+	oldest func() float64
 }
 
 // NewMetrics returns the metrics with the Go runtime and process
@@ -69,7 +87,50 @@ func NewMetrics() *Metrics {
 		Name: "agentos_queue_dead",
 		Help: "Webhook deliveries in the dead-letter state (failed for good; GET /v1/deliveries?state=dead lists them).",
 	}, m.deadLetters)
-	m.reg.MustRegister(m.deliveries, m.runs, m.outcomes, m.approvals, m.streams, depth, dead,
+	oldest := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "agentos_queue_oldest_claim_age_seconds",
+		Help: "Age of the oldest webhook delivery claimed by a worker and not yet finished (0 when none): a stuck worker shows here first.",
+	}, m.oldestClaim)
+	m.terminal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "agentos_run_terminal_reports_total",
+		Help: "Terminal reports appended to the event log, by status and error class (class is empty for completed runs).",
+	}, []string{"status", "class"})
+	m.takeovers = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "agentos_run_takeovers_total",
+		Help: "Runs taken over after the process working them stopped (run.resumed events of a takeover).",
+	})
+	m.storeErrs = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "agentos_store_errors_total",
+		Help: "Event store operations that failed, by operation (append, read, scan, list, sessions) and kind (conflict, schema, error).",
+	}, []string{"op", "kind"})
+	m.modelCalls = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "agentos_model_requests_total",
+		Help: "Model completions (after the adapter's retries), by provider, model and outcome (ok, error, rate_limited, cancelled, invalid).",
+	}, []string{"provider", "model", "outcome"})
+	m.modelSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "agentos_model_request_duration_seconds",
+		Help:    "Time a model completion took, retries included, by provider.",
+		Buckets: []float64{0.25, 0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300},
+	}, []string{"provider"})
+	m.modelTokens = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "agentos_model_tokens_total",
+		Help: "Tokens the models used, by provider, model and kind (input, output, cached_input).",
+	}, []string{"provider", "model", "kind"})
+	m.ghCalls = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "agentos_github_requests_total",
+		Help: "GitHub API requests, by method and status class (2xx, 3xx, 4xx, 5xx, rate_limited, error for no answer).",
+	}, []string{"method", "status"})
+	m.ghRemaining = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "agentos_github_rate_limit_remaining",
+		Help: "Requests left in GitHub's rate-limit window (X-RateLimit-Remaining of the last answer), by resource (core, graphql, search, ...).",
+	}, []string{"resource"})
+	build := prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "agentos_build_info",
+		Help: "Always 1; the labels name the running build.",
+	}, []string{"version", "goversion"})
+	build.WithLabelValues(buildinfo.Version(), runtime.Version()).Set(1)
+	m.reg.MustRegister(m.deliveries, m.runs, m.outcomes, m.approvals, m.streams, depth, dead, oldest,
+		m.terminal, m.takeovers, m.storeErrs, m.modelCalls, m.modelSeconds, m.modelTokens, m.ghCalls, m.ghRemaining, build,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	// Expose both live states from the start, so a dashboard sees 0
 	// rather than no series.
@@ -118,6 +179,55 @@ func (m *Metrics) queueDepth() float64 {
 	}
 	return f()
 }
+
+// SetOldestClaim sets the function agentos_queue_oldest_claim_age_seconds
+// reads at each scrape; nil reports 0.
+func (m *Metrics) SetOldestClaim(f func() float64) {
+	m.mu.Lock()
+	m.oldest = f
+	m.mu.Unlock()
+}
+
+func (m *Metrics) oldestClaim() float64 {
+	m.mu.Lock()
+	f := m.oldest
+	m.mu.Unlock()
+	if f == nil {
+		return 0
+	}
+	return f()
+}
+
+// ModelCall counts one model completion (provider.ModelObserver): wrap
+// the run's provider in provider.Observed{P: p, O: metrics}.
+func (m *Metrics) ModelCall(prov, model string, took time.Duration, u provider.Usage, err error) {
+	m.modelCalls.WithLabelValues(prov, model, modelOutcome(err)).Inc()
+	m.modelSeconds.WithLabelValues(prov).Observe(took.Seconds())
+	for kind, n := range map[string]int64{"input": u.InputTokens, "output": u.OutputTokens, "cached_input": u.CachedInputTokens} {
+		if n > 0 {
+			m.modelTokens.WithLabelValues(prov, model, kind).Add(float64(n))
+		}
+	}
+}
+
+// modelOutcome classifies a completion's error into a few values.
+func modelOutcome(err error) string {
+	var pe *provider.Error
+	switch {
+	case err == nil:
+		return "ok"
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return "cancelled"
+	case errors.As(err, &pe) && pe.Status == http.StatusTooManyRequests:
+		return "rate_limited"
+	case errors.As(err, &pe) && pe.Code != provider.CodeProviderError:
+		return "invalid" // SCHEMA_VIOLATION: a request or answer out of contract
+	}
+	return "error"
+}
+
+// var _ keeps Metrics a provider.ModelObserver.
+var _ provider.ModelObserver = (*Metrics)(nil)
 
 // RunQueued counts a run accepted and waiting for a slot.
 func (m *Metrics) RunQueued() { m.runs.WithLabelValues(StateQueued).Inc() }
