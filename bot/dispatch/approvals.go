@@ -109,7 +109,7 @@ func (d *Dispatcher) answerSession(ctx context.Context, repo github.Repo, t webh
 	} else {
 		targets, unknown := pick(snap.PendingApprovals, l.RequestedIDs, a)
 		if unknown != "" {
-			_, err := d.GitHub.CreateComment(ctx, repo, t.Number, fmt.Sprintf("@%s `%s` is not a pending approval of session `%s`. Pending: %s.", t.Author, unknown, sid, pendingList(snap)))
+			_, err := d.GitHub.CreateComment(ctx, repo, t.Number, tracking.Fit(fmt.Sprintf("@%s `%s` is not a pending approval of session `%s`. Pending: %s.", t.Author, unknown, sid, pendingList(snap))))
 			return Result{Outcome: "replied", Reason: "unknown approval", SessionID: sid}, err
 		}
 		for _, id := range targets {

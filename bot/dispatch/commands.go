@@ -239,7 +239,7 @@ func (d *Dispatcher) failEarly(ctx context.Context, repo github.Repo, l link, ca
 			// Kept, so that a retried delivery finds this comment.
 			body = tracking.Marker(sid) + "\n" + body
 		}
-		if err := d.GitHub.EditComment(ctx, repo, l.TrackingComment, body); err != nil {
+		if err := d.GitHub.EditComment(ctx, repo, l.TrackingComment, tracking.Fit(body)); err != nil {
 			return errors.Join(cause, err)
 		}
 	}

@@ -75,7 +75,7 @@ func (d *Dispatcher) publish(ctx context.Context, repo github.Repo, sid string, 
 		if l.TrackingComment != 0 {
 			note := "\n\n---\n⚠️ **Nothing was published.** " + tracking.Plain(changed.Error(), 600, d.trigger()) +
 				" The session's log keeps what happened; ask again to redo the work."
-			if e := d.GitHub.EditComment(ctx, repo, l.TrackingComment, d.renderTracking("", snap, "")+note); e != nil {
+			if e := d.GitHub.EditComment(ctx, repo, l.TrackingComment, tracking.Fit(d.renderTracking("", snap, "")+note)); e != nil {
 				err = errors.Join(err, e)
 			}
 		}
