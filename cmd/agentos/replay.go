@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -8,10 +9,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 
+	"github.com/agentos/agentos/bot/config"
 	"github.com/agentos/agentos/runtime/event"
 	"github.com/agentos/agentos/runtime/replay"
+	"github.com/agentos/agentos/runtime/store/sqlite"
 	"github.com/agentos/agentos/schemas"
 )
 
@@ -36,29 +40,56 @@ func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
-func verifyFlags(fs *flag.FlagSet) (asJSON, lenient *bool) {
+func verifyFlags(fs *flag.FlagSet) (asJSON, lenient *bool, data *string) {
 	return fs.Bool("json", false, "print the report as JSON"),
-		fs.Bool("lenient", false, "report a successful session's missing audit event types as advice, not an error (for logs written before the rule)")
+		fs.Bool("lenient", false, "report a successful session's missing audit event types as advice, not an error (for logs written before the rule)"),
+		fs.String("data", defaultDataDir(), "embedded store directory, for a session id argument")
 }
 
 func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("verify", flag.ContinueOnError)
-	asJSON, lenient := verifyFlags(fs)
+	asJSON, lenient, data := verifyFlags(fs)
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
 	}
 	if len(pos) != 1 {
-		return usageErrorf("usage: agentos verify <events.jsonl> [--json] [--lenient]")
+		return usageErrorf("usage: agentos verify <events.jsonl | session-id> [--json] [--lenient] [--data DIR]")
 	}
-	f, err := os.Open(pos[0])
-	if err != nil {
-		return usageErrorf("verify: %v", err)
-	}
-	defer f.Close()
-	rep, err := replay.VerifyReaderOptions(schemas.MustDefault(), f, replay.Options{Lenient: *lenient})
-	if err != nil {
-		return fmt.Errorf("verify %s: %w", pos[0], err)
+	opts := replay.Options{Lenient: *lenient}
+	var rep replay.Report
+	if _, serr := os.Stat(pos[0]); serr != nil && event.ValidSessionID(pos[0]) {
+		// A stored session, verified as it streams from the store.
+		v := replay.NewVerifierOptions(schemas.MustDefault(), opts)
+		var problem *replay.Problem
+		err := scanStoreSession(ctx, *data, pos[0], "verify", func(e *event.Event) error {
+			if problem = v.Line(0, e.Line(), false); problem != nil {
+				if problem.Seq == 0 {
+					problem.Seq = e.Seq
+				}
+				return errStop
+			}
+			return nil
+		})
+		if err != nil && !errors.Is(err, errStop) {
+			return err
+		}
+		if problem != nil {
+			rep = v.Report()
+			rep.Problem = problem
+		} else {
+			rep = v.Finish()
+		}
+	} else {
+		f, err := os.Open(pos[0])
+		if err != nil {
+			return usageErrorf("verify: %v", err)
+		}
+		defer f.Close()
+		// VerifyReaderOptions reads the file a line at a time.
+		if rep, err = replay.VerifyReaderOptions(schemas.MustDefault(), f, opts); err != nil {
+			return fmt.Errorf("verify %s: %w", pos[0], err)
+		}
 	}
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
@@ -97,35 +128,145 @@ func cmdReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if len(pos) != 1 {
 		return usageErrorf("usage: agentos replay <events.jsonl | session-id> [--json] [--data DIR]")
 	}
-	evs, err := loadEvents(ctx, pos[0], *data)
+	// The log streams through the fold (and the trace) a line or a
+	// chunk at a time: memory holds the snapshot, not the log.
+	out := bufio.NewWriterSize(stdout, 64<<10)
+	f := replay.NewFolder()
+	err = eachEvent(ctx, pos[0], *data, func(e *event.Event) error {
+		if !*asJSON {
+			printTraceLine(out, e)
+		}
+		return f.Apply(e)
+	})
+	if err != nil {
+		out.Flush()
+		var pe *parseError
+		if errors.As(err, &pe) || isUsage(err) {
+			return err
+		}
+		return fmt.Errorf("replay %s: %w", pos[0], err)
+	}
+	snap := f.Snapshot()
+	if *asJSON {
+		enc := json.NewEncoder(out)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(snap); err != nil {
+			return err
+		}
+		return out.Flush()
+	}
+	fmt.Fprintln(out)
+	printSnapshot(out, snap)
+	return out.Flush()
+}
+
+// errStop ends a scan early without an error of its own.
+var errStop = errors.New("stop")
+
+// parseError is a line of a log file that does not decode.
+type parseError struct {
+	path string
+	line int
+	err  error
+}
+
+func (e *parseError) Error() string {
+	return fmt.Sprintf("%s: line %d: %v (run agentos verify)", e.path, e.line, e.err)
+}
+
+func (e *parseError) Unwrap() error { return e.err }
+
+func isUsage(err error) bool {
+	var ee *exitError
+	return errors.As(err, &ee)
+}
+
+// eachEvent calls fn for every event of a session, read from a JSONL file
+// a line at a time, or from the store when the argument is not a file.
+func eachEvent(ctx context.Context, arg, dataDir string, fn func(*event.Event) error) error {
+	if _, err := os.Stat(arg); err == nil {
+		return scanJSONL(arg, fn)
+	}
+	if !event.ValidSessionID(arg) {
+		return usageErrorf("replay: %s: no such file, and not a session id", arg)
+	}
+	return scanStoreSession(ctx, dataDir, arg, "replay", fn)
+}
+
+// scanJSONL calls fn for each event of a JSONL log, one line at a time.
+func scanJSONL(path string, fn func(*event.Event) error) error {
+	f, err := os.Open(path)
 	if err != nil {
 		return err
 	}
-	snap, err := replay.Replay(evs)
-	if err != nil {
-		return fmt.Errorf("replay %s: %w", pos[0], err)
+	defer f.Close()
+	br := bufio.NewReaderSize(f, 1<<20)
+	var long []byte
+	for n := 1; ; n++ {
+		l, err := br.ReadSlice('\n')
+		if err == bufio.ErrBufferFull {
+			long = append(long[:0], l...)
+			for err == bufio.ErrBufferFull {
+				l, err = br.ReadSlice('\n')
+				long = append(long, l...)
+			}
+			l = long
+		}
+		if err != nil && err != io.EOF {
+			return err
+		}
+		if line := strings.TrimRight(string(l), "\r\n"); line != "" {
+			e, perr := event.ParseLineFast([]byte(line))
+			if perr != nil {
+				return &parseError{path: path, line: n, err: perr}
+			}
+			if ferr := fn(&e); ferr != nil {
+				return ferr
+			}
+		}
+		if err == io.EOF {
+			return nil
+		}
 	}
-	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(snap)
-	}
-	printTrace(stdout, evs)
-	fmt.Fprintln(stdout)
-	printSnapshot(stdout, snap)
-	return nil
 }
 
-// loadEvents reads a session from a JSONL file, or from the embedded store
-// when the argument is not a file.
-func loadEvents(ctx context.Context, arg, dataDir string) ([]event.Event, error) {
-	if _, err := os.Stat(arg); err == nil {
-		return readJSONL(arg)
+// scanStoreSession streams a stored session: from PostgreSQL when
+// AGENTOS_DATABASE_URL is set (read whole: the replicas' reader), else
+// from the embedded store in dataDir, a chunk at a time (store.Scan).
+func scanStoreSession(ctx context.Context, dataDir, sessionID, cmd string, fn func(*event.Event) error) error {
+	if os.Getenv(config.EnvDatabaseURL) != "" {
+		evs, err := readStoreSession(ctx, dataDir, sessionID)
+		if err != nil {
+			return err
+		}
+		for i := range evs {
+			if err := fn(&evs[i]); err != nil {
+				return err
+			}
+		}
+		return nil
 	}
-	if !event.ValidSessionID(arg) {
-		return nil, usageErrorf("replay: %s: no such file, and not a session id", arg)
+	if _, err := os.Stat(filepath.Join(dataDir, sqlite.FileName)); err != nil {
+		return usageErrorf("%s: %s is not a file, and there is no store in %s (--data)", cmd, sessionID, dataDir)
 	}
-	return readStoreSession(ctx, dataDir, arg)
+	sealer, err := newSealer(nil)
+	if err != nil {
+		return err
+	}
+	s, err := openStore(dataDir, sealer)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	n := 0
+	err = s.Scan(ctx, sessionID, 1, func(e *event.Event) error {
+		n++
+		return fn(e)
+	})
+	if err == nil && n == 0 {
+		return &exitError{code: exitFailure, err: fmt.Errorf("%s: no session %s in %s", cmd, sessionID, dataDir)}
+	}
+	return err
 }
 
 func readJSONL(path string) ([]event.Event, error) {
@@ -150,8 +291,12 @@ func readJSONL(path string) ([]event.Event, error) {
 // printTrace prints one line per event, the way the seed shows a trace.
 func printTrace(w io.Writer, evs []event.Event) {
 	for i := range evs {
-		fmt.Fprintf(w, "%4d  %-20s %-10s %s\n", evs[i].Seq, evs[i].Type, evs[i].Actor, traceDetail(&evs[i]))
+		printTraceLine(w, &evs[i])
 	}
+}
+
+func printTraceLine(w io.Writer, e *event.Event) {
+	fmt.Fprintf(w, "%4d  %-20s %-10s %s\n", e.Seq, e.Type, e.Actor, traceDetail(e))
 }
 
 func traceDetail(e *event.Event) string {

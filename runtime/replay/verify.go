@@ -311,6 +311,10 @@ func (v *Verifier) workflowEvent(lineNo int, e *event.Event) *Problem {
 	return &Problem{Code: ProblemWorkflowAudit, Line: lineNo, Seq: e.Seq, Message: fmt.Sprintf("%s in cycle %s before any phase was entered (a phase entered without workflow.phase_advanced)", e.Type, w.cycle)}
 }
 
+// Report is the report so far, before Finish's whole-log checks: what a
+// caller returns with the Problem that stopped it.
+func (v *Verifier) Report() Report { return v.rep }
+
 // Finish runs the whole-log checks (audit completeness) and returns the
 // report.
 func (v *Verifier) Finish() Report {
