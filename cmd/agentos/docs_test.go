@@ -25,7 +25,6 @@ var pendingDocs = map[string]bool{
 	"docs/action-reference.md":    true,
 	"docs/action-setup.md":        true,
 	"docs/action-security.md":     true,
-	"docs/claude-code.md":         true,
 	"docs/operations-webhooks.md": true,
 }
 
@@ -653,5 +652,51 @@ func TestArchitectureNamesRealPackages(t *testing.T) {
 		if !named[r] && !strings.Contains(r, "internal") && !strings.HasPrefix(r, "bench") {
 			t.Logf("docs/architecture.md does not name package %s", r)
 		}
+	}
+}
+
+// helpLabelAllow lists labels still in help texts owned by other work at
+// the moment, as "command: label"; each is logged until it is rewritten.
+var helpLabelAllow = map[string]bool{
+	"workflows: L8": true,
+}
+
+// TestHelpHasNoInternalLabels: what `agentos -h` and `agentos <command> -h`
+// print (summaries, usage, descriptions, examples, flag usages) does not
+// speak in the project's internal labels.
+func TestHelpHasNoInternalLabels(t *testing.T) {
+	texts := map[string][]string{}
+	for name, c := range commands() {
+		texts[name] = append(texts[name], c.summary)
+	}
+	for name, h := range helps() {
+		texts[name] = append(texts[name], h.description)
+		texts[name] = append(texts[name], h.usage...)
+		texts[name] = append(texts[name], h.examples...)
+		for _, s := range h.subcommands {
+			texts[name] = append(texts[name], s.usage, s.description)
+		}
+	}
+	for name, fs := range flagSets() {
+		top, _, _ := strings.Cut(name, " ")
+		fs.VisitAll(func(f *flag.Flag) { texts[top] = append(texts[top], f.Usage) })
+	}
+	checked := 0
+	for name, list := range texts {
+		for _, text := range list {
+			checked++
+			for _, re := range internalLabels {
+				for _, m := range re.FindAllString(text, -1) {
+					if helpLabelAllow[name+": "+m] {
+						t.Logf("agentos %s -h says %q (allowed for now: its owner rewrites it)", name, m)
+						continue
+					}
+					t.Errorf("agentos %s -h says %q: an internal label", name, m)
+				}
+			}
+		}
+	}
+	if checked < 100 {
+		t.Errorf("checked only %d help texts", checked)
 	}
 }
