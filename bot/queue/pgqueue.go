@@ -123,9 +123,8 @@ type PGQueue struct {
 	mu     sync.Mutex
 	claims map[string]*claimState // claimed delivery ID → our claim
 	closed bool
-	enq    chan *enqueueReq // guarded by mu against sends after Close
-	enqWG  sync.WaitGroup
-	swept  time.Time // last dead-letter sweep
+	gc     *groupCommit[*enqueueReq] // group inserts, as LogQueue groups its writes
+	swept  time.Time                 // last dead-letter sweep
 	stop   chan struct{}
 	done   chan struct{}
 }
@@ -156,7 +155,8 @@ func OpenPGQueue(ctx context.Context, pool *pgxpool.Pool, o PGQueueOptions) (*PG
 	if now == nil {
 		now = time.Now
 	}
-	q := &PGQueue{pool: pool, opts: o, now: now, ready: make(chan struct{}, 1), claims: map[string]*claimState{}, stop: make(chan struct{}), done: make(chan struct{}), enq: make(chan *enqueueReq, 4096)}
+	q := &PGQueue{pool: pool, opts: o, now: now, ready: make(chan struct{}, 1), claims: map[string]*claimState{}, stop: make(chan struct{}), done: make(chan struct{})}
+	q.gc = newGroupCommit(maxInsertBatch, 0, q.commitInserts)
 	if explicit {
 		if _, err := pool.Exec(ctx, `UPDATE agentos_deliveries SET state = 'pending', due = $2, claim_token = NULL
 			WHERE state = 'claimed' AND claimed_by = $1`, o.Owner, q.now()); err != nil {
@@ -174,10 +174,6 @@ func OpenPGQueue(ctx context.Context, pool *pgxpool.Pool, o PGQueueOptions) (*PG
 	}
 	q.opts.Listener = l
 	go q.renew()
-	for range enqueueCommitters {
-		q.enqWG.Add(1)
-		go q.enqueueLoop()
-	}
 	return q, nil
 }
 
@@ -207,27 +203,19 @@ func (q *PGQueue) isClosed() bool {
 }
 
 // Enqueue implements Queue. Enqueues that arrive together share one
-// INSERT, one transaction and one WAL flush (group commit); each returns
-// once that transaction committed.
+// INSERT, one transaction and one WAL flush (the group commit LogQueue
+// uses too: while one insert is under way, the next batch gathers); each
+// returns once its transaction committed.
 func (q *PGQueue) Enqueue(ctx context.Context, d Delivery) (bool, error) {
 	at := d.ReceivedAt
 	if at.IsZero() {
 		at = q.now()
 	}
 	r := &enqueueReq{d: d, at: at, done: make(chan struct{})}
-	q.mu.Lock()
-	if q.closed {
-		q.mu.Unlock()
-		return false, ErrQueueClosed
+	if err := q.gc.send(ctx, r); err != nil {
+		return false, err
 	}
-	select {
-	case q.enq <- r:
-	case <-ctx.Done():
-		q.mu.Unlock()
-		return false, ctx.Err()
-	}
-	q.mu.Unlock()
-	// Once handed over, the insert commits or fails as a whole.
+	// Once sent, the insert commits or fails as a whole.
 	<-r.done
 	return r.dup, r.err
 }
@@ -240,32 +228,17 @@ type enqueueReq struct {
 	done chan struct{}
 }
 
+// maxInsertBatch bounds the rows of one group insert.
+const maxInsertBatch = 512
+
 // enqueueTimeout bounds one group insert.
 const enqueueTimeout = 5 * time.Second
 
-// enqueueCommitters is how many group inserts may be in flight at once.
-const enqueueCommitters = 2
-
-func (q *PGQueue) enqueueLoop() {
-	defer q.enqWG.Done()
-	for r := range q.enq {
-		batch := []*enqueueReq{r}
-	fill:
-		for len(batch) < 512 {
-			select {
-			case r, ok := <-q.enq:
-				if !ok {
-					break fill
-				}
-				batch = append(batch, r)
-			default:
-				break fill
-			}
-		}
-		q.insertBatch(batch)
-		for _, r := range batch {
-			close(r.done)
-		}
+// commitInserts is the group commit's commit: one INSERT for the batch.
+func (q *PGQueue) commitInserts(batch []*enqueueReq) {
+	q.insertBatch(batch)
+	for _, r := range batch {
+		close(r.done)
 	}
 }
 
@@ -623,14 +596,13 @@ func (q *PGQueue) Close() error {
 		return nil
 	}
 	q.closed = true
-	close(q.enq)
 	toks := make([]string, 0, len(q.claims))
 	for _, c := range q.claims {
 		toks = append(toks, c.tok)
 	}
 	q.claims = map[string]*claimState{}
 	q.mu.Unlock()
-	q.enqWG.Wait()
+	q.gc.close()
 	close(q.stop)
 	<-q.done
 	if q.ownsL {

@@ -16,9 +16,8 @@ import (
 func (q *PGQueue) crash() {
 	q.mu.Lock()
 	q.closed = true
-	close(q.enq)
 	q.mu.Unlock()
-	q.enqWG.Wait()
+	q.gc.close()
 	close(q.stop)
 	<-q.done
 }

@@ -61,7 +61,7 @@ func TestSpoolKeepsDeliveriesWhileTheQueueIsDown(t *testing.T) {
 	lq := openQueueAt(t, filepath.Join(dir, "q"))
 	q := &flaky{LogQueue: lq}
 	q.down.Store(true)
-	path := filepath.Join(dir, "webhooks.spool")
+	path := filepath.Join(dir, "data", "webhooks.spool") // a data directory not made yet
 	s := openSpoolAt(t, path, q, SpoolOptions{Retry: time.Hour})
 	for i, d := range []Delivery{
 		{ID: "a", Event: "issue_comment", Action: "created", Key: "k-a", Body: []byte(`{"n":1}`)},
