@@ -203,16 +203,20 @@ func ReplayReader(r io.Reader) (Snapshot, error) {
 	for {
 		b, err := br.ReadSlice('\n')
 		if err == bufio.ErrBufferFull {
-			// A line longer than the buffer: collect it whole.
+			// A line longer than the buffer: collect it whole (copied
+			// before the next read reuses the buffer).
+			long := append([]byte(nil), b...)
 			rest, err2 := br.ReadBytes('\n')
-			b = append(append([]byte(nil), b...), rest...)
+			b = append(long, rest...)
 			err = err2
 		}
 		if len(b) > 0 {
 			line++
 			b = trimEOL(b)
 			if len(b) > 0 {
-				e, perr := event.ParseLineFast(b)
+				// A copy: the event's payload refers to its line, and the
+				// snapshot may keep it (the last worker.report).
+				e, perr := event.ParseLineFast(append([]byte(nil), b...))
 				if perr != nil {
 					return f.Snapshot(), fmt.Errorf("replay: line %d: %w", line, perr)
 				}
