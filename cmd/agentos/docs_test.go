@@ -22,10 +22,9 @@ const docsRoot = "../.."
 // file exists its links and anchors are checked like any other. Remove an
 // entry when its page has landed.
 var pendingDocs = map[string]bool{
-	"docs/action-reference.md":    true,
-	"docs/action-setup.md":        true,
-	"docs/action-security.md":     true,
-	"docs/operations-webhooks.md": true,
+	"docs/action-reference.md": true,
+	"docs/action-setup.md":     true,
+	"docs/action-security.md":  true,
 }
 
 // markdownFiles lists README.md and every Markdown file under docs/,
@@ -698,5 +697,47 @@ func TestHelpHasNoInternalLabels(t *testing.T) {
 	}
 	if checked < 100 {
 		t.Errorf("checked only %d help texts", checked)
+	}
+}
+
+// TestOperationsMetricsExist: every metric docs/operations.md names is
+// one bot/api registers; metrics it does not name are logged.
+func TestOperationsMetricsExist(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join(docsRoot, "docs", "operations.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srcs, err := filepath.Glob(filepath.Join(docsRoot, "bot", "api", "*.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	registered := map[string]bool{}
+	name := regexp.MustCompile(`Name:\s*"(agentos_[a-z_]+)"`)
+	for _, f := range srcs {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range name.FindAllStringSubmatch(string(b), -1) {
+			registered[m[1]] = true
+		}
+	}
+	if len(registered) < 5 {
+		t.Fatalf("found only %d metrics in bot/api", len(registered))
+	}
+	named := map[string]bool{}
+	for _, m := range regexp.MustCompile("`(agentos_[a-z_]+)[{`]").FindAllStringSubmatch(string(doc), -1) {
+		named[m[1]] = true
+		if !registered[m[1]] {
+			t.Errorf("docs/operations.md names metric %s, which bot/api does not register", m[1])
+		}
+	}
+	for m := range registered {
+		if !named[m] {
+			t.Logf("docs/operations.md does not name metric %s", m)
+		}
 	}
 }
