@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/agentos/agentos/runtime/event"
+	"github.com/agentos/agentos/runtime/store"
 	"github.com/agentos/agentos/runtime/store/storetest"
 )
 
@@ -44,7 +45,7 @@ func TestConcurrentFirstReads(t *testing.T) {
 			<-start
 			sid := fmt.Sprintf("s%d", i%sessions)
 			var err error
-			switch i % 3 {
+			switch i % 4 {
 			case 0, 1:
 				var evs []event.Event
 				evs, err = s.Read(ctx, sid, 1)
@@ -53,6 +54,8 @@ func TestConcurrentFirstReads(t *testing.T) {
 				}
 			case 2:
 				_, err = s.Sessions(ctx)
+			case 3:
+				_, err = s.List(ctx, store.ListOptions{Limit: 5})
 			}
 			errs <- err
 		}(i)

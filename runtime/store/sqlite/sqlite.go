@@ -14,7 +14,8 @@
 // storage, exactly as under synchronous=FULL. In-process readers see only
 // events at or below the durable position; see docs/decisions.md.
 //
-// Layout (version 3; ADR 7 in docs/decisions.md). Every event has a
+// Layout (version 4; ADR 7 in docs/decisions.md; list.go adds the last
+// time of each head and its index for List). Every event has a
 // position (pos) in global append order and links to the previous event of
 // its session (prev_pos). A commit writes one row of the batches table:
 // its events at consecutive positions, with an index of (session, seq,
