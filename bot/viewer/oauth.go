@@ -4,10 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
-	"encoding/json"
-	"errors"
-	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -123,70 +119,6 @@ func (v *Viewer) logout(c *gin.Context) {
 	}
 	http.SetCookie(c.Writer, v.o.Access.ClearCookie())
 	c.Redirect(http.StatusSeeOther, "/runs")
-}
-
-// exchange trades the code for a user access token and asks GitHub whose
-// it is.
-func (o *OAuth) exchange(ctx context.Context, code string) (string, error) {
-	hc := o.Client
-	if hc == nil {
-		hc = &http.Client{Timeout: 15 * time.Second}
-	}
-	form := url.Values{"client_id": {o.ClientID}, "client_secret": {o.ClientSecret}, "code": {code}, "redirect_uri": {o.CallbackURL}}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimRight(o.WebURL, "/")+"/login/oauth/access_token", strings.NewReader(form.Encode()))
-	if err != nil {
-		return "", err
-	}
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.Header.Set("Accept", "application/json")
-	var tok struct {
-		AccessToken string `json:"access_token"`
-		Error       string `json:"error"`
-		Description string `json:"error_description"`
-	}
-	if err := doJSON(hc, req, &tok); err != nil {
-		return "", fmt.Errorf("access token: %w", err)
-	}
-	if tok.Error != "" || tok.AccessToken == "" {
-		return "", fmt.Errorf("access token: %s %s", tok.Error, tok.Description)
-	}
-	req, err = http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(o.APIURL, "/")+"/user", nil)
-	if err != nil {
-		return "", err
-	}
-	req.Header.Set("Authorization", "Bearer "+tok.AccessToken)
-	req.Header.Set("Accept", "application/vnd.github+json")
-	req.Header.Set("X-GitHub-Api-Version", "2022-11-28")
-	var user struct {
-		Login string `json:"login"`
-		Type  string `json:"type"`
-	}
-	if err := doJSON(hc, req, &user); err != nil {
-		return "", fmt.Errorf("GET /user: %w", err)
-	}
-	if user.Login == "" {
-		return "", errors.New("GET /user: no login")
-	}
-	if user.Type != "" && user.Type != "User" {
-		return "", fmt.Errorf("GET /user: account type %s cannot sign in", user.Type)
-	}
-	return user.Login, nil
-}
-
-func doJSON(hc *http.Client, req *http.Request, v any) error {
-	resp, err := hc.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if err != nil {
-		return err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("HTTP %d", resp.StatusCode)
-	}
-	return json.Unmarshal(b, v)
 }
 
 // DeviceInfo is the body of GET /v1/auth/device: what `agentos login
