@@ -21,9 +21,14 @@ import (
 	"github.com/agentos/agentos/runtime/event"
 	"github.com/agentos/agentos/runtime/provider"
 	"github.com/agentos/agentos/runtime/replay"
+	"github.com/agentos/agentos/runtime/setup"
 	agentrun "github.com/agentos/agentos/runtime/run"
+	"github.com/agentos/agentos/runtime/store"
+	"github.com/agentos/agentos/runtime/store/postgres"
+	"github.com/agentos/agentos/runtime/store/postgres/pgtest"
 	"github.com/agentos/agentos/runtime/store/sqlite"
 	"github.com/agentos/agentos/schemas"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // gracefulChildData names the data directory of a graceful-stop test's
@@ -152,16 +157,23 @@ func TestGracefulStopDuringTestRun(t *testing.T) {
 	testenv.LookPath(t, "go")
 	for _, c := range []struct {
 		name, drain string
-		cut         bool
+		cut, pg     bool
 	}{
-		{"drain", "", false},
-		{"cut", "1ms", true},
+		{"sqlite/drain", "", false, false},
+		{"sqlite/cut", "1ms", true, false},
+		{"postgres/drain", "", false, true},
+		{"postgres/cut", "1ms", true, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			repo, env := demoSetup(t)
 			data := t.TempDir()
+			db := ""
+			if c.pg {
+				db = pgtest.Schema(t, pgtest.URL(t)) // a fresh schema; a loud skip without PostgreSQL (a failure under CI=true)
+				env["AGENTOS_DATABASE_URL"], env["AGENTOS_REPLICA_ID"] = db, "graceful-a"
+			}
 			child := startGracefulChild(t, data, c.drain, env)
-			sid := "graceful-" + c.name
+			sid := "graceful-" + strings.ReplaceAll(c.name, "/", "-")
 			code, body := httpDo(t, http.MethodPost, child.url+"/v1/runs", serveToken, `{"session_id": "`+sid+`", "repo_dir": "`+repo+`", "prompt": "`+demo.Prompt+`"}`, nil)
 			if code != http.StatusAccepted {
 				t.Fatalf("start: %d %s", code, body)
@@ -181,7 +193,27 @@ func TestGracefulStopDuringTestRun(t *testing.T) {
 				t.Errorf("serve did not log its graceful stop:\n%s", child.logs)
 			}
 
-			evs := readSession(t, data, sid)
+			if c.pg {
+				// The lease is free at once: another replica need not wait
+				// for it to expire.
+				ctx := context.Background()
+				pool, err := pgxpool.New(ctx, db)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer pool.Close()
+				other, err := postgres.OpenLeases(ctx, pool, postgres.LeaseOptions{Owner: "graceful-b"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				release, err := other.Acquire(ctx, sid)
+				if err != nil {
+					t.Fatalf("the stopped replica still holds the session's lease: %v", err)
+				}
+				release()
+				other.Close()
+			}
+			evs := readSession(t, data, db, sid)
 			checkInterrupted(t, evs)
 			var ie event.Event
 			for _, e := range evs {
@@ -194,13 +226,16 @@ func TestGracefulStopDuringTestRun(t *testing.T) {
 				t.Errorf("run.interrupted open calls %s (cut: %v)", open, c.cut)
 			}
 
-			// Another process takes the session over.
+			// Another process takes the session over: `agentos resume`
+			// over the SQLite data directory; on PostgreSQL, another
+			// replica's runtime (the CLI has no PostgreSQL store).
 			script := env["AGENTOS_SCRIPT"]
-			out, errOut, rc := runCLI(t, "resume", sid, "--repo", repo, "--data", data, "--provider", "scripted", "--script", script)
-			if rc != exitApproval {
+			if c.pg {
+				takeOverOnPostgres(t, db, t.TempDir(), repo, sid, script)
+			} else if out, errOut, rc := runCLI(t, "resume", sid, "--repo", repo, "--data", data, "--provider", "scripted", "--script", script); rc != exitApproval {
 				t.Fatalf("agentos resume: exit %d, want %d (paused for the patch's approval)\n%s%s", rc, exitApproval, out, errOut)
 			}
-			evs = readSession(t, data, sid)
+			evs = readSession(t, data, db, sid)
 			if rep := replay.VerifyEvents(schemas.MustDefault(), evs); !rep.Valid {
 				t.Fatalf("the taken-over log does not verify: %v", rep.Problem)
 			}
@@ -226,20 +261,37 @@ func TestGracefulStopDuringTestRun(t *testing.T) {
 	}
 }
 
-// readSession reads a session from the SQLite store of a data directory
-// no process holds.
-func readSession(t *testing.T, data, sid string) []event.Event {
+// readSession reads a session from PostgreSQL at db, or (db "") from the
+// SQLite store of a data directory no process holds.
+func readSession(t *testing.T, data, db, sid string) []event.Event {
 	t.Helper()
 	sealer, err := newSealer(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := sqlite.Open(data, sealer, sqlite.Options{})
-	if err != nil {
-		t.Fatal(err)
+	ctx := context.Background()
+	var st store.Store
+	if db != "" {
+		pool, err := pgxpool.New(ctx, db)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer pool.Close()
+		pst, err := postgres.Open(ctx, pool, sealer, postgres.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer pst.Close()
+		st = pst
+	} else {
+		sst, err := sqlite.Open(data, sealer, sqlite.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer sst.Close()
+		st = sst
 	}
-	defer st.Close()
-	evs, err := st.Read(context.Background(), sid, 1)
+	evs, err := st.Read(ctx, sid, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -274,3 +326,42 @@ func noFalseReasons(t *testing.T, evs []event.Event) {
 	}
 }
 
+
+// takeOverOnPostgres takes session sid over as a replica that shares the
+// PostgreSQL store db does: the same assembly as serve's runs
+// (runtime/setup), then Takeover; the run must pause for the patch's
+// approval.
+func takeOverOnPostgres(t *testing.T, db, data, repo, sid, script string) {
+	t.Helper()
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	sealer, err := newSealer(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := postgres.Open(ctx, pool, sealer, postgres.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	prof, err := provider.LoadProfile("", func(k string) string {
+		return map[string]string{"AGENTOS_PROVIDER": "scripted", "AGENTOS_SCRIPT": script}[k]
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, err := setup.Build(ctx, setup.Options{Dir: repo, DataDir: data, Profile: prof, Providers: providers(nil), SessionID: sid, Store: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer env.Close()
+	mgr := agentrun.NewManager(st)
+	out, err := mgr.Takeover(ctx, env.Engine, sid, env.Workspace.Root(), "", "")
+	if err != nil || out.Status != agentrun.StatusPaused {
+		t.Fatalf("takeover on PostgreSQL: %+v %v", out, err)
+	}
+}
