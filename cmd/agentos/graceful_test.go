@@ -21,8 +21,8 @@ import (
 	"github.com/agentos/agentos/runtime/event"
 	"github.com/agentos/agentos/runtime/provider"
 	"github.com/agentos/agentos/runtime/replay"
-	"github.com/agentos/agentos/runtime/setup"
 	agentrun "github.com/agentos/agentos/runtime/run"
+	"github.com/agentos/agentos/runtime/setup"
 	"github.com/agentos/agentos/runtime/store"
 	"github.com/agentos/agentos/runtime/store/postgres"
 	"github.com/agentos/agentos/runtime/store/postgres/pgtest"
@@ -325,7 +325,6 @@ func noFalseReasons(t *testing.T, evs []event.Event) {
 		}
 	}
 }
-
 
 // takeOverOnPostgres takes session sid over as a replica that shares the
 // PostgreSQL store db does: the same assembly as serve's runs
