@@ -69,11 +69,41 @@ type doctorPath struct {
 	Visible bool   `json:"visible"`
 }
 
-// doctorFlags registers doctor's flags: serve's (it checks the server's
-// configuration) and --json.
-func doctorFlags(fs *flag.FlagSet) (*config.Flags, *bool, *string) {
-	return config.BindFlags(fs), fs.Bool("json", false, "print JSON"),
-		fs.String("workspace", "", "the repository to check (default: the one holding the working directory)")
+// doctorOptions are doctor's flags: only those it reads. --config and
+// --data are serve's (doctor checks the server's configuration), read
+// through the same loader; serve's other flags (--addr, --store) mean
+// nothing to doctor and are not accepted.
+type doctorOptions struct {
+	config, data, workspace *string
+	json                    *bool
+}
+
+// doctorFlags registers doctor's flags.
+func doctorFlags(fs *flag.FlagSet) *doctorOptions {
+	return &doctorOptions{
+		config:    fs.String("config", "", "the server's YAML config file: its sandbox, data directory, policy and key are checked"),
+		data:      fs.String("data", "", "the data directory a run would use (default: <repository>/.agentos for the workspace checks, else the config's)"),
+		json:      fs.Bool("json", false, "print JSON"),
+		workspace: fs.String("workspace", "", "the repository to check (default: the one holding the working directory)"),
+	}
+}
+
+// load reads the configuration as serve does (defaults, --config, the
+// environment, then the flags given).
+func (o *doctorOptions) load(fs *flag.FlagSet, getenv func(string) string) (config.Config, error) {
+	inner := flag.NewFlagSet("doctor", flag.ContinueOnError)
+	inner.SetOutput(io.Discard)
+	f := config.BindFlags(inner)
+	var given []string
+	fs.Visit(func(fl *flag.Flag) {
+		if fl.Name == "config" || fl.Name == "data" {
+			given = append(given, "--"+fl.Name+"="+fl.Value.String())
+		}
+	})
+	if err := inner.Parse(given); err != nil {
+		return config.Config{}, err
+	}
+	return f.Load(getenv)
 }
 
 // cmdDoctor shows the sandbox commands run in and what a command can see
@@ -81,7 +111,8 @@ func doctorFlags(fs *flag.FlagSet) (*config.Flags, *bool, *string) {
 // a path that must stay hidden is visible.
 func cmdDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("doctor", flag.ContinueOnError)
-	flags, asJSON, wsFlag := doctorFlags(fs)
+	opts := doctorFlags(fs)
+	asJSON, wsFlag := opts.json, opts.workspace
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -89,7 +120,7 @@ func cmdDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if len(pos) > 0 {
 		return usageErrorf("usage: agentos doctor [--workspace DIR] [--config FILE] [--data DIR] [--json]")
 	}
-	cfg, err := flags.Load(os.Getenv)
+	cfg, err := opts.load(fs, os.Getenv)
 	if err != nil {
 		return usageErrorf("doctor: %v", err)
 	}

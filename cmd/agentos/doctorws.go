@@ -17,6 +17,7 @@ import (
 	"github.com/agentos/agentos/kernel/sandbox"
 	"github.com/agentos/agentos/kernel/tools"
 	"github.com/agentos/agentos/kernel/workspace"
+	"github.com/agentos/agentos/runtime/claudecode"
 )
 
 // doctorCheck is one condition agentos doctor checks in a repository
@@ -79,7 +80,9 @@ func workspaceChecks(ctx context.Context, sb *sandbox.Sandbox, cfg config.Config
 	}
 	proj := tools.ProjectCommands(ws)
 	masked := ws.Masked()
+	perms := permissionChecks(ws)
 	ws.Close()
+	out = append(out, perms...)
 
 	out = append(out, dataDirChecks(r.Mechanism, dir, dataDirs)...)
 	if c, ok := maskedCheck(r.Mechanism, masked, dataDirs, dir); ok {
@@ -133,7 +136,7 @@ func landlockCheck(r sandbox.Report) doctorCheck {
 func dataDirChecks(mech sandbox.Mechanism, dir string, dataDirs []string) []doctorCheck {
 	var out []doctorCheck
 	for _, d := range dataDirs {
-		if !within(dir, d) {
+		if !insideDir(dir, d) {
 			continue
 		}
 		c := doctorCheck{Name: "data directory", Status: checkOK, Detail: d + " lies in the repository; bubblewrap hides it from commands with a mount"}
@@ -157,7 +160,7 @@ func maskedCheck(mech sandbox.Mechanism, masked, dataDirs []string, dir string) 
 		}
 		skip := false
 		for _, d := range dataDirs {
-			if within(d, abs) {
+			if insideDir(d, abs) {
 				skip = true // the data directory has its own check
 			}
 		}
@@ -342,9 +345,9 @@ func firstLine(s string) string {
 	return s
 }
 
-// within reports whether p is dir or lies under it (both made absolute
+// insideDir reports whether p is dir or lies under it (both made absolute
 // and resolved where they exist).
-func within(dir, p string) bool {
+func insideDir(dir, p string) bool {
 	abs := func(s string) string {
 		a, err := filepath.Abs(s)
 		if err != nil {
@@ -357,4 +360,28 @@ func within(dir, p string) bool {
 	}
 	d, q := abs(dir), abs(p)
 	return q == d || strings.HasPrefix(q, d+string(filepath.Separator))
+}
+
+// permissionChecks reports the repository's Claude Code permissions
+// (.claude/settings.json, .claude/settings.local.json): the rules agentos
+// enforces, and each setting it does not do as written (a warning, also
+// recorded in every run's log as config.warning).
+func permissionChecks(ws *workspace.Root) []doctorCheck {
+	perms, err := claudecode.ReadPermissions(ws.ReadFile)
+	if err != nil {
+		return []doctorCheck{{Name: "claude code permissions", Status: checkFail, Detail: err.Error(), Fix: "write the permissions block as Claude Code does (docs/claude-code.md): runs refuse to start until it can be read"}}
+	}
+	if len(perms.Files) == 0 {
+		return nil
+	}
+	deny, ask := 0, 0
+	for _, r := range perms.Rules {
+		deny += len(r.DenyRaw)
+		ask += len(r.AskRaw)
+	}
+	out := []doctorCheck{{Name: "claude code permissions", Status: checkOK, Detail: fmt.Sprintf("%s: %d deny and %d ask rule(s) enforced by the kernel", strings.Join(perms.Files, ", "), deny, ask)}}
+	for _, w := range perms.Warnings {
+		out = append(out, doctorCheck{Name: "claude code permissions", Status: checkWarn, Detail: w.String(), Fix: "docs/claude-code.md says what agentos does with each setting"})
+	}
+	return out
 }

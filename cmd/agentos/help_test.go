@@ -129,3 +129,105 @@ func TestTopLevelHelp(t *testing.T) {
 		t.Errorf("help for an unknown command: exit %d %q", code, errOut)
 	}
 }
+
+// TestHelpExamplesUseListedFlags: every flag an example passes to an
+// agentos command is one the command's help lists (and so one it
+// parses): an example cannot show a flag that does not exist.
+func TestHelpExamplesUseListedFlags(t *testing.T) {
+	cmds, hs := commands(), helps()
+	known := func(name string) map[string]bool {
+		k := map[string]bool{"h": true, "help": true}
+		for _, set := range helpFlags(name, hs[name]) {
+			for _, f := range set {
+				k[f.Name] = true
+			}
+		}
+		return k
+	}
+	checked := 0
+	for name, h := range hs {
+		for _, ex := range h.examples {
+			// The command the example runs (an example may show a related
+			// command, or a workflow step that runs none).
+			words := strings.Fields(ex)
+			cmd, start := "", -1
+			for i := 0; i+1 < len(words); i++ {
+				if _, ok := cmds[words[i+1]]; ok && words[i] == "agentos" {
+					cmd, start = words[i+1], i+2
+					break
+				}
+			}
+			if start < 0 {
+				continue
+			}
+			checked++
+			flags := known(cmd)
+			for _, w := range words[start:] {
+				if w == "--" {
+					break
+				}
+				if !strings.HasPrefix(w, "-") || w == "-" {
+					continue
+				}
+				flagName := strings.TrimLeft(w, "-")
+				if i := strings.IndexByte(flagName, '='); i >= 0 {
+					flagName = flagName[:i]
+				}
+				if !flags[flagName] {
+					t.Errorf("%s: example %q passes -%s, which agentos %s -h does not list", name, ex, flagName, cmd)
+				}
+			}
+		}
+	}
+	if checked < len(hs) {
+		t.Errorf("only %d examples run agentos, fewer than the %d commands", checked, len(hs))
+	}
+}
+
+// TestDoctorHelpListsOnlyDoctorFlags: doctor lists and accepts the flags
+// it reads, not serve's --addr and --store, which mean nothing to it.
+func TestDoctorHelpListsOnlyDoctorFlags(t *testing.T) {
+	var names []string
+	for _, set := range helpFlags("doctor", helps()["doctor"]) {
+		for _, f := range set {
+			names = append(names, f.Name)
+		}
+	}
+	if got := strings.Join(names, ","); got != "config,data,json,workspace" {
+		t.Errorf("doctor's flags: %s, want config,data,json,workspace", got)
+	}
+	out, _, code := runCLI(t, "doctor", "-h")
+	if code != exitOK || strings.Contains(out, "-addr") || strings.Contains(out, "-store") {
+		t.Errorf("doctor -h: exit %d\n%s", code, out)
+	}
+	if _, errOut, code := runCLI(t, "doctor", "--addr", "127.0.0.1:1"); code != exitUsage || !strings.Contains(errOut, "flag provided but not defined: -addr") {
+		t.Errorf("doctor --addr: exit %d %q, want a usage error", code, errOut)
+	}
+}
+
+// TestHelpExamplesRun runs the examples that need nothing outside this
+// machine: agentos version, and agentos bench guard, which runs its
+// built-in corpus by default and says how to add the npm ones instead of
+// failing when they are not installed.
+func TestHelpExamplesRun(t *testing.T) {
+	t.Setenv("AGENTOS_NPM_DIR", t.TempDir())
+	for _, name := range []string{"version", "bench"} {
+		for _, ex := range helps()[name].examples {
+			words := strings.Fields(ex)
+			if words[0] != "agentos" || strings.Contains(ex, "--corpus github") || strings.Contains(ex, "--corpus mcp") {
+				continue
+			}
+			out, errOut, code := runCLI(t, words[1:]...)
+			if code != exitOK || out == "" {
+				t.Errorf("%s: exit %d\n%s%s", ex, code, out, errOut)
+			}
+			if ex == "agentos bench guard" && (!strings.Contains(out, "builtin") || !strings.Contains(errOut, "npm install --prefix")) {
+				t.Errorf("%s: want the builtin corpus run and a note on adding the others:\n%s%s", ex, out, errOut)
+			}
+		}
+	}
+	// A corpus asked for by name must be there.
+	if _, errOut, code := runCLI(t, "bench", "guard", "--corpus", "github"); code == exitOK || !strings.Contains(errOut, "npm install --prefix") {
+		t.Errorf("bench guard --corpus github without it installed: exit %d %q", code, errOut)
+	}
+}
