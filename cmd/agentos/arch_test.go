@@ -25,13 +25,13 @@ var layers = map[string][]string{
 	"bench":     {"bot", "runtime", "kernel", "schemas"},
 }
 
-// within narrows what some packages of ours may import below their
+// narrowLayers narrows what some packages of ours may import below their
 // folder's layer: bot/github is the GitHub vocabulary (Repo, PullRequest,
 // Comment) and client every bot package may use, so it imports nothing of
 // ours; bot/review (review, triage, fix proposals) sits below bot/dispatch,
 // which routes commands to it and serves it the session lifecycle through
 // an interface bot/review declares, so it never imports the dispatcher.
-var within = map[string][]string{
+var narrowLayers = map[string][]string{
 	"bot/github": {},
 	"bot/review": {"bot/github", "bot/tracking", "bot/webhook", "runtime", "kernel", "schemas"},
 }
@@ -107,7 +107,7 @@ func TestImportDirection(t *testing.T) {
 			if !contains(allowed, to) {
 				t.Errorf("%s imports %s: %s may import only %v", from, rel(imp), top, allowed)
 			}
-			for pkg, narrow := range within {
+			for pkg, narrow := range narrowLayers {
 				if (from == pkg || strings.HasPrefix(from, pkg+"/")) && !strings.HasPrefix(rel(imp), pkg+"/") && !hasAnyPrefix(rel(imp), narrow) {
 					t.Errorf("%s imports %s: %s may import only %v of ours", from, rel(imp), pkg, narrow)
 				}
