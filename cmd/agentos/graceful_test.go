@@ -149,20 +149,25 @@ func waitToolInFlight(t *testing.T, c *gracefulChild, sid, tool string) {
 // running; `agentos resume` takes it over (the cut test run is run again,
 // not compared with a half-recorded result) up to the patch's approval,
 // and the log verifies strictly. The figures logged are the time from
-// SIGTERM to the process's exit: the session can be taken over from then.
+// SIGTERM to the process's exit: the session can be taken over from then
+// (on PostgreSQL its lease is free at once). For comparison, postgres/kill
+// sends SIGKILL instead and logs how long the session's lease stays taken.
 func TestGracefulStopDuringTestRun(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs agentos serve as a process")
 	}
 	testenv.LookPath(t, "go")
 	for _, c := range []struct {
-		name, drain string
-		cut, pg     bool
+		name, drain   string
+		cut, pg, kill bool
 	}{
-		{"sqlite/drain", "", false, false},
-		{"sqlite/cut", "1ms", true, false},
-		{"postgres/drain", "", false, true},
-		{"postgres/cut", "1ms", true, true},
+		{"sqlite/drain", "", false, false, false},
+		{"sqlite/cut", "1ms", true, false, false},
+		{"postgres/drain", "", false, true, false},
+		{"postgres/cut", "1ms", true, true, false},
+		// For comparison: SIGKILL records nothing and frees nothing; the
+		// session waits for its lease to expire.
+		{"postgres/kill", "", true, true, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			repo, env := demoSetup(t)
@@ -180,7 +185,11 @@ func TestGracefulStopDuringTestRun(t *testing.T) {
 			}
 			waitToolInFlight(t, child, sid, "test.run")
 			start := time.Now()
-			if err := child.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			sig := syscall.SIGTERM
+			if c.kill {
+				sig = syscall.SIGKILL
+			}
+			if err := child.cmd.Process.Signal(sig); err != nil {
 				t.Fatal(err)
 			}
 			select {
@@ -188,9 +197,11 @@ func TestGracefulStopDuringTestRun(t *testing.T) {
 			case <-time.After(2 * time.Minute):
 				t.Fatalf("serve did not exit after SIGTERM:\n%s", child.logs)
 			}
-			t.Logf("SIGTERM to exit (the session free to take over): %v (drain %q)", time.Since(start), c.drain)
-			if !strings.Contains(child.logs.String(), "stopping: runs stop at their next step") {
-				t.Errorf("serve did not log its graceful stop:\n%s", child.logs)
+			if !c.kill {
+				t.Logf("SIGTERM to exit (the session free to take over): %v (drain %q)", time.Since(start), c.drain)
+				if !strings.Contains(child.logs.String(), "stopping: runs stop at their next step") {
+					t.Errorf("serve did not log its graceful stop:\n%s", child.logs)
+				}
 			}
 
 			if c.pg {
@@ -207,13 +218,23 @@ func TestGracefulStopDuringTestRun(t *testing.T) {
 					t.Fatal(err)
 				}
 				release, err := other.Acquire(ctx, sid)
+				for c.kill && err != nil && time.Since(start) < 2*time.Minute {
+					time.Sleep(50 * time.Millisecond)
+					release, err = other.Acquire(ctx, sid)
+				}
 				if err != nil {
 					t.Fatalf("the stopped replica still holds the session's lease: %v", err)
 				}
 				release()
 				other.Close()
+				t.Logf("%s to the session's lease free: %v", sig, time.Since(start))
 			}
 			evs := readSession(t, data, db, sid)
+			if c.kill {
+				takeOverOnPostgres(t, db, t.TempDir(), repo, sid, env["AGENTOS_SCRIPT"])
+				checkTakenOver(t, readSession(t, data, db, sid), true)
+				return
+			}
 			checkInterrupted(t, evs)
 			var ie event.Event
 			for _, e := range evs {
@@ -235,29 +256,37 @@ func TestGracefulStopDuringTestRun(t *testing.T) {
 			} else if out, errOut, rc := runCLI(t, "resume", sid, "--repo", repo, "--data", data, "--provider", "scripted", "--script", script); rc != exitApproval {
 				t.Fatalf("agentos resume: exit %d, want %d (paused for the patch's approval)\n%s%s", rc, exitApproval, out, errOut)
 			}
-			evs = readSession(t, data, db, sid)
-			if rep := replay.VerifyEvents(schemas.MustDefault(), evs); !rep.Valid {
-				t.Fatalf("the taken-over log does not verify: %v", rep.Problem)
-			}
-			noFalseReasons(t, evs)
-			snap, err := replay.Replay(evs)
-			if err != nil || snap.RunStatus != replay.RunPaused {
-				t.Fatalf("after the takeover the run is %s (%v), want paused for the patch's approval", snap.RunStatus, err)
-			}
-			var results []string
-			for _, e := range evs {
-				if e.Type == event.ToolResult && event.FieldString(e.Payload, "tool") == "test.run" {
-					results = append(results, fmt.Sprintf("%v/%s", event.FieldBool(e.Payload, "ok"), event.FieldString(event.Field(e.Payload, "error"), "code")))
-				}
-			}
-			want := []string{"true/"}
-			if c.cut {
-				want = []string{"false/" + agentrun.CodeInterrupted, "true/"} // closed, then run again
-			}
-			if fmt.Sprint(results) != fmt.Sprint(want) {
-				t.Errorf("test.run results %v, want %v", results, want)
-			}
+			checkTakenOver(t, readSession(t, data, db, sid), c.cut)
 		})
+	}
+}
+
+// checkTakenOver: a session taken over after its process stopped during
+// the demo's first test run: the log verifies strictly, holds no false
+// reason, the run waits for the patch's approval, and the test run has
+// its real result (after an INTERRUPTED one when it was cut).
+func checkTakenOver(t *testing.T, evs []event.Event, cut bool) {
+	t.Helper()
+	if rep := replay.VerifyEvents(schemas.MustDefault(), evs); !rep.Valid {
+		t.Fatalf("the taken-over log does not verify: %v", rep.Problem)
+	}
+	noFalseReasons(t, evs)
+	snap, err := replay.Replay(evs)
+	if err != nil || snap.RunStatus != replay.RunPaused {
+		t.Fatalf("after the takeover the run is %s (%v), want paused for the patch's approval", snap.RunStatus, err)
+	}
+	var results []string
+	for _, e := range evs {
+		if e.Type == event.ToolResult && event.FieldString(e.Payload, "tool") == "test.run" {
+			results = append(results, fmt.Sprintf("%v/%s", event.FieldBool(e.Payload, "ok"), event.FieldString(event.Field(e.Payload, "error"), "code")))
+		}
+	}
+	want := []string{"true/"}
+	if cut {
+		want = []string{"false/" + agentrun.CodeInterrupted, "true/"} // closed, then run again
+	}
+	if fmt.Sprint(results) != fmt.Sprint(want) {
+		t.Errorf("test.run results %v, want %v", results, want)
 	}
 }
 
