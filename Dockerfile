@@ -1,5 +1,9 @@
 # syntax=docker/dockerfile:1
-# agentos as a GitHub Action (Docker container action) and a server image.
+# agentos as a server image, and the container form of the GitHub Action
+# (docker/action.yml builds it on main; a release uses the image GoReleaser
+# assembles from the release's binaries, .github/release.Dockerfile). The
+# default Action (action.yml) is composite and runs a released binary on the
+# runner instead: docs/action-setup.md says which to choose.
 # Build:  docker build -t agentos .
 # The binaries are built exactly as .ci/build-static.sh builds them in CI:
 # agentos, and agentos-launch, the sandbox's small launcher, which agentos

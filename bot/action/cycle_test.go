@@ -46,6 +46,8 @@ func TestActionReviewsAnOpenedPullRequest(t *testing.T) {
 	rv := &gateReviewer{}
 	a.reviewer = rv
 	head := strings.Repeat("d", 40)
+	// The author needs write access, as for a command (trust.go).
+	a.fake.SetPermission("octo/app", "dev", fakegithub.PermWrite)
 	pr := a.fake.AddPullRequest("octo/app", fakegithub.PullRequest{Title: "query", User: "dev", Head: "query", HeadSHA: head, Base: "main",
 		Files: []fakegithub.PRFile{{Path: "db.go", Patch: "@@ -1 +1,2 @@\n package db\n+var q = \"SELECT \" + name\n"}}})
 	ev := firstWith(t, "pull_request", "opened", nil)
@@ -89,7 +91,8 @@ func TestActionAppModeRevokesItsToken(t *testing.T) {
 	a.fake.AddLabel("octo/app", fakegithub.Label{Name: "bug"})
 	tr := &allowTriager{}
 	a.triager = tr
-	a.inputs = map[string]string{"INPUT_GITHUB_TOKEN": "", "INPUT_APP_ID": "77", "INPUT_APP_PRIVATE_KEY": string(key)}
+	// rita reads only: allowed_non_write_users opens triage to her.
+	a.inputs = map[string]string{"INPUT_GITHUB_TOKEN": "", "INPUT_APP_ID": "77", "INPUT_APP_PRIVATE_KEY": string(key), "INPUT_ALLOWED_NON_WRITE_USERS": "rita"}
 	ev := firstWith(t, "issues", "opened", nil)
 	retarget(ev, "rita")
 	is := obj(ev, "issue")

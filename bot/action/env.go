@@ -47,23 +47,29 @@ type Env struct {
 
 // Inputs are action.yml's inputs (INPUT_<NAME> in a container action).
 type Inputs struct {
-	Trigger        string
-	Provider       string
-	Model          string
-	BaseURL        string
-	OpenAIKey      string
-	AnthropicKey   string
-	GeminiKey      string
-	PolicyFile     string
-	MaxTurns       int
-	MaxCostUSD     float64
-	Timeout        time.Duration
-	AllowedUsers   []string
-	ArtifactBranch string
+	Trigger      string
+	Provider     string
+	Model        string
+	BaseURL      string
+	OpenAIKey    string
+	AnthropicKey string
+	GeminiKey    string
+	PolicyFile   string
+	MaxTurns     int
+	MaxCostUSD   float64
+	Timeout      time.Duration
+	AllowedUsers []string
+	// AllowedNonWriteUsers may start the review and triage cycles without
+	// write access ("*": anyone); AllowedBots are the bot accounts that may
+	// ("*": every bot). Fix runs and commands always need write access.
+	AllowedNonWriteUsers, AllowedBots []string
+	ArtifactBranch                    string
 	// LogOnSessionBranch commits the log under .agent/sessions/ on the
 	// session branch instead of the artifact branch.
 	LogOnSessionBranch bool
-	BotLogin           string
+	// BotLogin, when set, must equal the login GitHub reports for the
+	// credentials (github.Client.TokenLogin); empty, it is learned.
+	BotLogin string
 
 	// Automation (no comment needed), as claude-code-action's inputs:
 	// Prompt is the request for a run started by label_trigger or
@@ -180,7 +186,7 @@ func FromEnv(getenv func(string) string) (Env, error) {
 		GeminiKey:      input(getenv, "gemini_api_key"),
 		PolicyFile:     orDefault(input(getenv, "policy_file"), ".agent/policy.yaml"),
 		ArtifactBranch: orDefault(input(getenv, "artifact_branch"), "agent-sessions"),
-		BotLogin:       orDefault(input(getenv, "bot_login"), "github-actions[bot]"),
+		BotLogin:       input(getenv, "bot_login"),
 	}
 	switch v := input(getenv, "log_on_session_branch"); v {
 	case "", "false":
@@ -210,7 +216,14 @@ func FromEnv(getenv func(string) string) (Env, error) {
 		}
 		in.Timeout = time.Duration(n) * time.Minute
 	}
-	in.AllowedUsers = strings.FieldsFunc(input(getenv, "allowed_users"), func(r rune) bool { return r == ',' || r == ' ' || r == '\n' })
+	in.AllowedUsers = loginList(input(getenv, "allowed_users"))
+	in.AllowedNonWriteUsers = loginList(input(getenv, "allowed_non_write_users"))
+	in.AllowedBots = loginList(input(getenv, "allowed_bots"))
+	for _, l := range in.AllowedUsers {
+		if l == "*" {
+			problems = append(problems, "allowed_users cannot be *: it narrows who may use the bot (allowed_non_write_users widens)")
+		}
+	}
 	problems = append(problems, automationInputs(getenv, &in)...)
 	if err := scheduledCycle(e.EventName, in.Cycle); err != nil {
 		problems = append(problems, err.Error())
@@ -249,6 +262,11 @@ func (e Env) APIKey() (string, error) {
 		return "", nil
 	}
 	return "", errors.New("provider must be scripted, openai, anthropic or gemini, not " + strconv.Quote(e.Inputs.Provider))
+}
+
+// loginList splits a list of logins on commas, spaces and newlines.
+func loginList(v string) []string {
+	return strings.FieldsFunc(v, func(r rune) bool { return r == ',' || r == ' ' || r == '\n' || r == '\r' || r == '\t' })
 }
 
 func orDefault(v, def string) string {
@@ -313,9 +331,6 @@ func automationInputs(getenv func(string) string, in *Inputs) []string {
 		}
 		in.AppID = id
 		in.AppPrivateKey = input(getenv, "app_private_key")
-		if input(getenv, "bot_login") == "" {
-			in.BotLogin = "" // learned from GET /app: <app-slug>[bot]
-		}
 		if in.AppPrivateKey == "" {
 			problems = append(problems, "app_id is set but app_private_key is empty")
 		}

@@ -51,8 +51,11 @@ func Warningf(w io.Writer, format string, args ...any) {
 
 // Outputs are the action's outputs (action.yml).
 type Outputs struct {
-	SessionID    string
-	Status       string // completed | failed | denied | paused
+	SessionID string
+	// Status is every status the step reports: completed, paused,
+	// failed, denied, cancelled, reviewed, triaged, refused, ignored or
+	// not_started.
+	Status       string
 	PRNumber     int
 	Branch       string
 	InputTokens  int64
@@ -63,6 +66,9 @@ type Outputs struct {
 	// LogCommit is the commit that holds the session's log, "" if none
 	// was written.
 	LogCommit string
+	// ExitReason says why the step fails (ExitFailed, ExitDenied, ...);
+	// "" when it succeeds.
+	ExitReason string
 }
 
 // Pairs returns the outputs as name/value pairs in a stable order.
@@ -82,6 +88,7 @@ func (o Outputs) Pairs() [][2]string {
 		{"verdict", o.Verdict},
 		{"tokens", fmt.Sprint(o.InputTokens + o.OutputTokens)},
 		{"log_commit", o.LogCommit},
+		{"exit_reason", o.ExitReason},
 	}
 }
 

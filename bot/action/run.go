@@ -101,7 +101,9 @@ func Run(ctx context.Context, env Env, deps Deps, log io.Writer) (Outputs, error
 		// the end), so the workflow's token is not used for the API.
 		cfg.GitHubAppID, cfg.GitHubPrivateKey, cfg.GitHubToken = env.Inputs.AppID, []byte(env.Inputs.AppPrivateKey), ""
 	}
-	cfg.TriggerWord, cfg.AllowedUsers, cfg.BotLogin = env.Inputs.Trigger, env.Inputs.AllowedUsers, env.Inputs.BotLogin
+	// The bot's login is learned from the credentials below (never a
+	// default): Login then finds it cached.
+	cfg.TriggerWord, cfg.AllowedUsers, cfg.AllowedBots, cfg.BotLogin = env.Inputs.Trigger, env.Inputs.AllowedUsers, env.Inputs.AllowedBots, ""
 	cfg.ArtifactBranch, cfg.LogOnSessionBranch = env.Inputs.ArtifactBranch, env.Inputs.LogOnSessionBranch
 	cfg.BranchPrefix = env.Inputs.BranchPrefix
 	for _, n := range env.Inputs.ToolNotes {
@@ -112,9 +114,17 @@ func Run(ctx context.Context, env Env, deps Deps, log io.Writer) (Outputs, error
 	if err != nil {
 		return Outputs{}, err
 	}
+	self, err := bot.Client.TokenLogin(ctx)
+	if err != nil {
+		return Outputs{}, fmt.Errorf("learn the bot's own login from its credentials: %w", err)
+	}
+	if want := env.Inputs.BotLogin; want != "" && !strings.EqualFold(want, self) {
+		return Outputs{}, fmt.Errorf("bot_login is %s, but the credentials act as %s: leave bot_login empty (it is learned) or give the matching token", want, self)
+	}
 	if _, err := bot.Login(ctx); err != nil {
 		return Outputs{}, err
 	}
+	fmt.Fprintf(log, "agentos: acting as %s\n", self)
 	var res dispatch.Result
 	d := bot.Dispatcher
 	d.ServerURL = env.ServerURL
@@ -132,6 +142,26 @@ func Run(ctx context.Context, env Env, deps Deps, log io.Writer) (Outputs, error
 		d.Workflows.Triager = deps.Triager
 	}
 	var derr error
+	if automated {
+		auto.Trigger = t
+		tr, err := CheckTrust(ctx, bot.Client, env.EventName, auto, env.Inputs)
+		if err != nil {
+			revoke(ctx, bot, log)
+			return Outputs{}, err
+		}
+		if tr.Refused != "" {
+			Warningf(log, "agentos: not starting the %s cycle for %s: %s", auto.Cycle, env.EventName, tr.Refused)
+			out := Outputs{Status: "refused"}
+			revoke(ctx, bot, log)
+			return out, finish(env, out, SummaryInput{Outputs: out, Event: env.EventName, Reason: tr.Refused})
+		}
+		if tr.Note != "" {
+			fmt.Fprintf(log, "agentos: %s\n", tr.Note)
+		}
+		if auto.Instructions != "" {
+			d.Workflows.Instructions = strings.TrimSpace(d.Workflows.Instructions + "\n\n" + auto.Instructions)
+		}
+	}
 	if automated && auto.Home {
 		home, err := openHome(ctx, env, bot.Client, d, t, auto.Prompt, log)
 		if err != nil {
@@ -173,7 +203,26 @@ func Run(ctx context.Context, env Env, deps Deps, log io.Writer) (Outputs, error
 			out.Status = sum.Outputs.Status
 		}
 	}
+	if derr != nil && isPRRefusal(derr) {
+		// The work is on the session branch; the maintainer is told on
+		// the tracking comment what to change, and the step fails.
+		out.Status, out.ExitReason = "failed", ExitPRsNotPermitted
+		sum.Reason = "Failed: GitHub refused to let the workflow's token open the pull request. Allow it: " + PRSetting + ", then re-run the job; or use a GitHub App (docs/action-setup.md)."
+		if res.SessionID != "" && t.Number > 0 {
+			found, err := settleTrackingComment(ctx, bot.Client, t.Owner, t.Name, t.Number, d.BotLogin, res.SessionID, prRefusalNote(res.SessionID, res.Branch))
+			if err != nil {
+				Warningf(log, "agentos: could not update the tracking comment: %v", err)
+			} else if !found {
+				Warningf(log, "agentos: no tracking comment of session %s on #%d to update", res.SessionID, t.Number)
+			}
+		}
+		Errorf(log, "agentos could not open the pull request: GitHub Actions is not permitted to create pull requests in %s. Allow it in %s, or run the Action as a GitHub App (docs/action-setup.md)", env.Repository, PRSetting)
+		return out, errors.Join(fmt.Errorf("%w: %v", ErrPRsNotPermitted, derr), finish(env, out, sum))
+	}
 	if derr != nil {
+		if errors.Is(derr, dispatch.ErrPreflight) {
+			out.Status, out.ExitReason = "not_started", ExitNotStarted
+		}
 		if errors.Is(derr, dispatch.ErrTamperedLog) {
 			Errorf(log, "refusing session %s: %v", res.SessionID, derr)
 		} else {
@@ -183,10 +232,26 @@ func Run(ctx context.Context, env Env, deps Deps, log io.Writer) (Outputs, error
 		return out, errors.Join(derr, finish(env, out, sum))
 	}
 	fmt.Fprintf(log, "agentos: session %s is %s\n", out.SessionID, out.Status)
-	if out.Status == "failed" || out.Status == "denied" || out.Status == "cancelled" {
-		// The step succeeded (the bot did its job), but the run did not:
-		// an annotation puts that on the workflow run's page.
-		Warningf(log, "agentos session %s %s: %s", out.SessionID, out.Status, sum.Reason)
+	var evs []event.Event
+	var snap *replay.Snapshot
+	if res.SessionID != "" {
+		if evs, err = st.Read(ctx, res.SessionID, 1); err == nil && len(evs) > 0 {
+			if s, err := replay.Replay(evs); err == nil {
+				snap = &s
+			}
+		}
+	}
+	if why := judge(&out, evs, snap, changesRequestedBy(env.EventName, body)); out.ExitReason != "" {
+		// The run did not do what was asked: the step fails (the
+		// command maps ExitReason to its exit code) and an annotation
+		// puts why on the workflow run's page.
+		if why == "" {
+			why = sum.Reason
+		}
+		Errorf(log, "agentos session %s: %s: %s", out.SessionID, out.ExitReason, why)
+		if why != sum.Reason && why != "" {
+			sum.Reason = strings.TrimSpace(sum.Reason + "\n\n**The step fails:** " + why)
+		}
 	}
 	return out, finish(env, out, sum)
 }

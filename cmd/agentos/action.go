@@ -126,14 +126,31 @@ func runAction(ctx context.Context, getenv func(string) string, deps action.Deps
 	return actionExit(out)
 }
 
-// actionExit maps the session's status to the step's result. A pause for
-// approval is a success (the maintainer's review starts the next run), and
-// so are a denial and a cancellation: a maintainer decided them, and the
-// ::warning:: annotation already says so. A failed run fails the step, so
-// that the workflow run shows it.
+// actionExit maps the step's outcome to its exit code
+// (docs/action-reference.md, "Exit codes"): a pause for approval, a
+// review, a triage, a refusal and an ignored event succeed; a run that did
+// not do what was asked fails the step, so that the workflow run shows it
+// and later steps do not take it for success.
 func actionExit(out action.Outputs) error {
-	if out.Status == "failed" {
-		return &exitError{code: exitRunFailed, err: fmt.Errorf("session %s failed (see the tracking comment and the session log)", out.SessionID)}
+	code := exitOK
+	switch out.ExitReason {
+	case "":
+		if out.Status == "failed" { // no reason given: still a failure
+			code = exitRunFailed
+		}
+	case action.ExitFailed, action.ExitTestsNotRun, action.ExitNoChange:
+		code = exitRunFailed
+	case action.ExitDenied, action.ExitCancelled:
+		code = exitBlocked
+	default:
+		code = exitFailure
 	}
-	return nil
+	if code == exitOK {
+		return nil
+	}
+	what := out.ExitReason
+	if what == "" {
+		what = out.Status
+	}
+	return &exitError{code: code, err: fmt.Errorf("session %s: %s (see the tracking comment, the step summary and the session log)", out.SessionID, what)}
 }

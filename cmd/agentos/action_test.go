@@ -47,11 +47,33 @@ func TestActionWithoutItsEnvironmentIsAUsageError(t *testing.T) {
 	}
 }
 
+// The step's exit code follows the outcome (docs/action-reference.md,
+// "Exit codes"): what a maintainer is still to do, or what needed doing
+// nothing, succeeds; a run that did not do what was asked fails.
 func TestActionExitFollowsTheSession(t *testing.T) {
-	for status, want := range map[string]int{"completed": exitOK, "paused": exitOK, "denied": exitOK, "ignored": exitOK, "failed": exitRunFailed} {
-		err := actionExit(action.Outputs{SessionID: "7-abc", Status: status})
-		if got := exitCode(err, io.Discard); got != want {
-			t.Errorf("status %s: exit %d, want %d", status, got, want)
+	for _, c := range []struct {
+		status, reason string
+		want           int
+	}{
+		{"completed", "", exitOK},
+		{"paused", "", exitOK},
+		{"reviewed", "", exitOK},
+		{"triaged", "", exitOK},
+		{"ignored", "", exitOK},
+		{"refused", "", exitOK},
+		{"failed", "", exitRunFailed},
+		{"failed", action.ExitFailed, exitRunFailed},
+		{"denied", action.ExitDenied, exitBlocked},
+		{"cancelled", action.ExitCancelled, exitBlocked},
+		{"completed", action.ExitTestsNotRun, exitRunFailed},
+		{"paused", action.ExitTestsNotRun, exitRunFailed},
+		{"completed", action.ExitNoChange, exitRunFailed},
+		{"failed", action.ExitPRsNotPermitted, exitFailure},
+		{"not_started", action.ExitNotStarted, exitFailure},
+	} {
+		err := actionExit(action.Outputs{SessionID: "7-abc", Status: c.status, ExitReason: c.reason})
+		if got := exitCode(err, io.Discard); got != c.want {
+			t.Errorf("status %s, reason %q: exit %d, want %d", c.status, c.reason, got, c.want)
 		}
 	}
 }
