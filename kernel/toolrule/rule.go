@@ -13,6 +13,11 @@
 // here-documents, redirections to paths no rule allows, unparsable text)
 // is refused while a Bash rule is in force. Deny rules win over allow
 // rules.
+//
+// Permissions (permissions.go) are the same rules read from a
+// repository's Claude Code settings (permissions.deny and
+// permissions.ask): deny refuses, ask needs approval, and what cannot be
+// checked against them waits for approval instead of being refused.
 package toolrule
 
 import (

@@ -3,7 +3,9 @@
 // mcp__server__tool) to the kernel's tools, used by hook matchers and by
 // skills' allowed-tools, and the tool_input shapes Claude Code's hooks
 // read (command, file_path, old_string/new_string, …), built from an
-// agentos call's arguments.
+// agentos call's arguments; and the permissions block of Claude Code's
+// settings files (permissions.go), turned into the kernel's deny and ask
+// rules with a warning for each setting agentos does not do as written.
 //
 // The mapping errs on the side of applying a rule: a hook written for
 // Claude Code's Write also fires for repo.patch, which can create files,
