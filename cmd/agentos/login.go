@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -14,6 +15,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"golang.org/x/oauth2"
 )
 
 // agentos login signs a maintainer in to an agentos server from a
@@ -48,19 +51,7 @@ func loginFlags(fs *flag.FlagSet) *string {
 	return fs.String("server", "", "the agentos server's URL (default $"+envServer+")")
 }
 
-// deviceSleep waits between polls; tests replace it to move a fake clock.
-var deviceSleep = func(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}
-
-// deviceNow is the clock of the device flow's local deadline.
+// deviceNow is the clock that stored tokens expire by.
 var deviceNow = time.Now
 
 // cliHTTP is the CLI's HTTP client.
@@ -117,8 +108,8 @@ func cmdLogin(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return authErrorf("login: %s refused the GitHub token of %s (HTTP %d)", base, login, status)
 	}
 	cred := serverCred{Token: tok.AccessToken, Login: login, GitHubURL: info.GitHubURL}
-	if tok.ExpiresIn > 0 {
-		cred.ExpiresAt = deviceNow().Add(time.Duration(tok.ExpiresIn) * time.Second).UTC().Format(time.RFC3339)
+	if !tok.Expiry.IsZero() {
+		cred.ExpiresAt = tok.Expiry.UTC().Format(time.RFC3339)
 	}
 	path, err := saveCredential(base, cred)
 	if err != nil {
@@ -158,84 +149,108 @@ func serverURL(raw string) (string, error) {
 	return u.String(), nil
 }
 
-type deviceToken struct {
-	AccessToken string `json:"access_token"`
-	ExpiresIn   int64  `json:"expires_in"`
-	Error       string `json:"error"`
-	Description string `json:"error_description"`
-	Interval    int64  `json:"interval"`
+// deviceFlow runs GitHub's device flow with golang.org/x/oauth2 and
+// returns the user's token. oauth2 polls no faster than the interval
+// GitHub names (5 s more after each slow_down) and stops when the code
+// expires (15 minutes when GitHub does not say).
+func deviceFlow(ctx context.Context, clientID, githubURL string, stderr io.Writer) (*oauth2.Token, error) {
+	conf := &oauth2.Config{
+		ClientID: clientID,
+		Endpoint: oauth2.Endpoint{
+			DeviceAuthURL: githubURL + "/login/device/code",
+			TokenURL:      githubURL + "/login/oauth/access_token",
+			// A public client: the client ID in the form, no secret.
+			AuthStyle: oauth2.AuthStyleInParams,
+		},
+	}
+	ctx = context.WithValue(ctx, oauth2.HTTPClient, &http.Client{Timeout: cliHTTP.Timeout, Transport: oauthErrors{cliHTTP.Transport}})
+	da, err := conf.DeviceAuth(ctx)
+	var re *oauth2.RetrieveError
+	switch {
+	case errors.As(err, &re) && re.ErrorCode == "device_flow_disabled":
+		return nil, authErrorf("login: the server's GitHub App does not allow the device flow: its owner must turn on \"Enable Device Flow\" in the app's settings")
+	case errors.As(err, &re) && re.ErrorCode != "":
+		return nil, authErrorf("login: GitHub refused a device code: %s %s", re.ErrorCode, re.ErrorDescription)
+	case errors.As(err, &re) && re.Response != nil && re.Response.StatusCode == http.StatusNotFound:
+		return nil, authErrorf("login: GitHub does not know the server's client ID %q", clientID)
+	case errors.As(err, &re) && re.Response != nil:
+		return nil, fmt.Errorf("login: POST %s/login/device/code answered %d without a code", githubURL, re.Response.StatusCode)
+	case err != nil:
+		return nil, fmt.Errorf("login: GitHub: %w", err)
+	case da.DeviceCode == "" || da.UserCode == "":
+		return nil, fmt.Errorf("login: POST %s/login/device/code answered without a code", githubURL)
+	}
+	if da.Expiry.IsZero() {
+		da.Expiry = time.Now().Add(15 * time.Minute)
+	}
+	fmt.Fprintf(stderr, "First copy your one-time code: %s\nThen open %s in a browser and enter it.\nWaiting for GitHub (the code expires in %s)...\n",
+		termSafe(da.UserCode, 64), termSafe(da.VerificationURI, 256), time.Until(da.Expiry).Round(time.Second))
+	tok, err := conf.DeviceAccessToken(ctx, da)
+	if err == nil && tok.AccessToken == "" {
+		err = errors.New("an answer without a token")
+	}
+	expired := authErrorf("login: the code %s expired before it was entered; run agentos login again", termSafe(da.UserCode, 64))
+	re = nil
+	switch {
+	case err == nil:
+		return tok, nil
+	case ctx.Err() != nil:
+		// The user stopped agentos (Ctrl-C).
+		return nil, ctx.Err()
+	case errors.Is(err, context.DeadlineExceeded):
+		// GitHub never answered within expires_in: oauth2 stops itself.
+		return nil, expired
+	case !errors.As(err, &re):
+		return nil, fmt.Errorf("login: GitHub: %w", err)
+	}
+	switch re.ErrorCode {
+	case "expired_token":
+		return nil, expired
+	case "access_denied":
+		return nil, authErrorf("login: the authorization was cancelled on GitHub")
+	case "device_flow_disabled":
+		return nil, authErrorf("login: the server's GitHub App does not allow the device flow: its owner must turn on \"Enable Device Flow\" in the app's settings")
+	case "incorrect_device_code", "incorrect_client_credentials", "unsupported_grant_type":
+		return nil, authErrorf("login: GitHub refused the device code: %s", re.ErrorCode)
+	case "":
+		status := 0
+		if re.Response != nil {
+			status = re.Response.StatusCode
+		}
+		return nil, fmt.Errorf("login: GitHub answered %d without a token", status)
+	}
+	return nil, authErrorf("login: GitHub: %s %s", re.ErrorCode, re.ErrorDescription)
 }
 
-// deviceFlow runs GitHub's device flow and returns the user's token.
-func deviceFlow(ctx context.Context, clientID, githubURL string, stderr io.Writer) (deviceToken, error) {
-	var code struct {
-		DeviceCode      string `json:"device_code"`
-		UserCode        string `json:"user_code"`
-		VerificationURI string `json:"verification_uri"`
-		ExpiresIn       int64  `json:"expires_in"`
-		Interval        int64  `json:"interval"`
-		Error           string `json:"error"`
-		Description     string `json:"error_description"`
+// oauthErrors makes GitHub's OAuth errors look like OAuth errors to
+// oauth2: GitHub answers them with 200 and an "error" field, which oauth2
+// reads as an error at the token endpoint but takes for an empty answer at
+// the device-code endpoint (losing device_flow_disabled). A 2xx JSON body
+// with a non-empty "error" becomes a 400 with the same body.
+type oauthErrors struct{ next http.RoundTripper }
+
+func (t oauthErrors) RoundTrip(req *http.Request) (*http.Response, error) {
+	next := t.next
+	if next == nil {
+		next = http.DefaultTransport
 	}
-	status, err := postForm(ctx, githubURL+"/login/device/code", url.Values{"client_id": {clientID}}, &code)
-	switch {
-	case err != nil:
-		return deviceToken{}, fmt.Errorf("login: GitHub: %w", err)
-	case code.Error == "device_flow_disabled":
-		return deviceToken{}, authErrorf("login: the server's GitHub App does not allow the device flow: its owner must turn on \"Enable Device Flow\" in the app's settings")
-	case code.Error != "":
-		return deviceToken{}, authErrorf("login: GitHub refused a device code: %s %s", code.Error, code.Description)
-	case status == http.StatusNotFound:
-		return deviceToken{}, authErrorf("login: GitHub does not know the server's client ID %q", clientID)
-	case status != http.StatusOK || code.DeviceCode == "" || code.UserCode == "":
-		return deviceToken{}, fmt.Errorf("login: POST %s/login/device/code answered %d without a code", githubURL, status)
+	resp, err := next.RoundTrip(req)
+	if err != nil || resp.StatusCode/100 != 2 || !strings.Contains(resp.Header.Get("Content-Type"), "json") {
+		return resp, err
 	}
-	interval := time.Duration(max(code.Interval, 5)) * time.Second
-	expires := 15 * time.Minute
-	if code.ExpiresIn > 0 {
-		expires = time.Duration(code.ExpiresIn) * time.Second
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	resp.Body.Close()
+	if err != nil {
+		return nil, err
 	}
-	deadline := deviceNow().Add(expires)
-	fmt.Fprintf(stderr, "First copy your one-time code: %s\nThen open %s in a browser and enter it.\nWaiting for GitHub (the code expires in %s)...\n", code.UserCode, code.VerificationURI, expires.Round(time.Second))
-	form := url.Values{"client_id": {clientID}, "device_code": {code.DeviceCode}, "grant_type": {"urn:ietf:params:oauth:grant-type:device_code"}}
-	for {
-		if err := deviceSleep(ctx, interval); err != nil {
-			return deviceToken{}, err
-		}
-		var tok deviceToken
-		status, err := postForm(ctx, githubURL+"/login/oauth/access_token", form, &tok)
-		if err != nil {
-			return deviceToken{}, fmt.Errorf("login: GitHub: %w", err)
-		}
-		switch tok.Error {
-		case "":
-			if status != http.StatusOK || tok.AccessToken == "" {
-				return deviceToken{}, fmt.Errorf("login: GitHub answered %d without a token", status)
-			}
-			return tok, nil
-		case "authorization_pending":
-		case "slow_down":
-			// The answer names the new interval; without it, 5 s more.
-			if next := time.Duration(tok.Interval) * time.Second; next > interval {
-				interval = next
-			} else {
-				interval += 5 * time.Second
-			}
-		case "expired_token":
-			return deviceToken{}, authErrorf("login: the code %s expired before it was entered; run agentos login again", code.UserCode)
-		case "access_denied":
-			return deviceToken{}, authErrorf("login: the authorization was cancelled on GitHub")
-		case "device_flow_disabled":
-			return deviceToken{}, authErrorf("login: the server's GitHub App does not allow the device flow: its owner must turn on \"Enable Device Flow\" in the app's settings")
-		case "incorrect_device_code", "incorrect_client_credentials", "unsupported_grant_type":
-			return deviceToken{}, authErrorf("login: GitHub refused the device code: %s", tok.Error)
-		default:
-			return deviceToken{}, authErrorf("login: GitHub: %s %s", tok.Error, tok.Description)
-		}
-		if !deviceNow().Before(deadline) {
-			return deviceToken{}, authErrorf("login: the code %s expired before it was entered; run agentos login again", code.UserCode)
-		}
+	resp.Body = io.NopCloser(bytes.NewReader(b))
+	var e struct {
+		Error string `json:"error"`
 	}
+	if json.Unmarshal(b, &e) == nil && e.Error != "" {
+		resp.StatusCode, resp.Status = http.StatusBadRequest, "400 Bad Request"
+	}
+	return resp, nil
 }
 
 // githubLogin asks GitHub whose token it is.
@@ -251,16 +266,6 @@ func githubLogin(ctx context.Context, apiURL, token string) (string, error) {
 		return "", authErrorf("login: GitHub does not accept the new token (GET /user: %d)", status)
 	}
 	return u.Login, nil
-}
-
-func postForm(ctx context.Context, u string, form url.Values, out any) (int, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, strings.NewReader(form.Encode()))
-	if err != nil {
-		return 0, err
-	}
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.Header.Set("Accept", "application/json")
-	return doJSON(req, out)
 }
 
 // getJSON GETs u with the bearer token (none if ""), decoding a 2xx body

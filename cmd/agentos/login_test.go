@@ -24,6 +24,7 @@ import (
 type deviceStandIn struct {
 	mu      sync.Mutex
 	codeErr string
+	expires int // expires_in of the device code (900 default)
 	polls   []map[string]any
 	forms   []string
 	srv     *httptest.Server
@@ -45,7 +46,13 @@ func newDeviceStandIn(t *testing.T, polls ...map[string]any) *deviceStandIn {
 				json.NewEncoder(w).Encode(map[string]any{"error": d.codeErr})
 				return
 			}
-			json.NewEncoder(w).Encode(map[string]any{"device_code": "dc", "user_code": "ABCD-EFGH", "verification_uri": d.srv.URL + "/login/device", "expires_in": 900, "interval": 5})
+			expires := 900
+			if d.expires != 0 {
+				expires = d.expires
+			}
+			// GitHub names 5 s; the stand-in 1 s, the shortest oauth2
+			// can wait, so that these tests take seconds.
+			json.NewEncoder(w).Encode(map[string]any{"device_code": "dc", "user_code": "ABCD-EFGH", "verification_uri": d.srv.URL + "/login/device", "expires_in": expires, "interval": 1})
 		case "/login/oauth/access_token":
 			d.forms = append(d.forms, r.Form.Encode())
 			a := d.polls[0]
@@ -68,73 +75,65 @@ func newDeviceStandIn(t *testing.T, polls ...map[string]any) *deviceStandIn {
 	return d
 }
 
-// fakeSleeps makes the device flow's waits instant, moving deviceNow, and
-// records them.
-func fakeSleeps(t *testing.T) *[]time.Duration {
-	var got []time.Duration
-	now := time.Date(2026, 11, 25, 9, 0, 0, 0, time.UTC)
-	oldSleep, oldNow := deviceSleep, deviceNow
-	deviceSleep = func(_ context.Context, d time.Duration) error { got = append(got, d); now = now.Add(d); return nil }
-	deviceNow = func() time.Time { return now }
-	t.Cleanup(func() { deviceSleep, deviceNow = oldSleep, oldNow })
+// signInEnv keeps the credentials of a test in a directory of its own.
+func signInEnv(t *testing.T) {
 	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
 	t.Setenv(envServer, "")
-	return &got
 }
 
 const standInToken = "ghu_standInToken0123456789abcdef0123"
 
 // TestLoginDeviceFlowAnswers: each answer of GitHub's token endpoint
-// leads to what GitHub documents: keep polling, wait 5 s more (or the
-// interval returned), or stop with exit 6 and a message that says why.
+// leads to what GitHub documents: keep polling, wait longer, or stop with
+// exit 6 and a message that says why. The cases run in parallel: oauth2
+// waits on real timers (1 s, the stand-in's interval; 6 s after a
+// slow_down).
 func TestLoginDeviceFlowAnswers(t *testing.T) {
+	signInEnv(t)
 	pending := map[string]any{"error": "authorization_pending"}
 	token := map[string]any{"access_token": standInToken, "token_type": "bearer", "expires_in": 28800}
 	cases := []struct {
 		name    string
 		codeErr string
+		expires int
 		polls   []map[string]any
 		exit    int
 		msg     string
-		sleeps  string
+		nPolls  int // token requests made (0: not checked)
 	}{
-		{"pending then token", "", []map[string]any{pending, pending, token}, 0, "Signed in to", "5s 5s 5s"},
-		{"slow_down with interval", "", []map[string]any{pending, {"error": "slow_down", "interval": 10}, pending, token}, 0, "Signed in to", "5s 5s 10s 10s"},
-		{"slow_down without interval", "", []map[string]any{{"error": "slow_down"}, {"error": "slow_down"}, token}, 0, "Signed in to", "5s 10s 15s"},
-		{"expired_token", "", []map[string]any{pending, {"error": "expired_token"}}, exitAuth, "expired before it was entered", ""},
-		{"access_denied", "", []map[string]any{{"error": "access_denied"}}, exitAuth, "cancelled on GitHub", ""},
-		{"incorrect_device_code", "", []map[string]any{{"error": "incorrect_device_code"}}, exitAuth, "incorrect_device_code", ""},
-		{"device_flow_disabled on poll", "", []map[string]any{{"error": "device_flow_disabled"}}, exitAuth, "Enable Device Flow", ""},
-		{"device_flow_disabled on code", "device_flow_disabled", nil, exitAuth, "Enable Device Flow", ""},
-		{"unknown error", "", []map[string]any{{"error": "something_new", "error_description": "new"}}, exitAuth, "something_new", ""},
+		{"pending then token", "", 0, []map[string]any{pending, token}, 0, "Signed in to", 2},
+		{"slow_down then token", "", 0, []map[string]any{{"error": "slow_down", "interval": 6}, token}, 0, "Signed in to", 2},
+		{"expired_token", "", 0, []map[string]any{pending, {"error": "expired_token"}}, exitAuth, "expired before it was entered", 2},
+		{"access_denied", "", 0, []map[string]any{{"error": "access_denied"}}, exitAuth, "cancelled on GitHub", 1},
+		{"incorrect_device_code", "", 0, []map[string]any{{"error": "incorrect_device_code"}}, exitAuth, "incorrect_device_code", 1},
+		{"device_flow_disabled on poll", "", 0, []map[string]any{{"error": "device_flow_disabled"}}, exitAuth, "Enable Device Flow", 1},
+		{"device_flow_disabled on code", "device_flow_disabled", 0, nil, exitAuth, "Enable Device Flow", 0},
+		{"other error on code", "unverified_user_email", 0, nil, exitAuth, "unverified_user_email", 0},
+		{"unknown error", "", 0, []map[string]any{{"error": "something_new", "error_description": "new"}}, exitAuth, "something_new", 1},
 		// GitHub never answering within expires_in: the CLI stops itself.
-		{"local deadline", "", []map[string]any{pending}, exitAuth, "expired before it was entered", ""},
+		{"local deadline", "", 2, []map[string]any{pending}, exitAuth, "expired before it was entered", 0},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			sleeps := fakeSleeps(t)
+			t.Parallel()
 			d := newDeviceStandIn(t, c.polls...)
-			d.codeErr = c.codeErr
+			d.codeErr, d.expires = c.codeErr, c.expires
 			var out, errb bytes.Buffer
 			err := run(context.Background(), []string{"login", "--server", d.srv.URL}, &out, &errb)
 			code := exitCode(err, &errb)
 			if code != c.exit || !strings.Contains(out.String()+errb.String(), c.msg) {
 				t.Fatalf("exit %d, want %d with %q\nstdout %s\nstderr %s", code, c.exit, c.msg, out.String(), errb.String())
 			}
-			if c.sleeps != "" {
-				var got []string
-				for _, s := range *sleeps {
-					got = append(got, s.String())
-				}
-				if strings.Join(got, " ") != c.sleeps {
-					t.Errorf("waits %v, want %s", got, c.sleeps)
-				}
+			d.mu.Lock()
+			defer d.mu.Unlock()
+			if c.nPolls != 0 && len(d.forms) != c.nPolls {
+				t.Errorf("%d token requests, want %d", len(d.forms), c.nPolls)
 			}
-			if c.name == "local deadline" && len(*sleeps) != 900/5 {
-				t.Errorf("%d polls in 15 minutes at 5 s", len(*sleeps))
+			if c.name == "local deadline" && len(d.forms) == 0 {
+				t.Error("no poll before the code expired")
 			}
 			for _, f := range d.forms {
-				if !strings.Contains(f, "grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Adevice_code") || !strings.Contains(f, "device_code=dc") || strings.Contains(f, "client_secret") {
+				if !strings.Contains(f, "grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Adevice_code") || !strings.Contains(f, "device_code=dc") || !strings.Contains(f, "client_id=Iv1.x") || strings.Contains(f, "client_secret") {
 					t.Errorf("token request %s", f)
 				}
 			}
@@ -153,7 +152,7 @@ func TestLoginDeviceFlowAnswers(t *testing.T) {
 // file others can read is refused; the server refusing the token or the
 // token's stored expiry end in exit 6; plain http is for localhost only.
 func TestLoginStoresTheTokenPrivately(t *testing.T) {
-	fakeSleeps(t)
+	signInEnv(t)
 	d := newDeviceStandIn(t, map[string]any{"access_token": standInToken, "expires_in": 28800})
 	var out, errb bytes.Buffer
 	if err := run(context.Background(), []string{"login", "--server", d.srv.URL}, &out, &errb); err != nil {
@@ -182,8 +181,11 @@ func TestLoginStoresTheTokenPrivately(t *testing.T) {
 		t.Errorf("refused token: %v", err)
 	}
 	d.runs = 0
-	// The stored expiry passed: exit 6 without asking the server.
-	deviceNow = func() time.Time { return time.Date(2026, 11, 26, 9, 0, 0, 0, time.UTC) }
+	// The stored expiry (eight hours) passed: exit 6 without asking the
+	// server.
+	later := time.Now().Add(9 * time.Hour)
+	deviceNow = func() time.Time { return later }
+	t.Cleanup(func() { deviceNow = time.Now })
 	if err := run(context.Background(), []string{"runs"}, &out, &errb); exitCode(err, &errb) != exitAuth || !strings.Contains(err.Error(), "expired") {
 		t.Errorf("expired token: %v", err)
 	}
