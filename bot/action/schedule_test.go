@@ -168,7 +168,7 @@ func TestActionScheduledRunRefusals(t *testing.T) {
 		if got := a.world(0, 0); got != before || len(a.fake.Comments("octo/app", a.issue)) != 0 {
 			t.Errorf("a refused run changed GitHub: %+v, was %+v", got, before)
 		}
-		if !strings.Contains(a.log, "::warning::agentos: not starting the workflow_dispatch run: rita may not start a run") || !strings.Contains(summary, "rita may not start a run") {
+		if !strings.Contains(a.log, "::warning::agentos: not starting the fix cycle for workflow_dispatch: rita has read access to octo/app") || !strings.Contains(summary, "rita has read access") {
 			t.Errorf("the refusal is not said:\n%s\n%s", a.log, summary)
 		}
 	})

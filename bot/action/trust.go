@@ -44,7 +44,9 @@ func CheckTrust(ctx context.Context, perms PermissionSource, eventName string, a
 	}
 	login := t.Author
 	if login == "" {
-		return Trust{Refused: "the event names no account that caused it"}, nil
+		// A misconfigured run (no GITHUB_ACTOR, no sender): nobody's
+		// permission can be checked, so the step fails.
+		return Trust{}, fmt.Errorf("the %s event names no actor (no sender, GITHUB_ACTOR empty): whose permission would start the run is unknown", eventName)
 	}
 	readOnly := auto.Cycle == CycleReview || auto.Cycle == CycleTriage
 	if strings.EqualFold(t.AuthorType, "Bot") {
