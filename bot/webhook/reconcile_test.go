@@ -141,3 +141,58 @@ func waitFor(t *testing.T, cond func() bool) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// stubHooks is a delivery log held in memory, newest first, one page.
+type stubHooks struct {
+	log   []*github.HookDelivery
+	asked []int64
+}
+
+func (s *stubHooks) ListHookDeliveries(ctx context.Context, opts *github.ListCursorOptions) ([]*github.HookDelivery, *github.Response, error) {
+	return s.log, &github.Response{}, nil
+}
+
+func (s *stubHooks) RedeliverHookDelivery(ctx context.Context, id int64) (*github.HookDelivery, *github.Response, error) {
+	s.asked = append(s.asked, id)
+	return nil, nil, &github.AcceptedError{}
+}
+
+// TestReconcilerChooses: only handled events with no successful attempt,
+// not held by the queue, are asked for, each at most PerGUID times.
+func TestReconcilerChooses(t *testing.T) {
+	now := time.Now()
+	at := func(s int) *github.Timestamp { return &github.Timestamp{Time: now.Add(-time.Duration(s) * time.Second)} }
+	d := func(id int64, guid, event string, status, ago int) *github.HookDelivery {
+		return &github.HookDelivery{ID: github.Int64(id), GUID: github.String(guid), Event: github.String(event), StatusCode: github.Int(status), DeliveredAt: at(ago)}
+	}
+	hooks := &stubHooks{log: []*github.HookDelivery{
+		d(7, "ok-later", "issue_comment", 202, 10), // redelivered with success
+		d(6, "failed", "issue_comment", 503, 20),
+		d(5, "ok-later", "issue_comment", 503, 30),
+		d(4, "unhandled", "star", 400, 40),
+		d(3, "held", "issue_comment", 0, 50), // timed out, but the queue has it
+		d(2, "old-failed", "pull_request_review", 502, 60),
+		d(1, "ancient", "issue_comment", 503, 48*3600), // before the lookback
+	}}
+	r := &Reconciler{Hooks: hooks, Events: testEvents, PerGUID: 2,
+		Known: func(_ context.Context, guid string) (bool, error) { return guid == "held", nil }}
+	res, err := r.Pass(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := fmt.Sprint(res.Redelivered), "[old-failed failed]"; got != want || res.Listed != 6 {
+		t.Fatalf("redelivered %s of %d listed, want %s (oldest first) of 6", got, res.Listed, want)
+	}
+	if got, want := fmt.Sprint(hooks.asked), "[2 6]"; got != want {
+		t.Fatalf("asked for attempts %s, want %s", got, want)
+	}
+	// The same failures again: asked once more, then never (PerGUID 2).
+	r.seen = time.Time{}
+	if res, _ := r.Pass(context.Background()); len(res.Redelivered) != 2 {
+		t.Fatalf("second pass %+v, want both again", res)
+	}
+	r.seen = time.Time{}
+	if res, _ := r.Pass(context.Background()); len(res.Redelivered) != 0 || res.Failed != 3 {
+		t.Fatalf("third pass %+v, want nothing asked (PerGUID), 3 without a success (one held)", res)
+	}
+}
