@@ -161,7 +161,9 @@ func (s *stubHooks) RedeliverHookDelivery(ctx context.Context, id int64) (*githu
 // not held by the queue, are asked for, each at most PerGUID times.
 func TestReconcilerChooses(t *testing.T) {
 	now := time.Now()
-	at := func(s int) *github.Timestamp { return &github.Timestamp{Time: now.Add(-time.Duration(s) * time.Second)} }
+	at := func(s int) *github.Timestamp {
+		return &github.Timestamp{Time: now.Add(-time.Duration(s) * time.Second)}
+	}
 	d := func(id int64, guid, event string, status, ago int) *github.HookDelivery {
 		return &github.HookDelivery{ID: github.Int64(id), GUID: github.String(guid), Event: github.String(event), StatusCode: github.Int(status), DeliveredAt: at(ago)}
 	}
