@@ -25,8 +25,8 @@ trap 'rm -rf "$work"' EXIT
 timed() { # label command...
   local label=$1; shift
   local t
-  t=$( { /usr/bin/time -f "%e %U %S" "$@" >"$work/$label.log" 2>&1; } 2>&1 | tail -n1 ) || { cat "$work/$label.log"; return 1; }
-  read -r wall user sys <<<"$t"
+  /usr/bin/time -o "$work/$label.time" -f "%e %U %S" "$@" >"$work/$label.log" 2>&1 || { cat "$work/$label.log"; return 1; }
+  read -r wall user sys <"$work/$label.time"
   printf '%-8s wall %7.2fs  cpu %7.2fs\n' "$label" "$wall" "$(echo "$user + $sys" | bc)"
 }
 
@@ -41,7 +41,7 @@ if [ "$what" = cached ] || [ "$what" = both ]; then
   python3 -m http.server --bind 127.0.0.1 --directory "$work/rel" 18765 >/dev/null 2>&1 &
   srv=$!
   trap 'kill $srv 2>/dev/null; rm -rf "$work"' EXIT
-  sleep 1
+  for _ in $(seq 1 60); do curl -fs http://127.0.0.1:18765/v0.0.0/checksums.txt >/dev/null && break; sleep 0.5; done
   runner_os=$([ "$os" = darwin ] && echo macOS || echo Linux)
   runner_arch=$([ "$arch" = arm64 ] && echo ARM64 || echo X64)
   export RUNNER_OS=$runner_os RUNNER_ARCH=$runner_arch RUNNER_TOOL_CACHE="$work/cache" AGENTOS_RELEASE=v0.0.0 \
