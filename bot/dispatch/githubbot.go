@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"net/url"
 	"path/filepath"
 	"strings"
@@ -50,7 +51,14 @@ type GitHubBot struct {
 // client (App or token), worktrees under DataDir/git on the git host that
 // serves the API URL, runs over st with engines.
 func NewGitHubBot(cfg config.Config, st store.Store, engines Engines, log *slog.Logger) (*GitHubBot, error) {
-	gcfg := github.Config{BaseURL: cfg.GitHubAPIURL}
+	return NewGitHubBotOver(cfg, st, engines, log, nil)
+}
+
+// NewGitHubBotOver is NewGitHubBot with the GitHub client's HTTP calls
+// going through transport (nil: http.DefaultTransport), such as the
+// server's metered transport (API calls by status, rate limit left).
+func NewGitHubBotOver(cfg config.Config, st store.Store, engines Engines, log *slog.Logger, transport http.RoundTripper) (*GitHubBot, error) {
+	gcfg := github.Config{BaseURL: cfg.GitHubAPIURL, Transport: transport}
 	switch cfg.GitHubAuth() {
 	case config.AuthToken:
 		gcfg.Token = cfg.GitHubToken

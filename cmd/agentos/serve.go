@@ -124,9 +124,11 @@ func serve(ctx context.Context, args []string, stderr io.Writer, d serveDeps) er
 	defer be.Close()
 	st := be.store
 	log.Info("event store", "backend", be.kind)
-	// Runs append through runStore: with OpenTelemetry on, every appended
-	// event also becomes spans (one trace per run).
-	var runStore store.Store = st
+	// Runs append through runStore: metered (store errors, terminal
+	// reports by class, takeovers) and, with OpenTelemetry on, every
+	// appended event also becomes spans (one trace per run).
+	metrics := api.NewMetrics()
+	var runStore store.Store = metrics.Store(st, log)
 	obs, stopOTel, err := otelTracing(ctx, d.getenv, log)
 	if err != nil {
 		return usageErrorf("serve: %v", err)
@@ -141,7 +143,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, d serveDeps) er
 	traceIDs := func(m *agentrun.Manager) *agentrun.Manager { return m }
 	if obs != nil {
 		obs.Provider = prof.Provider
-		runStore = tracedStore{Store: st, o: obs}
+		runStore = tracedStore{Store: runStore, o: obs}
 		traceIDs = func(m *agentrun.Manager) *agentrun.Manager { m.TraceID = tracing.TraceID; return m }
 	}
 
@@ -154,13 +156,12 @@ func serve(ctx context.Context, args []string, stderr io.Writer, d serveDeps) er
 	if leases != nil {
 		defer leases.Close()
 	}
-	metrics := api.NewMetrics()
 	var apiRuns api.Runs
 	if runs {
 		mgr := traceIDs(agentrun.NewManager(runStore))
 		mgr.Logs = agentrun.DirLogs(cfg.DataDir) // recovery from the exported logs
 		managers = append(managers, mgr)
-		sr := &serveRuns{store: runStore, mgr: mgr, dataDir: cfg.DataDir, policyFile: cfg.PolicyFile, profile: prof, roots: cfg.RepoRoots, log: log, sandbox: sb}
+		sr := &serveRuns{store: runStore, mgr: mgr, models: metrics, dataDir: cfg.DataDir, policyFile: cfg.PolicyFile, profile: prof, roots: cfg.RepoRoots, log: log, sandbox: sb}
 		if leases != nil {
 			sr.leases = leases
 		}
@@ -255,7 +256,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, d serveDeps) er
 				DrainTimeout: drain, StopCause: drainCut(drain)}
 			opts.Actors = append(opts.Actors, p.Run)
 		case runs && cfg.GitHubAuth() != config.AuthNone:
-			bot, err := dispatch.NewGitHubBot(cfg, runStore, engines(runStore, cfg.PolicyFile, prof, sb, func(sid, n string) { log.Warn("repository configuration note", "session", sid, "note", n) }), log)
+			bot, err := dispatch.NewGitHubBotOver(cfg, runStore, meteredEngines(runStore, cfg.PolicyFile, prof, sb, metrics, func(sid, n string) { log.Warn("repository configuration note", "session", sid, "note", n) }), log, metrics.Transport(nil))
 			if err != nil {
 				return usageErrorf("serve: %v", err)
 			}
@@ -412,6 +413,7 @@ type serveRuns struct {
 	roots      []string // allowed repository parents; empty: any
 	log        *slog.Logger
 	sandbox    *sandbox.Sandbox
+	models     provider.ModelObserver // the server's model metrics
 	// leases, with replicas, make one replica at a time answer or run a
 	// session; nil: this process's Manager serialises runs.
 	leases dispatch.SessionLeases
@@ -501,7 +503,7 @@ func (r *serveRuns) Cancel(ctx context.Context, sessionID, by, reason string) (a
 func (r *serveRuns) build(ctx context.Context, repo, sessionID string) (*setup.Env, error) {
 	// The runtime keeps the context for its whole life (trust lookups),
 	// and Prepare's is the HTTP request's, which ends with the response.
-	env, err := setup.Build(context.WithoutCancel(ctx), setup.Options{Dir: repo, DataDir: r.dataDir, PolicyFile: r.policyFile, Profile: r.profile, Providers: providers(nil), SessionID: sessionID, Store: r.store, Sandbox: r.sandbox})
+	env, err := setup.Build(context.WithoutCancel(ctx), setup.Options{Dir: repo, DataDir: r.dataDir, PolicyFile: r.policyFile, Profile: r.profile, Providers: observed(providers(nil), r.models), SessionID: sessionID, Store: r.store, Sandbox: r.sandbox})
 	if err != nil {
 		return nil, err
 	}
