@@ -1,5 +1,5 @@
 // Package workflows holds the built-in Markdown the runtime reads as
-// defaults: the role prompts (roles/<role>.md, the seed's canonical
+// defaults: the role prompts (roles/<role>.md, the canonical
 // prompts) and the workflow plane's cycles/, phases/, policies/,
 // personas/<role>/ and artifacts/ (loaded by runtime/workflow). A
 // repository overrides a role prompt with .agent/roles/<role>.md and adds

@@ -12,7 +12,7 @@ import (
 const module = "github.com/agentos/agentos"
 
 // layers maps a top-level folder to the folders of ours it may import
-// (DESIGN.md: cmd → bot → runtime → kernel → schemas; skills/ and
+// (docs/architecture.md: cmd → bot → runtime → kernel → schemas; skills/ and
 // workflows/ hold embedded Markdown that the runtime reads).
 var layers = map[string][]string{
 	"cmd":       {"cmd", "bot", "runtime", "kernel", "schemas", "skills", "workflows"},

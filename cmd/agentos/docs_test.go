@@ -21,11 +21,7 @@ const docsRoot = "../.."
 // of them is reported, not failed, while it does not exist yet. Once the
 // file exists its links and anchors are checked like any other. Remove an
 // entry when its page has landed.
-var pendingDocs = map[string]bool{
-	"docs/action-reference.md": true,
-	"docs/action-setup.md":     true,
-	"docs/action-security.md":  true,
-}
+var pendingDocs = map[string]bool{}
 
 // markdownFiles lists README.md and every Markdown file under docs/,
 // relative to the repository's top.
@@ -415,23 +411,7 @@ func TestUserGuidesHaveNoInternalLabels(t *testing.T) {
 // owns at the moment, as file and cited text (lower case): each is reported, not
 // failed, until its owner rewrites the comment. Remove an entry when it
 // is gone (the test logs entries that no longer match).
-var commentAllow = map[string]bool{
-	"bot/internal/fakegithub/fake.go: /work/shared":           true,
-	"bot/internal/fakegithub/fake.go: /work/shared/github.md": true,
-	"kernel/policy/policy_test.go: seed 003":                  true,
-	"cmd/agentos/arch_test.go: design.md":                     true,
-	"cmd/agentos/e2e_test.go: seed 000":                       true,
-	"cmd/agentos/e2e_test.go: seed 004":                       true,
-	"cmd/agentos/guardmatrix_test.go: seed 001":               true,
-	"cmd/agentos/killreplica_test.go: seed 000":               true,
-	"cmd/agentos/mcp_e2e_test.go: seed 000":                   true,
-	"cmd/agentos/scope_test.go: seed 000":                     true,
-	"runtime/replay/replay_test.go: seed 000":                 true,
-	"runtime/replay/replay_test.go: seed 004":                 true,
-	"runtime/run/run_test.go: seed 000":                       true,
-	"runtime/run/run_test.go: seed 001":                       true,
-	"runtime/workflow/cycle/plane_test.go: seed 000":          true,
-}
+var commentAllow = map[string]bool{}
 
 var (
 	// mdPath is a path ending in .md as comments write them.
@@ -451,10 +431,7 @@ var (
 // repository. Paths in a user's repository (.agent/memory.md, SKILL.md,
 // cycles/review.md) are not citations of ours and are left alone.
 func citedDocs(root, rel, comment string) []string {
-	var missing []string
-	for _, ref := range staleRef.FindAllString(comment, -1) {
-		missing = append(missing, ref)
-	}
+	missing := staleRef.FindAllString(comment, -1)
 	for _, p := range mdPath.FindAllString(comment, -1) {
 		var candidates []string
 		switch {
@@ -656,9 +633,7 @@ func TestArchitectureNamesRealPackages(t *testing.T) {
 
 // helpLabelAllow lists labels still in help texts owned by other work at
 // the moment, as "command: label"; each is logged until it is rewritten.
-var helpLabelAllow = map[string]bool{
-	"workflows: L8": true,
-}
+var helpLabelAllow = map[string]bool{}
 
 // TestHelpHasNoInternalLabels: what `agentos -h` and `agentos <command> -h`
 // print (summaries, usage, descriptions, examples, flag usages) does not

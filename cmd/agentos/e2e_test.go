@@ -67,7 +67,7 @@ func greetRun(t *testing.T) (*runtimeEnv, agentrun.Outcome, []event.Event) {
 	return env, out, evs
 }
 
-// Seed 000's eleven end-to-end test criteria.
+// The eleven end-to-end test criteria of the specification.
 
 func TestE2E01RequiredSchemasLoaded(t *testing.T) {
 	r := schemas.MustDefault()
@@ -157,7 +157,7 @@ func TestE2E07EventsContainEveryKind(t *testing.T) {
 	for _, e := range evs {
 		have[e.Type] = true
 	}
-	// Seed 000's audit-completeness list.
+	// The audit-completeness list.
 	for _, typ := range []string{"session.start", "hook.fired", "skill.invoke", "agent.transition", "llm.request", "llm.response", "tool.invoke", "tool.result", "worker.report", "skill.complete", "session.close"} {
 		if !have[typ] {
 			t.Errorf("no %s event", typ)
@@ -478,7 +478,7 @@ func TestDemo(t *testing.T) {
 			t.Errorf("demo output lacks %q", want)
 		}
 	}
-	// Seed 000's audit-completeness list holds for the demo session.
+	// The audit-completeness list holds for the demo session.
 	vout, _, code := runCLI(t, "verify", "--json", filepath.Join(out, "events.jsonl"))
 	var rep replay.Report
 	if code != 0 || json.Unmarshal([]byte(vout), &rep) != nil || !rep.Valid {
@@ -509,7 +509,7 @@ func TestDemo(t *testing.T) {
 	_ = fmt.Sprint()
 }
 
-// TestRecoverFromLogAlone: seed 004's local-first guarantee. A run pauses,
+// TestRecoverFromLogAlone: the local-first guarantee. A run pauses,
 // the database is deleted, and an approval from a new process finds the
 // session in its exported events.jsonl, imports it after verifying it,
 // and completes; the final log verifies. A log edited while the database

@@ -13,7 +13,7 @@ import (
 	"github.com/agentos/agentos/schemas"
 )
 
-// TestGuardFaultMatrix is seed 001's tool-guard benchmark in miniature,
+// TestGuardFaultMatrix is the tool-guard benchmark in miniature,
 // with its repair switch: each row injects one malformed tool call (the
 // model's first try), followed by the call it would make when told what
 // was wrong. With repair on and off, the guard blocks every injected call

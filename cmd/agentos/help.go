@@ -135,7 +135,7 @@ func helps() map[string]help {
 		},
 		"workflows": {
 			usage:       []string{"workflows list [--repo DIR] [--json]", "workflows validate [--repo DIR] [--json]", "workflows explain CYCLE [--repo DIR] [--json]", "workflows run CYCLE --repo DIR [--mode MODE] [--input NAME=FILE]... [--json] PROMPT"},
-			description: "Show the L8 workflow plane: the built-in cycles, phases, policies, personas and artifact templates (workflows/) and, with --repo, the repository's .agent/workflows, which adds or overrides (each override is printed). Loading is fail-closed: a schema violation, an unknown or dangling id, a cycle without an exit or a signal expression that does not type-check is printed as FILE:LINE: FIELD: MESSAGE and the command exits 1. explain prints a cycle (by id or trigger word) as its phase graph.",
+			description: "Show the workflow plane: the built-in cycles, phases, policies, personas and artifact templates (workflows/) and, with --repo, the repository's .agent/workflows, which adds or overrides (each override is printed). Loading is fail-closed: a schema violation, an unknown or dangling id, a cycle without an exit or a signal expression that does not type-check is printed as FILE:LINE: FIELD: MESSAGE and the command exits 1. explain prints a cycle (by id or trigger word) as its phase graph.",
 			subcommands: []subHelp{
 				{"list", "workflows list [--repo DIR] [--json]", "print every loaded definition with where it came from", func(fs *flag.FlagSet) { workflowsFlags(fs) }},
 				{"validate", "workflows validate [--repo DIR] [--json]", "load everything and print the problems (exit 1) or ok", func(fs *flag.FlagSet) { workflowsFlags(fs) }},

@@ -376,7 +376,7 @@ func TestKillReplica(t *testing.T) {
 		}
 		// The stand-in worker's sessions are not agent runs (no model, no
 		// tool): the chain, seq, schemas and terminal report are checked,
-		// not seed 000's audit list of an agent run's event types.
+		// not the audit list of an agent run's event types.
 		if rep := replay.VerifyEventsOptions(reg, evs, replay.Options{Lenient: true}); !rep.Valid {
 			t.Errorf("session k-%s: log does not verify: %v", id, rep.Problem)
 		}

@@ -79,7 +79,7 @@ const mcpGreetScript = `roles:
   reviewer: [{text: '{"verdict":"pass","feedback":"greeting echoed","schema_version":"v1"}'}]
 `
 
-// TestMCPEchoSeedOrder runs seed 000's echo example with the echo tool of
+// TestMCPEchoSeedOrder runs the specification's echo example with the echo tool of
 // a real MCP server (server-everything over stdio): the event trace holds
 // the seed's order, the tool result comes from the server, and the log
 // verifies.
@@ -103,7 +103,7 @@ func TestMCPEchoSeedOrder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Seed 000's trace, in order (a subsequence of the full log).
+	// The specification's trace, in order (a subsequence of the full log).
 	seed := []string{"session.start", "hook.fired:UserPromptSubmit", "skill.invoke:greet", "agent.transition:lead", "llm.request:lead", "llm.response:lead",
 		"agent.transition:planner", "llm.request:planner", "llm.response:planner", "agent.transition:worker", "tool.invoke:mcp.everything.echo",
 		"tool.result:mcp.everything.echo", "llm.response:worker", "agent.transition:reviewer", "llm.response:reviewer", "hook.fired:Stop",

@@ -38,7 +38,7 @@ type runFlags struct {
 func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.repo, "repo", "", "repository working tree the agent works in (required)")
 	fs.StringVar(&f.data, "data", "", "embedded store directory (default: $AGENTOS_DATA, else the repository's directory under ~/.local/state/agentos); the repository tools never see it")
-	fs.StringVar(&f.profile, "profile", "", "runtime profile (YAML): provider, model, base_url, limits (see the README)")
+	fs.StringVar(&f.profile, "profile", "", "runtime profile (YAML): provider, model, base_url, limits (see docs/configuration.md)")
 	fs.StringVar(&f.providerName, "provider", "", "scripted, openai, anthropic or gemini (overrides the profile and AGENTOS_PROVIDER)")
 	fs.StringVar(&f.script, "script", "", "script for the scripted provider (overrides AGENTOS_SCRIPT)")
 	fs.StringVar(&f.policy, "policy", "", "operator policy.yaml (the repository's .agent/policy.yaml may only tighten it)")

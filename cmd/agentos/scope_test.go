@@ -15,7 +15,7 @@ import (
 )
 
 // TestDefaultToolScope: a request that selects no skill runs in the
-// built-in default skill's scope (seed 000's fail-closed table): the log's
+// built-in default skill's scope (the fail-closed table): the log's
 // skill.invoke names it and its tools, a tool outside it (process.run) is
 // denied with TOOL_NOT_ALLOWED before anything runs, and a tool inside it
 // runs. The run completes and its log verifies.

@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// seedExample is seed 003 §41's policy.yaml, verbatim.
+// seedExample is the specification's example policy.yaml, verbatim.
 const seedExample = `workspace:
   root: ./
   denyPatterns:

@@ -151,7 +151,7 @@ type Artifact struct {
 	Size   int64  `json:"size,omitempty"`
 }
 
-// Workflow is the L8 workflow-plane state.
+// Workflow is the workflow-plane state.
 type Workflow struct {
 	CycleID string   `json:"cycle_id"`
 	Phase   string   `json:"phase,omitempty"`

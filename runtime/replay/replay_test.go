@@ -384,7 +384,7 @@ func TestVerifyTornVersusTampered(t *testing.T) {
 	}
 }
 
-// TestReplayTurnStates: the snapshot's turn state walks seed 004's
+// TestReplayTurnStates: the snapshot's turn state walks the specified
 // lifecycle as the sample session's events are folded one by one.
 func TestReplayTurnStates(t *testing.T) {
 	f := NewFolder()
@@ -466,7 +466,7 @@ func TestReplayWorkflowArtifactsCheckpoint(t *testing.T) {
 }
 
 // TestVerifyAuditCompleteness: a successful session is checked against
-// seed 000's audit list; one without tool events is invalid
+// the audit list; one without tool events is invalid
 // (audit_incomplete) by default and valid with advice under Lenient; a
 // session whose last close is not ok gets no audit check.
 func TestVerifyAuditCompleteness(t *testing.T) {

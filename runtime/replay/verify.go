@@ -37,7 +37,7 @@ const (
 	// of the audit-completeness list. Options.Lenient turns it back
 	// into advice (Report.Audit) for logs written before the rule held.
 	ProblemAuditIncomplete = "audit_incomplete"
-	// ProblemWorkflowAudit: a run through the workflow plane (L8) skipped
+	// ProblemWorkflowAudit: a run through the workflow plane skipped
 	// one of its audit events — a cycle started but its finished run has
 	// neither workflow.completed nor workflow.aborted, or a phase did work
 	// (or a policy decided) without a workflow.phase_advanced into it.
@@ -376,7 +376,7 @@ func auditMissing(seen map[string]bool, sawWork bool) []string {
 			missing = append(missing, typ)
 		}
 	}
-	// A session that ran through the workflow plane (L8) also ends its
+	// A session that ran through the workflow plane also ends its
 	// cycle with a verdict.
 	if seen[event.WorkflowStarted] && !seen[event.WorkflowCompleted] && !seen[event.WorkflowAborted] {
 		missing = append(missing, event.WorkflowCompleted+"|"+event.WorkflowAborted)

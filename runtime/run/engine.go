@@ -50,7 +50,7 @@ type Engine struct {
 	// Limits narrow every run's tools from outside the repository (set
 	// with Limit, which also wraps Tools so that the kernel enforces them).
 	Limits ToolLimits
-	// Plane runs workflow-plane cycles (L8): a run whose Input.Workflow is
+	// Plane runs workflow-plane cycles: a run whose Input.Workflow is
 	// set is executed by the cycle Plane.Open returns, over the same
 	// effects as any run (so it pauses and resumes the same way). Nil
 	// refuses workflow runs.

@@ -213,7 +213,7 @@ roles:
 const echoCall = `    - tool_calls: [{id: t1, name: echo, args: {text: "hello, world"}}]`
 
 // echoTurn is echoCall in YAML flow style: a successful session holds at
-// least one tool call (seed 000's audit completeness, checked by verify).
+// least one tool call (audit completeness, checked by verify).
 const echoTurn = `{tool_calls: [{id: t1, name: echo, args: {text: "hello, world"}}]}`
 const finalReport = `    - text: '` + reportOK + `'`
 
@@ -442,7 +442,7 @@ func TestGuardRepairRoundSucceeds(t *testing.T) {
 
 // TestReexecutionDetectsDivergence re-executes a recorded run against its
 // log with code that decides differently.
-// TestGuardRepairSwitch covers both settings of seed 001's repair switch
+// TestGuardRepairSwitch covers both settings of the guard's repair switch
 // with the same blocked call: on (the default), the model's second try
 // runs; off in the profile or in the policy, the first blocked call ends
 // the run. session.start records the setting, and a resumed run keeps the

@@ -18,7 +18,7 @@ import (
 // their bodies are then loaded into the context of the roles after it
 // (Worker, Reviewer) and their allowed-tools scope the Worker's tools.
 // A skill whose triggers: match the request is loaded at intake, before
-// the Lead, as L5 orders it; triggers are an optional hint, and
+// the Lead; triggers are an optional hint, and
 // a skill in the Agent Skills format (name and description only) is
 // selected by the Planner alone.
 

@@ -13,7 +13,7 @@ import (
 	"github.com/agentos/agentos/runtime/untrusted"
 )
 
-// Plane opens workflow-plane cycles (L8) for runs whose Input.Workflow is
+// Plane opens workflow-plane cycles for runs whose Input.Workflow is
 // set (Engine.Plane). The workflow package implements it; run only knows
 // this seam, so the import direction stays runtime/workflow/... → run.
 type Plane interface {
@@ -26,7 +26,7 @@ type Plane interface {
 // Cycle executes one workflow request inside a run.
 type Cycle interface {
 	// Execute runs the cycle over st. A paused Result pauses the run (an
-	// approval inside an L3 pass); on resume Execute runs again from the
+	// approval inside a Plan-Work-Review pass); on resume Execute runs again from the
 	// start over the recorded events, which st replays.
 	Execute(ctx context.Context, st *Steps) (Result, error)
 }
@@ -60,7 +60,7 @@ func (st *Steps) Hook(ctx context.Context, in hooks.Input) (hooks.Decision, erro
 	return st.s.f.hook(ctx, st.s.e.Hooks, in)
 }
 
-// Pass is one L3 Plan-Work-Review pass of a phase.
+// Pass is one Plan-Work-Review pass of a phase.
 type Pass struct {
 	// Prompt is the request the Lead sees.
 	Prompt string

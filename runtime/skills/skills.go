@@ -201,7 +201,7 @@ func load(reg *schemas.Registry, root Root, p, dirName string) (*Skill, error) {
 	return s, nil
 }
 
-// parseAllowedTools accepts the seed's YAML list and the agentskills.io
+// parseAllowedTools accepts a YAML list and the agentskills.io
 // space- or comma-separated string.
 func parseAllowedTools(raw json.RawMessage) []string {
 	if len(raw) == 0 || string(raw) == "null" {

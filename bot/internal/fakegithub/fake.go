@@ -18,7 +18,7 @@
 // the REST OpenAPI description, so it is exempt from the spec check; the
 // fake supports only the markPullRequestReadyForReview mutation.
 //
-// Behaviour copied from real GitHub (see /work/shared/GITHUB.md and
+// Behaviour copied from real GitHub (see
 // docs/github.md): authentication per endpoint, for every route (auth.go:
 // an app's JWT only on the /app endpoints, user or installation tokens
 // elsewhere, 401 otherwise); installation tokens scoped to their

@@ -1,6 +1,6 @@
-// Package cycle executes the workflow plane's cycles ("Workflow
-// Plane (L8)"): it resolves a cycle in a runtime/workflow Registry, fires
-// the WorkflowStart hook, runs the cycle's phases in order — each one L3
+// Package cycle executes the workflow plane's cycles:
+// it resolves a cycle in a runtime/workflow Registry, fires
+// the WorkflowStart hook, runs the cycle's phases in order — each one a
 // Plan-Work-Review pass or a persona fan-out with a fan-in — applies the
 // phases' and the cycle's policies, fires PhaseAdvance before every phase
 // and WorkflowComplete after the verdict (done | halted | abort), and

@@ -234,7 +234,7 @@ roles:
 				t.Errorf("%d phase_advanced, want %d", n, c.phases)
 			}
 			// No model or tool work in most cases: check integrity and the
-			// workflow audit, not seed 000's list of a working session.
+			// workflow audit, not the list of a working session.
 			if rep := replay.VerifyEventsOptions(schemas.MustDefault(), evs, replay.Options{Lenient: true}); !rep.Valid {
 				t.Fatalf("verify: %v", rep.Problem)
 			}

@@ -63,7 +63,7 @@ type runner struct {
 	prompt string
 	act    workflow.Activation
 	res    Result
-	last   string            // the output of the last L3 pass
+	last   string            // the output of the last Plan-Work-Review pass
 	prev   map[string]string // phase → digest of its last output (oscillation)
 	grade  int               // the last generation's aggregate grade; -1 before
 
@@ -630,7 +630,7 @@ func (r *runner) gate(ctx context.Context, p *workflow.Phase, conf, routing []*w
 }
 
 // personaPass runs a persona that writes (its frontmatter lists
-// write_paths) as one L3 pass. Its write scope is the write_paths the
+// write_paths) as one Plan-Work-Review pass. Its write scope is the write_paths the
 // role-permissions policies allow, and the kernel enforces it: a write
 // anywhere else is refused at dispatch whatever the model was told.
 func (r *runner) personaPass(ctx context.Context, p *workflow.Phase, per *workflow.Persona, rolePols []*workflow.Policy) (run.Result, error) {
@@ -763,7 +763,7 @@ func (r *runner) end(ctx context.Context, v workflow.Verdict, reason string) (ru
 	return run.Result{Output: r.res.Output}, nil
 }
 
-// summary is the run's output: the last L3 pass's output (the fix cycle
+// summary is the run's output: the last Plan-Work-Review pass's output (the fix cycle
 // reads like /agent fix), else what the review decided.
 func (r *runner) summary() string {
 	if r.last != "" {
