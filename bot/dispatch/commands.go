@@ -232,7 +232,13 @@ func (d *Dispatcher) followUp(ctx context.Context, repo github.Repo, t webhook.T
 }
 
 // failEarly reports a session that could not start on its tracking comment.
+// A run cut by a graceful stop (run.ErrInterrupted) did start and is
+// taken over from its log: its tracking comment is left to the replica
+// that takes it over, never told "could not start".
 func (d *Dispatcher) failEarly(ctx context.Context, repo github.Repo, l link, cause error) error {
+	if errors.Is(cause, run.ErrInterrupted) {
+		return cause
+	}
 	if l.TrackingComment != 0 {
 		body := fmt.Sprintf("**agentos** could not start: %s\n\nNothing was changed.", cause.Error())
 		if _, sid, ok := worktree.SessionIDInBranch(l.Branch); ok {
