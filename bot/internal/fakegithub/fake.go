@@ -16,7 +16,7 @@
 //
 // GraphQL (POST /graphql, /api/graphql on Enterprise Server) is not part of
 // the REST OpenAPI description, so it is exempt from the spec check; the
-// fake supports only the markPullRequestReadyForReview mutation.
+// fake supports only the viewer query and the markPullRequestReadyForReview mutation.
 //
 // Behaviour copied from real GitHub (see
 // docs/github.md): authentication per endpoint, for every route (auth.go:

@@ -200,7 +200,7 @@ func TestViolationsAreRecorded(t *testing.T) {
 		{"draft on REST PATCH", "PATCH", "/repos/octo/app/pulls/1", map[string]any{"draft": false}, 422, "draft"},
 		{"not JSON", "POST", "/repos/octo/app/issues/2/comments", "{", 422, "not JSON"},
 		{"integer param", "GET", "/repos/octo/app/issues/abc", nil, 404, "no operation"},
-		{"GraphQL other query", "POST", "/graphql", map[string]any{"query": "query { viewer { login } }"}, 404, "only the markPullRequestReadyForReview"},
+		{"GraphQL other query", "POST", "/graphql", map[string]any{"query": `query { repository(owner: "octo", name: "app") { id } }`}, 404, "only the viewer query and the markPullRequestReadyForReview"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -13,8 +13,8 @@ import (
 // shape instead: anything else is a violation.
 var markReady = regexp.MustCompile(`(?s)^\s*mutation\b.*\bmarkPullRequestReadyForReview\s*\(\s*input\s*:`)
 
-// graphql serves POST /graphql: only the markPullRequestReadyForReview
-// mutation, with the pull request's node id in variables.input.pullRequestId
+// graphql serves POST /graphql: the viewer query (the bot's login, per
+// token kind) and the markPullRequestReadyForReview mutation, with the pull request's node id in variables.input.pullRequestId
 // (or inline, as the bot does not need it).
 func (f *Fake) graphql(c *call) {
 	var in struct {
@@ -35,7 +35,7 @@ func (f *Fake) graphql(c *call) {
 		return
 	}
 	if !markReady.MatchString(in.Query) {
-		f.violation(c.w, c.r.Method, c.r.URL.Path, http.StatusNotFound, "the fake's GraphQL endpoint supports only the markPullRequestReadyForReview mutation")
+		f.violation(c.w, c.r.Method, c.r.URL.Path, http.StatusNotFound, "the fake's GraphQL endpoint supports only the viewer query and the markPullRequestReadyForReview mutation")
 		return
 	}
 	id := in.Variables.Input.PullRequestID
