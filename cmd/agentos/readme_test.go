@@ -51,7 +51,7 @@ const readmeFirstBlock = "# Run the main job: the demo fixes a real bug in a sam
 	"go run ./cmd/agentos demo\n" +
 	"\n" +
 	"# Run the tests\n" +
-	"go test ./...\n"
+	"go test -timeout 45m ./...\n"
 
 // TestReadmeStartsWithTheTwoCommands: the first code block of README.md
 // is exactly the demo and the test command.
