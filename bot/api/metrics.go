@@ -5,7 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"runtime"
-	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentos/agentos/runtime/buildinfo"
@@ -45,10 +45,28 @@ type Metrics struct {
 	ghCalls     *prometheus.CounterVec
 	ghRemaining *prometheus.GaugeVec
 
-	mu     sync.Mutex
-	depth  func() float64
-	dead   func() float64
-	oldest func() float64
+	depth, dead, oldest scrapeFunc
+}
+
+// scrapeFunc is a gauge's value source, set after the metrics are built
+// (the queue exists later) and read at each scrape; unset reads 0.
+type scrapeFunc struct {
+	p atomic.Pointer[func() float64]
+}
+
+func (s *scrapeFunc) set(f func() float64) {
+	if f == nil {
+		s.p.Store(nil)
+		return
+	}
+	s.p.Store(&f)
+}
+
+func (s *scrapeFunc) read() float64 {
+	if f := s.p.Load(); f != nil {
+		return (*f)()
+	}
+	return 0
 }
 
 // NewMetrics returns the metrics with the Go runtime and process
@@ -82,15 +100,15 @@ func NewMetrics() *Metrics {
 	depth := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "agentos_queue_depth",
 		Help: "Webhook deliveries waiting in the queue.",
-	}, m.queueDepth)
+	}, m.depth.read)
 	dead := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "agentos_queue_dead",
 		Help: "Webhook deliveries in the dead-letter state (failed for good; GET /v1/deliveries?state=dead lists them).",
-	}, m.deadLetters)
+	}, m.dead.read)
 	oldest := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "agentos_queue_oldest_claim_age_seconds",
 		Help: "Age of the oldest webhook delivery claimed by a worker and not yet finished (0 when none): a stuck worker shows here first.",
-	}, m.oldestClaim)
+	}, m.oldest.read)
 	m.terminal = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "agentos_run_terminal_reports_total",
 		Help: "Terminal reports appended to the event log, by status and error class (class is empty for completed runs).",
@@ -146,57 +164,15 @@ func (m *Metrics) Delivery(event, outcome string) {
 
 // SetDeadLetters sets the function agentos_queue_dead reads at each
 // scrape; nil reports 0.
-func (m *Metrics) SetDeadLetters(f func() float64) {
-	m.mu.Lock()
-	m.dead = f
-	m.mu.Unlock()
-}
-
-func (m *Metrics) deadLetters() float64 {
-	m.mu.Lock()
-	f := m.dead
-	m.mu.Unlock()
-	if f == nil {
-		return 0
-	}
-	return f()
-}
+func (m *Metrics) SetDeadLetters(f func() float64) { m.dead.set(f) }
 
 // SetQueueDepth sets the function agentos_queue_depth reads at each
 // scrape; nil reports 0.
-func (m *Metrics) SetQueueDepth(f func() float64) {
-	m.mu.Lock()
-	m.depth = f
-	m.mu.Unlock()
-}
-
-func (m *Metrics) queueDepth() float64 {
-	m.mu.Lock()
-	f := m.depth
-	m.mu.Unlock()
-	if f == nil {
-		return 0
-	}
-	return f()
-}
+func (m *Metrics) SetQueueDepth(f func() float64) { m.depth.set(f) }
 
 // SetOldestClaim sets the function agentos_queue_oldest_claim_age_seconds
 // reads at each scrape; nil reports 0.
-func (m *Metrics) SetOldestClaim(f func() float64) {
-	m.mu.Lock()
-	m.oldest = f
-	m.mu.Unlock()
-}
-
-func (m *Metrics) oldestClaim() float64 {
-	m.mu.Lock()
-	f := m.oldest
-	m.mu.Unlock()
-	if f == nil {
-		return 0
-	}
-	return f()
-}
+func (m *Metrics) SetOldestClaim(f func() float64) { m.oldest.set(f) }
 
 // ModelCall counts one model completion (provider.ModelObserver): wrap
 // the run's provider in provider.Observed{P: p, O: metrics}.
