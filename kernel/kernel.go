@@ -49,6 +49,10 @@ type Call struct {
 	// skills' allowed-tools (toolrule.ForScope: Bash(git diff:*) in a
 	// SKILL.md), checked the same way: a call must pass both sets.
 	SkillRules *toolrule.Set
+
+	// preapproved is the rule that lowered this call's approval
+	// (Kernel.Preapprove), recorded in its tool.invoke.
+	preapproved *Preapproval
 }
 
 // ruleSets are the call's argument rules that constrain something.
@@ -140,6 +144,11 @@ type Kernel struct {
 	// Permissions are the repository's permission rules (permissions.go):
 	// they refuse or ask for approval, never lower one.
 	Permissions []*toolrule.Permissions
+	// Preapprove, when set, may lower an approval that only the policy's
+	// approval level asks for (permissions.go, preapprove): it returns the
+	// repository allow rule the operator's policy lets pre-approve the
+	// call, or nil.
+	Preapprove func(tool string, args json.RawMessage, risk Risk) *Preapproval
 
 	mu    sync.RWMutex
 	tools map[string]*registered
@@ -362,6 +371,7 @@ func (k *Kernel) Dispatch(ctx context.Context, rec Recorder, c Call) (Outcome, e
 	if err := k.permissionsAssessed(ctx, rec, c, args, &risk); err != nil {
 		return Outcome{}, err
 	}
+	c.preapproved = k.preapprove(c, args, &risk)
 	switch risk.Control {
 	case ControlDeny:
 		return Outcome{}, k.reject(ctx, rec, c, "policy", &Error{Kind: "policy", Code: CodePolicyDenied, Message: risk.Reason})
@@ -506,6 +516,8 @@ func (k *Kernel) execute(ctx context.Context, rec Recorder, c Call, r *registere
 	inv := map[string]any{"call_id": callID(c), "tool": c.Name, "args": args}
 	if approvalID != "" {
 		inv["approval_id"] = approvalID
+	} else if c.preapproved != nil {
+		inv["preapproved"] = c.preapproved
 	}
 	if c.Caller != "" {
 		inv["caller"] = c.Caller
