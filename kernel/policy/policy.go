@@ -83,6 +83,36 @@ type Policy struct {
 	Guard struct {
 		Repair *bool `json:"repair,omitempty"`
 	} `json:"guard"`
+	// ClaudeCode: HonorAllow lists the capabilities (a tool name, or
+	// "prefix.*" for every tool under prefix) whose calls a repository's
+	// Claude Code allow rules (.claude/settings.json permissions.allow)
+	// may run without the approval this policy asks for. Nil or empty:
+	// none (allow rules are ignored). docs/claude-code.md.
+	ClaudeCode struct {
+		HonorAllow []string `json:"honorAllow,omitempty"`
+	} `json:"claudeCode"`
+}
+
+// HonorsAllow returns the entry of claudeCode.honorAllow that lets a
+// repository's Claude Code allow rule pre-approve the capability.
+func (p *Policy) HonorsAllow(capability string) (entry string, ok bool) {
+	for _, e := range p.ClaudeCode.HonorAllow {
+		if covers(e, capability) {
+			return e, true
+		}
+	}
+	return "", false
+}
+
+// covers reports whether honorAllow entry e covers name (a capability,
+// or another entry's "prefix.*"): equal, or e is "prefix.*" and name is
+// under prefix.
+func covers(e, name string) bool {
+	if e == name {
+		return true
+	}
+	prefix, ok := strings.CutSuffix(e, "*")
+	return ok && strings.HasSuffix(prefix, ".") && len(prefix) > 1 && strings.HasPrefix(name, prefix)
 }
 
 // GuardRepair reports whether the policy allows guard repair.
@@ -286,7 +316,7 @@ func unknownKey(n *yaml.Node, msg string) *yaml.Node {
 	return nil
 }
 
-var known = map[string]bool{"workspace": true, "execution": true, "capabilities": true, "risk": true, "redaction": true, "limits": true, "trust": true, "network": true, "guard": true, "setup": true}
+var known = map[string]bool{"workspace": true, "execution": true, "capabilities": true, "risk": true, "redaction": true, "limits": true, "trust": true, "network": true, "guard": true, "setup": true, "claudeCode": true}
 
 func knownKey(k string) bool { return known[k] }
 
@@ -327,8 +357,9 @@ var rank = map[string]int{Never: 0, Risk: 1, Always: 2}
 // level, deny patterns, high-risk commands and redaction keys are unions,
 // limits and timeouts the smaller values, shell and env pass-through need
 // both to allow, a "deny" high-risk action wins, adaptive trust is on
-// only if both enable it, and its network allow-list keeps only entries
-// the operator's list covers (not giving one inherits the operator's).
+// only if both enable it, and its network allow-list and
+// claudeCode.honorAllow keep only entries the operator's list covers (not
+// giving one inherits the operator's).
 func Merge(base, repo *Policy) *Policy {
 	if repo == nil {
 		return base
@@ -389,7 +420,26 @@ func Merge(base, repo *Policy) *Policy {
 	if repo.Trust.CleanApprovals > out.Trust.CleanApprovals {
 		out.Trust.CleanApprovals = repo.Trust.CleanApprovals
 	}
+	// A repository may narrow the capabilities its allow rules may
+	// pre-approve (keep the entries the operator's cover), never widen them.
+	if repo.ClaudeCode.HonorAllow != nil {
+		out.ClaudeCode.HonorAllow = []string{}
+		for _, e := range repo.ClaudeCode.HonorAllow {
+			if _, ok := base.HonorsAllow(e); ok {
+				out.ClaudeCode.HonorAllow = appendNew(out.ClaudeCode.HonorAllow, e)
+			}
+		}
+	}
 	return &out
+}
+
+func appendNew(l []string, s string) []string {
+	for _, x := range l {
+		if x == s {
+			return l
+		}
+	}
+	return append(l, s)
 }
 
 func union(a, b []string) []string {
