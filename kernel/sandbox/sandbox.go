@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"sort"
 	"strings"
@@ -611,6 +612,26 @@ func (s *Sandbox) treeMemory() string {
 		return "memory cgroup"
 	}
 	return "none: " + s.memWhy
+}
+
+// WithGoCache returns a copy of s whose commands share the Go build cache
+// dir (GOCACHE, writable, created on each command's start) instead of s's:
+// one cache per repository and trust domain, chosen by the caller for each
+// run (cmd/agentos's build caches, docs/security.md). Whoever can write a
+// build cache can plant outputs that later builds sharing it trust, so dir
+// must only ever be given to runs of one trust domain. dir must be
+// absolute; "" returns s itself. Detection is not repeated: the copy has
+// s's mechanism, launcher, limits and error.
+func (s *Sandbox) WithGoCache(dir string) (*Sandbox, error) {
+	if s == nil || dir == "" {
+		return s, nil
+	}
+	if !filepath.IsAbs(dir) {
+		return nil, fmt.Errorf("sandbox: go build cache %q is not an absolute path", dir)
+	}
+	c := *s
+	c.goCache = filepath.Clean(dir)
+	return &c, nil
 }
 
 // goCacheDir is the worktree's private Go build cache (or the shared one).
