@@ -19,8 +19,9 @@ import (
 var SettingsFiles = []string{".claude/settings.json", ".claude/settings.local.json"}
 
 // Warning is something in a settings file's permissions that agentos
-// does not do as written: a rule it cannot enforce, allow rules, a
-// setting it refuses. It is reported (the run's log, agentos doctor),
+// does not do as written: a rule it cannot enforce, allow rules the
+// operator's policy does not let pre-approve anything, a setting it
+// refuses. It is reported (the run's log, agentos doctor),
 // never dropped silently.
 type Warning struct {
 	Source  string `json:"source"`           // the settings file
@@ -40,7 +41,7 @@ func (w Warning) String() string {
 // Warning effects.
 const (
 	EffectNotEnforced = "not_enforced" // a deny or ask rule agentos cannot enforce
-	EffectIgnored     = "ignored"      // allow rules, a mode agentos does not have
+	EffectIgnored     = "ignored"      // allow rules that pre-approve nothing, a mode agentos does not have
 	EffectRefused     = "refused"      // a setting that would widen what agentos reaches
 )
 
@@ -54,6 +55,45 @@ type Permissions struct {
 	Warnings  []Warning
 	// Files are the settings files that had a permissions block.
 	Files []string
+	// Allow are the allow rules that can be matched against a call, in
+	// the files' order: they pre-approve only what the operator's policy
+	// lets them (Under, Preapprover; allow.go).
+	Allow []AllowRule
+
+	// per file, in Files' order: the warnings before and after those
+	// about its allow rules, and its allow entries.
+	sections []section
+	honour   Honour
+}
+
+// section is one settings file's warnings and allow entries.
+type section struct {
+	file      string
+	pre, post []Warning
+	allow     []allowEntry
+}
+
+// allowEntry is one allow rule as written, parsed or with the reason it
+// pre-approves nothing.
+type allowEntry struct {
+	rule    AllowRule
+	problem string
+}
+
+// Under recomputes the warnings for what the operator lets the allow
+// rules do (h): ReadPermissions assumes nothing (allow rules ignored).
+// Preapprover then pre-approves under h.
+func (p *Permissions) Under(h Honour) {
+	if p == nil {
+		return
+	}
+	p.honour = h
+	p.Warnings = nil
+	for _, s := range p.sections {
+		p.Warnings = append(p.Warnings, s.pre...)
+		p.Warnings = append(p.Warnings, s.allowWarnings(h)...)
+		p.Warnings = append(p.Warnings, s.post...)
+	}
 }
 
 // settingsPermissions is the permissions block (Claude Code's names).
@@ -100,6 +140,7 @@ func ReadPermissions(read func(string) ([]byte, error)) (*Permissions, error) {
 			return nil, fmt.Errorf("%s: permissions: %w", file, err)
 		}
 	}
+	out.Under(Honour{})
 	return out, nil
 }
 
@@ -114,8 +155,10 @@ func (out *Permissions) add(file string, raw json.RawMessage) error {
 		return fmt.Errorf("allow, ask, deny and additionalDirectories are lists of strings, defaultMode a string: %v", err)
 	}
 	out.Files = append(out.Files, file)
+	sec := section{file: file}
+	warnings := &sec.pre
 	warn := func(setting, rule, effect, msg string) {
-		out.Warnings = append(out.Warnings, Warning{Source: file, Setting: setting, Rule: rule, Message: msg, Effect: effect})
+		*warnings = append(*warnings, Warning{Source: file, Setting: setting, Rule: rule, Message: msg, Effect: effect})
 	}
 	var unknown []string
 	for k := range keys {
@@ -135,9 +178,17 @@ func (out *Permissions) add(file string, raw json.RawMessage) error {
 		out.Rules = append(out.Rules, rules)
 		out.DenyGlobs = append(out.DenyGlobs, rules.DenyGlobs()...)
 	}
-	if n := len(sp.Allow); n > 0 {
-		warn("permissions.allow", strings.Join(sp.Allow, ", "), EffectIgnored, fmt.Sprintf("%d allow rule(s) not honoured: a repository's settings only tighten; approvals follow the operator's policy.yaml", n))
+	for _, raw := range sp.Allow {
+		if raw = strings.TrimSpace(raw); raw == "" {
+			continue
+		}
+		r, problem := parseAllow(file, raw)
+		sec.allow = append(sec.allow, allowEntry{rule: r, problem: problem})
+		if problem == "" {
+			out.Allow = append(out.Allow, r)
+		}
 	}
+	warnings = &sec.post
 	if len(sp.AdditionalDirectories) > 0 {
 		warn("permissions.additionalDirectories", strings.Join(sp.AdditionalDirectories, ", "), EffectRefused, "refused: agentos tools reach only the repository's working tree (the workspace jail)")
 	}
@@ -152,6 +203,7 @@ func (out *Permissions) add(file string, raw json.RawMessage) error {
 			warn("permissions.defaultMode", m, EffectIgnored, "never honoured: a repository cannot lower approvals; policy.yaml decides them")
 		}
 	}
+	out.sections = append(out.sections, sec)
 	return nil
 }
 

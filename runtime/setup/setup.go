@@ -45,7 +45,8 @@ type Options struct {
 	Profile    provider.Profile
 	Providers  provider.Registry
 	SessionID  string
-	// Store feeds adaptive trust (per-repository approval counters).
+	// Store feeds adaptive trust (per-repository approval counters); the
+	// session's config.warning events are read from it (recorded once).
 	Store store.Store
 	// DataDir is agentos's data directory (store, exported session logs).
 	// When it lies inside Dir, the kernel's repository tools cannot see it:
@@ -186,7 +187,7 @@ func Build(ctx context.Context, o Options) (*Env, error) {
 	pol, err := LoadPolicy(o.PolicyFile, ws)
 	var perms *claudecode.Permissions
 	if err == nil {
-		perms, pol, err = claudePermissions(ws, pol)
+		perms, pol, err = claudePermissions(ws, pol, o.UntrustedRepo)
 	}
 	ws.Close()
 	if err != nil {
@@ -199,8 +200,9 @@ func Build(ctx context.Context, o Options) (*Env, error) {
 	e.Notes = append(e.Notes, SandboxNotes(sb)...)
 	for _, w := range perms.Warnings {
 		e.Notes = append(e.Notes, "WARNING: "+w.String())
-		e.Notices.Add(run.Notice{Type: event.ConfigWarning, Payload: w})
 	}
+	// Once per session: a resumed session's log holds them already.
+	queueWarnings(ctx, o.Store, o.SessionID, e.Notices, perms.Warnings)
 	e.Hooks = hooks.NewRegistry()
 	e.Hooks.Builtins()
 	if o.UntrustedRepo {
@@ -220,6 +222,7 @@ func Build(ctx context.Context, o Options) (*Env, error) {
 	e.Kernel = kernel.New(pol, ws, hooks.ForKernel{R: e.Hooks, SessionID: o.SessionID, Cwd: ws.Root()})
 	e.Kernel.Redact = red.String
 	e.Kernel.Permissions = perms.Rules
+	e.Kernel.Preapprove = perms.Preapprover()
 	if o.Store != nil {
 		e.Kernel.Trust = run.TrustFromStore(ctx, o.Store)
 	}
