@@ -298,5 +298,6 @@ func PayloadSchemaID(eventType string) string {
 
 // payloadVersions are the event types past v1: turn.terminal v2 adds the
 // cancelled status (terminal_report_v2); workflow.policy_gated v2 adds the
-// severity-routing decisions and the decision's subject.
-var payloadVersions = map[string]string{"turn.terminal": "v2", "workflow.policy_gated": "v2"}
+// severity-routing decisions and the decision's subject; llm.request v2
+// adds prompt blocks stored once per session and referenced by digest.
+var payloadVersions = map[string]string{"turn.terminal": "v2", "workflow.policy_gated": "v2", "llm.request": "v2"}

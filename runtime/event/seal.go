@@ -146,6 +146,12 @@ func (s *Sealer) Prepare(sessionID string, d Draft) (Prepared, error) {
 	if err != nil {
 		return Prepared{}, &SchemaViolationError{EventType: d.Type, SchemaID: schemaID, Message: "payload is not JSON: " + err.Error()}
 	}
+	if d.Type == LLMRequest {
+		// References name the blocks as redacted (prompts.go).
+		if red, val, err = sealPrompts(red, val); err != nil {
+			return Prepared{}, &SchemaViolationError{EventType: d.Type, SchemaID: schemaID, Pointer: "/" + PromptsMember, Message: err.Error()}
+		}
+	}
 	if val != nil {
 		err = s.schemas.ValidateDecoded(schemaID, val)
 	} else {

@@ -42,6 +42,11 @@ const (
 	// neither workflow.completed nor workflow.aborted, or a phase did work
 	// (or a policy decided) without a workflow.phase_advanced into it.
 	ProblemWorkflowAudit = "workflow_audit"
+	// ProblemPromptBlock: an llm.request defines a prompt block whose text
+	// does not hash to its reference (edited after it was written), or
+	// uses a reference that no llm.request at or before it in the session
+	// defines (docs/decisions.md, "Prompts stored once per session").
+	ProblemPromptBlock = "prompt_block"
 )
 
 // Options change what Verify treats as a problem.
@@ -121,6 +126,7 @@ type Verifier struct {
 	closeOK   bool                // the last session.close said ok
 	workflows map[string]*wfAudit // run id → its cycle, while it runs
 	sawWork   bool                // a Plan-Work-Review pass reached WORK
+	prompts   map[string]bool     // prompt block references defined so far
 }
 
 // wfAudit is one run's workflow-plane audit state.
@@ -230,6 +236,9 @@ func (v *Verifier) Event(lineNo int, e *event.Event) *Problem {
 			return &Problem{Code: ProblemUnexpectedResult, Line: lineNo, Seq: e.Seq, Message: "tool.result without parent_id"}
 		}
 	case event.LLMRequest:
+		if p := v.promptBlocks(lineNo, e); p != nil {
+			return p
+		}
 		v.openLLM[e.ID] = here
 	case event.LLMResponse:
 		p := e.Parent()
@@ -258,6 +267,32 @@ func (v *Verifier) Event(lineNo int, e *event.Event) *Problem {
 	r.LastSeq = e.Seq
 	r.LastHash = e.Hash
 	v.prevHash = e.Hash
+	return nil
+}
+
+// promptBlocks checks an llm.request's prompt blocks: each block it
+// defines hashes to its reference, and each reference its request uses
+// is defined by it or by an llm.request before it in this log.
+func (v *Verifier) promptBlocks(lineNo int, e *event.Event) *Problem {
+	defs, err := event.CheckPromptDefs(e.Payload)
+	if err != nil {
+		return &Problem{Code: ProblemPromptBlock, Line: lineNo, Seq: e.Seq, Message: err.Error()}
+	}
+	refs, err := event.PromptRefs(e.Payload)
+	if err != nil {
+		return &Problem{Code: ProblemPromptBlock, Line: lineNo, Seq: e.Seq, Message: err.Error()}
+	}
+	for _, ref := range refs {
+		if _, ok := defs[ref]; !ok && !v.prompts[ref] {
+			return &Problem{Code: ProblemPromptBlock, Line: lineNo, Seq: e.Seq, Message: fmt.Sprintf("the request uses prompt block %s, which no llm.request at or before it in this session defines", ref)}
+		}
+	}
+	if len(defs) > 0 && v.prompts == nil {
+		v.prompts = map[string]bool{}
+	}
+	for ref := range defs {
+		v.prompts[ref] = true
+	}
 	return nil
 }
 
