@@ -153,7 +153,7 @@ func TestPromptDefsRejectEdits(t *testing.T) {
 	if _, err := NewPrompts([]Event{e}).Request(&e); err == nil {
 		t.Error("a request whose block was edited read back")
 	}
-	if IsPromptRef("sha256:" + strings.Repeat("A", 64)) || !IsPromptRef(ref) {
+	if IsPromptRef("sha256:"+strings.Repeat("A", 64)) || !IsPromptRef(ref) {
 		t.Error("IsPromptRef")
 	}
 }
