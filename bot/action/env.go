@@ -67,6 +67,11 @@ type Inputs struct {
 	// LogOnSessionBranch commits the log under .agent/sessions/ on the
 	// session branch instead of the artifact branch.
 	LogOnSessionBranch bool
+	// AllowPullRequestTarget opts in to the pull_request_target event
+	// (allow_pull_request_target): off, the event is refused. On, a fork's
+	// pull request gets the review cycle only, with its head untrusted
+	// (CheckTrust).
+	AllowPullRequestTarget bool
 	// BotLogin, when set, must equal the login GitHub reports for the
 	// credentials (github.Client.TokenLogin); empty, it is learned.
 	BotLogin string
@@ -194,6 +199,13 @@ func FromEnv(getenv func(string) string) (Env, error) {
 		in.LogOnSessionBranch = true
 	default:
 		problems = append(problems, fmt.Sprintf("log_on_session_branch %q is not true or false", v))
+	}
+	switch v := input(getenv, "allow_pull_request_target"); v {
+	case "", "false":
+	case "true":
+		in.AllowPullRequestTarget = true
+	default:
+		problems = append(problems, fmt.Sprintf("allow_pull_request_target %q is not true or false", v))
 	}
 	if v := input(getenv, "max_turns"); v != "" {
 		n, err := strconv.Atoi(v)

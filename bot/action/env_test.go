@@ -64,13 +64,13 @@ func TestFromEnvTokenFallsBackToGITHUB_TOKEN(t *testing.T) {
 }
 
 func TestFromEnvReportsEveryProblem(t *testing.T) {
-	m := map[string]string{"GITHUB_REPOSITORY": "no-slash", "INPUT_MAX_TURNS": "-1", "INPUT_MAX_COST_USD": "lots", "INPUT_ARTIFACT_BRANCH": "bad branch", "INPUT_LOG_ON_SESSION_BRANCH": "maybe"}
+	m := map[string]string{"GITHUB_REPOSITORY": "no-slash", "INPUT_MAX_TURNS": "-1", "INPUT_MAX_COST_USD": "lots", "INPUT_ARTIFACT_BRANCH": "bad branch", "INPUT_LOG_ON_SESSION_BRANCH": "maybe", "INPUT_ALLOW_PULL_REQUEST_TARGET": "yes"}
 	_, err := FromEnv(envFrom(m))
 	var ee *EnvError
 	if !errors.As(err, &ee) {
 		t.Fatalf("err = %v, want *EnvError", err)
 	}
-	for _, want := range []string{"GITHUB_EVENT_NAME", "GITHUB_EVENT_PATH", "RUNNER_TEMP", "github_token", "not owner/name", "max_turns", "max_cost_usd", "artifact_branch", "log_on_session_branch"} {
+	for _, want := range []string{"GITHUB_EVENT_NAME", "GITHUB_EVENT_PATH", "RUNNER_TEMP", "github_token", "not owner/name", "max_turns", "max_cost_usd", "artifact_branch", "log_on_session_branch", `allow_pull_request_target "yes" is not true or false`} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not mention %q", err, want)
 		}

@@ -60,8 +60,22 @@ func Run(ctx context.Context, env Env, deps Deps, log io.Writer) (Outputs, error
 	if err != nil {
 		return Outputs{}, err
 	}
+	// The prompt input on an event nothing else acts on (PromptRun):
+	// tried after the command path, or instead of it when the event has
+	// no command path.
+	var prompted Automation
+	hasPrompt := false
+	if !automated {
+		if prompted, hasPrompt, err = PromptRun(env.EventName, body, env.Inputs, deliveryID); err != nil {
+			return Outputs{}, err
+		}
+	}
 	t, ok, err := webhook.Normalize(env.EventName, deliveryID, body)
-	if automated {
+	switch {
+	case automated:
+		t, ok, err = auto.Trigger, true, nil
+	case hasPrompt && err == nil && !ok:
+		auto, automated = prompted, true
 		t, ok, err = auto.Trigger, true, nil
 	}
 	if err != nil {
@@ -72,16 +86,13 @@ func Run(ctx context.Context, env Env, deps Deps, log io.Writer) (Outputs, error
 		fmt.Fprintf(log, "agentos: nothing to do for %s\n", env.EventName)
 		return out, finish(env, out, SummaryInput{Outputs: out, Event: env.EventName})
 	}
-	if t.Repo == "" {
-		t.Repo = env.Repository
-		t.Owner, t.Name, _ = strings.Cut(t.Repo, "/")
+	if t, err = env.ownTrigger(t, auto.Home); err != nil {
+		return Outputs{}, err
 	}
-	if auto.Home && t.Author == "" {
-		t.Author = env.Actor
-	}
-	t.Attempt = env.RunAttempt
-	if !strings.EqualFold(t.Repo, env.Repository) {
-		return Outputs{}, fmt.Errorf("the event is about %s, but this workflow runs in %s", t.Repo, env.Repository)
+	if hasPrompt {
+		if prompted.Trigger, err = env.ownTrigger(prompted.Trigger, false); err != nil {
+			return Outputs{}, err
+		}
 	}
 	data := filepath.Join(env.RunnerTemp, "agentos")
 	if err := os.MkdirAll(data, 0o755); err != nil {
@@ -92,6 +103,10 @@ func Run(ctx context.Context, env Env, deps Deps, log io.Writer) (Outputs, error
 		return Outputs{}, err
 	}
 	defer st.Close()
+	js, err := newJobStore(ctx, st)
+	if err != nil {
+		return Outputs{}, err
+	}
 	// The same wiring as the webhook server, configured from the inputs.
 	// The bot's login is an input: a workflow token cannot read GET /user.
 	cfg := config.Default()
@@ -109,8 +124,8 @@ func Run(ctx context.Context, env Env, deps Deps, log io.Writer) (Outputs, error
 	for _, n := range env.Inputs.ToolNotes {
 		Warningf(log, "agentos: %s", n)
 	}
-	engines := limitEngines(deps.Engines(st), agentrun.ToolLimits{Allow: env.Inputs.AllowedTools, Deny: env.Inputs.DisallowedTools, Rules: env.Inputs.ToolRules})
-	bot, err := dispatch.NewGitHubBot(cfg, st, engines, slog.New(slog.NewTextHandler(log, nil)))
+	engines := limitEngines(deps.Engines(js), agentrun.ToolLimits{Allow: env.Inputs.AllowedTools, Deny: env.Inputs.DisallowedTools, Rules: env.Inputs.ToolRules})
+	bot, err := dispatch.NewGitHubBot(cfg, js, engines, slog.New(slog.NewTextHandler(log, nil)))
 	if err != nil {
 		return Outputs{}, err
 	}
@@ -142,6 +157,17 @@ func Run(ctx context.Context, env Env, deps Deps, log io.Writer) (Outputs, error
 		d.Workflows.Triager = deps.Triager
 	}
 	var derr error
+	if !automated {
+		end := Group(log, fmt.Sprintf("agentos: %s on %s#%d by %s", env.EventName, t.Repo, t.Number, t.Author))
+		derr = d.Dispatch(ctx, t)
+		end()
+		if derr == nil && hasPrompt && res.Outcome == "ignored" && !strings.EqualFold(t.Author, self) {
+			// No command, approval or session event: the prompt runs.
+			fmt.Fprintf(log, "agentos: the %s event holds nothing for the command path (%s); running the prompt input\n", env.EventName, res.Reason)
+			auto, automated, t = prompted, true, prompted.Trigger
+			res = dispatch.Result{}
+		}
+	}
 	if automated {
 		auto.Trigger = t
 		tr, err := CheckTrust(ctx, bot.Client, env.EventName, auto, env.Inputs)
@@ -157,6 +183,13 @@ func Run(ctx context.Context, env Env, deps Deps, log io.Writer) (Outputs, error
 		}
 		if tr.Note != "" {
 			fmt.Fprintf(log, "agentos: %s\n", tr.Note)
+		}
+		if tr.UntrustedHead {
+			// A fork's pull request on pull_request_target: the review
+			// reads it (the dispatcher fetches the head from this
+			// repository and runs the built-in workflows only); no fix
+			// proposal starts from its code.
+			d.Workflows.ProposeFixes = false
 		}
 		if auto.Instructions != "" {
 			d.Workflows.Instructions = strings.TrimSpace(d.Workflows.Instructions + "\n\n" + auto.Instructions)
@@ -180,10 +213,6 @@ func Run(ctx context.Context, env Env, deps Deps, log io.Writer) (Outputs, error
 		end := Group(log, fmt.Sprintf("agentos: %s cycle for %s %s on %s#%d", auto.Cycle, env.EventName, t.Action, t.Repo, t.Number))
 		derr = d.RunCycle(ctx, t, auto.Cycle, auto.Prompt)
 		end()
-	} else {
-		end := Group(log, fmt.Sprintf("agentos: %s on %s#%d by %s", env.EventName, t.Repo, t.Number, t.Author))
-		derr = d.Dispatch(ctx, t)
-		end()
 	}
 	revoke(ctx, bot, log)
 	out := Outputs{SessionID: res.SessionID, Status: res.Status, PRNumber: res.PR, Branch: res.Branch,
@@ -195,6 +224,17 @@ func Run(ctx context.Context, env Env, deps Deps, log io.Writer) (Outputs, error
 	}
 	if out.Status == "" {
 		out.Status = res.Outcome
+	}
+	if res.SessionID != "" {
+		// A continued session's usage so far was spent by earlier jobs.
+		evs, err := st.Read(ctx, res.SessionID, 1)
+		spent, ok, err := jobUsage(evs, js.foundSeq(res.SessionID), err)
+		switch {
+		case err != nil:
+			Warningf(log, "agentos: this job's usage of session %s could not be read from its log (%v); the usage outputs may include earlier jobs'", res.SessionID, err)
+		case ok:
+			out.InputTokens, out.OutputTokens, out.CostUSD = spent.InputTokens, spent.OutputTokens, spent.CostUSD
+		}
 	}
 	sum := SummaryInput{Outputs: out, Event: env.EventName, Reason: res.Reason, LogURL: res.LogURL}
 	if res.SessionID != "" {
@@ -254,6 +294,24 @@ func Run(ctx context.Context, env Env, deps Deps, log io.Writer) (Outputs, error
 		}
 	}
 	return out, finish(env, out, sum)
+}
+
+// ownTrigger completes a trigger from the environment (the repository
+// when the payload has none; for a home run, GITHUB_ACTOR as the author)
+// and refuses an event about another repository.
+func (e Env) ownTrigger(t webhook.Trigger, home bool) (webhook.Trigger, error) {
+	if t.Repo == "" {
+		t.Repo = e.Repository
+		t.Owner, t.Name, _ = strings.Cut(t.Repo, "/")
+	}
+	if home && t.Author == "" {
+		t.Author = e.Actor
+	}
+	t.Attempt = e.RunAttempt
+	if !strings.EqualFold(t.Repo, e.Repository) {
+		return t, fmt.Errorf("the event is about %s, but this workflow runs in %s", t.Repo, e.Repository)
+	}
+	return t, nil
 }
 
 // revoke ends the installation tokens this run minted (App mode); a
