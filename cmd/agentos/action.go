@@ -111,8 +111,14 @@ func runAction(ctx context.Context, getenv func(string) string, deps action.Deps
 	fmt.Fprintf(stdout, "agentos: sandbox %s\n", sb.Mechanism())
 	deps.Sandbox = string(sb.Mechanism())
 	if deps.Engines == nil {
+		// Each run's Go build cache: the repository's (buildcache.go).
+		caches, err := actionBuildCaches(getenv, env.ServerURL, env.Repository, sb)
+		if err != nil {
+			action.Errorf(stdout, "%v", err)
+			return &exitError{code: exitFailure, err: err}
+		}
 		deps.Engines = func(st store.Store) dispatch.Engines {
-			return engines(st, policyFile, prof, sb, func(_, n string) { action.Warningf(stdout, "%s", n) })
+			return meteredEngines(st, policyFile, prof, sb, caches, nil, func(_, n string) { action.Warningf(stdout, "%s", n) })
 		}
 	}
 	out, err := action.Run(ctx, env, deps, stdout)

@@ -24,18 +24,24 @@ import (
 // configuration (a skipped hook, a matcher that selects no tool): the
 // server logs it, the Action makes it a workflow warning.
 func engines(st store.Store, policyFile string, prof provider.Profile, sb *sandbox.Sandbox, note func(sessionID, note string)) dispatch.Engines {
-	return meteredEngines(st, policyFile, prof, sb, nil, note)
+	return meteredEngines(st, policyFile, prof, sb, nil, nil, note)
 }
 
-// meteredEngines is engines with every model call reported to models (nil:
-// not reported).
-func meteredEngines(st store.Store, policyFile string, prof provider.Profile, sb *sandbox.Sandbox, models provider.ModelObserver, note func(sessionID, note string)) dispatch.Engines {
+// meteredEngines is engines with each run's Go build cache chosen by
+// caches (by repository and trust, buildcache.go; nil: sb's own) and every
+// model call reported to models (nil: not reported).
+func meteredEngines(st store.Store, policyFile string, prof provider.Profile, sb *sandbox.Sandbox, caches *buildCaches, models provider.ModelObserver, note func(sessionID, note string)) dispatch.Engines {
 	registry := observed(providers(nil), models)
 	return func(ctx context.Context, r dispatch.EngineRequest) (*agentrun.Engine, func(), error) {
+		rsb, done, err := caches.acquire(sb, r)
+		if err != nil {
+			return nil, nil, err
+		}
 		// Every event the run appends renews the claim of the delivery it
 		// works for (queue.BeatOnAppend): a stuck run lets it expire.
-		env, err := setup.Build(ctx, setup.Options{Dir: r.Dir, PolicyFile: policyFile, Profile: prof, Providers: registry, SessionID: r.SessionID, Store: queue.BeatOnAppend(st), UntrustedRepo: r.Untrusted, Sandbox: sb})
+		env, err := setup.Build(ctx, setup.Options{Dir: r.Dir, Runs: r.Runs, RequireWorkflows: true, PolicyFile: policyFile, Profile: prof, Providers: registry, SessionID: r.SessionID, Store: queue.BeatOnAppend(st), UntrustedRepo: r.Untrusted, Sandbox: rsb})
 		if err != nil {
+			done()
 			return nil, nil, err
 		}
 		if note != nil {
@@ -43,7 +49,7 @@ func meteredEngines(st store.Store, policyFile string, prof provider.Profile, sb
 				note(r.SessionID, n)
 			}
 		}
-		return env.Engine, env.Close, nil
+		return env.Engine, func() { env.Close(); done() }, nil
 	}
 }
 

@@ -256,7 +256,12 @@ func serve(ctx context.Context, args []string, stderr io.Writer, d serveDeps) er
 				DrainTimeout: drain, StopCause: drainCut(drain)}
 			opts.Actors = append(opts.Actors, p.Run)
 		case runs && cfg.GitHubAuth() != config.AuthNone:
-			bot, err := dispatch.NewGitHubBotOver(cfg, runStore, meteredEngines(runStore, cfg.PolicyFile, prof, sb, metrics, func(sid, n string) { log.Warn("repository configuration note", "session", sid, "note", n) }), log, metrics.Transport(nil))
+			// Read from the environment serverSandbox reads it from.
+			caches, err := serveBuildCaches(os.Getenv, cfg.DataDir, sb, log)
+			if err != nil {
+				return usageErrorf("serve: %v", err)
+			}
+			bot, err := dispatch.NewGitHubBotOver(cfg, runStore, meteredEngines(runStore, cfg.PolicyFile, prof, sb, caches, metrics, func(sid, n string) { log.Warn("repository configuration note", "session", sid, "note", n) }), log, metrics.Transport(nil))
 			if err != nil {
 				return usageErrorf("serve: %v", err)
 			}
@@ -503,7 +508,7 @@ func (r *serveRuns) Cancel(ctx context.Context, sessionID, by, reason string) (a
 func (r *serveRuns) build(ctx context.Context, repo, sessionID string) (*setup.Env, error) {
 	// The runtime keeps the context for its whole life (trust lookups),
 	// and Prepare's is the HTTP request's, which ends with the response.
-	env, err := setup.Build(context.WithoutCancel(ctx), setup.Options{Dir: repo, DataDir: r.dataDir, PolicyFile: r.policyFile, Profile: r.profile, Providers: observed(providers(nil), r.models), SessionID: sessionID, Store: r.store, Sandbox: r.sandbox})
+	env, err := setup.Build(context.WithoutCancel(ctx), setup.Options{Dir: repo, DataDir: r.dataDir, PolicyFile: r.policyFile, Profile: r.profile, Providers: observed(providers(nil), r.models), SessionID: sessionID, Store: r.store, Sandbox: r.sandbox, Runs: r.mgr})
 	if err != nil {
 		return nil, err
 	}
