@@ -84,7 +84,7 @@ type buildCaches struct {
 // AGENTOS_SANDBOX_GO_CACHE (a directory every run shares, or "worktree":
 // one per session worktree) or commands run unconfined.
 func serveBuildCaches(getenv func(string) string, dataDir string, sb *sandbox.Sandbox, log *slog.Logger) (*buildCaches, error) {
-	if getenv(setup.EnvGoCache) != "" || !confined(sb) {
+	if getenv(setup.EnvGoCache) != "" || !sandboxConfines(sb) {
 		return nil, nil
 	}
 	root, err := filepath.Abs(filepath.Join(dataDir, "buildcache"))
@@ -100,7 +100,7 @@ func serveBuildCaches(getenv func(string) string, dataDir string, sb *sandbox.Sa
 // and which a workflow can keep between jobs with actions/cache. Nil as
 // for serveBuildCaches.
 func actionBuildCaches(getenv func(string) string, serverURL, repository string, sb *sandbox.Sandbox) (*buildCaches, error) {
-	if getenv(setup.EnvGoCache) != "" || !confined(sb) {
+	if getenv(setup.EnvGoCache) != "" || !sandboxConfines(sb) {
 		return nil, nil
 	}
 	d, err := os.UserCacheDir()
@@ -115,7 +115,7 @@ func actionBuildCaches(getenv func(string) string, serverURL, repository string,
 		maxBytes: buildCacheMaxBytes, now: time.Now}, nil
 }
 
-func confined(sb *sandbox.Sandbox) bool {
+func sandboxConfines(sb *sandbox.Sandbox) bool {
 	m := sb.Mechanism()
 	return m != sandbox.None && m != sandbox.Unavailable
 }
@@ -155,7 +155,7 @@ func (c *buildCaches) entry(r dispatch.EngineRequest) (kind, dir string) {
 // acquire returns sb with the run's Go build cache, and the func that
 // ends its use. A nil c returns sb.
 func (c *buildCaches) acquire(sb *sandbox.Sandbox, r dispatch.EngineRequest) (*sandbox.Sandbox, func(), error) {
-	if c == nil || !confined(sb) {
+	if c == nil || !sandboxConfines(sb) {
 		return sb, func() {}, nil
 	}
 	_, dir := c.entry(r)
@@ -253,7 +253,7 @@ func (c *buildCaches) trim() []string {
 		if busy {
 			return false
 		}
-		if err := removeTree(e.dir); err != nil {
+		if err := removeCacheTree(e.dir); err != nil {
 			c.warn("cannot remove a Go build cache", err)
 			return false
 		}
@@ -313,9 +313,9 @@ func treeSize(dir string) int64 {
 	return n
 }
 
-// removeTree removes dir, also when a command left directories in it
+// removeCacheTree removes dir, also when a command left directories in it
 // without write permission.
-func removeTree(dir string) error {
+func removeCacheTree(dir string) error {
 	if err := os.RemoveAll(dir); err == nil {
 		return nil
 	}
