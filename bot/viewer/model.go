@@ -283,8 +283,16 @@ func BuildRows(sessionID string, evs []event.Event, now time.Time, maxRows int) 
 		s.Hidden = first
 	}
 	s.Events = make([]Row, 0, len(evs)-first)
+	var prompts *event.Prompts // the session's prompt blocks, read on the first model call shown
 	for i := first; i < len(evs); i++ {
-		s.Events = append(s.Events, RowOf(&evs[i]))
+		r := RowOf(&evs[i])
+		if evs[i].Type == event.LLMRequest {
+			if prompts == nil {
+				prompts = event.NewPrompts(evs)
+			}
+			r.Body = requestBody(prompts, &evs[i])
+		}
+		s.Events = append(s.Events, r)
 	}
 	s.Timeline = timeline(evs, string(snap.RunStatus), now)
 	for _, p := range snap.PendingApprovals {
@@ -364,6 +372,18 @@ func RowOf(e *event.Event) Row {
 	}
 	r.Summary = clip(oneLine(r.Summary), 200)
 	return r
+}
+
+// requestBody is an llm.request's payload with its request read back
+// whole: the prompt blocks it references, defined once per session by
+// earlier requests (docs/decisions.md), shown where they were sent. A
+// request that does not read back is shown as stored.
+func requestBody(prompts *event.Prompts, e *event.Event) string {
+	full, err := prompts.Payload(e)
+	if err != nil {
+		return body(e.Payload)
+	}
+	return body(full)
 }
 
 // body is the payload indented for reading, bounded; invalid UTF-8 is

@@ -6,11 +6,10 @@ import (
 	"testing"
 )
 
-// promptDraft is the llm.request draft a writer makes of req given the
-// references it knows to be defined.
-func promptDraft(t *testing.T, req string, known map[string]bool) Draft {
+// promptDraft is the llm.request draft w makes of req.
+func promptDraft(t *testing.T, req string, w *PromptWriter) Draft {
 	t.Helper()
-	compact, defs, err := CompactRequest([]byte(req), func(r string) bool { return known[r] })
+	compact, defs, err := w.Compact([]byte(req))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,25 +31,36 @@ func TestPromptsStoredOnceAndReadBack(t *testing.T) {
 	req1 := `{"messages":[` + sys + `,{"role":"user","content":"fix it"}],"model":"m","tools":[` + tool + `],"max_tokens":100,"temperature":0.2,"schema_version":"v1"}`
 	req2 := `{"messages":[` + sys + `,{"role":"user","content":"fix it"},{"role":"assistant","content":"","tool_calls":[{"id":"c1","name":"repo.read","args":{"path":"a.go"}}]},{"role":"tool","content":"package a","tool_call_id":"c1"}],"model":"m","tools":[` + tool + `],"max_tokens":100,"temperature":0.2,"schema_version":"v1"}`
 
-	known := map[string]bool{}
-	p1, err := s.Prepare("sess", promptDraft(t, req1, known))
+	w := NewPromptWriter()
+	p1, err := s.Prepare("sess", promptDraft(t, req1, w))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defs1, err := CheckPromptDefs(p1.Payload)
-	if err != nil || len(defs1) != 3 {
-		t.Fatalf("first request defines %d blocks (%v), want 3", len(defs1), err)
+	// sys, user, tool, and the list block of the conversation
+	if err != nil || len(defs1) != 4 {
+		t.Fatalf("first request defines %d blocks (%v), want 4", len(defs1), err)
 	}
-	for r := range defs1 {
-		known[r] = true
-	}
-	p2, err := s.Prepare("sess", promptDraft(t, req2, known))
+	w.Learn(&Event{Type: LLMRequest, Payload: p1.Payload})
+	p2, err := s.Prepare("sess", promptDraft(t, req2, w))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defs2, err := CheckPromptDefs(p2.Payload)
-	if err != nil || len(defs2) != 2 {
-		t.Fatalf("second request defines %d blocks (%v), want the 2 new messages", len(defs2), err)
+	if err != nil || len(defs2) != 3 {
+		t.Fatalf("second request defines %d blocks (%v), want the 2 new messages and its conversation", len(defs2), err)
+	}
+	var first struct {
+		Request struct{ Messages []string }
+	}
+	_ = json.Unmarshal(p1.Payload, &first)
+	var prefixed bool
+	for _, b := range defs2 {
+		items, _ := ListItems(b)
+		prefixed = prefixed || len(items) == 3 && len(first.Request.Messages) == 1 && items[0] == first.Request.Messages[0]
+	}
+	if refs, _ := PromptRefs(p2.Payload); len(refs) != 2 || !prefixed {
+		t.Errorf("second request: references %v, blocks %v: want its conversation as the first one's and the 2 new messages", refs, defs2)
 	}
 	if strings.Contains(string(p2.Payload), "You are the worker") {
 		t.Errorf("the system prompt is repeated in the second request: %s", p2.Payload)
@@ -78,7 +88,7 @@ func TestPromptsStoredOnceAndReadBack(t *testing.T) {
 		}
 	}
 	// Without the first event the second does not read back.
-	if _, err := NewPrompts(evs[1:]).Request(&evs[1]); err == nil || !strings.Contains(err.Error(), "no llm.request before it defines") {
+	if _, err := NewPrompts(evs[1:]).Request(&evs[1]); err == nil || !strings.Contains(err.Error(), "is not defined by an llm.request before it") {
 		t.Errorf("a reference to an undefined block: %v", err)
 	}
 }
@@ -93,7 +103,7 @@ func TestPromptsRedactedBeforeHashing(t *testing.T) {
 	msg := `{"role":"user","content":"use ` + tok + ` to push"}`
 	req := `{"messages":[{"role":"system","content":"sys"},` + msg + `],"model":"m","schema_version":"v1"}`
 	raw, _ := BlockRef([]byte(msg))
-	p, err := s.Prepare("sess", promptDraft(t, req, map[string]bool{}))
+	p, err := s.Prepare("sess", promptDraft(t, req, NewPromptWriter()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,8 +120,8 @@ func TestPromptsRedactedBeforeHashing(t *testing.T) {
 		t.Fatalf("redacted block not stored under its digest %s: %v", ref, defs)
 	}
 	refs, _ := PromptRefs(p.Payload)
-	if len(refs) != 2 || refs[1] != ref {
-		t.Errorf("request references %v, want the redacted block's digest second", refs)
+	if len(refs) != 1 || !strings.Contains(string(defs[refs[0]]), ref) {
+		t.Errorf("request references %v, want its conversation listing the redacted block's digest (%v)", refs, defs)
 	}
 	evs := s.Chain(Tip{}, []Prepared{p})
 	got, err := NewPrompts(evs).Request(&evs[0])

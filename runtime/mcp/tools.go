@@ -259,21 +259,29 @@ func (m *Mount) RegisterRecorded(k *kernel.Kernel, events []event.Event) (map[st
 // RecordedSpecs returns the mcp.* tool specs of the latest llm.request in
 // events that offered tools.
 func RecordedSpecs(events []event.Event) []provider.ToolSpec {
+	var prompts *event.Prompts
 	for i := len(events) - 1; i >= 0; i-- {
 		e := events[i]
 		if e.Type != event.LLMRequest {
 			continue
 		}
-		var p struct {
-			Request struct {
-				Tools []provider.ToolSpec `json:"tools"`
-			} `json:"request"`
+		if prompts == nil {
+			prompts = event.NewPrompts(events)
 		}
-		if json.Unmarshal(e.Payload, &p) != nil || len(p.Request.Tools) == 0 {
+		// Read back whole: its tool specs may be prompt blocks defined
+		// by an earlier request (docs/decisions.md).
+		req, err := prompts.Request(&e)
+		if err != nil {
+			continue
+		}
+		var p struct {
+			Tools []provider.ToolSpec `json:"tools"`
+		}
+		if json.Unmarshal(req, &p) != nil || len(p.Tools) == 0 {
 			continue
 		}
 		var out []provider.ToolSpec
-		for _, t := range p.Request.Tools {
+		for _, t := range p.Tools {
 			if strings.HasPrefix(t.Name, Prefix) {
 				out = append(out, t)
 			}

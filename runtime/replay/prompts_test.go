@@ -36,12 +36,12 @@ func promptSession(t *testing.T) []event.Event {
 	}
 	app(event.SessionStart, map[string]any{"prompt": "fix it"}, "")
 	app(event.RunStarted, map[string]any{"run_id": "run-1", "prompt": "fix it"}, "")
-	known := map[string]bool{}
+	w := event.NewPromptWriter()
 	msgs := []any{map[string]any{"role": "system", "content": strings.Repeat("system prompt ", 50)}, map[string]any{"role": "user", "content": "fix it"}}
 	tools := []any{map[string]any{"name": "repo.read", "input_schema": map[string]any{"type": "object"}}}
 	for turn := 0; turn < 3; turn++ {
 		full, _ := json.Marshal(map[string]any{"messages": msgs, "tools": tools, "model": "scripted", "schema_version": "v1"})
-		compact, defs, err := event.CompactRequest(full, func(r string) bool { return known[r] })
+		compact, defs, err := w.Compact(full)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -50,10 +50,7 @@ func promptSession(t *testing.T) []event.Event {
 			p["prompts"] = defs
 		}
 		req := app(event.LLMRequest, p, "")
-		stored, _ := event.PromptDefs(req.Payload)
-		for r := range stored {
-			known[r] = true
-		}
+		w.Learn(&req)
 		app(event.LLMResponse, map[string]any{"role": "worker", "response": map[string]any{"text": "ok", "tool_calls": []any{}, "finish_reason": "stop",
 			"usage": map[string]any{"input_tokens": 1, "output_tokens": 1}, "model": "scripted", "schema_version": "v1"}}, req.ID)
 		msgs = append(msgs, map[string]any{"role": "assistant", "content": "turn " + string(rune('a'+turn))})
@@ -93,8 +90,8 @@ func TestVerifyPromptBlocks(t *testing.T) {
 	if rep := VerifyEvents(reg, evs); !rep.Valid {
 		t.Fatalf("a log with prompt blocks does not verify: %+v", rep.Problem)
 	}
-	if defs, _ := event.PromptDefs(evs[reqs[1]].Payload); len(defs) != 1 {
-		t.Fatalf("the second request defines %d blocks, want 1 (its new message)", len(defs))
+	if defs, _ := event.PromptDefs(evs[reqs[1]].Payload); len(defs) != 2 {
+		t.Fatalf("the second request defines %d blocks, want 2 (its new message and its conversation)", len(defs))
 	}
 	if rep, err := VerifyReader(reg, bytes.NewReader(toJSONL(evs))); err != nil || !rep.Valid {
 		t.Fatalf("the JSONL log does not verify: %v %+v", err, rep.Problem)

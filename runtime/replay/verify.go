@@ -287,6 +287,14 @@ func (v *Verifier) promptBlocks(lineNo int, e *event.Event) *Problem {
 			return &Problem{Code: ProblemPromptBlock, Line: lineNo, Seq: e.Seq, Message: fmt.Sprintf("the request uses prompt block %s, which no llm.request at or before it in this session defines", ref)}
 		}
 	}
+	for ref, block := range defs {
+		items, _ := event.ListItems(block) // their form was checked with the definitions
+		for _, it := range items {
+			if _, ok := defs[it]; !ok && !v.prompts[it] {
+				return &Problem{Code: ProblemPromptBlock, Line: lineNo, Seq: e.Seq, Message: fmt.Sprintf("prompt block %s lists %s, which no llm.request at or before it in this session defines", ref, it)}
+			}
+		}
+	}
 	if len(defs) > 0 && v.prompts == nil {
 		v.prompts = map[string]bool{}
 	}

@@ -150,6 +150,13 @@ type effects struct {
 	stream bool
 	// notices are recorded before the next live event (notices.go).
 	notices *Notices
+	// prompts knows the prompt blocks the session's log defines (those of
+	// history and of its own appends): a request that uses one references
+	// it without repeating it (docs/decisions.md, "Prompts stored once
+	// per session"). nil until the first model call.
+	prompts *event.PromptWriter
+	// recorded reads the history's requests back whole, while replaying.
+	recorded *event.Prompts
 }
 
 func (f *effects) replaying() bool {
@@ -196,7 +203,16 @@ func (f *effects) complete(ctx context.Context, p provider.Provider, req provide
 		if reqEv.Type != event.LLMRequest || event.FieldString(reqEv.Payload, "role") != req.Role {
 			return provider.CompletionResponse{}, &NonDeterminismError{Seq: reqEv.Seq, Want: "llm.request by " + req.Role, Got: reqEv.Type + " by " + reqEv.Actor}
 		}
-		if want, got := requestShape(req), recordedShape(reqEv.Payload); want != got {
+		if f.recorded == nil {
+			f.recorded = event.NewPrompts(f.history)
+		}
+		// The recorded request read back whole (its prompt blocks
+		// resolved), so that the comparison is the same for every format.
+		recReq, err := f.recorded.Request(&reqEv)
+		if err != nil {
+			return provider.CompletionResponse{}, &NonDeterminismError{Seq: reqEv.Seq, Want: "llm.request " + requestShape(req), Got: "a request that does not read back: " + err.Error()}
+		}
+		if want, got := requestShape(req), recordedShape(event.FieldString(reqEv.Payload, "role"), recReq); want != got {
 			return provider.CompletionResponse{}, &NonDeterminismError{Seq: reqEv.Seq, Want: "llm.request " + want, Got: "llm.request " + got}
 		}
 		f.pos++
@@ -217,7 +233,10 @@ func (f *effects) complete(ctx context.Context, p provider.Provider, req provide
 	if err := flushNotices(ctx, f.j, f.notices); err != nil {
 		return provider.CompletionResponse{}, err
 	}
-	payload := map[string]any{"role": req.Role, "request": req, "attempt": 1}
+	payload, err := f.requestPayload(req)
+	if err != nil {
+		return provider.CompletionResponse{}, err
+	}
 	if req.ResponseSchema != nil {
 		// Not part of completion_request_v1; the payload schema allows it.
 		payload["response_schema"] = req.ResponseSchema.Name
@@ -226,7 +245,38 @@ func (f *effects) complete(ctx context.Context, p provider.Provider, req provide
 	if err != nil {
 		return provider.CompletionResponse{}, err
 	}
+	// The blocks as stored (the store names them by their redacted text).
+	f.prompts.Learn(&reqEv)
 	return f.liveComplete(ctx, p, req, reqEv.ID)
+}
+
+// requestPayload is the llm.request payload recording req: its messages
+// and tool specs as prompt block references, with the blocks the
+// session's log does not define yet (as far as this writer knows) in its
+// prompts member (docs/decisions.md, "Prompts stored once per session").
+func (f *effects) requestPayload(req provider.CompletionRequest) (map[string]any, error) {
+	if f.prompts == nil {
+		f.prompts = event.NewPromptWriter()
+		sid := f.j.SessionID()
+		for i := range f.history {
+			if f.history[i].SessionID == sid {
+				f.prompts.Learn(&f.history[i])
+			}
+		}
+	}
+	raw, err := json.Marshal(req)
+	if err != nil {
+		return nil, fmt.Errorf("record llm.request: %w", err)
+	}
+	compact, defs, err := f.prompts.Compact(raw)
+	if err != nil {
+		return nil, fmt.Errorf("record llm.request: %w", err)
+	}
+	payload := map[string]any{"role": req.Role, "request": compact, "attempt": 1}
+	if len(defs) > 0 {
+		payload[event.PromptsMember] = defs
+	}
+	return payload, nil
 }
 
 func (f *effects) liveComplete(ctx context.Context, p provider.Provider, req provider.CompletionRequest, reqID string) (provider.CompletionResponse, error) {
@@ -305,22 +355,21 @@ func requestShape(req provider.CompletionRequest) string {
 	return fmt.Sprintf("role=%s messages=%d tools=%v", req.Role, len(req.Messages), names)
 }
 
-func recordedShape(payload json.RawMessage) string {
+// recordedShape is requestShape of a recorded request, read back whole
+// (event.Prompts.Request).
+func recordedShape(role string, request json.RawMessage) string {
 	var p struct {
-		Role    string `json:"role"`
-		Request struct {
-			Messages []json.RawMessage `json:"messages"`
-			Tools    []struct {
-				Name string `json:"name"`
-			} `json:"tools"`
-		} `json:"request"`
+		Messages []json.RawMessage `json:"messages"`
+		Tools    []struct {
+			Name string `json:"name"`
+		} `json:"tools"`
 	}
-	_ = json.Unmarshal(payload, &p)
-	names := make([]string, 0, len(p.Request.Tools))
-	for _, t := range p.Request.Tools {
+	_ = json.Unmarshal(request, &p)
+	names := make([]string, 0, len(p.Tools))
+	for _, t := range p.Tools {
 		names = append(names, t.Name)
 	}
-	return fmt.Sprintf("role=%s messages=%d tools=%v", p.Role, len(p.Request.Messages), names)
+	return fmt.Sprintf("role=%s messages=%d tools=%v", role, len(p.Messages), names)
 }
 
 // tool runs a call through the kernel (or replays it) and derives the

@@ -58,20 +58,23 @@ func claimsSupported(run []event.Event) error {
 		return fmt.Errorf("its last worker.report (seq %d) has no evidence check after it", run[last].Seq)
 	}
 	var plan json.RawMessage
+	var prompts *event.Prompts
 	offered := false
 	for _, e := range run[:last] {
 		switch {
 		case e.Type == event.ArtifactEmitted && event.FieldString(e.Payload, "kind") == "plan":
 			plan = json.RawMessage(event.FieldString(e.Payload, "content"))
 		case e.Type == event.LLMRequest && event.FieldString(e.Payload, "role") == "worker":
-			var p struct {
-				Request struct {
-					Tools []struct{ Name string } `json:"tools"`
-				} `json:"request"`
+			if prompts == nil {
+				prompts = event.NewPrompts(run)
 			}
-			_ = json.Unmarshal(e.Payload, &p)
+			var p struct {
+				Tools []struct{ Name string } `json:"tools"`
+			}
+			req, _ := prompts.Request(&e) // read back whole: its tool specs may be prompt blocks
+			_ = json.Unmarshal(req, &p)
 			offered = false
-			for _, t := range p.Request.Tools {
+			for _, t := range p.Tools {
 				offered = offered || t.Name == "test.run"
 			}
 		}
