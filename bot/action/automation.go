@@ -297,8 +297,9 @@ func scheduled(eventName string, body []byte, in Inputs, deliveryID string) (Aut
 //
 // ok is false without a prompt, with cycle none, on the events that have
 // no issue or pull request (Automate handles schedule, workflow_dispatch,
-// repository_dispatch and workflow_run), and for labeled or assigned
-// events that label_trigger or assignee_trigger filter out.
+// repository_dispatch and workflow_run), on a closed issue or pull
+// request, and for labeled or assigned events that label_trigger or
+// assignee_trigger filter out.
 func PromptRun(eventName string, body []byte, in Inputs, deliveryID string) (Automation, bool, error) {
 	if strings.TrimSpace(in.Prompt) == "" || in.Cycle == CycleNone || homeEvent(eventName) {
 		return Automation{}, false, nil
@@ -338,7 +339,8 @@ func PromptRun(eventName string, body []byte, in Inputs, deliveryID string) (Aut
 		t.Number, t.IssueState = ev.Issue.Number, ev.Issue.State
 		t.IsPR = len(ev.Issue.PullRequest) > 0 && string(ev.Issue.PullRequest) != "null"
 	}
-	if t.Number <= 0 {
+	if t.Number <= 0 || t.IssueState == "closed" {
+		// A fix run does not start on a closed issue or pull request.
 		return Automation{}, false, nil
 	}
 	var by, text string

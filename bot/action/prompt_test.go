@@ -84,6 +84,7 @@ func TestPromptRunOnEveryEvent(t *testing.T) {
 			{"cycle none", "pull_request_review", rb, action.Inputs{Prompt: "x", Cycle: action.CycleNone}},
 			{"a label label_trigger does not name", "issues", lb, action.Inputs{Prompt: "x", LabelTrigger: "agent-only"}},
 			{"a home event (Automate's)", "schedule", []byte(`{"schedule":"0 0 * * *"}`), action.Inputs{Prompt: "x"}},
+			{"a closed pull request", "pull_request_review", []byte(strings.Replace(string(rb), `"state":"open"`, `"state":"closed"`, 1)), action.Inputs{Prompt: "x"}},
 			{"no issue or pull request", "push", []byte(`{"ref":"refs/heads/main","repository":{"full_name":"octo/app"}}`), action.Inputs{Prompt: "x"}},
 		} {
 			if a, ok, err := action.PromptRun(c.event, c.body, c.in, "x"); ok || err != nil {
