@@ -25,7 +25,7 @@ func TestDoctorReportsClaudePermissions(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer ws.Close()
-		return permissionChecks(ws)
+		return permissionChecks(ws, nil)
 	}
 	got := check()
 	if len(got) != 5 || got[0].Status != checkOK || !strings.Contains(got[0].Detail, "4 deny and 1 ask rule(s) enforced") {

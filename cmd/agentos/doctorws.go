@@ -13,6 +13,7 @@ import (
 
 	"github.com/agentos/agentos/bot/config"
 	"github.com/agentos/agentos/kernel"
+	"github.com/agentos/agentos/kernel/policy"
 	"github.com/agentos/agentos/kernel/redact"
 	"github.com/agentos/agentos/kernel/sandbox"
 	"github.com/agentos/agentos/kernel/tools"
@@ -80,7 +81,7 @@ func workspaceChecks(ctx context.Context, sb *sandbox.Sandbox, cfg config.Config
 	}
 	proj := tools.ProjectCommands(ws)
 	masked := ws.Masked()
-	perms := permissionChecks(ws)
+	perms := permissionChecks(ws, pol)
 	ws.Close()
 	out = append(out, perms...)
 
@@ -365,11 +366,15 @@ func insideDir(dir, p string) bool {
 // permissionChecks reports the repository's Claude Code permissions
 // (.claude/settings.json, .claude/settings.local.json): the rules agentos
 // enforces, and each setting it does not do as written (a warning, also
-// recorded in every run's log as config.warning).
-func permissionChecks(ws *workspace.Root) []doctorCheck {
+// recorded in every run's log as config.warning). pol (nil: the
+// built-in) says what the allow rules may pre-approve.
+func permissionChecks(ws *workspace.Root, pol *policy.Policy) []doctorCheck {
 	perms, err := claudecode.ReadPermissions(ws.ReadFile)
 	if err != nil {
 		return []doctorCheck{{Name: "claude code permissions", Status: checkFail, Detail: err.Error(), Fix: "write the permissions block as Claude Code does (docs/claude-code.md): runs refuse to start until it can be read"}}
+	}
+	if pol != nil {
+		perms.Under(claudecode.Honour{HonorAllow: pol.ClaudeCode.HonorAllow, HonorsAllow: pol.HonorsAllow})
 	}
 	if len(perms.Files) == 0 {
 		return nil
