@@ -52,6 +52,8 @@ const matrixOperatorPolicy = `capabilities:
   repo.write: {approval: always}
   process.run: {approval: always}
   test.run: {approval: always}
+risk:
+  highRiskCommands: [rm]
 `
 
 // matrixNeverPolicy asks for no approval of these tools.
@@ -135,8 +137,8 @@ func matrixDispatch(t *testing.T, o setup.Options, tool, args string) (matrixOut
 	out, err := env.Kernel.Dispatch(context.Background(), rec, kernel.Call{ID: "c1", Name: tool, Args: json.RawMessage(args), Caller: "worker"})
 	var ke *kernel.Error
 	switch {
-	case errors.As(err, &ke) && ke.Code == kernel.CodeToolNotAllowed:
-		return refused, ke.Message, rec
+	case errors.As(err, &ke) && (ke.Code == kernel.CodeToolNotAllowed || ke.Code == kernel.CodePolicyDenied):
+		return refused, string(ke.Code) + ": " + ke.Message, rec
 	case err != nil:
 		t.Fatalf("%s: %v", tool, err)
 	case out.Pending != nil:
@@ -228,5 +230,133 @@ func TestPermissionsMatrix(t *testing.T) {
 				})
 			}
 		}
+	}
+}
+
+// TestAllowNeverLoosens: with the operator's opt-in for every tool, an
+// allow rule still pre-approves nothing for untrusted code, under an ask
+// rule, against a deny rule of another settings file, for CI and agent
+// configuration, a high-risk command (waiting, or denied by the policy),
+// a secret-looking path, a capability the operator does not list, a
+// repository's own policy.yaml opt-in, or a call the rule does not match.
+func TestAllowNeverLoosens(t *testing.T) {
+	settings := func(files ...string) map[string]string {
+		m := map[string]string{}
+		for i := 0; i+1 < len(files); i += 2 {
+			m[files[i]] = files[i+1]
+		}
+		return m
+	}
+	const on = matrixOperatorPolicy + matrixOptIn
+	for _, c := range []struct {
+		name      string
+		settings  map[string]string
+		operator  string
+		untrusted bool
+		tool      string
+		args      string
+		want      matrixOutcome
+		why       string
+	}{
+		{"untrusted code", settings(".claude/settings.json", `{"permissions":{"allow":["Read(notes.txt)"]}}`), on, true,
+			"repo.read", `{"path":"notes.txt"}`, approval, "policy: repo.read always needs approval"},
+		{"ask beats allow", settings(".claude/settings.json", `{"permissions":{"allow":["Read"],"ask":["Read(notes.txt)"]}}`), on, false,
+			"repo.read", `{"path":"notes.txt"}`, approval, "policy: repo.read always needs approval"},
+		{"deny of the local file beats allow", settings(".claude/settings.json", `{"permissions":{"allow":["Read(notes.txt)"]}}`, ".claude/settings.local.json", `{"permissions":{"deny":["Read(notes.txt)"]}}`), on, false,
+			"repo.read", `{"path":"notes.txt"}`, refused, "Read(notes.txt)"},
+		{"CI configuration", settings(".claude/settings.json", `{"permissions":{"allow":["Edit"]}}`), on, false,
+			"repo.write", `{"path":".github/workflows/ci.yml","content":"on: push\n","expected_hash":""}`, approval, "changes CI or agent configuration"},
+		{"agent configuration", settings(".claude/settings.json", `{"permissions":{"allow":["Edit(.claude/**)"]}}`), on, false,
+			"repo.write", `{"path":".claude/settings.local.json","content":"{}","expected_hash":""}`, approval, "changes CI or agent configuration"},
+		{"high-risk command", settings(".claude/settings.json", `{"permissions":{"allow":["Bash(rm:*)"]}}`), on, false,
+			"process.run", `{"command":"rm -f src/keep.txt"}`, approval, "policy: process.run always needs approval"},
+		{"high-risk command denied by policy", settings(".claude/settings.json", `{"permissions":{"allow":["Bash(rm:*)"]}}`), strings.Replace(on, "risk:\n", "risk:\n  highRiskAction: deny\n", 1), false,
+			"process.run", `{"command":"rm -f src/keep.txt"}`, refused, "POLICY_DENIED"},
+		{"secret-looking path", settings(".claude/settings.json", `{"permissions":{"allow":["Edit(certs/**)"]}}`), on, false,
+			"repo.write", `{"path":"certs/server.pem","content":"x","expected_hash":""}`, approval, "policy: repo.write always needs approval"},
+		{"capability the operator does not list", settings(".claude/settings.json", `{"permissions":{"allow":["Read(notes.txt)"]}}`), matrixOperatorPolicy + "claudeCode:\n  honorAllow: [test.run, mcp.other.*]\n", false,
+			"repo.read", `{"path":"notes.txt"}`, approval, "policy: repo.read always needs approval"},
+		{"MCP server the operator does not list", settings(".claude/settings.json", `{"permissions":{"allow":["mcp__docs"]}}`), matrixOperatorPolicy + "claudeCode:\n  honorAllow: [mcp.other.*]\n", false,
+			"mcp.docs.lookup", `{}`, approval, "policy: mcp.docs.lookup always needs approval"},
+		{"the repository's own policy.yaml opts in", settings(".claude/settings.json", `{"permissions":{"allow":["Read(notes.txt)"]}}`, ".agent/policy.yaml", matrixOptIn), matrixOperatorPolicy, false,
+			"repo.read", `{"path":"notes.txt"}`, approval, "policy: repo.read always needs approval"},
+		{"another path", settings(".claude/settings.json", `{"permissions":{"allow":["Read(notes.txt)"]}}`), on, false,
+			"repo.read", `{"path":"src/keep.txt"}`, approval, "policy: repo.read always needs approval"},
+		{"another command", settings(".claude/settings.json", `{"permissions":{"allow":["Bash(echo:*)"]}}`), on, false,
+			"process.run", `{"command":"ls"}`, approval, "policy: process.run always needs approval"},
+		{"a command substitution", settings(".claude/settings.json", `{"permissions":{"allow":["Bash(echo:*)"]}}`), on, false,
+			"process.run", `{"command":"echo $(id)"}`, approval, "policy: process.run always needs approval"},
+		{"a test command writing a file", settings(".claude/settings.json", `{"permissions":{"allow":["Bash(echo:*)"]}}`, ".agent/config.yaml", "test: echo ok > out.txt\n"), on, false,
+			"test.run", `{}`, approval, "policy: test.run always needs approval"},
+		{"a search under a Read rule with a path", settings(".claude/settings.json", `{"permissions":{"allow":["Read(notes.txt)"]}}`), on + "  # repo.search too\n", false,
+			"repo.search", `{"query":"notes"}`, approval, "policy: repo.search always needs approval"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			operator := c.operator
+			if c.tool == "repo.search" {
+				operator = strings.Replace(operator, "  repo.read: {approval: always}\n", "  repo.read: {approval: always}\n  repo.search: {approval: always}\n", 1)
+				operator = strings.Replace(operator, "honorAllow: [", "honorAllow: [repo.search, ", 1)
+			}
+			o := matrixRepo(t, c.settings, operator)
+			o.UntrustedRepo = c.untrusted
+			got, why, rec := matrixDispatch(t, o, c.tool, c.args)
+			if got != c.want || !strings.Contains(why, c.why) {
+				t.Fatalf("%s %s: %s (%s), want %s (%s)", c.tool, c.args, got, why, c.want, c.why)
+			}
+			if inv := invoked(t, rec); inv != nil {
+				t.Errorf("invoked: %v", inv)
+			}
+		})
+	}
+}
+
+// TestAllowWarningsFollowPolicy: what the run's log and agentos doctor
+// say about allow rules follows the operator's policy: ignored by
+// default or for untrusted code, and under an opt-in each rule that
+// cannot pre-approve anything.
+func TestAllowWarningsFollowPolicy(t *testing.T) {
+	rules := map[string]string{".claude/settings.json": `{"permissions":{"allow":["Read(notes.txt)","Bash(echo:*)","WebFetch(domain:example.com)","mcp__docs__lookup(x)","Frobnicate"]}}`}
+	for _, c := range []struct {
+		name      string
+		operator  string
+		untrusted bool
+		want      []string
+	}{
+		{"default", matrixOperatorPolicy, false, []string{
+			`permissions.allow "Read(notes.txt), Bash(echo:*), WebFetch(domain:example.com), mcp__docs__lookup(x), Frobnicate": 5 allow rule(s) not honoured: a repository's settings only tighten unless the operator's policy.yaml lists capabilities in claudeCode.honorAllow`,
+		}},
+		{"untrusted", matrixOperatorPolicy + matrixOptIn, true, []string{
+			`permissions.allow "Read(notes.txt), Bash(echo:*), WebFetch(domain:example.com), mcp__docs__lookup(x), Frobnicate": 5 allow rule(s) not honoured: the working tree holds untrusted code`,
+		}},
+		{"opt-in for test.run", matrixOperatorPolicy + "claudeCode:\n  honorAllow: [test.run]\n", false, []string{
+			`permissions.allow "WebFetch(domain:example.com)": pre-approves nothing: an argument is matched only for Bash`,
+			`permissions.allow "mcp__docs__lookup(x)": pre-approves nothing: an argument is matched only for Bash`,
+			`permissions.allow "Frobnicate": pre-approves nothing: not a tool name agentos knows`,
+			`permissions.allow "Read(notes.txt)": 1 allow rule(s) pre-approve nothing: the operator's policy.yaml claudeCode.honorAllow lists only test.run`,
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			o := matrixRepo(t, rules, c.operator)
+			o.UntrustedRepo = c.untrusted
+			env, err := setup.Build(context.Background(), o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer env.Close()
+			var got []string
+			for _, w := range env.Warnings {
+				if w.Setting == "permissions.allow" {
+					got = append(got, w.String())
+				}
+			}
+			if len(got) != len(c.want) {
+				t.Fatalf("allow warnings:\n%s\nwant %d", strings.Join(got, "\n"), len(c.want))
+			}
+			for i, w := range c.want {
+				if !strings.Contains(got[i], w) {
+					t.Errorf("warning %d: %s\nwant it to contain %s", i, got[i], w)
+				}
+			}
+		})
 	}
 }
