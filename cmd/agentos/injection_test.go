@@ -98,7 +98,11 @@ func TestPromptInjectionStaysData(t *testing.T) {
 		case event.ToolRejected:
 			rejected = append(rejected, event.FieldString(e.Payload, "tool"))
 		case event.LLMRequest:
-			lastRequest = e.Payload
+			// Read back whole: its prompt blocks may be defined by an
+			// earlier request (docs/decisions.md).
+			if lastRequest, err = event.NewPrompts(evs).Payload(&e); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 	if strings.Join(rejected, ",") != "process.run" {

@@ -17,10 +17,18 @@ import (
 
 // requests returns the llm.request payloads of a role, in order.
 func requests(evs []event.Event, role string) []json.RawMessage {
+	prompts := event.NewPrompts(evs)
 	var out []json.RawMessage
-	for _, e := range evs {
+	for i := range evs {
+		e := &evs[i]
 		if e.Type == event.LLMRequest && event.FieldString(e.Payload, "role") == role {
-			out = append(out, e.Payload)
+			// Read back whole: its prompt blocks may be defined by an
+			// earlier request (docs/decisions.md).
+			full, err := prompts.Payload(e)
+			if err != nil {
+				full = e.Payload
+			}
+			out = append(out, full)
 		}
 	}
 	return out

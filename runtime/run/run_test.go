@@ -314,12 +314,8 @@ func TestDeniedApprovalIsFeedback(t *testing.T) {
 	evs := f.events(t, "s3")
 	verify(t, evs)
 	// The worker's next request carries the denial reason as the tool result.
-	var lastWorkerReq json.RawMessage
-	for _, e := range evs {
-		if e.Type == event.LLMRequest && event.FieldString(e.Payload, "role") == "worker" {
-			lastWorkerReq = e.Payload
-		}
-	}
+	reqs := requests(evs, "worker")
+	lastWorkerReq := reqs[len(reqs)-1]
 	if !bytes.Contains(lastWorkerReq, []byte("do not touch a.txt")) || !bytes.Contains(lastWorkerReq, []byte("APPROVAL_DENIED")) {
 		t.Errorf("denial not fed back: %s", lastWorkerReq)
 	}
@@ -353,13 +349,8 @@ roles:
 		t.Errorf("transitions %s", got)
 	}
 	var secondWorker json.RawMessage
-	n := 0
-	for _, e := range evs {
-		if e.Type == event.LLMRequest && event.FieldString(e.Payload, "role") == "worker" {
-			if n++; n == 2 {
-				secondWorker = e.Payload
-			}
-		}
+	if reqs := requests(evs, "worker"); len(reqs) >= 2 {
+		secondWorker = reqs[1]
 	}
 	if !bytes.Contains(secondWorker, []byte("say hello to the moon too")) {
 		t.Error("review feedback not given to the worker in the rework round")
