@@ -148,19 +148,24 @@ type chatMessage struct {
 func requests(t *testing.T, evs []event.Event) [][]chatMessage {
 	t.Helper()
 	var out [][]chatMessage
-	for _, e := range evs {
-		if e.Type != event.LLMRequest {
+	prompts := event.NewPrompts(evs)
+	for i := range evs {
+		if evs[i].Type != event.LLMRequest {
 			continue
 		}
-		var req struct {
-			Request struct {
-				Messages []chatMessage `json:"messages"`
-			} `json:"request"`
-		}
-		if err := json.Unmarshal(e.Payload, &req); err != nil {
+		// Read back whole: its prompt blocks may be defined by an earlier
+		// request (docs/decisions.md).
+		whole, err := prompts.Request(&evs[i])
+		if err != nil {
 			t.Fatal(err)
 		}
-		out = append(out, req.Request.Messages)
+		var req struct {
+			Messages []chatMessage `json:"messages"`
+		}
+		if err := json.Unmarshal(whole, &req); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, req.Messages)
 	}
 	if len(out) == 0 {
 		t.Fatal("no model request in the log")
