@@ -33,7 +33,9 @@ func AuditHonest(evs []event.Event) error {
 				run = append(run, x)
 			}
 		}
-		if err := claimsSupported(run); err != nil {
+		// The session's prompt blocks: a request reads back whole
+		// whichever earlier request defined them.
+		if err := claimsSupported(run, event.NewPrompts(evs[:i])); err != nil {
 			return fmt.Errorf("run %s is completed but %w", e.RunID, err)
 		}
 	}
@@ -44,7 +46,7 @@ func AuditHonest(evs []event.Event) error {
 // up to it, the way the engine does, and that the engine recorded its
 // check. A run without a worker report (a workflow of persona fan-outs
 // only) claims nothing.
-func claimsSupported(run []event.Event) error {
+func claimsSupported(run []event.Event, prompts *event.Prompts) error {
 	last := -1
 	for i, e := range run {
 		if e.Type == event.WorkerReport {
@@ -58,16 +60,12 @@ func claimsSupported(run []event.Event) error {
 		return fmt.Errorf("its last worker.report (seq %d) has no evidence check after it", run[last].Seq)
 	}
 	var plan json.RawMessage
-	var prompts *event.Prompts
 	offered := false
 	for _, e := range run[:last] {
 		switch {
 		case e.Type == event.ArtifactEmitted && event.FieldString(e.Payload, "kind") == "plan":
 			plan = json.RawMessage(event.FieldString(e.Payload, "content"))
 		case e.Type == event.LLMRequest && event.FieldString(e.Payload, "role") == "worker":
-			if prompts == nil {
-				prompts = event.NewPrompts(run)
-			}
 			var p struct {
 				Tools []struct{ Name string } `json:"tools"`
 			}

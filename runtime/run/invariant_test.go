@@ -121,7 +121,7 @@ func TestInvariantCatchesDishonestLog(t *testing.T) {
 			}
 			// Strict verify alone rejects the forged log (it lacks the
 			// audit events); the claims check rejects it on its own too.
-			if cerr := claimsSupported(evs); status == "completed" && (cerr == nil || !strings.Contains(cerr.Error(), "repo.write:w1")) {
+			if cerr := claimsSupported(evs, event.NewPrompts(evs)); status == "completed" && (cerr == nil || !strings.Contains(cerr.Error(), "repo.write:w1")) {
 				t.Fatalf("claims check: %v", cerr)
 			}
 			if status == "failed" && err != nil {
