@@ -103,7 +103,31 @@ func TestPromptsRedactedBeforeHashing(t *testing.T) {
 	msg := `{"role":"user","content":"use ` + tok + ` to push"}`
 	req := `{"messages":[{"role":"system","content":"sys"},` + msg + `],"model":"m","schema_version":"v1"}`
 	raw, _ := BlockRef([]byte(msg))
-	p, err := s.Prepare("sess", promptDraft(t, req, NewPromptWriter()))
+	for _, decoded := range []bool{false, true} {
+		t.Run(map[bool]string{false: "encoded", true: "decoded"}[decoded], func(t *testing.T) {
+			redactedBlock(t, s, req, tok, raw, decoded)
+		})
+	}
+}
+
+// redactedBlock prepares the request's llm.request, its payload given as
+// Go values that need encoding or (decoded) as plain decoded JSON, which
+// the sealer redacts without encoding first.
+func redactedBlock(t *testing.T, s *Sealer, req, tok, raw string, decoded bool) {
+	d := promptDraft(t, req, NewPromptWriter())
+	if decoded {
+		b, _ := json.Marshal(d.Payload)
+		var v map[string]any
+		if err := json.Unmarshal(b, &v); err != nil {
+			t.Fatal(err)
+		}
+		v["attempt"] = 1
+		d.Payload = v
+	}
+	if _, val, err := s.redactPayload(d.Payload); err != nil || (val != nil) != decoded {
+		t.Fatalf("redactPayload: decoded form %v, want %v (%v)", val != nil, decoded, err)
+	}
+	p, err := s.Prepare("sess", d)
 	if err != nil {
 		t.Fatal(err)
 	}
