@@ -200,7 +200,7 @@ func (a *actions) run(eventName string, ev map[string]any) (action.Outputs, stri
 		Sealer: sealer,
 		Engines: func(st store.Store) dispatch.Engines {
 			return func(ctx context.Context, r dispatch.EngineRequest) (*run.Engine, func(), error) {
-				e, err := setup.Build(ctx, setup.Options{Dir: r.Dir, Profile: prof, Providers: reg, SessionID: r.SessionID, Store: st, UntrustedRepo: r.Untrusted})
+				e, err := setup.Build(ctx, setup.Options{Dir: r.Dir, Runs: r.Runs, RequireWorkflows: true, Profile: prof, Providers: reg, SessionID: r.SessionID, Store: st, UntrustedRepo: r.Untrusted})
 				if err != nil {
 					return nil, nil, err
 				}

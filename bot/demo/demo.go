@@ -225,7 +225,7 @@ func (w *world) startBot(dir string) error {
 	providers := provider.Registry{"scripted": func(context.Context, provider.Profile) (provider.Provider, error) { return scripted.New(script), nil }}
 	st := w.store
 	engines := func(ctx context.Context, r dispatch.EngineRequest) (*run.Engine, func(), error) {
-		env, err := setup.Build(ctx, setup.Options{Dir: r.Dir, Profile: profile, Providers: providers, SessionID: r.SessionID, Store: st, UntrustedRepo: r.Untrusted})
+		env, err := setup.Build(ctx, setup.Options{Dir: r.Dir, Runs: r.Runs, RequireWorkflows: true, Profile: profile, Providers: providers, SessionID: r.SessionID, Store: st, UntrustedRepo: r.Untrusted})
 		if err != nil {
 			return nil, nil, err
 		}

@@ -33,11 +33,17 @@ type EngineRequest struct {
 	Dir       string // the session's worktree: the kernel is jailed in it
 	SessionID string
 	// Untrusted is set when the worktree holds code from outside the
-	// repository (a fork's pull request): its own hooks must not run.
+	// repository (a fork's pull request): its own hooks, skills and
+	// workflow definitions must not be loaded.
 	Untrusted bool
+	// Runs is the dispatcher's run manager: the engine's workflow plane
+	// must start cycles through it (setup.Options.Runs).
+	Runs *run.Manager
 }
 
-// Engines builds a run engine for a session's worktree. The returned func
+// Engines builds a run engine for a session's worktree, with the workflow
+// plane as its Plane (setup.Build with Options.Runs = r.Runs and
+// RequireWorkflows): every `/agent` run is a cycle. The returned func
 // releases it.
 type Engines func(ctx context.Context, r EngineRequest) (*run.Engine, func(), error)
 

@@ -144,7 +144,7 @@ func (w *liveWorld) startBot() {
 	prof.Pricing = provider.Pricing{InputPerMTok: 3, OutputPerMTok: 15}
 	reg := provider.Registry{"scripted": func(context.Context, provider.Profile) (provider.Provider, error) { return scripted.New(script), nil }}
 	engines := func(ctx context.Context, r dispatch.EngineRequest) (*run.Engine, func(), error) {
-		env, err := setup.Build(ctx, setup.Options{Dir: r.Dir, Profile: prof, Providers: reg, SessionID: r.SessionID, Store: st})
+		env, err := setup.Build(ctx, setup.Options{Dir: r.Dir, Runs: r.Runs, RequireWorkflows: true, UntrustedRepo: r.Untrusted, Profile: prof, Providers: reg, SessionID: r.SessionID, Store: st})
 		if err != nil {
 			return nil, nil, err
 		}

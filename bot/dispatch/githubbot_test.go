@@ -86,7 +86,7 @@ func TestGitHubBotFromServerConfig(t *testing.T) {
 	prof.Provider, prof.Script = "scripted", "embedded"
 	reg := provider.Registry{"scripted": func(context.Context, provider.Profile) (provider.Provider, error) { return scripted.New(script), nil }}
 	engines := func(ctx context.Context, r EngineRequest) (*run.Engine, func(), error) {
-		e, err := setup.Build(ctx, setup.Options{Dir: r.Dir, Profile: prof, Providers: reg, SessionID: r.SessionID, Store: st})
+		e, err := setup.Build(ctx, setup.Options{Dir: r.Dir, Runs: r.Runs, RequireWorkflows: true, UntrustedRepo: r.Untrusted, Profile: prof, Providers: reg, SessionID: r.SessionID, Store: st})
 		if err != nil {
 			return nil, nil, err
 		}

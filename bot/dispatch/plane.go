@@ -12,7 +12,6 @@ import (
 	"github.com/agentos/agentos/runtime/run"
 	"github.com/agentos/agentos/runtime/workflow"
 	"github.com/agentos/agentos/runtime/workflow/cycle"
-	"github.com/agentos/agentos/schemas"
 )
 
 // workflowPlane runs the workflow plane's review and triage cycles
@@ -121,30 +120,34 @@ func (p *workflowPlane) run(ctx context.Context, repo github.Repo, x *cycle.Exec
 	return x.Run(ctx, req)
 }
 
-// engine builds the engine of a session's worktree with the workflow
-// plane as its Plane, so a run that records a cycle (every `/agent` run
-// is the fix cycle) starts, resumes and is taken over as that cycle in
-// any process. The plane is the built-in one plus the worktree's
-// .agent/workflows, except for untrusted code (a fork's pull request):
-// the built-in plane only. A repository whose definitions do not load
-// gets no run (fail closed); the error names the file and field.
+// engine builds the engine of a session's worktree (d.Engines, which
+// assembles it with setup.Build) and returns it with its workflow plane:
+// the built-in plane plus the worktree's .agent/workflows, except for
+// untrusted code (a fork's pull request): the built-in plane only. A
+// repository whose definitions do not load gets no run (fail closed); the
+// error names the file and field. An engine without the plane, or whose
+// plane starts cycles through another manager or holds the repository's
+// definitions for untrusted code, is refused.
 func (d *Dispatcher) engine(ctx context.Context, r EngineRequest) (*run.Engine, *cycle.Executor, func(), error) {
-	var reg *workflow.Registry
-	var err error
-	if r.Untrusted {
-		reg, err = workflow.Load(schemas.MustDefault(), workflow.Builtin())
-	} else {
-		reg, err = workflow.LoadRepo(schemas.MustDefault(), r.Dir)
-	}
-	if err != nil {
-		return nil, nil, nil, err
-	}
+	r.Runs = d.Runs
 	eng, release, err := d.Engines(ctx, r)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	x := &cycle.Executor{Registry: reg, Manager: d.Runs, Engine: eng, Schemas: schemas.MustDefault()}
-	return x.PlaneEngine(), x, release, nil
+	x, _ := eng.Plane.(*cycle.Executor)
+	switch {
+	case x == nil || x.Registry == nil:
+		err = errors.New("the run engine has no workflow plane (assemble it with setup.Options.Runs)")
+	case x.Manager != d.Runs:
+		err = errors.New("the run engine's workflow plane starts cycles through another run manager")
+	case r.Untrusted && x.Registry.FromSource(workflow.RepoDir):
+		err = errors.New("the run engine loaded the repository's workflow definitions for untrusted code")
+	}
+	if err != nil {
+		release()
+		return nil, nil, nil, err
+	}
+	return eng, x, release, nil
 }
 
 // fixRequest is the run request of an `/agent` request: the fix cycle,

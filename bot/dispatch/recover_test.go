@@ -124,7 +124,7 @@ func (w *world) mortalRuns(events int) {
 	w.d.Runs = run.NewManager(st)
 	w.d.GitHub = &mortal{GitHub: w.d.GitHub, budget: -1, dead: st.isDead}
 	w.d.Engines = func(ctx context.Context, r dispatch.EngineRequest) (*run.Engine, func(), error) {
-		env, err := setup.Build(ctx, setup.Options{Dir: r.Dir, Profile: profile, Providers: reg, SessionID: r.SessionID, Store: st, UntrustedRepo: r.Untrusted})
+		env, err := setup.Build(ctx, setup.Options{Dir: r.Dir, Runs: r.Runs, RequireWorkflows: true, Profile: profile, Providers: reg, SessionID: r.SessionID, Store: st, UntrustedRepo: r.Untrusted})
 		if err != nil {
 			return nil, nil, err
 		}

@@ -139,7 +139,7 @@ func (w *world) start(dataDir string) {
 		Git:      dispatch.Worktrees{M: wm, OnSessionBranch: w.onSessionBranch},
 		Runs:     run.NewManager(st),
 		Engines: func(ctx context.Context, r dispatch.EngineRequest) (*run.Engine, func(), error) {
-			env, err := setup.Build(ctx, setup.Options{Dir: r.Dir, Profile: profile, Providers: reg, SessionID: r.SessionID, Store: st, UntrustedRepo: r.Untrusted})
+			env, err := setup.Build(ctx, setup.Options{Dir: r.Dir, Runs: r.Runs, RequireWorkflows: true, Profile: profile, Providers: reg, SessionID: r.SessionID, Store: st, UntrustedRepo: r.Untrusted})
 			if err != nil {
 				return nil, nil, err
 			}

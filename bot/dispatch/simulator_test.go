@@ -81,7 +81,7 @@ func newSimWorld(t *testing.T, sim *simulator.Server, b simulator.Behaviour) *li
 		return openai.New(p, openai.Options{})
 	}}
 	engines := func(ctx context.Context, r dispatch.EngineRequest) (*run.Engine, func(), error) {
-		env, err := setup.Build(ctx, setup.Options{Dir: r.Dir, Profile: prof, Providers: reg, SessionID: r.SessionID, Store: st})
+		env, err := setup.Build(ctx, setup.Options{Dir: r.Dir, Runs: r.Runs, RequireWorkflows: true, UntrustedRepo: r.Untrusted, Profile: prof, Providers: reg, SessionID: r.SessionID, Store: st})
 		if err != nil {
 			return nil, nil, err
 		}

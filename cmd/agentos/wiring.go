@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/agentos/agentos/bot/webhook"
 	"github.com/agentos/agentos/kernel"
@@ -216,7 +215,15 @@ func buildRuntime(ctx context.Context, o envOptions) (*runtimeEnv, error) {
 			return nil, err
 		}
 	}
-	env, err := setup.Build(ctx, setup.Options{Dir: o.repo, DataDir: o.dataDir, PolicyFile: o.policyFile, Profile: o.profile, Providers: providers(o.script), SessionID: o.sessionID, Store: st})
+	mgr := agentrun.NewManager(st)
+	// A session the store does not hold (the database was deleted) is
+	// recovered from its exported log.
+	mgr.Logs = agentrun.DirLogs(o.dataDir)
+	// The workflow plane executes cycles (agentos workflows run) and
+	// resumes paused ones (agentos resume). A plane that does not load
+	// leaves workflow runs denied (env.Notes says why); plain runs are
+	// unaffected.
+	env, err := setup.Build(ctx, setup.Options{Dir: o.repo, DataDir: o.dataDir, PolicyFile: o.policyFile, Profile: o.profile, Providers: providers(o.script), SessionID: o.sessionID, Store: st, Runs: mgr})
 	if err != nil {
 		unlock()
 		st.Close()
@@ -226,20 +233,7 @@ func buildRuntime(ctx context.Context, o envOptions) (*runtimeEnv, error) {
 		}
 		return nil, err
 	}
-	mgr := agentrun.NewManager(st)
-	// A session the store does not hold (the database was deleted) is
-	// recovered from its exported log.
-	mgr.Logs = agentrun.DirLogs(o.dataDir)
-	r := &runtimeEnv{store: st, ws: env.Workspace, kernel: env.Kernel, hooks: env.Hooks, engine: env.Engine, mgr: mgr, redactor: env.Redactor, notes: env.Notes, unlock: unlock}
-	// The workflow plane executes cycles (agentos workflows run) and
-	// resumes paused ones (agentos resume). A plane that does not load
-	// leaves workflow runs denied; plain runs are unaffected.
-	if reg, err := loadWorkflows(o.repo); err == nil {
-		r.workflows = &cycle.Executor{Registry: reg, Manager: mgr, Engine: env.Engine, Schemas: schemas.MustDefault()}
-		env.Engine.Plane = r.workflows
-	} else {
-		r.notes = append(r.notes, "workflow plane not loaded: "+strings.SplitN(err.Error(), "\n", 2)[0])
-	}
+	r := &runtimeEnv{store: st, ws: env.Workspace, kernel: env.Kernel, hooks: env.Hooks, engine: env.Engine, mgr: mgr, redactor: env.Redactor, notes: env.Notes, unlock: unlock, workflows: env.Workflows}
 	if env.MCP != nil {
 		r.mcp = env.MCP
 	}

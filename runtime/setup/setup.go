@@ -31,6 +31,8 @@ import (
 	"github.com/agentos/agentos/runtime/run"
 	"github.com/agentos/agentos/runtime/skills"
 	"github.com/agentos/agentos/runtime/store"
+	"github.com/agentos/agentos/runtime/workflow"
+	"github.com/agentos/agentos/runtime/workflow/cycle"
 	"github.com/agentos/agentos/schemas"
 	builtinskills "github.com/agentos/agentos/skills"
 )
@@ -61,6 +63,18 @@ type Options struct {
 	// hook commands). Nil detects one as AGENTOS_SANDBOX says (auto by
 	// default); processes detect once (Sandbox) and pass it here.
 	Sandbox *sandbox.Sandbox
+	// Runs is the run manager the session's runs start with: when set,
+	// Build assembles the workflow plane over it (Env.Workflows, the
+	// engine's Plane), so that a cycle run starts, resumes and is taken
+	// over the same way in the CLI, the API, the bot and the Action. The
+	// plane's cycles must start through the manager that tracks the
+	// session's other runs (one lock, one cancel), hence passed in.
+	Runs *run.Manager
+	// RequireWorkflows fails Build when the repository's workflow
+	// definitions (.agent/workflows) do not load: the bot, where every
+	// run is a cycle, fails closed. Otherwise the plane is left out and
+	// Notes says why (the CLI's plain runs go on).
+	RequireWorkflows bool
 }
 
 // Env is one session's assembled runtime. Close releases it.
@@ -86,6 +100,15 @@ type Env struct {
 	// Notices are recorded by the session's runs (the engine's): the
 	// warnings, and MCP servers that fail to start.
 	Notices *run.Notices
+	// Workflows is the workflow plane (with Options.Runs): the built-in
+	// cycles plus the repository's .agent/workflows, read through the
+	// workspace jail; the built-in cycles only for untrusted code. The
+	// engine's Plane is it. Nil when Options.Runs is nil or the
+	// repository's definitions do not load (WorkflowsErr).
+	Workflows *cycle.Executor
+	// WorkflowsErr is why the repository's workflow definitions did not
+	// load (the file and field).
+	WorkflowsErr error
 }
 
 // Close stops the session's MCP servers and releases the workspace.
@@ -285,7 +308,38 @@ func Build(ctx context.Context, o Options) (*Env, error) {
 	e.Notes = append(e.Notes, e.Hooks.MatcherNotes(toolNames, servers)...)
 	e.Notes = append(e.Notes, sk.ToolNotes(toolNames, servers)...)
 	e.Engine = &run.Engine{Provider: prov, Tools: tools, Hooks: e.Hooks, Skills: sk, Schemas: schemas.MustDefault(), Profile: o.Profile, Repo: repoFS, PolicyNoRepair: !pol.GuardRepair(), DefaultScopeExtra: mcpScope, Notices: e.Notices}
+	if o.Runs != nil {
+		if err := e.plane(o); err != nil {
+			e.Close()
+			return nil, err
+		}
+	}
 	return e, nil
+}
+
+// plane assembles the workflow plane over o.Runs and makes it the
+// engine's Plane. The repository's definitions are read through the
+// workspace jail (ws.FS); untrusted code gets the built-in plane only:
+// its .agent/workflows were written by whoever opened the pull request.
+func (e *Env) plane(o Options) error {
+	sources := []workflow.Source{workflow.Builtin()}
+	if !o.UntrustedRepo {
+		sources = append(sources, workflow.RepoSource(e.Workspace.FS()))
+	}
+	reg, err := workflow.Load(schemas.MustDefault(), sources...)
+	if err != nil {
+		if o.RequireWorkflows {
+			return err
+		}
+		e.WorkflowsErr = err
+		e.Notes = append(e.Notes, "workflow plane not loaded: "+strings.SplitN(err.Error(), "\n", 2)[0])
+		return nil
+	}
+	// The engine and the executor share one Engine value, so what a host
+	// sets on Env.Engine afterwards (tool limits) holds for cycles too.
+	e.Workflows = &cycle.Executor{Registry: reg, Manager: o.Runs, Engine: e.Engine, Schemas: schemas.MustDefault()}
+	e.Engine.Plane = e.Workflows
+	return nil
 }
 
 // mountMCP mounts the repository's .mcp.json servers: nothing starts

@@ -14,7 +14,10 @@ import (
 	"github.com/agentos/agentos/runtime/hooks"
 	"github.com/agentos/agentos/runtime/provider"
 	"github.com/agentos/agentos/runtime/provider/scripted"
+	"github.com/agentos/agentos/runtime/run"
 	"github.com/agentos/agentos/runtime/setup"
+	"github.com/agentos/agentos/runtime/workflow"
+	"github.com/agentos/agentos/workflows"
 )
 
 func sample(t *testing.T) string {
@@ -213,4 +216,78 @@ func TestForkGetsBuiltinSkillsRolesAndNoMemory(t *testing.T) {
 			t.Errorf("trusted code: the repository's own %v, want both skills, the role and the memory", injected)
 		}
 	}
+}
+
+// TestBuildAssemblesTheWorkflowPlane: with a run manager, Build gives the
+// engine its workflow plane — the repository's .agent/workflows read
+// through the jail when trusted, the built-in plane only for untrusted
+// code — and a repository whose definitions do not load fails Build when
+// the host requires the plane (the bot), or leaves it out with a note.
+func TestBuildAssemblesTheWorkflowPlane(t *testing.T) {
+	dir := sample(t)
+	gate, err := fs.ReadFile(workflows.FS, "phases/review-gate.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wf := filepath.Join(dir, ".agent", "workflows", "phases")
+	if err := os.MkdirAll(wf, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(wf, "review-gate.md"), gate, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mgr := run.NewManager(nil)
+	for _, untrusted := range []bool{false, true} {
+		o := options(t, dir)
+		o.UntrustedRepo, o.Runs, o.RequireWorkflows = untrusted, mgr, true
+		env, err := setup.Build(context.Background(), o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		x := env.Workflows
+		if x == nil || env.Engine.Plane != x || x.Engine != env.Engine || x.Manager != mgr {
+			t.Fatalf("untrusted=%v: the engine's plane is %v, Workflows %v", untrusted, env.Engine.Plane, x)
+		}
+		if got := x.Registry.FromSource(workflow.RepoDir); got == untrusted {
+			t.Errorf("untrusted=%v: the plane holds the repository's definitions: %v", untrusted, got)
+		}
+		env.Close()
+	}
+	// No manager: no plane (a host that runs no cycles).
+	env, err := setup.Build(context.Background(), options(t, dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if env.Workflows != nil || env.Engine.Plane != nil {
+		t.Errorf("a plane without a run manager")
+	}
+	env.Close()
+
+	if err := os.WriteFile(filepath.Join(wf, "broken.md"), []byte("---\nid: [\n---\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	o := options(t, dir)
+	o.Runs, o.RequireWorkflows = mgr, true
+	if env, err := setup.Build(context.Background(), o); err == nil || !strings.Contains(err.Error(), "broken.md") {
+		if env != nil {
+			env.Close()
+		}
+		t.Fatalf("broken definitions with the plane required: %v", err)
+	}
+	o.RequireWorkflows = false
+	env, err = setup.Build(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer env.Close()
+	if env.Workflows != nil || env.WorkflowsErr == nil || !strings.Contains(strings.Join(env.Notes, "\n"), "workflow plane not loaded") {
+		t.Errorf("broken definitions, plane optional: workflows %v, err %v, notes %q", env.Workflows, env.WorkflowsErr, env.Notes)
+	}
+	// Untrusted code never reads them: the built-in plane loads.
+	o.UntrustedRepo, o.RequireWorkflows = true, true
+	env2, err := setup.Build(context.Background(), o)
+	if err != nil {
+		t.Fatalf("untrusted code with broken repository definitions: %v", err)
+	}
+	env2.Close()
 }

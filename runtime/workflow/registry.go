@@ -197,6 +197,34 @@ type Registry struct {
 
 func unknown(kind, id string) error { return fmt.Errorf("workflow: %s %q: %w", kind, id, ErrUnknownID) }
 
+// FromSource reports whether any definition was read from the source
+// named name (RepoDir: the repository's own). A host that must run
+// untrusted code on the built-in plane only checks it.
+func (r *Registry) FromSource(name string) bool {
+	var origins []Origin
+	for _, c := range r.cycles {
+		origins = append(origins, c.Origin)
+	}
+	for _, p := range r.phases {
+		origins = append(origins, p.Origin)
+	}
+	for _, p := range r.policies {
+		origins = append(origins, p.Origin)
+	}
+	for _, p := range r.personas {
+		origins = append(origins, p.Origin)
+	}
+	for _, a := range r.artifacts {
+		origins = append(origins, a.Origin)
+	}
+	for _, o := range origins {
+		if o.Source == name {
+			return true
+		}
+	}
+	return false
+}
+
 // Cycle returns the cycle id, or ErrUnknownID.
 func (r *Registry) Cycle(id string) (*Cycle, error) {
 	if c, ok := r.cycles[id]; ok {
