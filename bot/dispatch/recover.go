@@ -138,6 +138,13 @@ func (d *Dispatcher) closeOrphan(ctx context.Context, repo github.Repo, sid stri
 	if err != nil {
 		return res, err
 	}
+	// The draft pull request (and the approval requests its reviews hold)
+	// says the run ended and why: a maintainer is not left waiting on it.
+	if l.PR != 0 {
+		if err := d.GitHub.EditPRBody(ctx, repo, l.PR, renderPRBody(l, snap, d.logRefURL(repo, sid, l), d.trigger())); err != nil {
+			return res, err
+		}
+	}
 	if l.TrackingComment != 0 {
 		if err := d.GitHub.EditComment(ctx, repo, l.TrackingComment, d.renderTracking("", snap, d.logURL(repo, artSHA, sid))); err != nil {
 			return res, err

@@ -74,10 +74,37 @@ func renderPRBody(l link, s replay.Snapshot, logURL, trigger string) string {
 		fmt.Fprintf(&b, " · %d input + %d output tokens · %s", s.Usage.InputTokens, s.Usage.OutputTokens, s.Usage.CostText(s.LLMCalls))
 	}
 	b.WriteString("\n\n")
+	if ended := endedNote(s, trigger); ended != "" {
+		b.WriteString(ended + "\n\n")
+	}
 	if logURL != "" {
 		fmt.Fprintf(&b, "Event log of session `%s`: [events.jsonl](%s) (check it with `agentos verify`).\n", s.SessionID, logURL)
 	}
 	return tracking.Fit(b.String())
+}
+
+// endedNote says, for a run that ended without completing (failed,
+// denied, cancelled), that this draft pull request's work stopped: why,
+// what to do, and that the approvals its reviews asked for resume
+// nothing any more. "" for a run that is running, paused or completed.
+func endedNote(s replay.Snapshot, trigger string) string {
+	switch s.RunStatus {
+	case replay.RunFailed, replay.RunDenied, replay.RunCancelled:
+	default:
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("⚠️ **The run ended without finishing this change")
+	if t := s.Terminal; t != nil && t.Reason != "" {
+		fmt.Fprintf(&b, ":** %s", tracking.Plain(t.Reason, 300, trigger))
+	} else {
+		b.WriteString(".**")
+	}
+	b.WriteString(" The approvals this pull request's reviews asked for no longer resume it.")
+	if t := s.Terminal; t != nil && t.NextAction != "" {
+		fmt.Fprintf(&b, " Next: %s.", strings.TrimSuffix(tracking.Plain(t.NextAction, 200, trigger), "."))
+	}
+	return b.String()
 }
 
 // viewerURL is the session's run viewer page, or "" without ViewerBase.

@@ -55,3 +55,26 @@ func TestPRBodyModelTextIsInert(t *testing.T) {
 		}
 	}
 }
+
+// TestPRBodySaysTheRunEnded: a draft pull request whose run ended without
+// completing (the report_missing close of a run that cannot be taken
+// over, a failure, a denial, a cancel) says so with the terminal report's
+// reason and next step, and that its approval requests resume nothing; a
+// running, paused or completed run's body has no such line. The reason is
+// model-influenced text: it stays inert.
+func TestPRBodySaysTheRunEnded(t *testing.T) {
+	for _, st := range []replay.RunStatus{replay.RunFailed, replay.RunDenied, replay.RunCancelled, replay.RunRunning, replay.RunPaused, replay.RunCompleted} {
+		s := hostileSnapshot(t, "fix it")
+		s.RunStatus = st
+		s.Terminal = &replay.TerminalReport{Status: string(st), Reason: "the run stopped after process.run [x](https://evil.example)", NextAction: "start the request again", ErrorClass: "report_missing"}
+		body := renderPRBody(link{Issue: 7, Prompt: "fix it"}, s, "https://example.test/log", "/agent")
+		ended := strings.Contains(body, "The run ended without finishing this change") && strings.Contains(body, "no longer resume it") && strings.Contains(body, "Next: start the request again.")
+		want := st == replay.RunFailed || st == replay.RunDenied || st == replay.RunCancelled
+		if ended != want {
+			t.Errorf("%s: ended note %v, want %v:\n%s", st, ended, want, body)
+		}
+		if strings.Contains(body, "](https://evil.example)") {
+			t.Errorf("%s: the reason's link is live:\n%s", st, body)
+		}
+	}
+}
