@@ -1,15 +1,20 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	botdemo "github.com/agentos/agentos/bot/demo"
 	"github.com/agentos/agentos/bot/dispatch"
 	"github.com/agentos/agentos/kernel/sandbox"
 	"github.com/agentos/agentos/kernel/testenv"
@@ -310,4 +315,112 @@ func TestBuildCacheTrim(t *testing.T) {
 	if fi, err := os.Stat(filepath.Join(dir, buildCacheUsed)); err != nil || !fi.ModTime().Equal(now) || c.inUse[dir] != 0 {
 		t.Errorf("after release: %v, %v, in use %d", fi, err, c.inUse[dir])
 	}
+}
+
+// TestBuildCacheFigures measures approve → PR ready on the standard flow
+// (`agentos demo --github`: a maintainer's /agent comment, the run pauses
+// for approval, the Approve review, the run resumes, patches, runs the
+// tests in the sandbox, publishes and marks the pull request ready), in
+// one process, with the resumed run's Go build cache cold (an empty
+// directory: what each session had when serve kept one cache per
+// worktree and the tests first ran after the approval) and warm (the
+// directory earlier runs of the same repository filled: the per-repository
+// cache). The runs before the approval share one cache; the first of them
+// fills it, which gives comment → paused cold against warm too:
+//
+//	AGENTOS_BUILDCACHE_FIGURES=2 go test ./cmd/agentos -run BuildCacheFigures -v -timeout 30m
+//
+// (the value is the number of cold/warm pairs). Each run must end with the
+// pull request ready; the figures are logged, not judged.
+func TestBuildCacheFigures(t *testing.T) {
+	pairs, _ := strconv.Atoi(os.Getenv("AGENTOS_BUILDCACHE_FIGURES"))
+	if pairs <= 0 {
+		t.Skip("set AGENTOS_BUILDCACHE_FIGURES=<pairs> to measure")
+	}
+	testenv.LookPath(t, "git")
+	testenv.LookPath(t, "go")
+	type figure struct {
+		ask, approve time.Duration
+		written      int // files the resumed run wrote to its cache
+	}
+	count := func(dir string) int {
+		n := 0
+		filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+			if err == nil && d.Type().IsRegular() {
+				n++
+			}
+			return nil
+		})
+		return n
+	}
+	// play runs the flow, the runs before the approval with askCache and
+	// the resumed one with approveCache (setup.Sandbox reads the variable
+	// for each engine it builds).
+	play := func(askCache, approveCache string) figure {
+		t.Helper()
+		// Detected before, as serve detects once: the timed part does not
+		// probe the sandbox.
+		for _, c := range []string{askCache, approveCache} {
+			if _, err := setup.Sandbox(context.Background(), func(k string) string {
+				if k == setup.EnvGoCache {
+					return c
+				}
+				return os.Getenv(k)
+			}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		t.Setenv(setup.EnvGoCache, askCache)
+		var before int
+		w := &stepClock{marks: map[string]time.Time{}, at: map[string]func(){"── 3. ": func() {
+			os.Setenv(setup.EnvGoCache, approveCache)
+			before = count(approveCache)
+		}}}
+		rep, err := botdemo.Run(context.Background(), botdemo.Options{Dir: t.TempDir(), Out: w})
+		if err != nil || rep.Status != "completed" {
+			t.Fatalf("the flow ended %s: %v", rep.Status, err)
+		}
+		for _, m := range stepMarks {
+			if w.marks[m].IsZero() {
+				t.Fatalf("the walkthrough lacks %q", m)
+			}
+		}
+		return figure{ask: w.marks["── 2. "].Sub(w.marks["── 1. "]), approve: w.marks["is ready for review"].Sub(w.marks["── 3. "]), written: count(approveCache) - before}
+	}
+	repo := filepath.Join(t.TempDir(), "go-build")
+	first := play(repo, repo)
+	t.Logf("first run of the repository: comment → paused %v with a cold cache", first.ask.Round(time.Millisecond))
+	for i := 0; i < pairs; i++ {
+		cold := play(repo, filepath.Join(t.TempDir(), "go-build"))
+		warm := play(repo, repo)
+		t.Logf("pair %d: approve → PR ready: cold %v, warm %v (%.1fx); comment → paused (warm) %v, %v; files the resumed run wrote to its cache: cold %d, warm %d",
+			i+1, cold.approve.Round(time.Millisecond), warm.approve.Round(time.Millisecond), float64(cold.approve)/float64(warm.approve),
+			cold.ask.Round(time.Millisecond), warm.ask.Round(time.Millisecond), cold.written, warm.written)
+	}
+}
+
+// stepMarks are the lines of the demo's walkthrough the figures time.
+var stepMarks = []string{"── 1. ", "── 2. ", "── 3. ", "is ready for review"}
+
+// stepClock notes when the demo's walkthrough first prints each mark, and
+// calls at[mark] then.
+type stepClock struct {
+	mu    sync.Mutex
+	marks map[string]time.Time
+	at    map[string]func()
+}
+
+func (c *stepClock) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := time.Now()
+	for _, m := range stepMarks {
+		if c.marks[m].IsZero() && bytes.Contains(p, []byte(m)) {
+			c.marks[m] = now
+			if f := c.at[m]; f != nil {
+				f()
+			}
+		}
+	}
+	return len(p), nil
 }
