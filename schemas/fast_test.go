@@ -435,12 +435,12 @@ func TestJSONNumberSyntax(t *testing.T) {
 // hotPayloads are the payload schemas of the events appended most often.
 var hotPayloads = []string{
 	"payload_tool_invoke_v1", "payload_tool_result_v1", "payload_output_delta_v1",
-	"payload_llm_request_v1", "payload_llm_response_v1",
+	"payload_llm_request_v2", "payload_llm_response_v1",
 }
 
 // TestFastCoverage lists which schemas the fast path compiles, so a reader
 // sees the coverage, and pins the hot payload schemas that fit the subset.
-// payload_tool_result_v1 (if/then), payload_llm_request_v1 ($ref) and
+// payload_tool_result_v1 (if/then), payload_llm_request_v2 ($ref) and
 // payload_llm_response_v1 ($ref, oneOf) use keywords outside it and are
 // validated by the library alone.
 func TestFastCoverage(t *testing.T) {
@@ -456,7 +456,7 @@ func TestFastCoverage(t *testing.T) {
 	t.Logf("fast path (%d): %s", len(fast), strings.Join(fast, " "))
 	t.Logf("library only (%d): %s", len(slow), strings.Join(slow, " "))
 	outside := map[string]bool{
-		"payload_tool_result_v1": true, "payload_llm_request_v1": true, "payload_llm_response_v1": true,
+		"payload_tool_result_v1": true, "payload_llm_request_v2": true, "payload_llm_response_v1": true,
 	}
 	for _, id := range hotPayloads {
 		if got := r.fast[id] != nil; got == outside[id] {
