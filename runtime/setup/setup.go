@@ -387,7 +387,9 @@ func mountMCP(o Options, e *Env) (*mcp.Tools, []string, error) {
 // worktree. A command can plant build outputs that later builds sharing
 // its cache trust, so a shared cache belongs where every repository is
 // trusted alike. The CLI (Sandbox below) shares one per user by default,
-// the user being its trust domain; agentos serve keeps one per worktree.
+// the user being its trust domain; unset, agentos serve and the Action
+// keep one per repository for its trusted runs and one per session for
+// untrusted ones (docs/security.md, "The sandbox").
 const EnvGoCache = "AGENTOS_SANDBOX_GO_CACHE"
 
 // EnvSandboxReadOnly lists extra host paths (separated by ':') that
