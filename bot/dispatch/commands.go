@@ -30,13 +30,36 @@ func forkRefusal(author, headRepo string) string {
 		author, headRepo)
 }
 
+// notStarted is the reply to a request whose run could not start: the
+// model provider refused the bot's configuration (permanent) or did not
+// answer on the last attempt. The provider's own message stays in the
+// server's log: it can name internal endpoints.
+func notStarted(author string, permanent bool, trigger string) string {
+	if permanent {
+		return fmt.Sprintf("@%s I could not start this run: the model provider refused the bot's configuration (a rejected API key or an unknown model). "+
+			"The bot's operator needs to fix the provider settings (`agentos doctor` checks them); then ask again with `%s`.", author, trigger)
+	}
+	return fmt.Sprintf("@%s I could not start this run: the model provider did not answer, after several attempts. "+
+		"Ask again with `%s` later; if it keeps failing, the bot's operator can check the provider with `agentos doctor`.", author, trigger)
+}
+
 // startRun begins a session for `/agent <prompt>`. On the bot's own PR it
 // starts a follow-up run of that PR's session instead.
 func (d *Dispatcher) startRun(ctx context.Context, repo github.Repo, t webhook.Trigger, prompt string) (Result, error) {
 	if d.Preflight != nil {
-		if err := d.Preflight(ctx); err != nil {
-			d.log().Error("run not started: preflight failed", "repo", repo.FullName(), "number", t.Number, "author", t.Author, "delivery", t.DeliveryID, "permanent", errors.Is(err, webhook.ErrPermanent), "err", err)
-			return Result{Outcome: "not_started", Reason: "preflight: " + err.Error()}, fmt.Errorf("%w: %w", ErrPreflight, err)
+		if perr := d.Preflight(ctx); perr != nil {
+			err := perr
+			permanent := errors.Is(err, webhook.ErrPermanent)
+			d.log().Error("run not started: preflight failed", "repo", repo.FullName(), "number", t.Number, "author", t.Author, "delivery", t.DeliveryID, "permanent", permanent, "final_attempt", t.FinalAttempt, "err", err)
+			err = fmt.Errorf("%w: %w", ErrPreflight, err)
+			// No retry will start it: the user hears so on GitHub. (A
+			// failure the queue retries says nothing yet.)
+			if permanent || t.FinalAttempt {
+				if _, cerr := d.GitHub.CreateComment(ctx, repo, t.Number, notStarted(t.Author, permanent, d.trigger())); cerr != nil {
+					err = errors.Join(err, cerr)
+				}
+			}
+			return Result{Outcome: "not_started", Reason: "preflight: " + perr.Error()}, err
 		}
 	}
 	if t.IssueState == "closed" {

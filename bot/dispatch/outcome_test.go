@@ -98,10 +98,12 @@ func TestRunOutcomesLoggedAtInfo(t *testing.T) {
 	})
 }
 
-// A failing Preflight stops a new run before anything is written to
+// A failing Preflight stops a new run before any work is written to
 // GitHub: no tracking comment, branch, pull request or session. The
 // error is logged at ERROR; it is retried by the queue unless it wraps
-// webhook.ErrPermanent.
+// webhook.ErrPermanent. When no retry follows (a permanent failure, or the
+// queue's last attempt) the user is told in one comment that says what to
+// do and leaves the provider's own message (an internal endpoint) out.
 func TestPreflight(t *testing.T) {
 	unreachable := errors.New("model endpoint http://127.0.0.1:9/v1 unreachable: connection refused")
 	rejected := fmt.Errorf("model endpoint rejected the key (401): %w", webhook.ErrPermanent)
@@ -109,9 +111,12 @@ func TestPreflight(t *testing.T) {
 		name      string
 		err       error
 		permanent bool
+		final     bool
+		told      string
 	}{
-		{"unreachable endpoint: retried", unreachable, false},
-		{"rejected key: permanent", rejected, true},
+		{"unreachable endpoint: retried", unreachable, false, false, ""},
+		{"unreachable endpoint on the last attempt: told", unreachable, false, true, "did not answer"},
+		{"rejected key: permanent", rejected, true, false, "refused the bot's configuration"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -122,7 +127,7 @@ func TestPreflight(t *testing.T) {
 			w.fake.AddComment(repoName, w.issue, "alice", "/agent "+demo.Prompt)
 			w.fake.ResetCalls()
 			err := w.d.Dispatch(context.Background(), webhook.Trigger{Kind: webhook.KindComment, Repo: repoName, Owner: "octo", Name: "app", Number: w.issue,
-				Author: "alice", AuthorType: "User", Body: "/agent " + demo.Prompt, IssueState: "open", DeliveryID: "d-pre"})
+				Author: "alice", AuthorType: "User", Body: "/agent " + demo.Prompt, IssueState: "open", DeliveryID: "d-pre", FinalAttempt: tt.final})
 			if !errors.Is(err, dispatch.ErrPreflight) || !errors.Is(err, tt.err) {
 				t.Fatalf("Dispatch = %v, want ErrPreflight wrapping %v", err, tt.err)
 			}
@@ -132,14 +137,21 @@ func TestPreflight(t *testing.T) {
 			if calls != 1 {
 				t.Errorf("Preflight called %d times", calls)
 			}
-			// Only the permission check reached GitHub; nothing was written.
+			// Only the permission check reached GitHub, and the comment
+			// when the user is told.
 			for k := range w.fake.Calls() {
-				if k != "GET /repos/{owner}/{repo}/collaborators/{username}/permission" {
+				if k != "GET /repos/{owner}/{repo}/collaborators/{username}/permission" && (tt.told == "" || k != "POST /repos/{owner}/{repo}/issues/{issue_number}/comments") {
 					t.Errorf("GitHub was called: %s", k)
 				}
 			}
-			if c := lastComment(w.fake.Comments(repoName, w.issue), botLogin); c.ID != 0 {
-				t.Errorf("the bot commented: %q", c.Body)
+			c := lastComment(w.fake.Comments(repoName, w.issue), botLogin)
+			switch {
+			case tt.told == "" && c.ID != 0:
+				t.Errorf("the bot commented on a failure the queue retries: %q", c.Body)
+			case tt.told != "" && (!strings.Contains(c.Body, tt.told) || !strings.HasPrefix(c.Body, "@alice ") || !strings.Contains(c.Body, "agentos doctor")):
+				t.Errorf("comment %q, want it to say %q, to @alice, naming agentos doctor", c.Body, tt.told)
+			case strings.Contains(c.Body, "127.0.0.1") || strings.Contains(c.Body, "401"):
+				t.Errorf("the comment shows the provider's message: %q", c.Body)
 			}
 			if prs := w.fake.PRs(repoName); len(prs) != 0 {
 				t.Errorf("pull requests: %+v", prs)

@@ -282,6 +282,7 @@ func (p *Processor) handle(ctx context.Context, d Delivery) (outcome, msg string
 	if !ok {
 		return OutcomeIgnored, fmt.Sprintf("%s action %q is not handled", d.Event, t.Action)
 	}
+	t.FinalAttempt = d.Failures+1 >= p.maxAttempts()
 	if err := p.Dispatch.Dispatch(ctx, t); err != nil {
 		if errors.Is(err, ErrPermanent) {
 			return OutcomeFailed, "dispatch: " + err.Error()

@@ -122,6 +122,17 @@ func TestProcessor(t *testing.T) {
 	if want := "[human permanent review transient transient transient]"; fmt.Sprint(ids) != want {
 		t.Errorf("dispatched %v, want %s", ids, want)
 	}
+	// Only the attempt after which the processor gives up is final (with
+	// MaxAttempts 3: the third dispatch of "transient").
+	var final []string
+	for _, tr := range disp.triggers() {
+		if tr.FinalAttempt {
+			final = append(final, fmt.Sprintf("%s#%d", tr.DeliveryID, tr.Attempt))
+		}
+	}
+	if fmt.Sprint(final) != "[transient#3]" {
+		t.Errorf("final attempts %v, want [transient#3]", final)
+	}
 
 	want := map[string]struct {
 		outcome, err string

@@ -26,7 +26,11 @@ type Trigger struct {
 	// than 1 when an earlier attempt may have begun the work (its process
 	// died, or it asked for a retry).
 	Attempt int
-	Event   string // X-GitHub-Event
+	// FinalAttempt is set when no retry follows a failure of this
+	// attempt (the processor gives up after it): a run that cannot start
+	// now is told to the user, since nothing else will.
+	FinalAttempt bool
+	Event        string // X-GitHub-Event
 	Action  string
 
 	Repo           string // owner/name; empty for account-level installation events
