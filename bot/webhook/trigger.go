@@ -31,7 +31,7 @@ type Trigger struct {
 	// now is told to the user, since nothing else will.
 	FinalAttempt bool
 	Event        string // X-GitHub-Event
-	Action  string
+	Action       string
 
 	Repo           string // owner/name; empty for account-level installation events
 	Owner, Name    string
