@@ -19,6 +19,7 @@ import (
 	"github.com/agentos/agentos/kernel/sandbox"
 	"github.com/agentos/agentos/kernel/testenv"
 	"github.com/agentos/agentos/kernel/workspace"
+	"github.com/agentos/agentos/runtime/provider"
 	"github.com/agentos/agentos/runtime/setup"
 )
 
@@ -423,4 +424,42 @@ func (c *stepClock) Write(p []byte) (int, error) {
 		}
 	}
 	return len(p), nil
+}
+
+// TestBotEnginesHoldTheBuildCache: the bot's engines take the run's cache
+// from the build caches and give it back when released, also when the
+// engine cannot be built.
+func TestBotEnginesHoldTheBuildCache(t *testing.T) {
+	root := t.TempDir()
+	sess := fakeSession(t, root, "octo/app", "gh-1")
+	prof := provider.DefaultProfile()
+	prof.Provider, prof.Script = "scripted", filepath.Join("..", "..", "runtime", "demo", "testdata", "fix-auth.script.yaml")
+	c := testBuildCaches(filepath.Join(root, "buildcache"))
+	t.Cleanup(c.wait)
+	build := meteredEngines(nil, "", prof, detectBuildCacheSandbox(t, sandbox.ModeAuto), c, nil, nil)
+	req := dispatch.EngineRequest{Dir: sess, SessionID: "gh-1"}
+	_, dir := c.entry(req)
+	users := func() int { c.mu.Lock(); defer c.mu.Unlock(); return c.inUse[dir] }
+	eng, release, err := build(context.Background(), req)
+	if err != nil || eng == nil {
+		t.Fatalf("engine: %v", err)
+	}
+	if users() != 1 {
+		t.Errorf("while the engine lives the cache has %d users", users())
+	}
+	if _, err := os.Stat(filepath.Join(dir, "go-build")); err != nil {
+		t.Errorf("the repository's cache: %v", err)
+	}
+	release()
+	if users() != 0 {
+		t.Errorf("after release the cache has %d users", users())
+	}
+	bad := prof
+	bad.Provider = "no-such-provider"
+	if _, _, err := meteredEngines(nil, "", bad, detectBuildCacheSandbox(t, sandbox.ModeAuto), c, nil, nil)(context.Background(), req); err == nil {
+		t.Fatal("an engine with an unknown provider was built")
+	}
+	if users() != 0 {
+		t.Errorf("after a failed build the cache has %d users", users())
+	}
 }
