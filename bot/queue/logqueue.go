@@ -129,6 +129,7 @@ type logEntry struct {
 	notBefore             int64
 	outcome, errMsg       string
 	doneAt                int64
+	claimedAt             int64  // when this process claimed it (memory only: a reopened queue holds no claims)
 	seg                   uint64 // segment holding the body
 	bodyOff               int64
 	bodyLen               int
@@ -663,6 +664,28 @@ func (q *LogQueue) Depth(ctx context.Context) (int, error) {
 	return q.open, nil
 }
 
+// OldestClaim returns how long the oldest delivery claimed and not yet
+// finished (or handed back) has been claimed, from the in-memory state; 0
+// when none is claimed. A delivery a Claim took into memory and has not
+// handed out yet counts as claimed.
+func (q *LogQueue) OldestClaim(ctx context.Context) (time.Duration, error) {
+	q.idxMu.Lock()
+	var oldest int64
+	found := false
+	if q.open > 0 {
+		for _, e := range q.index {
+			if e.state == stateClaimed && (!found || e.claimedAt < oldest) {
+				oldest, found = e.claimedAt, true
+			}
+		}
+	}
+	q.idxMu.Unlock()
+	if !found {
+		return 0, nil
+	}
+	return max(0, time.Duration(q.now().UnixNano()-oldest)), nil
+}
+
 // Get returns the stored record of a delivery; ok is false if the queue
 // does not hold it.
 func (q *LogQueue) Get(ctx context.Context, id string) (Record, bool, error) {
@@ -772,7 +795,7 @@ func (q *LogQueue) commit(batch []*logOp) {
 			q.promote(now)
 			n := min(claimBatch, len(q.due))
 			for _, e := range q.due[:n] {
-				e.inQueues, e.state = false, stateClaimed
+				e.inQueues, e.state, e.claimedAt = false, stateClaimed, now
 				e.attempts++
 				q.appendID(recClaim, e.id)
 				op.claimed = append(op.claimed, claimedRef{

@@ -65,6 +65,10 @@ CREATE INDEX agentos_deliveries_claimed ON agentos_deliveries (due) WHERE state 
 	// already stored is a duplicate (a replay under another ID).
 	{Version: 3, SQL: `ALTER TABLE agentos_deliveries ADD COLUMN payload_key text;
 CREATE UNIQUE INDEX agentos_deliveries_payload_key ON agentos_deliveries (payload_key);`},
+	// claimed_at: when the current claim was taken (due is its expiry,
+	// moved by every renewal); the oldest one is OldestClaim.
+	{Version: 4, SQL: `ALTER TABLE agentos_deliveries ADD COLUMN claimed_at timestamptz;
+CREATE INDEX agentos_deliveries_claimed_at ON agentos_deliveries (claimed_at) WHERE state = 'claimed';`},
 }
 
 // PGQueueOptions tune a PGQueue.
@@ -343,7 +347,7 @@ func (q *PGQueue) Claim(ctx context.Context) (Delivery, bool, error) {
 	tok := randomToken()
 	var d Delivery
 	err := q.pool.QueryRow(ctx, `
-UPDATE agentos_deliveries d SET state = 'claimed', attempts = d.attempts + 1, due = $2, claim_token = $3, claimed_by = $4
+UPDATE agentos_deliveries d SET state = 'claimed', attempts = d.attempts + 1, due = $2, claim_token = $3, claimed_by = $4, claimed_at = $1
 FROM (SELECT id FROM agentos_deliveries WHERE state IN ('pending', 'claimed') AND due <= $1
       AND NOT (state = 'claimed' AND attempts >= $5)
       ORDER BY seq LIMIT 1 FOR UPDATE SKIP LOCKED) c
@@ -427,6 +431,21 @@ func (q *PGQueue) Depth(ctx context.Context) (int, error) {
 	var n int
 	err := q.pool.QueryRow(ctx, `SELECT count(*) FROM agentos_deliveries WHERE state IN ('pending', 'claimed')`).Scan(&n)
 	return n, err
+}
+
+// OldestClaim returns how long the oldest delivery claimed by any replica
+// and not yet finished has been claimed (0 when none): one lookup in the
+// partial index on claimed_at. A claim whose replica died counts until
+// another replica claims the delivery again or it is dead-lettered.
+func (q *PGQueue) OldestClaim(ctx context.Context) (time.Duration, error) {
+	var at *time.Time
+	if err := q.pool.QueryRow(ctx, `SELECT min(claimed_at) FROM agentos_deliveries WHERE state = 'claimed'`).Scan(&at); err != nil {
+		return 0, fmt.Errorf("queue: oldest claim: %w", err)
+	}
+	if at == nil {
+		return 0, nil
+	}
+	return max(0, q.now().Sub(*at)), nil
 }
 
 // Dead counts the dead-lettered deliveries (outcome failed).

@@ -16,6 +16,7 @@ type suiteQueue interface {
 	Queue
 	Get(ctx context.Context, id string) (Record, bool, error)
 	Prune(ctx context.Context, before time.Time) (int64, error)
+	OldestClaim(ctx context.Context) (time.Duration, error)
 	Close() error
 	setNow(func() time.Time)
 }
@@ -67,6 +68,8 @@ func TestQueue(t *testing.T) {
 		{"ConcurrentEnqueue", testQueueConcurrentEnqueue},
 		{"Closed", testQueueClosed},
 		{"Prune", testQueuePrune},
+		{"PruneRetention", testQueuePruneRetention},
+		{"OldestClaim", testQueueOldestClaim},
 	}
 	for _, qs := range queueImpls {
 		t.Run(qs.name, func(t *testing.T) {
@@ -259,4 +262,85 @@ func testQueuePrune(t *testing.T, impl queueImpl) {
 	if dup, err := q.Enqueue(ctx, Delivery{ID: "open", Event: "issue_comment", Body: []byte(`{}`)}); err != nil || !dup {
 		t.Errorf("Enqueue of a kept delivery = dup %v, %v; want duplicate", dup, err)
 	}
+}
+
+// testQueuePruneRetention: Prune forgets finished deliveries (processed
+// and dead-lettered alike) finished before its time, and keeps those
+// finished since and every open one.
+func testQueuePruneRetention(t *testing.T, impl queueImpl) {
+	q, _ := impl.open(t)
+	ctx := context.Background()
+	t0 := time.Now()
+	now := t0
+	q.setNow(func() time.Time { return now })
+	for _, id := range []string{"old-done", "old-dead", "recent", "open"} {
+		enqueue(t, q, id)
+	}
+	for range 3 {
+		if _, ok := claim(t, q); !ok {
+			t.Fatal("nothing to claim")
+		}
+	}
+	if err := q.Done(ctx, "old-done", OutcomeProcessed, ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := q.Done(ctx, "old-dead", OutcomeFailed, "gave up"); err != nil {
+		t.Fatal(err)
+	}
+	now = t0.Add(10 * 24 * time.Hour)
+	if err := q.Done(ctx, "recent", OutcomeIgnored, ""); err != nil {
+		t.Fatal(err)
+	}
+	n, err := q.Prune(ctx, now.Add(-7*24*time.Hour))
+	if err != nil || n != 2 {
+		t.Fatalf("Prune = %d, %v; want 2", n, err)
+	}
+	for id, want := range map[string]bool{"old-done": false, "old-dead": false, "recent": true, "open": true} {
+		if _, ok, err := q.Get(ctx, id); err != nil || ok != want {
+			t.Errorf("Get(%s) after prune = stored %v, %v; want %v", id, ok, err, want)
+		}
+	}
+	if d, err := q.Depth(ctx); err != nil || d != 1 {
+		t.Errorf("Depth after prune = %d, %v; want 1", d, err)
+	}
+}
+
+// testQueueOldestClaim: OldestClaim is the age of the oldest delivery
+// claimed and not finished, 0 when none is.
+func testQueueOldestClaim(t *testing.T, impl queueImpl) {
+	q, _ := impl.open(t)
+	ctx := context.Background()
+	t0 := time.Now().Truncate(time.Millisecond) // PostgreSQL keeps microseconds
+	now := t0
+	q.setNow(func() time.Time { return now })
+	oldest := func(want time.Duration) {
+		t.Helper()
+		got, err := q.OldestClaim(ctx)
+		if err != nil || got != want {
+			t.Fatalf("OldestClaim = %v, %v; want %v", got, err, want)
+		}
+	}
+	oldest(0)
+	enqueue(t, q, "a")
+	oldest(0) // pending is not claimed
+	if d, ok := claim(t, q); !ok || d.ID != "a" {
+		t.Fatalf("Claim = %v, %v", d.ID, ok)
+	}
+	// Within the claim's TTL: on PostgreSQL an expired claim is claimable.
+	now = t0.Add(30 * time.Second)
+	enqueue(t, q, "b")
+	if d, ok := claim(t, q); !ok || d.ID != "b" {
+		t.Fatalf("Claim = %v, %v", d.ID, ok)
+	}
+	now = t0.Add(45 * time.Second)
+	oldest(45 * time.Second)
+	if err := q.Done(ctx, "a", OutcomeProcessed, ""); err != nil {
+		t.Fatal(err)
+	}
+	oldest(15 * time.Second)
+	// A retry is pending again, not claimed.
+	if err := q.Done(ctx, "b", OutcomeRetry, "try again"); err != nil {
+		t.Fatal(err)
+	}
+	oldest(0)
 }

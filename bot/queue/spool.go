@@ -23,6 +23,9 @@ type Durable interface {
 	Lister
 	Get(ctx context.Context, id string) (Record, bool, error)
 	Prune(ctx context.Context, before time.Time) (int64, error)
+	// OldestClaim is how long the oldest claimed, unfinished delivery has
+	// been claimed; 0 when none is.
+	OldestClaim(ctx context.Context) (time.Duration, error)
 	Close() error
 }
 

@@ -2,7 +2,10 @@ package main
 
 import (
 	"context"
+	"math"
+	"time"
 
+	"github.com/agentos/agentos/bot/api"
 	"github.com/agentos/agentos/runtime/provider"
 )
 
@@ -24,4 +27,29 @@ func observed(reg provider.Registry, o provider.ModelObserver) provider.Registry
 		}
 	}
 	return out
+}
+
+// claimAger is a queue that knows the age of its oldest claim (the durable
+// queues, and the Spool in front of them).
+type claimAger interface {
+	OldestClaim(ctx context.Context) (time.Duration, error)
+}
+
+// wireOldestClaim makes agentos_queue_oldest_claim_age_seconds read q's
+// oldest claim at each scrape (NaN when the queue cannot answer); a queue
+// that cannot tell leaves the gauge at 0.
+func wireOldestClaim(m *api.Metrics, q any) {
+	a, ok := q.(claimAger)
+	if !ok {
+		return
+	}
+	m.SetOldestClaim(func() float64 {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		d, err := a.OldestClaim(ctx)
+		if err != nil {
+			return math.NaN()
+		}
+		return d.Seconds()
+	})
 }

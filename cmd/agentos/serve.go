@@ -241,6 +241,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, d serveDeps) er
 			}
 			return float64(n)
 		})
+		wireOldestClaim(metrics, q)
 		metrics.SetDeadLetters(func() float64 {
 			qctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 			defer cancel()
