@@ -43,6 +43,19 @@ func notStarted(author string, permanent bool, trigger string) string {
 		"Ask again with `%s` later; if it keeps failing, the bot's operator can check the provider with `agentos doctor`.", author, trigger)
 }
 
+// renderJoined is the reply to a request made while a run of the same
+// issue is still working: it names the live session and where to follow
+// it, and how to start something else.
+func renderJoined(author, sid, trackingURL, trigger string) string {
+	where := "its tracking comment"
+	if trackingURL != "" {
+		where = fmt.Sprintf("[its tracking comment](%s)", trackingURL)
+	}
+	return fmt.Sprintf("@%s a run is already working on this (session `%s`); I won't start a second one. "+
+		"Follow it on %s: it goes on, and if the server working it stopped another one takes it over. "+
+		"Ask again when it has finished, or `%s cancel` it first.", author, sid, where, trigger)
+}
+
 // startRun begins a session for `/agent <prompt>`. On the bot's own PR it
 // starts a follow-up run of that PR's session instead.
 func (d *Dispatcher) startRun(ctx context.Context, repo github.Repo, t webhook.Trigger, prompt string) (Result, error) {
@@ -128,6 +141,22 @@ func (d *Dispatcher) startRun(ctx context.Context, repo github.Repo, t webhook.T
 	}
 	if runBegun(evs) {
 		return d.redelivered(ctx, repo, sid, evs, l, base)
+	}
+	// A run of this issue is still working (or waits to be taken over
+	// after its replica stopped): a repeated request joins it instead of
+	// starting a second session, second pull request and second review.
+	if live, ll, ok, err := d.liveSessionOf(ctx, repo, t.Number, sid); err != nil {
+		return Result{}, err
+	} else if ok {
+		if ll.TrackingComment == 0 { // it died before its first pause saved the link
+			if ll.TrackingComment, err = d.trackingComment(ctx, repo, t.Number, live); err != nil {
+				return Result{}, err
+			}
+			ll.Issue = t.Number
+		}
+		_, err := d.GitHub.CreateComment(ctx, repo, t.Number, renderJoined(t.Author, live, d.commentURL(repo, ll.Issue, ll.TrackingComment), d.trigger()))
+		d.log().Info("request joined the live session of its issue", "repo", repo.FullName(), "number", t.Number, "author", t.Author, "session", live, "delivery", t.DeliveryID)
+		return Result{Outcome: "replied", Reason: "joined a live session", SessionID: live}, err
 	}
 	// No run began (an earlier attempt died before its run.started, or
 	// none came this far): start it; Start continues the session.

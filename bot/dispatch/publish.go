@@ -226,16 +226,30 @@ func (d *Dispatcher) logRefURL(repo github.Repo, sid string, l link) string {
 	return d.logURL(repo, ref, sid)
 }
 
-func (d *Dispatcher) logURL(repo github.Repo, commit, sid string) string {
-	server := d.ServerURL
-	if server == "" {
-		server = "https://github.com"
+// server is GitHub's web address, without a trailing slash.
+func (d *Dispatcher) server() string {
+	if d.ServerURL == "" {
+		return "https://github.com"
 	}
+	return strings.TrimRight(d.ServerURL, "/")
+}
+
+// commentURL is the web address of comment id on issue or pull request
+// number ("" without a comment).
+func (d *Dispatcher) commentURL(repo github.Repo, number int, id int64) string {
+	if id == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%s/%s/issues/%d#issuecomment-%d", d.server(), repo.FullName(), number, id)
+}
+
+func (d *Dispatcher) logURL(repo github.Repo, commit, sid string) string {
+	server := d.server()
 	dir := "sessions/" + sid
 	if d.Git.ArtifactBranch() == "" {
 		dir = ".agent/sessions/" + sid
 	}
-	return fmt.Sprintf("%s/%s/blob/%s/%s/events.jsonl", strings.TrimRight(server, "/"), repo.FullName(), commit, dir)
+	return fmt.Sprintf("%s/%s/blob/%s/%s/events.jsonl", server, repo.FullName(), commit, dir)
 }
 
 // commitMessage is the subject of a session commit; the worktree adds the

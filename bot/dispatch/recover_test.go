@@ -513,3 +513,74 @@ func TestAnswerRecordedByADeadProcessIsFinished(t *testing.T) {
 	}
 	w.checkOneOfEach(first.SessionID)
 }
+
+// TestRepeatRequestJoinsTheLiveSession: a user who asks again while the
+// first request's run is still running — here its process died mid-run,
+// before its first pause, and no takeover has happened yet — gets one
+// reply naming the live session instead of a second session. The first
+// delivery, handled again, takes its run over: one pull request, one
+// tracking comment, one approval review.
+func TestRepeatRequestJoinsTheLiveSession(t *testing.T) {
+	w := newWorld(t)
+	ctx := context.Background()
+	w.mortalRuns(6)
+	w.fake.AddComment(repoName, w.issue, "alice", "/agent "+demo.Prompt)
+	tr := webhook.Trigger{Kind: webhook.KindComment, Number: w.issue, Author: "alice", Body: "/agent " + demo.Prompt, IssueState: "open", DeliveryID: "d-request",
+		Repo: repoName, Owner: "octo", Name: "app", AuthorType: "User", Attempt: 1}
+	if err := w.d.Dispatch(ctx, tr); !errors.Is(err, errDied) {
+		t.Fatalf("the first attempt: %v, want it to die mid-run", err)
+	}
+	sid := dispatch.DeliverySessionID(w.issue, "d-request")
+	if st := w.snapshot(sid).RunStatus; st != "running" {
+		t.Fatalf("the first session is %q, want running", st)
+	}
+	w.start(w.dataDir) // another process; the first delivery waits for its retry
+
+	w.fake.AddComment(repoName, w.issue, "alice", "/agent "+demo.Prompt)
+	again := tr
+	again.DeliveryID = "d-again"
+	n := len(w.results)
+	if err := w.d.Dispatch(ctx, again); err != nil {
+		t.Fatal(err)
+	}
+	if got := w.results[n:]; len(got) != 1 || got[0].Outcome != "replied" || got[0].SessionID != sid {
+		t.Fatalf("the repeated request: %+v, want a reply naming %s", got, sid)
+	}
+	reply := lastComment(w.fake.Comments(repoName, w.issue), botLogin)
+	if !strings.HasPrefix(reply.Body, "@alice ") || !strings.Contains(reply.Body, "already working") || !strings.Contains(reply.Body, sid) || !strings.Contains(reply.Body, "/agent cancel") ||
+		!strings.Contains(reply.Body, fmt.Sprintf("/octo/app/issues/%d#issuecomment-", w.issue)) {
+		t.Errorf("reply %q", reply.Body)
+	}
+	if evs := w.events(dispatch.DeliverySessionID(w.issue, "d-again")); len(evs) != 0 {
+		t.Errorf("the repeated request began a session of %d events", len(evs))
+	}
+
+	tr.Attempt = 2
+	first := w.deliverUntilDone(tr)
+	if first.Status != "paused" || first.PR == 0 || first.SessionID != sid {
+		t.Fatalf("the first request handled again: %+v", first)
+	}
+	if prs := w.fake.PRs(repoName); len(prs) != 1 {
+		t.Errorf("%d pull requests, want 1", len(prs))
+	}
+	bot := 0
+	for _, c := range w.fake.Comments(repoName, w.issue) {
+		if strings.EqualFold(c.User, botLogin) {
+			bot++
+		}
+	}
+	if bot != 2 {
+		t.Errorf("%d bot comments on the issue, want 2 (the tracking comment and the reply)", bot)
+	}
+	// Once the run is paused, a new request starts its own session.
+	w.fake.AddComment(repoName, w.issue, "alice", "/agent also update the docs")
+	third := tr
+	third.DeliveryID, third.Body, third.Attempt = "d-third", "/agent also update the docs", 1
+	n = len(w.results)
+	if err := w.d.Dispatch(ctx, third); err != nil {
+		t.Fatal(err)
+	}
+	if got := w.results[n:]; len(got) != 1 || got[0].SessionID == sid || got[0].Outcome == "replied" {
+		t.Errorf("a request after the pause: %+v, want a session of its own", got)
+	}
+}

@@ -22,6 +22,7 @@ import (
 	"github.com/agentos/agentos/bot/webhook"
 	"github.com/agentos/agentos/kernel/worktree"
 	"github.com/agentos/agentos/runtime/event"
+	"github.com/agentos/agentos/runtime/replay"
 	"github.com/agentos/agentos/runtime/run"
 	"github.com/oklog/ulid/v2"
 )
@@ -256,6 +257,51 @@ func (d *Dispatcher) sessionFor(ctx context.Context, repo github.Repo, t webhook
 	}
 	sid, err := d.remoteSessionFor(ctx, repo, number)
 	return sid, nil, err
+}
+
+// liveSessionOf finds a session of issue number in the store whose run
+// is running — worked by a replica now, or waiting for a takeover after
+// its replica stopped — other than except. ok is false when there is none.
+func (d *Dispatcher) liveSessionOf(ctx context.Context, repo github.Repo, number int, except string) (string, link, bool, error) {
+	infos, err := d.Runs.Store.Sessions(ctx)
+	if err != nil {
+		return "", link{}, false, err
+	}
+	prefix := fmt.Sprintf("%d-", number)
+	for _, in := range infos {
+		if in.SessionID == except || !strings.HasPrefix(in.SessionID, prefix) {
+			continue
+		}
+		evs, err := d.Runs.Store.Read(ctx, in.SessionID, 1)
+		if err != nil {
+			return "", link{}, false, err
+		}
+		l, ok := loadLink(evs)
+		if ok && (l.Repo != repo.FullName() || l.Issue != number) || !ok && !startedFrom(evs, repo, number) {
+			continue
+		}
+		snap, err := replay.Replay(evs)
+		if err != nil {
+			return "", link{}, false, err
+		}
+		if snap.RunStatus == replay.RunRunning {
+			return in.SessionID, l, true, nil
+		}
+	}
+	return "", link{}, false, nil
+}
+
+// startedFrom reports whether the session's first run was started by a
+// request on issue or PR number of repo (its run.started trigger): a
+// session whose process died before its first pause has no link yet.
+func startedFrom(evs []event.Event, repo github.Repo, number int) bool {
+	for _, e := range evs {
+		if e.Type == event.RunStarted {
+			tr := event.Field(e.Payload, "trigger")
+			return event.FieldString(tr, "repo") == repo.FullName() && event.FieldInt(tr, "number") == int64(number)
+		}
+	}
+	return false
 }
 
 // remoteSessionFor finds the latest session of issue number among the
