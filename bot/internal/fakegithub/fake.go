@@ -16,7 +16,8 @@
 //
 // GraphQL (POST /graphql, /api/graphql on Enterprise Server) is not part of
 // the REST OpenAPI description, so it is exempt from the spec check; the
-// fake supports only the viewer query and the markPullRequestReadyForReview mutation.
+// fake supports only the viewer query and the markPullRequestReadyForReview
+// and createCommitOnBranch mutations.
 //
 // Behaviour copied from real GitHub (see
 // docs/github.md): authentication per endpoint, for every route (auth.go:

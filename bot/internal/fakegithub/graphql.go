@@ -7,8 +7,9 @@ import (
 	"strings"
 )
 
-// markReady matches the one GraphQL mutation the fake supports (and
-// graphqlViewer the one query). GraphQL is
+// markReady matches the markPullRequestReadyForReview mutation (as
+// createCommitMutation matches createCommitOnBranch, and graphqlViewer the
+// one query). GraphQL is
 // not in the REST OpenAPI description, so this endpoint is checked by this
 // shape instead: anything else is a violation.
 var markReady = regexp.MustCompile(`(?s)^\s*mutation\b.*\bmarkPullRequestReadyForReview\s*\(\s*input\s*:`)
@@ -34,8 +35,12 @@ func (f *Fake) graphql(c *call) {
 	if f.graphqlViewer(c, in.Query) {
 		return
 	}
+	if createCommitMutation.MatchString(in.Query) {
+		f.createCommitOnBranch(c)
+		return
+	}
 	if !markReady.MatchString(in.Query) {
-		f.violation(c.w, c.r.Method, c.r.URL.Path, http.StatusNotFound, "the fake's GraphQL endpoint supports only the viewer query and the markPullRequestReadyForReview mutation")
+		f.violation(c.w, c.r.Method, c.r.URL.Path, http.StatusNotFound, "the fake's GraphQL endpoint supports only the viewer query and the markPullRequestReadyForReview and createCommitOnBranch mutations")
 		return
 	}
 	id := in.Variables.Input.PullRequestID
