@@ -94,4 +94,22 @@ func TestActionPullRequestTargetOptIn(t *testing.T) {
 			}
 		})
 	}
+	// The prompt input on another action of a fork's pull request would
+	// be a fix run on the fork's code: refused even with the opt-in.
+	t.Run("opt-in: prompt on a fork's synchronize", func(t *testing.T) {
+		a := newActions(t)
+		a.inputs = map[string]string{"INPUT_ALLOW_PULL_REQUEST_TARGET": "true", "INPUT_PROMPT": "Fix the failing test."}
+		rv := &gateReviewer{}
+		a.reviewer = rv
+		pr, ev := a.forkPR("alice")
+		ev["action"] = "synchronize"
+		before := a.world(pr, 0)
+		out, _, _, err := a.run("pull_request_target", ev)
+		if err != nil || out.Status != "refused" || !strings.Contains(a.log, "only the review cycle runs on a fork's pull request") {
+			t.Fatalf("a fix run on a fork's code: %+v %v\n%s", out, err, a.log)
+		}
+		if after := a.world(pr, 0); after != before || len(rv.inputs) != 0 {
+			t.Errorf("the refused run changed GitHub: %+v → %+v", before, after)
+		}
+	})
 }
