@@ -69,6 +69,7 @@ type session struct {
 	tip  event.Tip
 	ts   [2]string // first and last ts
 	typ  string
+	gone bool // deleted (DeleteSession): the store holds a new session under its id
 }
 
 // Open returns the store rooted at dir, creating it if needed.
@@ -192,6 +193,11 @@ func (s *Store) Append(ctx context.Context, sessionID string, expectedSeq int64,
 		return nil, err
 	}
 	ss.mu.Lock()
+	if ss.gone {
+		// Deleted while this append waited: the id names a new session.
+		ss.mu.Unlock()
+		return s.Append(ctx, sessionID, expectedSeq, drafts...)
+	}
 	if ss.tip.Seq != expectedSeq && perr == nil {
 		ss.mu.Unlock()
 		return nil, &store.ConflictError{SessionID: sessionID, Expected: expectedSeq, Actual: ss.tip.Seq}
@@ -248,6 +254,9 @@ func (s *Store) Read(ctx context.Context, sessionID string, fromSeq int64) ([]ev
 	n := ss.tip.Seq
 	ss.mu.Unlock()
 	f, err := os.Open(ss.path)
+	if errors.Is(err, os.ErrNotExist) && n > 0 {
+		return nil, nil // deleted meanwhile (DeleteSession)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -281,6 +290,9 @@ func (s *Store) Scan(ctx context.Context, sessionID string, fromSeq int64, fn fu
 	n := ss.tip.Seq
 	ss.mu.Unlock()
 	f, err := os.Open(ss.path)
+	if errors.Is(err, os.ErrNotExist) && n > 0 {
+		return nil // deleted meanwhile (DeleteSession)
+	}
 	if err != nil {
 		return err
 	}
@@ -359,6 +371,9 @@ func (s *Store) ImportSealed(ctx context.Context, sessionID string, evs []event.
 	}
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
+	if ss.gone {
+		return s.ImportSealed(ctx, sessionID, evs)
+	}
 	if err := store.CheckContinues(ss.tip, sessionID, evs); err != nil {
 		return err
 	}

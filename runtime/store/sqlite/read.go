@@ -118,7 +118,9 @@ func (q *querier) scanTail(ctx context.Context, from int64, fn func(pos int64, s
 			return err
 		}
 		err := eachIndex(pos, idx, func(i int, sid []byte, _, _ int64, _, _ int) bool {
-			fn(pos+int64(i), sid)
+			if len(sid) > 0 { // an empty session is a deleted event (prune.go)
+				fn(pos+int64(i), sid)
+			}
 			return true
 		})
 		if err != nil {

@@ -120,10 +120,14 @@ type appendReq struct {
 	expected  int64
 	prepared  []event.Prepared
 	imported  []event.Event // ImportSealed: already sealed
-	perr      error
-	out       []event.Event
-	err       error
-	ack       chan struct{}
+	// del: DeleteSession of sessionID if its last seq is expected;
+	// deleted is how many events it removed.
+	del     bool
+	deleted int64
+	perr    error
+	out     []event.Event
+	err     error
+	ack     chan struct{}
 }
 
 const schema = `
@@ -636,6 +640,12 @@ func (s *Store) commitOnce(batch []*appendReq) (err error) {
 			before := *t
 			t = &before
 			moved[r.sessionID] = t
+		}
+		if r.del {
+			if err := w.deleteSession(ctx, r, t); err != nil {
+				return err
+			}
+			continue
 		}
 		var evs []event.Event
 		if r.imported != nil {

@@ -75,6 +75,7 @@ func Run(t *testing.T, open Factory) {
 	t.Run("ImportExport", func(t *testing.T) { testImportExport(t, open) })
 	t.Run("List", func(t *testing.T) { testList(t, open) })
 	t.Run("Scan", func(t *testing.T) { testScan(t, open(t, NewSealer(t))) })
+	t.Run("Prune", func(t *testing.T) { testPrune(t, open(t, NewSealer(t))) })
 }
 
 func msg(text string) event.Draft {
