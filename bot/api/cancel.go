@@ -22,6 +22,11 @@ type Canceller interface {
 	Cancel(ctx context.Context, sessionID, by, reason string) (agentrun.Outcome, error)
 }
 
+// ErrCancelRequested is returned by a Canceller whose run is worked by
+// another replica: that replica was asked to cancel it and does within
+// seconds. The API answers 202 Accepted.
+var ErrCancelRequested = errors.New("the run is worked by another replica, which was asked to cancel it")
+
 // cancelRequest is the body of POST /v1/runs/:id/cancel.
 type cancelRequest struct {
 	By     string `json:"by"`
@@ -68,6 +73,9 @@ func (a *API) cancelRun(c *gin.Context) {
 	}
 	out, err := cn.Cancel(ctx, sid, req.By, req.Reason)
 	switch {
+	case errors.Is(err, ErrCancelRequested):
+		c.JSON(http.StatusAccepted, cancelResponse{SessionID: sid, RunID: out.RunID, Status: string(agentrun.StatusRunning)})
+		return
 	case errors.Is(err, agentrun.ErrNotPaused):
 		Abort(c, http.StatusConflict, "not_cancellable", fmt.Sprintf("session %s has no running or paused run to cancel (a queued run can be cancelled once it starts)", sid))
 		return

@@ -327,6 +327,19 @@ func (d *Dispatcher) cancel(ctx context.Context, repo github.Repo, t webhook.Tri
 		}
 	}
 	_, l, unlock, err := d.openSession(ctx, repo, t, sid)
+	if errors.Is(err, ErrSessionBusy) {
+		// Another replica works the session: it is asked to cancel the
+		// run (it hears of it within seconds), and this delivery is
+		// retried until the session is free — then it finds the run
+		// cancelled, or cancels it if it paused meanwhile.
+		if c, ok := d.Leases.(CancelRequester); ok {
+			if held, rerr := c.RequestCancel(ctx, sid, by, reason); rerr != nil {
+				err = errors.Join(err, rerr)
+			} else if held {
+				d.log().Info("cancel asked of the replica working the session", "repo", repo.FullName(), "session", sid, "by", by)
+			}
+		}
+	}
 	if err != nil {
 		return Result{SessionID: sid}, err
 	}

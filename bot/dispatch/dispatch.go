@@ -300,6 +300,32 @@ type SessionLeases interface {
 	Acquire(ctx context.Context, sessionID string) (release func(), err error)
 }
 
+// CancelRequester is SessionLeases that can ask the replica holding a
+// session's lease to cancel the session's run (the PostgreSQL leases:
+// the holder hears of it at its next renewal and calls CancelRequested).
+type CancelRequester interface {
+	RequestCancel(ctx context.Context, sessionID, by, reason string) (held bool, err error)
+}
+
+// CancelRequested cancels the run of sessionID this process works, as
+// another replica asked (a `/agent cancel`, a closed pull request or the
+// API's cancel that reached it while this replica held the session): the
+// run's own flow records the cancel and publishes its end. A session
+// this process does not run right now is left alone: the asking
+// replica's delivery is retried and cancels it once the lease is free.
+func (d *Dispatcher) CancelRequested(sessionID, by, reason string) {
+	if !d.Runs.Running(sessionID) {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := d.Runs.Cancel(ctx, sessionID, by, reason); err != nil && !errors.Is(err, run.ErrNotPaused) {
+		d.log().Warn("cancel asked by another replica failed", "session", sessionID, "by", by, "err", err)
+		return
+	}
+	d.log().Info("run cancelled as another replica asked", "session", sessionID, "by", by)
+}
+
 // ErrSessionBusy is returned when another replica holds the session's
 // lease; it wraps webhook.ErrBusy, so the delivery is retried with backoff
 // for as long as it takes, never dead-lettered for its attempts.

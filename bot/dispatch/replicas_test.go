@@ -263,3 +263,56 @@ func TestRedeliveredRequestAfterDeath(t *testing.T) {
 		t.Fatalf("log: %v", rep.Problem)
 	}
 }
+
+// TestCancelAtAnotherReplica: a `/agent cancel` that reaches replica B
+// while replica A holds the session is asked of A through the lease (A's
+// renewal hands it to CancelRequested, which cancels a run A works) and
+// the delivery goes back to the queue; its retry, once the session is
+// free, cancels the run (here paused) and says so on the tracking
+// comment.
+func TestCancelAtAnotherReplica(t *testing.T) {
+	w, pool := replicaWorld(t)
+	first := w.request("token check")
+	ctx := context.Background()
+	leasesA, err := postgres.OpenLeases(ctx, pool, postgres.LeaseOptions{Owner: "replica-a2", TTL: 1500 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(leasesA.Close)
+	asked := make(chan string, 1)
+	leasesA.OnCancel(func(sid, by, reason string) { asked <- sid + " " + by })
+	release, err := leasesA.Acquire(ctx, first.SessionID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.startBot() // replica B
+	leasesB, err := postgres.OpenLeases(ctx, pool, postgres.LeaseOptions{Owner: "replica-b", TTL: 1500 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(leasesB.Close)
+	w.bot.Dispatcher.Leases = leasesB
+	w.login()
+	cancel := webhook.Trigger{Kind: webhook.KindComment, Repo: repoName, Owner: "octo", Name: "app", Number: first.PR, IsPR: true,
+		Author: "alice", AuthorType: "User", Body: "/agent cancel", IssueState: "open", DeliveryID: "d-cancel", Attempt: 1}
+	if err := w.bot.Dispatcher.Dispatch(ctx, cancel); !errors.Is(err, dispatch.ErrSessionBusy) {
+		t.Fatalf("cancel at B while A holds the session: %v, want ErrSessionBusy (retried)", err)
+	}
+	select {
+	case got := <-asked:
+		if got != first.SessionID+" alice" {
+			t.Errorf("A was asked %q", got)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("A never heard of the cancel")
+	}
+	release()
+	cancel.Attempt = 2
+	n := len(w.results)
+	if err := w.bot.Dispatcher.Dispatch(ctx, cancel); err != nil {
+		t.Fatalf("the retried cancel: %v", err)
+	}
+	if got := w.results[n:]; len(got) != 1 || got[0].Outcome != "cancelled" || got[0].Status != "cancelled" {
+		t.Fatalf("the retried cancel: %+v", got)
+	}
+}

@@ -271,6 +271,8 @@ func serve(ctx context.Context, args []string, stderr io.Writer, d serveDeps) er
 			bot.Dispatcher.Preflight = botPreflight(prof)
 			if leases != nil {
 				bot.Dispatcher.Leases = leases
+				// A cancel another replica asks of a run this one works.
+				leases.OnCancel(bot.Dispatcher.CancelRequested)
 			}
 			bot.Dispatcher.Sandbox = string(sb.Mechanism())
 			if strings.HasPrefix(vs.publicURL, "https://") {
@@ -497,6 +499,16 @@ func (r *serveRuns) Resolve(ctx context.Context, sessionID, approvalID, decision
 func (r *serveRuns) Cancel(ctx context.Context, sessionID, by, reason string) (agentrun.Outcome, error) {
 	running := r.mgr.Running(sessionID)
 	out, err := r.mgr.Cancel(ctx, sessionID, by, reason)
+	if errors.Is(err, agentrun.ErrNotPaused) && !running {
+		// Another replica may be running it: ask that one.
+		if c, ok := r.leases.(dispatch.CancelRequester); ok {
+			if held, rerr := c.RequestCancel(ctx, sessionID, by, reason); rerr != nil {
+				return out, errors.Join(err, rerr)
+			} else if held {
+				return out, api.ErrCancelRequested
+			}
+		}
+	}
 	if err != nil || running {
 		return out, err
 	}

@@ -40,6 +40,10 @@ CREATE TABLE agentos_leases (
 	token      text        NOT NULL,
 	expires_at timestamptz NOT NULL
 );`},
+	// A cancel asked of the replica that holds the lease: its renewal
+	// sees it (Leases.OnCancel).
+	{Version: 2, SQL: `
+ALTER TABLE agentos_leases ADD COLUMN cancel_by text, ADD COLUMN cancel_reason text;`},
 }
 
 // Defaults of Leases.
@@ -67,9 +71,11 @@ type Leases struct {
 	opts LeaseOptions
 	now  func() time.Time
 
-	mu   sync.Mutex
-	held map[string]string // session → token
-	lost map[string]bool   // sessions whose renewal found the lease gone
+	mu       sync.Mutex
+	held     map[string]string // session → token
+	lost     map[string]bool   // sessions whose renewal found the lease gone
+	cancels  map[string]bool   // held sessions whose cancel was handed to onCancel
+	onCancel func(sessionID, by, reason string)
 	stop chan struct{}
 	done chan struct{}
 	once sync.Once
@@ -89,7 +95,7 @@ func OpenLeases(ctx context.Context, pool *pgxpool.Pool, o LeaseOptions) (*Lease
 	if err := Migrate(ctx, pool, "leases", leaseMigrations); err != nil {
 		return nil, err
 	}
-	l := &Leases{pool: pool, opts: o, now: time.Now, held: map[string]string{}, lost: map[string]bool{}, stop: make(chan struct{}), done: make(chan struct{})}
+	l := &Leases{pool: pool, opts: o, now: time.Now, held: map[string]string{}, lost: map[string]bool{}, cancels: map[string]bool{}, stop: make(chan struct{}), done: make(chan struct{})}
 	go l.renewLoop()
 	return l, nil
 }
@@ -128,6 +134,28 @@ RETURNING token`, sessionID, l.opts.Owner, tok, now.Add(l.opts.TTL), now).Scan(&
 	return func() { once.Do(func() { l.release(sessionID, tok) }) }, nil
 }
 
+// RequestCancel asks the replica holding session sessionID's lease to
+// cancel the session's run: its next renewal (within TTL/3) hands the
+// request to its OnCancel. held is false when no replica holds a live
+// lease (the caller can take the lease and cancel itself). A lease
+// taken over after its holder died keeps the request.
+func (l *Leases) RequestCancel(ctx context.Context, sessionID, by, reason string) (held bool, err error) {
+	tag, err := l.pool.Exec(ctx, `UPDATE agentos_leases SET cancel_by = $2, cancel_reason = $3 WHERE session_id = $1 AND expires_at > $4`, sessionID, by, reason, l.now())
+	if err != nil {
+		return false, fmt.Errorf("postgres: request cancel of %s: %w", sessionID, err)
+	}
+	return tag.RowsAffected() > 0, nil
+}
+
+// OnCancel sets what a renewal calls, once per held lease, when another
+// replica asked for the session's cancel (RequestCancel): the dispatcher
+// cancels the run it works. It is called on its own goroutine.
+func (l *Leases) OnCancel(f func(sessionID, by, reason string)) {
+	l.mu.Lock()
+	l.onCancel = f
+	l.mu.Unlock()
+}
+
 // Lost reports whether renewing found the session's lease taken (this
 // replica stalled past the TTL and another took the session over): the
 // caller must stop working the session.
@@ -141,6 +169,7 @@ func (l *Leases) release(sessionID, tok string) {
 	l.mu.Lock()
 	if l.held[sessionID] == tok {
 		delete(l.held, sessionID)
+		delete(l.cancels, sessionID)
 	}
 	l.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -179,22 +208,41 @@ func (l *Leases) renew() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), l.opts.TTL/3)
 	defer cancel()
-	rows, err := l.pool.Query(ctx, `UPDATE agentos_leases SET expires_at = $2 WHERE token = ANY($1) RETURNING token`, toks, l.now().Add(l.opts.TTL))
+	rows, err := l.pool.Query(ctx, `UPDATE agentos_leases SET expires_at = $2 WHERE token = ANY($1) RETURNING token, cancel_by, cancel_reason`, toks, l.now().Add(l.opts.TTL))
 	if err != nil {
 		l.opts.Logger.Warn("postgres: renew leases", "err", err)
 		return
 	}
 	kept := map[string]bool{}
+	type request struct{ by, reason string }
+	asked := map[string]request{} // token → the cancel asked of it
 	for rows.Next() {
 		var tok string
-		if rows.Scan(&tok) == nil {
+		var by, reason *string
+		if rows.Scan(&tok, &by, &reason) == nil {
 			kept[tok] = true
+			if by != nil {
+				c := request{by: *by}
+				if reason != nil {
+					c.reason = *reason
+				}
+				asked[tok] = c
+			}
 		}
 	}
 	if rows.Err() != nil {
 		return
 	}
 	l.mu.Lock()
+	for i, sid := range sids {
+		c, ok := asked[toks[i]]
+		if !ok || l.held[sid] != toks[i] || l.cancels[sid] || l.onCancel == nil {
+			continue
+		}
+		l.cancels[sid] = true
+		l.opts.Logger.Info("postgres: another replica asked to cancel a session this replica works", "session", sid, "by", c.by)
+		go l.onCancel(sid, c.by, c.reason)
+	}
 	for i, sid := range sids {
 		if !kept[toks[i]] && l.held[sid] == toks[i] {
 			l.lost[sid] = true

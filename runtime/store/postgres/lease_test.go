@@ -118,3 +118,70 @@ func TestLeaseLost(t *testing.T) {
 		t.Fatal("a did not notice it lost the lease")
 	}
 }
+
+// TestLeaseCancelRequest: a cancel asked of a session another replica
+// holds reaches that replica's OnCancel at its next renewal, once; a
+// session nobody holds reports so; a lease taken over after its holder
+// died keeps the request for the new holder.
+func TestLeaseCancelRequest(t *testing.T) {
+	u := pgtest.Schema(t, pgtest.URL(t))
+	ttl := 1500 * time.Millisecond
+	a := openLeases(t, u, "a", ttl)
+	b := openLeases(t, u, "b", ttl)
+	ctx := context.Background()
+	type asked struct{ sid, by, reason string }
+	got := make(chan asked, 4)
+	a.OnCancel(func(sid, by, reason string) { got <- asked{sid, by, reason} })
+
+	if held, err := b.RequestCancel(ctx, "nobody", "alice", "stop"); err != nil || held {
+		t.Fatalf("cancel of an unheld session: held %v, %v", held, err)
+	}
+	if _, err := a.Acquire(ctx, "s1"); err != nil {
+		t.Fatal(err)
+	}
+	if held, err := b.RequestCancel(ctx, "s1", "alice", "wrong approach"); err != nil || !held {
+		t.Fatalf("cancel of a held session: held %v, %v", held, err)
+	}
+	select {
+	case c := <-got:
+		if c != (asked{"s1", "alice", "wrong approach"}) {
+			t.Errorf("OnCancel got %+v", c)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the holder never heard of the cancel")
+	}
+	time.Sleep(ttl) // more renewals: no second call
+	select {
+	case c := <-got:
+		t.Errorf("OnCancel called again: %+v", c)
+	default:
+	}
+
+	// The holder dies; the request stays with the lease for whoever takes
+	// the session over.
+	if _, err := a.Acquire(ctx, "s2"); err != nil {
+		t.Fatal(err)
+	}
+	if held, err := b.RequestCancel(ctx, "s2", "bob", ""); err != nil || !held {
+		t.Fatalf("cancel s2: %v %v", held, err)
+	}
+	a.crash()
+	if _, err := a.pool.Exec(ctx, `UPDATE agentos_leases SET expires_at = now() - interval '1 second' WHERE session_id = 's2'`); err != nil {
+		t.Fatal(err)
+	}
+	c := openLeases(t, u, "c", ttl)
+	gotC := make(chan asked, 1)
+	c.OnCancel(func(sid, by, reason string) { gotC <- asked{sid, by, reason} })
+	if _, err := c.Acquire(ctx, "s2"); err != nil {
+		t.Fatal(err)
+	}
+	c.renew()
+	select {
+	case x := <-gotC:
+		if x.sid != "s2" || x.by != "bob" {
+			t.Errorf("the new holder got %+v", x)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the new holder never heard of the cancel")
+	}
+}
