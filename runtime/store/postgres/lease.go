@@ -76,9 +76,9 @@ type Leases struct {
 	lost     map[string]bool   // sessions whose renewal found the lease gone
 	cancels  map[string]bool   // held sessions whose cancel was handed to onCancel
 	onCancel func(sessionID, by, reason string)
-	stop chan struct{}
-	done chan struct{}
-	once sync.Once
+	stop     chan struct{}
+	done     chan struct{}
+	once     sync.Once
 }
 
 // OpenLeases migrates the lease table and starts renewing.
