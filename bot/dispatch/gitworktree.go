@@ -259,6 +259,31 @@ func (g gitData) CreateRef(ctx context.Context, r worktree.Repo, branch, sha str
 	return err
 }
 
+// CommitOnBranch implements worktree.BranchCommitAPI: one GraphQL call
+// (createCommitOnBranch) makes the Verified commit and moves the branch,
+// where the Git Data API takes a tree, a commit and a ref update. Changes
+// over github.MaxCommitOnBranchBytes are left to the Git Data API
+// (worktree.ErrCannotCommitOnBranch, no call); a branch that is not at
+// head is worktree.ErrNotFastForward, which the publisher answers by
+// looking at the branch again.
+func (g gitData) CommitOnBranch(ctx context.Context, r worktree.Repo, branch, head, message string, changes []worktree.TreeEntry) (string, string, error) {
+	fc := make([]github.FileChange, len(changes))
+	for i, c := range changes {
+		if !c.Delete && c.Mode != "100644" {
+			return "", "", fmt.Errorf("%w: %s has mode %s", worktree.ErrCannotCommitOnBranch, c.Path, c.Mode)
+		}
+		fc[i] = github.FileChange{Path: c.Path, Content: c.Content, Delete: c.Delete}
+	}
+	if !github.CanCommitOnBranch(fc) {
+		return "", "", fmt.Errorf("%w: over %d bytes", worktree.ErrCannotCommitOnBranch, github.MaxCommitOnBranchBytes)
+	}
+	cm, err := g.Client.CommitOnBranch(ctx, r.Owner, r.Name, branch, head, message, fc)
+	if errors.Is(err, github.ErrStaleHead) {
+		return "", "", fmt.Errorf("%w: %w", worktree.ErrNotFastForward, err)
+	}
+	return cm.SHA, cm.Tree, err
+}
+
 // UpdateRef implements worktree.GitDataAPI; it never forces.
 func (g gitData) UpdateRef(ctx context.Context, r worktree.Repo, branch, sha string) error {
 	err := g.Client.UpdateRef(ctx, r.Owner, r.Name, "refs/heads/"+branch, sha, false)

@@ -589,9 +589,14 @@ func TestArtifactBranchThroughGitData(t *testing.T) {
 		t.Errorf("the same bytes again called the Git Data API: %v, before %v", after, calls)
 	}
 
-	// A log too long to travel inside the tree request goes as a blob.
+	// A log too long for one createCommitOnBranch request goes through
+	// the Git Data API, and, too long to travel inside the tree request,
+	// as a blob.
 	big := art("s-big")
-	big.Events = []byte(strings.Repeat(`{"seq":1,"type":"output.delta","payload":{"text":"0123456789"}}`+"\n", 5000))
+	big.Events = []byte(strings.Repeat(`{"seq":1,"type":"output.delta","payload":{"text":"0123456789"}}`+"\n", 20000))
+	if len(big.Events) <= github.MaxCommitOnBranchBytes {
+		t.Fatalf("the long log is %d bytes, not over %d", len(big.Events), github.MaxCommitOnBranchBytes)
+	}
 	blobs := gitDataCalls(w.fake)["POST /repos/{owner}/{repo}/git/blobs"]
 	if _, err := w.wm.CommitArtifact(ctx, big); err != nil {
 		t.Fatal(err)

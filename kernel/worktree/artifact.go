@@ -162,6 +162,28 @@ func (m *Manager) publishArtifactAPI(ctx context.Context, api GitDataAPI, st sto
 		}
 		base, parents = tc.TreeHash.String(), []string{tip.String()}
 	}
+	if bc, ok := api.(BranchCommitAPI); ok && !tip.IsZero() {
+		// The branch is there: one call commits the files and moves it.
+		changes := make([]TreeEntry, 0, len(files))
+		for _, f := range files {
+			changes = append(changes, TreeEntry{Path: dir + "/" + f.name, Mode: "100644", Content: f.data})
+		}
+		sha, tree, err := bc.CommitOnBranch(ctx, r, branch, tip.String(), lc.Message, changes)
+		switch {
+		case errors.Is(err, ErrCannotCommitOnBranch):
+			// the Git Data API below
+		case err != nil:
+			return plumbing.ZeroHash, err
+		case tree != lc.TreeHash.String():
+			return plumbing.ZeroHash, fmt.Errorf("GitHub built tree %s for the artifact commit, whose tree is %s", tree, lc.TreeHash)
+		default:
+			h := plumbing.NewHash(sha)
+			if len(sha) != 40 || h.String() != sha {
+				return plumbing.ZeroHash, fmt.Errorf("GitHub answered commit %q, not a SHA", sha)
+			}
+			return h, nil
+		}
+	}
 	entries := make([]TreeEntry, 0, len(files))
 	for _, f := range files {
 		e := TreeEntry{Path: dir + "/" + f.name, Mode: "100644"}

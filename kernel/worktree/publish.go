@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path"
 	"strings"
 	"unicode/utf8"
 
@@ -80,6 +81,28 @@ type GitDataAPI interface {
 	// (ErrNotFastForward when sha does not descend from the tip).
 	UpdateRef(ctx context.Context, repo Repo, branch, sha string) error
 }
+
+// BranchCommitAPI is a GitDataAPI that can also append a commit to a
+// branch the remote has and move the branch, in one call (GitHub's
+// GraphQL createCommitOnBranch, whose commits GitHub signs as well). The
+// publisher uses it for a commit whose changes are regular files only
+// (mode 100644 before and after, no file replacing a directory or the
+// reverse); a new branch, an executable bit, a symbolic link, or changes
+// the implementation refuses with ErrCannotCommitOnBranch go through the
+// Git Data API.
+type BranchCommitAPI interface {
+	// CommitOnBranch appends a commit of message and changes (entries
+	// with Content, mode 100644, or Delete) to branch, which must be at
+	// head, moves the branch to it and returns the commit and its tree.
+	// ErrNotFastForward when the branch is not at head (nothing was
+	// committed).
+	CommitOnBranch(ctx context.Context, repo Repo, branch, head, message string, changes []TreeEntry) (sha, tree string, err error)
+}
+
+// ErrCannotCommitOnBranch: a BranchCommitAPI cannot express the changes
+// (too large for one request, say) and made no call; the publisher uses
+// the Git Data API instead.
+var ErrCannotCommitOnBranch = errors.New("worktree: the changes cannot be committed in one call")
 
 // publisher sends the session branch's local tip to the remote branch and
 // returns the remote tip that holds it: the tip itself when pushed over
@@ -205,20 +228,127 @@ func (p apiPublish) round(ctx context.Context, s *Session, tip, remote plumbing.
 	if len(local) == 0 {
 		return remote, nil // all of it is there already
 	}
+	moved := remote // where the remote branch is now
+	bc, _ := p.api.(BranchCommitAPI)
 	for _, lc := range local {
+		if bc != nil && !moved.IsZero() && parent == moved {
+			// The branch is at the parent: one call commits and moves it.
+			h, ok, err := p.commitOnBranch(ctx, s, st, bc, lc, parent)
+			if err != nil {
+				return plumbing.ZeroHash, err
+			}
+			if ok {
+				parent, moved = h, h
+				continue
+			}
+		}
 		if parent, err = p.recreate(ctx, s, st, lc, parent); err != nil {
 			return plumbing.ZeroHash, err
 		}
 	}
-	if remote.IsZero() {
+	switch {
+	case parent == moved:
+		return parent, nil
+	case moved.IsZero():
 		err = p.api.CreateRef(ctx, s.repo, s.Branch, parent.String())
-	} else {
+	default:
 		err = p.api.UpdateRef(ctx, s.repo, s.Branch, parent.String())
 	}
 	if err != nil {
 		return plumbing.ZeroHash, err
 	}
 	return parent, nil
+}
+
+// commitOnBranch makes lc's change on the remote branch, which is at
+// parent, in one call, when its changes are regular files only; false
+// (and no call) when they are not, or when bc cannot take them. The tree
+// GitHub builds must be lc's tree to the byte.
+func (p apiPublish) commitOnBranch(ctx context.Context, s *Session, st storer.EncodedObjectStorer, bc BranchCommitAPI, lc *object.Commit, parent plumbing.Hash) (plumbing.Hash, bool, error) {
+	if len(lc.ParentHashes) != 1 {
+		return plumbing.ZeroHash, false, nil // recreate says why
+	}
+	lp, err := object.GetCommit(st, lc.ParentHashes[0])
+	if err != nil {
+		return plumbing.ZeroHash, false, fmt.Errorf("read commit %s: %w", lc.ParentHashes[0], err)
+	}
+	changes, ok, err := regularChanges(ctx, st, lp.TreeHash, lc.TreeHash)
+	if err != nil || !ok {
+		return plumbing.ZeroHash, false, err
+	}
+	sha, tree, err := bc.CommitOnBranch(ctx, s.repo, s.Branch, parent.String(), lc.Message, changes)
+	if errors.Is(err, ErrCannotCommitOnBranch) {
+		return plumbing.ZeroHash, false, nil
+	}
+	if err != nil {
+		return plumbing.ZeroHash, false, err
+	}
+	h := plumbing.NewHash(sha)
+	if len(sha) != 40 || h.String() != sha {
+		return plumbing.ZeroHash, false, fmt.Errorf("GitHub answered commit %q, not a SHA", sha)
+	}
+	if tree != lc.TreeHash.String() {
+		return plumbing.ZeroHash, false, fmt.Errorf("GitHub built tree %s for commit %s, whose tree is %s", tree, lc.Hash, lc.TreeHash)
+	}
+	return h, true, nil
+}
+
+// regularChanges lists the changes that turn tree from into tree to as
+// one-call commit entries (the content of every file written, every file
+// removed), and false when one needs more than that: a mode other than
+// 100644 before or after, or a file replacing a directory (or the
+// reverse).
+func regularChanges(ctx context.Context, st storer.EncodedObjectStorer, from, to plumbing.Hash) ([]TreeEntry, bool, error) {
+	ft, err := object.GetTree(st, from)
+	if err != nil {
+		return nil, false, fmt.Errorf("read tree %s: %w", from, err)
+	}
+	tt, err := object.GetTree(st, to)
+	if err != nil {
+		return nil, false, fmt.Errorf("read tree %s: %w", to, err)
+	}
+	diff, err := object.DiffTreeWithOptions(ctx, ft, tt, &object.DiffTreeOptions{})
+	if err != nil {
+		return nil, false, fmt.Errorf("diff %s %s: %w", from, to, err)
+	}
+	regular := func(m filemode.FileMode) bool { return m == filemode.Regular || m == filemode.Deprecated }
+	var out []TreeEntry
+	paths := map[string]bool{}
+	for _, ch := range diff {
+		if ch.From.Name != "" {
+			if !regular(ch.From.TreeEntry.Mode) {
+				return nil, false, nil
+			}
+			if ch.From.Name != ch.To.Name {
+				out = append(out, TreeEntry{Path: ch.From.Name, Delete: true})
+				paths[ch.From.Name] = true
+			}
+		}
+		if ch.To.Name == "" {
+			continue
+		}
+		if !regular(ch.To.TreeEntry.Mode) {
+			return nil, false, nil
+		}
+		blob, err := object.GetBlob(st, ch.To.TreeEntry.Hash)
+		if err != nil {
+			return nil, false, fmt.Errorf("read blob %s of %s: %w", ch.To.TreeEntry.Hash, ch.To.Name, err)
+		}
+		data, err := blobBytes(blob)
+		if err != nil {
+			return nil, false, fmt.Errorf("read blob %s of %s: %w", ch.To.TreeEntry.Hash, ch.To.Name, err)
+		}
+		out = append(out, TreeEntry{Path: ch.To.Name, Mode: "100644", Content: data})
+		paths[ch.To.Name] = true
+	}
+	for p := range paths {
+		for d := path.Dir(p); d != "."; d = path.Dir(d) {
+			if paths[d] {
+				return nil, false, nil // a file and a directory of one name
+			}
+		}
+	}
+	return out, true, nil
 }
 
 // recreate makes lc's change on top of the remote commit parent: a blob
