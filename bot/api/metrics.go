@@ -46,6 +46,9 @@ type Metrics struct {
 	ghRemaining *prometheus.GaugeVec
 
 	depth, dead, oldest scrapeFunc
+
+	// What the retention settings deleted (agentos serve's retention).
+	retention *prometheus.CounterVec
 }
 
 // scrapeFunc is a gauge's value source, set after the metrics are built
@@ -142,13 +145,20 @@ func NewMetrics() *Metrics {
 		Name: "agentos_github_rate_limit_remaining",
 		Help: "Requests left in GitHub's rate-limit window (X-RateLimit-Remaining of the last answer), by resource (core, graphql, search, ...).",
 	}, []string{"resource"})
+	m.retention = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "agentos_retention_deleted_total",
+		Help: "What the retention settings deleted, by kind (sessions, events, deliveries).",
+	}, []string{"kind"})
+	for _, k := range []string{"sessions", "events", "deliveries"} {
+		m.retention.WithLabelValues(k)
+	}
 	build := prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "agentos_build_info",
 		Help: "Always 1; the labels name the running build.",
 	}, []string{"version", "goversion"})
 	build.WithLabelValues(buildinfo.Version(), runtime.Version()).Set(1)
 	m.reg.MustRegister(m.deliveries, m.runs, m.outcomes, m.approvals, m.streams, depth, dead, oldest,
-		m.terminal, m.takeovers, m.storeErrs, m.modelCalls, m.modelSeconds, m.modelTokens, m.ghCalls, m.ghRemaining, build,
+		m.terminal, m.takeovers, m.storeErrs, m.modelCalls, m.modelSeconds, m.modelTokens, m.ghCalls, m.ghRemaining, build, m.retention,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	// Expose both live states from the start, so a dashboard sees 0
 	// rather than no series.
@@ -169,6 +179,12 @@ func (m *Metrics) SetDeadLetters(f func() float64) { m.dead.set(f) }
 // SetQueueDepth sets the function agentos_queue_depth reads at each
 // scrape; nil reports 0.
 func (m *Metrics) SetQueueDepth(f func() float64) { m.depth.set(f) }
+
+// RetentionDeleted counts n things of kind (sessions, events, deliveries)
+// the retention settings deleted.
+func (m *Metrics) RetentionDeleted(kind string, n int64) {
+	m.retention.WithLabelValues(kind).Add(float64(n))
+}
 
 // SetOldestClaim sets the function agentos_queue_oldest_claim_age_seconds
 // reads at each scrape; nil reports 0.

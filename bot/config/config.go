@@ -96,6 +96,9 @@ type Config struct {
 	// (sandbox_readonly / AGENTOS_SANDBOX_READONLY, ':'-separated): a
 	// toolchain in a place the sandbox does not find by itself.
 	SandboxReadOnly []string
+	// Retention is how long ended sessions and finished deliveries are
+	// kept (retention: {sessions, deliveries}; retention.go).
+	Retention Retention
 
 	// Secrets: from the environment (or *_FILE) only, never from the file.
 
@@ -138,6 +141,13 @@ func (c Config) source(field string) string {
 	if s, ok := c.src[field]; ok {
 		return s
 	}
+	// A nested key (retention.sessions) set in the file is recorded by
+	// its mapping's key.
+	if parent, _, ok := strings.Cut(field, "."); ok {
+		if s, ok := c.src[parent]; ok {
+			return s
+		}
+	}
 	return "default"
 }
 
@@ -154,6 +164,7 @@ func Default() Config {
 		MaxRuns:        2,
 		SSEKeepAlive:   15 * time.Second,
 		Sandbox:        "auto",
+		Retention:      Retention{Deliveries: DefaultDeliveryRetention},
 	}
 }
 
@@ -217,6 +228,7 @@ func (c Config) LogValue() slog.Value {
 		slog.String("sandbox", c.Sandbox),
 		slog.String("store", RedactURL(c.StoreURL)),
 		slog.String("replica_id", c.ReplicaID),
+		slog.Group("retention", slog.String("sessions", FormatRetention(c.Retention.Sessions)), slog.String("deliveries", FormatRetention(c.Retention.Deliveries))),
 	)
 }
 

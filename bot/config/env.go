@@ -143,16 +143,19 @@ func (c *Config) ApplyEnv(getenv func(string) string) error {
 		c.GitHubToken = std
 		c.setSource("github_token", "env "+EnvGitHubTokenStd)
 	}
+	errs = append(errs, c.applyRetentionEnv(getenv)...)
 	return errors.Join(errs...)
 }
 
-// Flags binds the command-line flags --addr, --data, --config and --store.
+// Flags binds the command-line flags --addr, --data, --config, --store,
+// --retention-sessions and --retention-deliveries.
 type Flags struct {
 	fs                        *flag.FlagSet
 	addr, data, config, store string
+	retention                 retentionFlags
 }
 
-// BindFlags registers --addr, --data and --config on fs.
+// BindFlags registers the flags of Flags on fs.
 func BindFlags(fs *flag.FlagSet) *Flags {
 	d := Default()
 	f := &Flags{fs: fs}
@@ -160,6 +163,7 @@ func BindFlags(fs *flag.FlagSet) *Flags {
 	fs.StringVar(&f.data, "data", d.DataDir, "embedded store directory (default $"+EnvData+" or "+d.DataDir+")")
 	fs.StringVar(&f.config, "config", "", "YAML config file (no secrets: those come from the environment)")
 	fs.StringVar(&f.store, "store", "", "postgres://… URL: the event store and delivery queue in PostgreSQL, shared by replicas (default $"+EnvDatabaseURL+"; unset: SQLite in --data)")
+	f.retention.bind(fs)
 	return f
 }
 
@@ -195,6 +199,9 @@ func (f *Flags) Load(getenv func(string) string) (Config, error) {
 	if given["store"] {
 		c.StoreURL = f.store
 		c.setSource("store", "--store")
+	}
+	if err := f.retention.apply(given, &c); err != nil {
+		return c, err
 	}
 	return c, c.Validate()
 }

@@ -47,6 +47,7 @@ var settings = map[string]setting{
 	"github_private_key_file": str(func(c *Config) *string { return &c.GitHubPrivateKeyFile }),
 	"sandbox":                 str(func(c *Config) *string { return &c.Sandbox }),
 	"sandbox_readonly":        list(func(c *Config) *[]string { return &c.SandboxReadOnly }),
+	"retention":               retentionSetting,
 	"github_app_id": func(v *yaml.Node, c *Config) error {
 		var id int64
 		if err := v.Decode(&id); err != nil {

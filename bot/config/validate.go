@@ -156,6 +156,8 @@ func (c Config) Validate() error {
 		}
 	}
 
+	c.validateRetention(bad)
+
 	if len(probs) > 0 {
 		return &ValidationError{Problems: probs}
 	}

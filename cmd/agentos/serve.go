@@ -36,10 +36,6 @@ import (
 // delivery and was removed.
 const webhookQueueDir = "webhooks.log.d"
 
-// deliveryRetention is how long finished deliveries are remembered, so a
-// redelivery is recognised: GitHub allows redelivering for a few days.
-const deliveryRetention = 7 * 24 * time.Hour
-
 // serveDeps is what a real process takes from its surroundings; tests
 // inject their own.
 type serveDeps struct {
@@ -210,22 +206,14 @@ func serve(ctx context.Context, args []string, stderr io.Writer, d serveDeps) er
 	}
 	// cmd does not import gin; the route func's type comes from the field.
 	opts.Routes = append(opts.Routes, a.Register)
+	// Retention (retention.go): finished deliveries and ended sessions.
+	ret := &retention{cfg: cfg.Retention, store: st, log: log, now: time.Now, deleted: metrics}
+	if cfg.WebhookEnabled() {
+		ret.queue = q
+	}
+	opts.Actors = append(opts.Actors, ret.run)
 
 	if cfg.WebhookEnabled() {
-		opts.Actors = append(opts.Actors, func(ctx context.Context) error {
-			for {
-				if n, err := q.Prune(ctx, time.Now().Add(-deliveryRetention)); err != nil && ctx.Err() == nil {
-					log.Warn("pruning the delivery queue failed", "error", err)
-				} else if n > 0 {
-					log.Info("pruned finished deliveries", "count", n)
-				}
-				select {
-				case <-ctx.Done():
-					return nil
-				case <-time.After(time.Hour):
-				}
-			}
-		})
 		secrets := make([][]byte, len(cfg.WebhookSecrets))
 		for i, s := range cfg.WebhookSecrets {
 			secrets[i] = []byte(s)
