@@ -104,6 +104,7 @@ type LogQueue struct {
 	due     []*logEntry          // pending and due, in arrival order
 	delayed []*logEntry          // pending with a retry time (not_before) set
 	open    int                  // pending + claimed
+	claims  map[*logEntry]bool   // claimed by this process (OldestClaim)
 
 	claimMu     sync.Mutex
 	claimed     []Delivery // claimed in a batch, not yet handed out
@@ -253,7 +254,7 @@ func openLogQueueWith(dir string, segMax int64, o LogOptions) (*LogQueue, error)
 	}
 	q := &LogQueue{
 		dir: dir, files: map[uint64]*os.File{}, segRefs: map[uint64]int{}, segMax: segMax,
-		index: map[string]*logEntry{}, keys: map[string]*logEntry{},
+		index: map[string]*logEntry{}, keys: map[string]*logEntry{}, claims: map[*logEntry]bool{},
 		ready: make(chan struct{}, 1), now: time.Now, nextSeq: 1, syncData: fdatasync,
 	}
 	if o.Now != nil {
@@ -470,6 +471,7 @@ func (q *LogQueue) apply(seg uint64, off int64, p []byte) error {
 
 // finish applies a completion to e.
 func (q *LogQueue) finish(e *logEntry, outcome, errMsg string, at, notBefore int64) {
+	delete(q.claims, e)
 	e.outcome, e.errMsg = outcome, errMsg
 	if outcome == OutcomeRetry {
 		e.state, e.notBefore = statePending, notBefore
@@ -485,6 +487,7 @@ func (q *LogQueue) finish(e *logEntry, outcome, errMsg string, at, notBefore int
 }
 
 func (q *LogQueue) forget(e *logEntry) {
+	delete(q.claims, e)
 	if e.state != stateDone {
 		q.open--
 	}
@@ -665,18 +668,17 @@ func (q *LogQueue) Depth(ctx context.Context) (int, error) {
 }
 
 // OldestClaim returns how long the oldest delivery claimed and not yet
-// finished (or handed back) has been claimed, from the in-memory state; 0
+// finished (or handed back) has been claimed, from the claims this
+// process holds in memory (a reopened queue holds none); 0
 // when none is claimed. A delivery a Claim took into memory and has not
 // handed out yet counts as claimed.
 func (q *LogQueue) OldestClaim(ctx context.Context) (time.Duration, error) {
 	q.idxMu.Lock()
 	var oldest int64
 	found := false
-	if q.open > 0 {
-		for _, e := range q.index {
-			if e.state == stateClaimed && (!found || e.claimedAt < oldest) {
-				oldest, found = e.claimedAt, true
-			}
+	for e := range q.claims {
+		if e.state == stateClaimed && (!found || e.claimedAt < oldest) {
+			oldest, found = e.claimedAt, true
 		}
 	}
 	q.idxMu.Unlock()
@@ -797,6 +799,7 @@ func (q *LogQueue) commit(batch []*logOp) {
 			for _, e := range q.due[:n] {
 				e.inQueues, e.state, e.claimedAt = false, stateClaimed, now
 				e.attempts++
+				q.claims[e] = true
 				q.appendID(recClaim, e.id)
 				op.claimed = append(op.claimed, claimedRef{
 					e:   e,
@@ -832,6 +835,7 @@ func (q *LogQueue) commit(batch []*logOp) {
 				continue
 			}
 			e.state, e.notBefore = statePending, 0
+			delete(q.claims, e)
 			q.appendID(recHandBack, op.id)
 			retried = append(retried, e)
 		case opPrune:
@@ -1024,6 +1028,7 @@ func (q *LogQueue) Close() error {
 		for _, d := range unused {
 			if e, ok := q.index[d.ID]; ok && e.state == stateClaimed {
 				e.state, e.attempts = statePending, e.attempts-1
+				delete(q.claims, e)
 				q.appendID(recRelease, d.ID)
 			}
 		}
