@@ -119,3 +119,46 @@ func TestDeleteSessionSharedBatches(t *testing.T) {
 		t.Fatalf("Read(s0) = %d, %v", len(evs), err)
 	}
 }
+
+// BenchmarkDeleteSession: deleting a 20-event session (its records
+// blanked in batch rows shared with another session) against the
+// baseline of appending those 20 events, one append each, in the same
+// run. go test -run '^$' -bench DeleteSession ./runtime/store/sqlite
+func BenchmarkDeleteSession(b *testing.B) {
+	const perSession = 20
+	ctx := context.Background()
+	msg := func(i int) event.Draft {
+		return event.Draft{RunID: "r1", Type: event.OutputMessage, Actor: "worker", Payload: map[string]any{"text": fmt.Sprintf("event %d", i)}}
+	}
+	fill := func(b *testing.B, s *Store, sid string) {
+		for i := range perSession {
+			if _, err := s.Append(ctx, sid, int64(i), msg(i)); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.Run("append20", func(b *testing.B) {
+		s := mustOpen(b, b.TempDir(), storetest.NewSealer(b))
+		for n := 0; b.Loop(); n++ {
+			fill(b, s, fmt.Sprintf("s%d", n))
+		}
+	})
+	b.Run("delete20", func(b *testing.B) {
+		s := mustOpen(b, b.TempDir(), storetest.NewSealer(b))
+		n := 0
+		for b.Loop() {
+			b.StopTimer()
+			sid := fmt.Sprintf("s%d", n)
+			var wg sync.WaitGroup
+			wg.Add(2) // two sessions at once: their events share rows
+			go func() { defer wg.Done(); fill(b, s, sid) }()
+			go func() { defer wg.Done(); fill(b, s, sid+"-other") }()
+			wg.Wait()
+			n++
+			b.StartTimer()
+			if got, err := s.DeleteSession(ctx, sid, perSession); err != nil || got != perSession {
+				b.Fatalf("DeleteSession = %d, %v", got, err)
+			}
+		}
+	})
+}
