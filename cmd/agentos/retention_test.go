@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"io"
 	"log/slog"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -137,5 +139,32 @@ func TestOldestClaimMetric(t *testing.T) {
 	time.Sleep(20 * time.Millisecond)
 	if v := gauge(); v < 0.02 || v > 60 {
 		t.Fatalf("gauge with a claim 20ms old = %v", v)
+	}
+}
+
+// TestServeRunsRetention: serve applies the retention settings at start
+// (a pass logged with its counts) and refuses a bad period with the
+// setting's name.
+func TestServeRunsRetention(t *testing.T) {
+	s := startServe(t, map[string]string{config.EnvRetentionSessions: "90d"}, "--retention-deliveries", "14d")
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(s.logs.String(), "retention: pruned") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no retention pass logged:\n%s", s.logs)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := s.stop(); err != nil {
+		t.Fatal(err)
+	}
+	logs := s.logs.String()
+	for _, want := range []string{"sessions=90d", "deliveries=14d", "sessions=0 events=0"} {
+		if !strings.Contains(logs, want) {
+			t.Errorf("logs lack %q:\n%s", want, logs)
+		}
+	}
+	err := serve(context.Background(), []string{"--data", t.TempDir(), "--retention-sessions", "90 days"}, io.Discard, serveDeps{getenv: func(string) string { return "" }})
+	if err == nil || !strings.Contains(err.Error(), "retention.sessions") || !strings.Contains(err.Error(), "--retention-sessions") {
+		t.Fatalf("serve with a bad period = %v", err)
 	}
 }
