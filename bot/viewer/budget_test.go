@@ -1,7 +1,6 @@
 package viewer
 
 import (
-	"bytes"
 	"context"
 	"math"
 	"strings"
@@ -48,15 +47,7 @@ func budgetSession(t *testing.T, budget any, priced bool) []event.Event {
 
 func renderRun(t *testing.T, s Session) string {
 	t.Helper()
-	tmpl, err := Templates()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var b bytes.Buffer
-	if err := tmpl.ExecuteTemplate(&b, "run", page{Title: "x", S: s}); err != nil {
-		t.Fatal(err)
-	}
-	return b.String()
+	return string(runPage(page{Title: "x", S: s}))
 }
 
 // TestBudgetLine: the run's budget is a line on the cost chart on the

@@ -64,7 +64,7 @@ func (v *Viewer) callback(c *gin.Context) {
 	fail := func(status int, msg string) {
 		d := v.base(c, v.anonymous(), "Sign-in failed")
 		d.Heading, d.Message = "Sign-in failed", msg
-		v.render(c, status, "error", d)
+		v.render(c, status, errorPage, d)
 	}
 	http.SetCookie(c.Writer, &http.Cookie{Name: stateCookie, Value: "", Path: "/login", MaxAge: -1, HttpOnly: true, Secure: v.o.Access.Secure(), SameSite: http.SameSiteLaxMode})
 	if e := c.Query("error"); e != "" {

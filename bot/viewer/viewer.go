@@ -1,7 +1,7 @@
 // Package viewer serves the run viewer: /runs (the sessions a caller may
 // read) and /runs/:id (one session: live timeline, pending approvals with
 // their diff, cost, terminal report, every event), rendered on the server
-// with html/template and progressively enhanced by a small embedded script
+// in plain Go with escaping built in (render.go) and progressively enhanced by a small embedded script
 // that follows the session's event stream (/v1/runs/:id/events).
 //
 // Every page is behind the same access check as the API (bot/access):
@@ -16,12 +16,9 @@
 package viewer
 
 import (
-	"bytes"
 	"context"
 	"embed"
 	"errors"
-	"fmt"
-	"html/template"
 	"io/fs"
 	"log/slog"
 	"net/http"
@@ -38,9 +35,6 @@ import (
 	"github.com/agentos/agentos/runtime/store"
 	"github.com/gin-gonic/gin"
 )
-
-//go:embed templates/*.html
-var templateFS embed.FS
 
 //go:embed assets
 var assetFS embed.FS
@@ -89,7 +83,6 @@ type Lister interface {
 // Viewer serves the pages.
 type Viewer struct {
 	o    Options
-	tmpl *template.Template
 	wg   sync.WaitGroup
 	ctx  context.Context
 	stop context.CancelFunc
@@ -106,25 +99,9 @@ func New(o Options) (*Viewer, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	t, err := Templates()
-	if err != nil {
-		return nil, err
-	}
-	v := &Viewer{o: o, tmpl: t}
+	v := &Viewer{o: o}
 	v.ctx, v.stop = context.WithCancel(context.Background())
 	return v, nil
-}
-
-// Templates parses the embedded templates.
-func Templates() (*template.Template, error) {
-	return template.New("viewer").Funcs(template.FuncMap{
-		"f":            func(x float64) string { return fmt.Sprintf("%.1f", x) },
-		"add":          func(a, b float64) float64 { return a + b },
-		"clip":         clip,
-		"pct":          func(x float64) string { return fmt.Sprintf("%.0f%%", x*100) },
-		"replayStatus": replayStatus,
-		"shortTime":    func(ts string) string { return strings.TrimSuffix(ts[strings.IndexByte(ts, 'T')+1:], "Z") },
-	}).ParseFS(templateFS, "templates/*.html")
 }
 
 // Register mounts the pages, the assets and (when enabled) sign-in.
@@ -183,7 +160,7 @@ func (v *Viewer) secure(c *gin.Context) {
 	c.Next()
 }
 
-// page is what every template gets.
+// page is what every page and part is rendered from.
 type page struct {
 	Title    string
 	Login    string
@@ -210,14 +187,9 @@ func (v *Viewer) base(c *gin.Context, p access.Principal, title string) page {
 	return page{Title: title, Login: p.Login, Operator: p.Kind == access.Operator && !v.o.ReadOnly, CSRF: p.CSRF(), SignIn: v.o.OAuth != nil && !v.o.ReadOnly, ReadOnly: v.o.ReadOnly, Path: c.Request.URL.Path}
 }
 
-func (v *Viewer) render(c *gin.Context, status int, name string, data page) {
-	var b bytes.Buffer
-	if err := v.tmpl.ExecuteTemplate(&b, name, data); err != nil {
-		v.o.Logger.Error("viewer: render", "template", name, "error", err)
-		c.Data(http.StatusInternalServerError, "text/plain; charset=utf-8", []byte("the page could not be rendered; see the server log"))
-		return
-	}
-	c.Data(status, "text/html; charset=utf-8", b.Bytes())
+// render answers with a page: errorPage, listPage or runPage.
+func (v *Viewer) render(c *gin.Context, status int, write func(page) []byte, d page) {
+	c.Data(status, "text/html; charset=utf-8", write(d))
 }
 
 // identify resolves the caller; it answers bad credentials itself.
@@ -234,7 +206,7 @@ func (v *Viewer) identify(c *gin.Context) (access.Principal, bool) {
 			status = http.StatusServiceUnavailable
 			d.Message = access.ErrGitHubUnavailable.Error() // not GitHub's detail
 		}
-		v.render(c, status, "error", d)
+		v.render(c, status, errorPage, d)
 		return p, false
 	}
 	return p, true
@@ -244,7 +216,7 @@ func (v *Viewer) notFound(c *gin.Context, p access.Principal) {
 	d := v.base(c, p, "Not found")
 	d.Heading = "Not found"
 	d.Message = "There is no session here, or you may not see it."
-	v.render(c, http.StatusNotFound, "error", d)
+	v.render(c, http.StatusNotFound, errorPage, d)
 }
 
 var listStates = []string{"running", "paused", "completed", "failed", "denied", "cancelled"}
@@ -259,14 +231,14 @@ func (v *Viewer) list(c *gin.Context) {
 	f, err := api.ParseListFilter(c)
 	if err != nil {
 		d.Heading, d.Message = "Bad filter", err.Error()
-		v.render(c, http.StatusBadRequest, "error", d)
+		v.render(c, http.StatusBadRequest, errorPage, d)
 		return
 	}
 	d.Filter = f
 	if p.Kind == access.Anonymous {
 		if v.o.OAuth != nil {
 			d.Heading, d.Message = "Sign in", "Sign in with GitHub to see the sessions of repositories you can read."
-			v.render(c, http.StatusOK, "error", d)
+			v.render(c, http.StatusOK, errorPage, d)
 			return
 		}
 		v.notFound(c, p)
@@ -276,7 +248,7 @@ func (v *Viewer) list(c *gin.Context) {
 	if err != nil {
 		v.o.Logger.Error("viewer: list sessions", "error", err)
 		d.Heading, d.Message = "Error", "the sessions could not be listed; see the server log"
-		v.render(c, http.StatusInternalServerError, "error", d)
+		v.render(c, http.StatusInternalServerError, errorPage, d)
 		return
 	}
 	d.Runs = out.Runs
@@ -290,7 +262,7 @@ func (v *Viewer) list(c *gin.Context) {
 		}
 		d.Next = q.Encode()
 	}
-	v.render(c, http.StatusOK, "list", d)
+	v.render(c, http.StatusOK, listPage, d)
 }
 
 // load reads a session p may read, or answers 404.
@@ -304,7 +276,7 @@ func (v *Viewer) load(c *gin.Context, p access.Principal, sid string) ([]event.E
 		v.o.Logger.Error("viewer: read session", "session", sid, "error", err)
 		d := v.base(c, p, "Error")
 		d.Heading, d.Message = "Error", "the session could not be read; see the server log"
-		v.render(c, http.StatusInternalServerError, "error", d)
+		v.render(c, http.StatusInternalServerError, errorPage, d)
 		return nil, false
 	}
 	if len(evs) == 0 || !v.o.Access.Allowed(c.Request.Context(), p, access.RepoOf(evs), access.Read) {
@@ -328,7 +300,7 @@ func (v *Viewer) model(c *gin.Context, p access.Principal, sid string) (page, bo
 		v.o.Logger.Error("viewer: replay session", "session", sid, "error", err)
 		d := v.base(c, p, "Error")
 		d.Heading, d.Message = "Error", "the session's log could not be replayed: "+err.Error()
-		v.render(c, http.StatusInternalServerError, "error", d)
+		v.render(c, http.StatusInternalServerError, errorPage, d)
 		return page{}, false
 	}
 	d := v.base(c, p, "Session "+sid)
@@ -349,7 +321,7 @@ func (v *Viewer) run(c *gin.Context) {
 	if !ok {
 		return
 	}
-	v.render(c, http.StatusOK, "run", d)
+	v.render(c, http.StatusOK, runPage, d)
 }
 
 // parts re-renders the page's server-side parts for the live script.
@@ -363,14 +335,10 @@ func (v *Viewer) parts(c *gin.Context) {
 		return
 	}
 	out := map[string]any{"last_seq": d.S.LastSeq, "state": d.S.State}
-	for _, name := range []string{"status", "timeline", "evidence", "approvals", "cost"} {
-		var b bytes.Buffer
-		if err := v.tmpl.ExecuteTemplate(&b, name, d); err != nil {
-			v.o.Logger.Error("viewer: render part", "part", name, "error", err)
-			c.JSON(http.StatusInternalServerError, gin.H{"error": "render"})
-			return
-		}
-		out[name] = b.String()
+	for _, p := range parts {
+		var w htmlWriter
+		p.render(&w, d)
+		out[p.name] = string(w.b)
 	}
 	c.JSON(http.StatusOK, out)
 }
@@ -391,7 +359,7 @@ func (v *Viewer) answer(c *gin.Context) {
 	if !v.o.Access.CheckCSRF(p, c.PostForm("csrf")) {
 		d := v.base(c, p, "Refused")
 		d.Heading, d.Message = "Refused", "the form's CSRF token is missing or wrong; reload the page and answer again"
-		v.render(c, http.StatusForbidden, "error", d)
+		v.render(c, http.StatusForbidden, errorPage, d)
 		return
 	}
 	evs, ok := v.load(c, p, sid)
@@ -402,14 +370,14 @@ func (v *Viewer) answer(c *gin.Context) {
 	if !v.o.Access.Allowed(c.Request.Context(), p, repo, access.Approve) {
 		d := v.base(c, p, "Refused")
 		d.Heading, d.Message = "Refused", "answering an approval needs write access to "+repo
-		v.render(c, http.StatusForbidden, "error", d)
+		v.render(c, http.StatusForbidden, errorPage, d)
 		return
 	}
 	decision := c.PostForm("decision")
 	if decision != "approve" && decision != "deny" {
 		d := v.base(c, p, "Bad request")
 		d.Heading, d.Message = "Bad request", "decision must be approve or deny"
-		v.render(c, http.StatusBadRequest, "error", d)
+		v.render(c, http.StatusBadRequest, errorPage, d)
 		return
 	}
 	snap, err := replay.Replay(evs)
@@ -427,7 +395,7 @@ func (v *Viewer) answer(c *gin.Context) {
 		d := v.base(c, p, "Stale")
 		d.Heading = "This approval is no longer waiting"
 		d.Message = "It was answered, or what it would do changed, since the page was loaded. Reload the page to see what waits now."
-		v.render(c, http.StatusConflict, "error", d)
+		v.render(c, http.StatusConflict, errorPage, d)
 		return
 	}
 	reason := "via viewer"
