@@ -11,7 +11,12 @@ import (
 // progress (Beat) on the delivery whose claim the append's context
 // carries: a run that keeps writing its log keeps its delivery's claim;
 // one that cannot write, or has stopped, lets it expire.
-func BeatOnAppend(st store.Store) store.Store { return beatingStore{st} }
+func BeatOnAppend(st store.Store) store.Store {
+	if st == nil {
+		return nil // no store stays no store, not a wrapper around nil
+	}
+	return beatingStore{st}
+}
 
 type beatingStore struct{ store.Store }
 
