@@ -14,6 +14,7 @@ import (
 	"github.com/agentos/agentos/bot/github"
 	"github.com/agentos/agentos/bot/tracking"
 	"github.com/agentos/agentos/kernel/redact"
+	"github.com/agentos/agentos/runtime/markdown"
 	"github.com/agentos/agentos/runtime/untrusted"
 	"github.com/agentos/agentos/runtime/workflow"
 )
@@ -160,10 +161,7 @@ func suggestionBlock(s string) (block, problem string) {
 		return "", "it looks like it contains a secret"
 	}
 	s = strings.TrimSuffix(s, "\n")
-	fence := "```"
-	for strings.Contains(s, fence) {
-		fence += "`"
-	}
+	fence := markdown.Fence(s)
 	if s == "" {
 		// An empty suggestion deletes the lines.
 		return fence + "suggestion\n" + fence, ""

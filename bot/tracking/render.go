@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/agentos/agentos/bot/github"
+	"github.com/agentos/agentos/runtime/markdown"
 )
 
 // MaxChars is GitHub's limit on a comment or review body (bot/github owns
@@ -302,15 +303,6 @@ func code(s string) string {
 	return ticks + s + ticks
 }
 
-// fence returns a code fence longer than any backtick run in s.
-func fence(s string) string {
-	f := "```"
-	for strings.Contains(s, f) {
-		f += "`"
-	}
-	return f
-}
-
 func shortDigest(d string) string {
 	if len(d) > 12 {
 		return d[:12]
@@ -336,32 +328,15 @@ func thousands(n int64) string {
 }
 
 // cutMarkdown shortens free Markdown to at most max characters at a line
-// boundary outside any code fence, then appends note. It never leaves a
-// fence open: if the text is cut, the cut is before the fence that would
-// not fit.
+// boundary outside any code fence (markdown.Cut), then appends note. It
+// never leaves a fence open: if the text is cut, the cut is before the
+// fence that would not fit.
 func cutMarkdown(s string, max int, note string) string {
-	if chars(s) <= max {
+	prefix, cut := markdown.Cut(s, max)
+	if !cut {
 		return s
 	}
-	lines := strings.SplitAfter(s, "\n")
-	n, safe, inFence := 0, 0, ""
-	for i, l := range lines {
-		n += chars(l)
-		if n > max {
-			break
-		}
-		t := strings.TrimSpace(l)
-		switch {
-		case inFence == "" && (strings.HasPrefix(t, "```") || strings.HasPrefix(t, "~~~")):
-			inFence = t[:3]
-		case inFence != "" && strings.HasPrefix(t, inFence):
-			inFence = ""
-		}
-		if inFence == "" {
-			safe = i + 1
-		}
-	}
-	return strings.TrimRight(strings.Join(lines[:safe], ""), "\n") + note
+	return strings.TrimRight(prefix, "\n") + note
 }
 
 // fitNote ends a body that Fit shortened.

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/agentos/agentos/runtime/markdown"
 )
 
 // ReviewMarker starts the approval review body, so the bot can tell its
@@ -119,7 +121,7 @@ func RenderApprovalReview(v View) string {
 		}
 		d, cut := cutLines(p.diff, p.full, alloc[i])
 		if d != "" {
-			f := fence(d)
+			f := markdown.Fence(d)
 			fmt.Fprintf(&body, "\n%sdiff\n%s\n%s\n", f, d, f)
 		}
 		if cut > 0 || a.DiffTruncated {

@@ -265,7 +265,6 @@ func TestInlineHelpers(t *testing.T) {
 		{thousands(-1000), "-1,000"},
 		{oneLine("a |  b\n c", 100), `a \| b c`},
 		{oneLine("abcdef", 4), "abc…"},
-		{fence("has ``` inside"), "````"},
 	}
 	for _, tt := range tests {
 		if tt.got != tt.want {

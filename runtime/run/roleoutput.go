@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/agentos/agentos/runtime/event"
+	"github.com/agentos/agentos/runtime/markdown"
 	"github.com/agentos/agentos/schemas"
 )
 
@@ -75,34 +76,18 @@ func candidate(text, schemaID string, reg *schemas.Registry) (json.RawMessage, b
 	return raw, true, nil
 }
 
-// fenced returns the content of the first Markdown code fence (``` or
-// ```json) that holds a "{".
+// fenced returns the content of the first fenced code block (``` or
+// ```json, as GitHub's Markdown reads it) that holds a "{".
 func fenced(text string) (string, bool) {
-	rest := text
-	for {
-		open := strings.Index(rest, "```")
-		if open < 0 {
-			return "", false
+	for _, b := range markdown.FencedBlocks(text) {
+		if strings.ContainsAny(b.Info, "{}") {
+			continue
 		}
-		body := rest[open+3:]
-		nl := strings.IndexByte(body, '\n')
-		if nl < 0 {
-			return "", false
-		}
-		// The info string ("json", "JSON", "") ends at the line's end.
-		if info := strings.TrimSpace(body[:nl]); strings.ContainsAny(info, "{}") {
-			return "", false
-		}
-		body = body[nl+1:]
-		end := strings.Index(body, "```")
-		if end < 0 {
-			return "", false
-		}
-		if inner := strings.TrimSpace(body[:end]); strings.Contains(inner, "{") {
+		if inner := strings.TrimSpace(b.Content); strings.Contains(inner, "{") {
 			return inner, true
 		}
-		rest = body[end+3:]
 	}
+	return "", false
 }
 
 // objects returns the balanced {...} spans that start at the first max
