@@ -295,8 +295,9 @@ func (w *liveWorld) approve(first dispatch.Result) dispatch.Result {
 // Git Data API (the draft's empty commit and the branch, 2; agent-sessions'
 // first commit, its tree and the branch, 3), a commit on a branch that
 // exists one GraphQL createCommitOnBranch (the fix, the log at the end:
-// 2; issue 34), 19 in all on a new repository in a new process
-// (appcalls_test.go counts the later flows). The per-endpoint table is
+// 2; issue 34), and no GET /users for the local commits' author, which
+// GitHub's commits replace: 18 in all on a new repository in a new
+// process (appcalls_test.go counts the later flows). The per-endpoint table is
 // pinned exactly: a count that changes fails.
 func TestCallBudgetOfAFullFlow(t *testing.T) {
 	// The counts after issue 15: 10 with a token, 12 as an App (before: 16
@@ -323,7 +324,7 @@ func TestCallBudgetOfAFullFlow(t *testing.T) {
 		return m
 	}
 	app := map[string]int{
-		"GET /app": 1, "POST /app/installations/{installation_id}/access_tokens": 1, "GET /users/{username}": 1,
+		"GET /app": 1, "POST /app/installations/{installation_id}/access_tokens": 1,
 		// Publishing Verified commits: a new branch through the Git Data
 		// API (the session branch's empty commit and its creation;
 		// agent-sessions' root commit, its tree and its creation), a
@@ -342,8 +343,8 @@ func TestCallBudgetOfAFullFlow(t *testing.T) {
 		author             string
 	}{
 		{"token", "token", "", with(map[string]int{"GET /user": 1}), 16, "agentos-bot <%d+agentos-bot@users.noreply.github.com>"},
-		{"app", "app", "", with(app), 19, "agentos[bot] <%d+agentos[bot]@users.noreply.github.com>"},
-		{"app on Enterprise Server", "app", "/api/v3", with(app), 19, "agentos[bot] <%d+agentos[bot]@users.noreply.github.com>"},
+		{"app", "app", "", with(app), 18, "agentos[bot] <%d+agentos[bot]@users.noreply.github.com>"},
+		{"app on Enterprise Server", "app", "/api/v3", with(app), 18, "agentos[bot] <%d+agentos[bot]@users.noreply.github.com>"},
 		{"token on Enterprise Server", "token", "/api/v3/", with(map[string]int{"GET /user": 1}), 16, "agentos-bot <%d+agentos-bot@users.noreply.github.com>"},
 	}
 	for _, tt := range tests {

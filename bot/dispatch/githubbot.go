@@ -101,6 +101,13 @@ func NewGitHubBotOver(cfg config.Config, st store.Store, engines Engines, log *s
 		// asked for the login), or the app's <slug>[bot], with GitHub's
 		// noreply address so that GitHub links the commits to it.
 		wcfg.AuthorFor = func(ctx context.Context, r worktree.Repo) (worktree.Identity, error) {
+			if client.IsApp() {
+				// An installation's token publishes through the API
+				// (worktree.PublishAuto): GitHub makes every published
+				// commit the app's, so the local commit's author never
+				// leaves the machine and is not worth a GET /users call.
+				return worktree.Identity{Name: d.BotLogin, Email: d.BotLogin + "@users.noreply.github.com"}, nil
+			}
 			id, err := client.CommitIdentity(ctx, r.Owner, r.Name, d.BotLogin)
 			return worktree.Identity{Name: id.Name, Email: id.Email}, err
 		}
