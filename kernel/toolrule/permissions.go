@@ -38,8 +38,12 @@ type toolPattern struct {
 	patterns []string
 }
 
-func (t toolPattern) match(tool string) bool {
-	for _, p := range t.patterns {
+func (t toolPattern) match(tool string) bool { return MatchTool(t.patterns, tool) }
+
+// MatchTool reports whether one of patterns names tool: the tool's name,
+// or a path.Match glob over tool names (mcp.s.*).
+func MatchTool(patterns []string, tool string) bool {
+	for _, p := range patterns {
 		if p == tool {
 			return true
 		}

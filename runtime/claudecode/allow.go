@@ -3,7 +3,6 @@ package claudecode
 import (
 	"encoding/json"
 	"fmt"
-	"path"
 	"strings"
 
 	"github.com/agentos/agentos/kernel"
@@ -81,19 +80,7 @@ func parseAllow(file, raw string) (r AllowRule, problem string) {
 }
 
 // names reports whether the rule names the agentos tool.
-func (r AllowRule) names(tool string) bool {
-	for _, p := range r.tools {
-		if p == tool {
-			return true
-		}
-		if strings.ContainsAny(p, "*?[") {
-			if ok, _ := path.Match(p, tool); ok {
-				return true
-			}
-		}
-	}
-	return false
-}
+func (r AllowRule) names(tool string) bool { return toolrule.MatchTool(r.tools, tool) }
 
 // Matches reports whether the rule allows the call: its tool, and for
 // Bash, Read and Edit rules its command (process.run's arguments, the
