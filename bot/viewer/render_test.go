@@ -8,7 +8,7 @@ import (
 	"go/parser"
 	"go/token"
 	"io"
-	"io/fs"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -305,13 +305,24 @@ func TestURLs(t *testing.T) {
 // reaches a page only escaped.
 func TestMarkupIsConstant(t *testing.T) {
 	fset := token.NewFileSet()
-	pkgs, err := parser.ParseDir(fset, ".", func(fi fs.FileInfo) bool { return !strings.HasSuffix(fi.Name(), "_test.go") }, 0)
+	names, err := filepath.Glob("*.go")
 	if err != nil {
 		t.Fatal(err)
 	}
+	var files []*ast.File
+	for _, name := range names {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, f)
+	}
 	writers := map[string]bool{"m": true, "text": true, "int": true, "f1": true, "bool": true}
 	calls := 0
-	for _, f := range pkgs["viewer"].Files {
+	for _, f := range files {
 		for _, decl := range f.Decls {
 			fn, isFunc := decl.(*ast.FuncDecl)
 			primitive := isFunc && fn.Recv != nil && writers[fn.Name.Name]
