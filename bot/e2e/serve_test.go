@@ -47,11 +47,14 @@ const (
 	install     = 77
 	botUser     = "agentos-bot" // token mode: the token's user
 	budget      = 16            // REST + GraphQL calls per full flow (issue 15, item 4)
-	// appBudget adds, in App mode, the 5 Git Data API calls that publish
-	// the session branch as Verified commits (issue 16, ADR 25), and the 6
-	// that publish the session log's two commits on agent-sessions the
-	// same way (a tree, a commit and a ref write each).
-	appBudget = budget + 5 + 6
+	// appBudget is App mode's first flow on a new repository, in a new
+	// process (docs/measurements.md, "GitHub API calls of an App-mode
+	// /agent fix flow"): commits on an existing branch are one GraphQL
+	// createCommitOnBranch each, but the new session branch and the
+	// artifact branch's first commit go through the Git Data API (a
+	// tree, a commit and a ref), and the App's identity, token and the
+	// webhook reconciler's delivery log add one call each.
+	appBudget = 18
 )
 
 var (
