@@ -9,7 +9,11 @@ import (
 	"github.com/agentos/agentos/bot/internal/fakegithub"
 )
 
-func commitOnBranchWorld(t *testing.T) (*fakegithub.Fake, *Client, string, string) {
+// appRepoWorld is the fake GitHub with repository octo/lib (README.md,
+// old.txt, src/a.go on main) and an App installed on it, a Client of the
+// App, the repository's bare git directory and main's head; the fake is
+// checked for spec violations at the end.
+func appRepoWorld(t *testing.T) (*fakegithub.Fake, *Client, string, string) {
 	t.Helper()
 	ctx := context.Background()
 	f := fakegithub.New(t)
@@ -41,7 +45,7 @@ func commitOnBranchWorld(t *testing.T) (*fakegithub.Fake, *Client, string, strin
 // moves the branch; the tree GitHub reports is git's.
 func TestCommitOnBranchIsOneVerifiedCommit(t *testing.T) {
 	ctx := context.Background()
-	f, c, bare, head := commitOnBranchWorld(t)
+	f, c, bare, head := appRepoWorld(t)
 	f.ResetCalls()
 	cm, err := c.CommitOnBranch(ctx, "octo", "lib", "main", head, "Fix the greeting\n\nThe body.\n\nAgent-Log-Seq: 7\n", []FileChange{
 		{Path: "README.md", Content: []byte("hello, world\n")},
@@ -91,7 +95,7 @@ func TestCommitOnBranchIsOneVerifiedCommit(t *testing.T) {
 // and oversized contents are refused before any call.
 func TestCommitOnBranchRefusals(t *testing.T) {
 	ctx := context.Background()
-	f, c, bare, head := commitOnBranchWorld(t)
+	f, c, bare, head := appRepoWorld(t)
 	moved, err := c.CommitOnBranch(ctx, "octo", "lib", "main", head, "First", []FileChange{{Path: "x.txt", Content: []byte("x\n")}})
 	if err != nil {
 		t.Fatal(err)

@@ -6,8 +6,6 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
-
-	"github.com/agentos/agentos/bot/internal/fakegithub"
 )
 
 func gitOut(t *testing.T, dir string, args ...string) string {
@@ -25,27 +23,7 @@ func gitOut(t *testing.T, dir string, args ...string) string {
 // fast-forward unless forced.
 func TestCreateCommitThroughTheGitDataAPI(t *testing.T) {
 	ctx := context.Background()
-	f := fakegithub.New(t)
-	base := f.Serve(t)
-	root := t.TempDir()
-	bare, err := f.AddGitRepo(ctx, fakegithub.Repo{Owner: "octo", Name: "lib"}, root, map[string]string{"README.md": "hello\n", "old.txt": "bye\n", "src/a.go": "package a\n"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	app, key, err := fakegithub.NewApp(77, "agentos")
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.AddApp(app)
-	f.AddInstallation(9001, 77, "octo/lib")
-	c, err := New(Config{BaseURL: base, AppID: 77, PrivateKey: key})
-	if err != nil {
-		t.Fatal(err)
-	}
-	parent, err := c.GetRef(ctx, "octo", "lib", "heads/main")
-	if err != nil {
-		t.Fatal(err)
-	}
+	f, c, bare, parent := appRepoWorld(t)
 	f.ResetCalls()
 	cm, err := c.CreateCommit(ctx, "octo", "lib", parent, "Fix the greeting", []FileChange{
 		{Path: "README.md", Content: []byte("hello, world\n")},
