@@ -182,14 +182,20 @@ func (i *interloper) CommitOnBranch(ctx context.Context, r worktree.Repo, branch
 // (an answer lost) counts as published, nothing made twice.
 func TestOneCallCommitExpectedHeadConflict(t *testing.T) {
 	ctx := context.Background()
-	repo := worktree.Repo{Owner: "octo", Name: "app"}
-	t.Run("another writer", func(t *testing.T) {
+	// raced publishes a session's first commit (a.txt), then its second
+	// (b.txt = mine) while, just before the one-call commit, another
+	// commit (b.txt = theirs, message msg) lands on the branch. It returns
+	// the world, the session, the interloper, the other commit's SHA and
+	// the second Publish's answer.
+	raced := func(t *testing.T, sid, msg, theirs, mine string) (*gitDataWorld, *worktree.Session, *interloper, string, string, error) {
+		t.Helper()
+		repo := worktree.Repo{Owner: "octo", Name: "app"}
 		var il *interloper
 		w := newGitDataWorld(t, func(api worktree.GitDataAPI) worktree.GitDataAPI {
 			il = &interloper{GitDataAPI: api}
 			return il
 		})
-		s := w.prepare(t, "sess-stale-01")
+		s := w.prepare(t, sid)
 		one := fileWrite(t, s.Dir, "a.txt", []byte("one\n"))
 		if _, err := s.Commit(ctx, worktree.CommitOptions{Message: "one", Changes: []worktree.Change{one}}); err != nil {
 			t.Fatal(err)
@@ -198,19 +204,23 @@ func TestOneCallCommitExpectedHeadConflict(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var theirs string
+		var other string
 		il.before = func() {
-			sha, _, err := w.api.(worktree.BranchCommitAPI).CommitOnBranch(ctx, repo, s.Branch, base, "someone else", []worktree.TreeEntry{{Path: "b.txt", Mode: "100644", Content: []byte("theirs\n")}})
+			sha, _, err := w.api.(worktree.BranchCommitAPI).CommitOnBranch(ctx, repo, s.Branch, base, msg, []worktree.TreeEntry{{Path: "b.txt", Mode: "100644", Content: []byte(theirs)}})
 			if err != nil {
 				t.Fatal(err)
 			}
-			theirs = sha
+			other = sha
 		}
-		two := fileWrite(t, s.Dir, "b.txt", []byte("mine\n"))
+		two := fileWrite(t, s.Dir, "b.txt", []byte(mine))
 		if _, err := s.Commit(ctx, worktree.CommitOptions{Message: "two", Changes: []worktree.Change{one, two}}); err != nil {
 			t.Fatal(err)
 		}
-		_, err = s.Publish(ctx)
+		head, err := s.Publish(ctx)
+		return w, s, il, other, head, err
+	}
+	t.Run("another writer", func(t *testing.T) {
+		w, s, il, theirs, _, err := raced(t, "sess-stale-01", "someone else", "theirs\n", "mine\n")
 		if err == nil || !strings.Contains(err.Error(), "fast-forward") {
 			t.Fatalf("publish over another writer's commit: %v, want a non-fast-forward failure", err)
 		}
@@ -222,34 +232,8 @@ func TestOneCallCommitExpectedHeadConflict(t *testing.T) {
 		}
 	})
 	t.Run("an earlier attempt", func(t *testing.T) {
-		var il *interloper
-		w := newGitDataWorld(t, func(api worktree.GitDataAPI) worktree.GitDataAPI {
-			il = &interloper{GitDataAPI: api}
-			return il
-		})
-		s := w.prepare(t, "sess-stale-02")
-		one := fileWrite(t, s.Dir, "a.txt", []byte("one\n"))
-		if _, err := s.Commit(ctx, worktree.CommitOptions{Message: "one", Changes: []worktree.Change{one}}); err != nil {
-			t.Fatal(err)
-		}
-		base, err := s.Publish(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var earlier string
-		il.before = func() {
-			// The same change, committed by an attempt whose answer was lost.
-			sha, _, err := w.api.(worktree.BranchCommitAPI).CommitOnBranch(ctx, repo, s.Branch, base, "two", []worktree.TreeEntry{{Path: "b.txt", Mode: "100644", Content: []byte("two\n")}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			earlier = sha
-		}
-		two := fileWrite(t, s.Dir, "b.txt", []byte("two\n"))
-		if _, err := s.Commit(ctx, worktree.CommitOptions{Message: "two", Changes: []worktree.Change{one, two}}); err != nil {
-			t.Fatal(err)
-		}
-		head, err := s.Publish(ctx)
+		// The same change, committed by an attempt whose answer was lost.
+		w, s, il, earlier, head, err := raced(t, "sess-stale-02", "two", "two\n", "two\n")
 		if err != nil {
 			t.Fatal(err)
 		}
