@@ -151,7 +151,11 @@ func TestActionRerunsAreIdempotentInEveryMode(t *testing.T) {
 func (a *actions) openedPR(author, headRepo string) (int, map[string]any) {
 	a.t.Helper()
 	head := strings.Repeat("d", 40)
-	pr := a.fake.AddPullRequest("octo/app", fakegithub.PullRequest{Title: "query", User: author, Head: "query", HeadSHA: head, Base: "main",
+	fork := ""
+	if headRepo != "octo/app" {
+		fork = headRepo // the fake serves the head from the fork
+	}
+	pr := a.fake.AddPullRequest("octo/app", fakegithub.PullRequest{Title: "query", User: author, Head: "query", HeadRepo: fork, HeadSHA: head, Base: "main",
 		Files: []fakegithub.PRFile{{Path: "db.go", Patch: "@@ -1 +1,2 @@\n package db\n+var q = \"SELECT \" + name\n"}}})
 	ev := firstWith(a.t, "pull_request", "opened", nil)
 	retarget(ev, author)

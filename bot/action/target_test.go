@@ -12,19 +12,8 @@ import (
 // the payload).
 func (a *actions) forkPR(author string) (int, map[string]any) {
 	a.t.Helper()
-	fork := author + "/app"
 	a.fake.AddRepo(fakegithub.Repo{Owner: author, Name: "app"})
-	head := strings.Repeat("e", 40)
-	pr := a.fake.AddPullRequest("octo/app", fakegithub.PullRequest{Title: "query", User: author, Head: "query", HeadRepo: fork, HeadSHA: head, Base: "main",
-		Files: []fakegithub.PRFile{{Path: "db.go", Patch: "@@ -1 +1,2 @@\n package db\n+var q = \"SELECT \" + name\n"}}})
-	ev := firstWith(a.t, "pull_request", "opened", nil)
-	retarget(ev, author)
-	p := obj(ev, "pull_request")
-	p["number"], p["state"], p["draft"] = pr, "open", false
-	obj(p, "head")["sha"], obj(p, "head")["ref"] = head, "query"
-	obj(obj(p, "head"), "repo")["full_name"] = fork
-	obj(obj(p, "base"), "repo")["full_name"] = "octo/app"
-	return pr, ev
+	return a.openedPR(author, author+"/app")
 }
 
 // pull_request_target is refused unless allow_pull_request_target opts
