@@ -61,7 +61,8 @@ func (r *cliReport) add(f func(r *cliReport)) {
 // until the run ends. After each trial: the log verifies, exactly one
 // terminal report (completed), no tool call repeated (one repo.patch that
 // applied, the fixed auth.go, which holds the fix once), every interrupted
-// call closed INTERRUPTED and never run again.
+// call closed INTERRUPTED and run again only when it is read-only and was
+// not made on an approval (test.run: the takeover runs it again).
 //
 // go test -tags chaos -run TestChaosKillCLI ./bot/e2e;
 // AGENTOS_CHAOS_CLI_TRIALS sets the number of trials (default 2);
@@ -355,7 +356,8 @@ func checkCLITrial(t *testing.T, raw []byte, evs []event.Event, repo string, ori
 	invoked := map[string]event.Event{}
 	results := map[string]int{} // per invoke
 	patched, interrupted, patchInterrupted := 0, 0, 0
-	calls := map[string]int{} // per tool call id of the model
+	calls := map[string]int{}  // invokes per tool call id of the model
+	reruns := map[string]int{} // of those, closed INTERRUPTED and marked to run again
 	for _, e := range evs {
 		switch e.Type {
 		case event.TurnTerminal:
@@ -366,7 +368,14 @@ func checkCLITrial(t *testing.T, raw []byte, evs []event.Event, repo string, ori
 			calls[event.FieldString(e.Payload, "tool")+":"+event.FieldString(e.Payload, "call_id")]++
 		case event.ToolResult:
 			results[e.Parent()]++
-			if event.FieldString(event.Field(e.Payload, "error"), "code") == run.CodeInterrupted {
+			if errv := event.Field(e.Payload, "error"); event.FieldString(errv, "code") == run.CodeInterrupted {
+				if inv, ok := invoked[e.Parent()]; ok && event.FieldBool(event.Field(errv, "details"), "rerun") {
+					tool := event.FieldString(inv.Payload, "tool")
+					if !run.RerunTools[tool] || event.FieldString(inv.Payload, "approval_id") != "" {
+						violation("call %s (%s) marked to run again: only read-only calls made without an approval may be", inv.ID, tool)
+					}
+					reruns[tool+":"+event.FieldString(inv.Payload, "call_id")]++
+				}
 				interrupted++
 				if event.FieldString(e.Payload, "tool") == "repo.patch" {
 					patchInterrupted++
@@ -381,10 +390,18 @@ func checkCLITrial(t *testing.T, raw []byte, evs []event.Event, repo string, ori
 			violation("tool call %s has %d results", id, n)
 		}
 	}
+	// A call is invoked once, or again after each time a takeover closed
+	// it INTERRUPTED and marked it to run again (a read-only call: the
+	// tests a kill cut short run again, so a claim that they pass rests
+	// on a run that finished).
 	for c, n := range calls {
-		if n != 1 {
-			violation("tool call %s invoked %d times (repeated)", c, n)
+		if n != 1+reruns[c] {
+			violation("tool call %s invoked %d times, %d of them closed to run again (repeated)", c, n, reruns[c])
 		}
+	}
+	dropped := interrupted // interrupted calls not run again
+	for _, n := range reruns {
+		dropped -= n
 	}
 	switch {
 	case patched == 0 && patchInterrupted > 0:
@@ -395,12 +412,12 @@ func checkCLITrial(t *testing.T, raw []byte, evs []event.Event, repo string, ori
 		if len(terminals) != 1 || !strings.HasPrefix(terminals[0], "failed/") || !strings.HasPrefix(reasons[0], "EVIDENCE_MISMATCH") {
 			violation("terminal reports %v %q, want exactly one failed with EVIDENCE_MISMATCH (the approved patch was interrupted)", terminals, reasons)
 		}
-	case interrupted > 0 && len(terminals) == 1 && strings.HasPrefix(terminals[0], "failed/") && strings.HasPrefix(reasons[0], "EVIDENCE_MISMATCH"):
-		// A kill during a test.run is closed INTERRUPTED and not re-run
-		// by the takeover; when it was the Worker's last test run (the
-		// rework round's), its claim that the tests pass has no evidence
-		// and the run ends failed, saying so. Honest, if not the best
-		// outcome: the takeover does not re-run interrupted tests yet.
+	case dropped > 0 && len(terminals) == 1 && strings.HasPrefix(terminals[0], "failed/") && strings.HasPrefix(reasons[0], "EVIDENCE_MISMATCH"):
+		// A call a kill cut short that is not run again (a write, a
+		// call made on an approval) is closed INTERRUPTED; when the
+		// Worker's claim rested on it, the claim has no evidence and
+		// the run ends failed, saying so. An interrupted test.run is
+		// run again, so it never ends a run this way.
 	case len(terminals) != 1 || !strings.HasPrefix(terminals[0], "completed/"):
 		if len(terminals) == 1 && strings.Contains(terminals[0], "report_missing") {
 			rep.add(func(r *cliReport) { r.orphaned++ })
