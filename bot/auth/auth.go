@@ -75,6 +75,20 @@ type Policy struct {
 	TTL time.Duration
 	// Now is the cache's clock. Default time.Now.
 	Now func() time.Time
+	// Shared, when set, replaces the process's own cache with one that
+	// replicas sharing a store read and write together (the PostgreSQL
+	// store's cache table): a permission asked by one replica is reused by
+	// the others for TTL, and Forget drops it on all of them. Its errors
+	// are not refusals: GitHub is asked instead.
+	Shared SharedCache
+}
+
+// SharedCache is a key/value cache with expiry shared by replicas
+// (runtime/store/postgres.Cache satisfies it).
+type SharedCache interface {
+	Get(ctx context.Context, key string) (string, bool, error)
+	Put(ctx context.Context, key, value string, ttl time.Duration) error
+	Delete(ctx context.Context, key string) error
 }
 
 // Request is one authorization question.
@@ -101,12 +115,13 @@ type Decision struct {
 
 // Authorizer applies a Policy. It is safe for concurrent use.
 type Authorizer struct {
-	src   PermissionSource
-	users map[string]bool
-	bots  map[string]bool
-	self  string
-	ttl   time.Duration
-	now   func() time.Time
+	src    PermissionSource
+	users  map[string]bool
+	bots   map[string]bool
+	self   string
+	ttl    time.Duration
+	now    func() time.Time
+	shared SharedCache
 
 	mu    sync.Mutex
 	cache map[string]cached
@@ -119,7 +134,7 @@ type cached struct {
 
 // New returns an Authorizer asking src for permissions.
 func New(src PermissionSource, p Policy) *Authorizer {
-	a := &Authorizer{src: src, users: set(p.AllowedUsers), bots: set(p.AllowedBots), self: strings.ToLower(p.BotLogin), ttl: p.TTL, now: p.Now, cache: map[string]cached{}}
+	a := &Authorizer{src: src, users: set(p.AllowedUsers), bots: set(p.AllowedBots), self: strings.ToLower(p.BotLogin), ttl: p.TTL, now: p.Now, shared: p.Shared, cache: map[string]cached{}}
 	if a.ttl == 0 {
 		a.ttl = time.Minute
 	}
@@ -182,15 +197,30 @@ func (a *Authorizer) Authorize(ctx context.Context, r Request) Decision {
 	return d
 }
 
+// cacheKey names login's permission on owner/repo in the caches.
+func cacheKey(owner, repo, login string) string {
+	return strings.ToLower(owner + "/" + repo + "\x00" + login)
+}
+
+// sharedKey is cacheKey in the shared cache (text: no NUL), whose other
+// users are not permissions. Logins hold no ':'.
+func sharedKey(k string) string { return "github.permission:" + strings.Replace(k, "\x00", ":", 1) }
+
 func (a *Authorizer) permission(ctx context.Context, owner, repo, login string) (string, error) {
-	k := strings.ToLower(owner + "/" + repo + "\x00" + login)
+	k := cacheKey(owner, repo, login)
 	now := a.now()
 	if a.ttl > 0 {
-		a.mu.Lock()
-		c, ok := a.cache[k]
-		a.mu.Unlock()
-		if ok && now.Sub(c.at) < a.ttl && !now.Before(c.at) {
-			return c.level, nil
+		if a.shared != nil {
+			if level, ok, err := a.shared.Get(ctx, sharedKey(k)); err == nil && ok {
+				return level, nil
+			}
+		} else {
+			a.mu.Lock()
+			c, ok := a.cache[k]
+			a.mu.Unlock()
+			if ok && now.Sub(c.at) < a.ttl && !now.Before(c.at) {
+				return c.level, nil
+			}
 		}
 	}
 	level, err := a.src.PermissionLevel(ctx, owner, repo, login)
@@ -198,19 +228,32 @@ func (a *Authorizer) permission(ctx context.Context, owner, repo, login string) 
 		return "", fmt.Errorf("permission of %s on %s/%s: %w", login, owner, repo, err)
 	}
 	if a.ttl > 0 {
-		a.mu.Lock()
-		a.cache[k] = cached{level: level, at: now}
-		a.mu.Unlock()
+		if a.shared != nil {
+			// Not stored: the next check asks GitHub again, which is
+			// what no cache would do.
+			_ = a.shared.Put(ctx, sharedKey(k), level, a.ttl)
+		} else {
+			a.mu.Lock()
+			a.cache[k] = cached{level: level, at: now}
+			a.mu.Unlock()
+		}
 	}
 	return level, nil
 }
 
 // Forget drops cached permissions of login on owner/repo, e.g. after a
-// "member" or "repository" webhook says access changed.
+// "member" or "repository" webhook says access changed; with a shared
+// cache, on every replica.
 func (a *Authorizer) Forget(owner, repo, login string) {
+	k := cacheKey(owner, repo, login)
 	a.mu.Lock()
-	defer a.mu.Unlock()
-	delete(a.cache, strings.ToLower(owner+"/"+repo+"\x00"+login))
+	delete(a.cache, k)
+	a.mu.Unlock()
+	if a.shared != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = a.shared.Delete(ctx, sharedKey(k))
+	}
 }
 
 // RefusalMessage is the comment the bot posts when d refuses: one polite
