@@ -42,6 +42,10 @@ type control struct {
 	// nothing more but its run.interrupted (stopGate).
 	haltCause error
 	cut       bool
+	// storeErr is the first append of the run that failed because the
+	// store was unavailable: from then on the run records nothing more
+	// (stopGate) and is handed back (storefault.go).
+	storeErr error
 }
 
 type inFlight struct {
