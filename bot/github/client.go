@@ -18,6 +18,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/bradleyfalzon/ghinstallation/v2"
 	gh "github.com/google/go-github/v62/github"
@@ -42,7 +43,24 @@ type Config struct {
 	// Transport is the underlying HTTP transport (nil: http.DefaultTransport).
 	Transport http.RoundTripper
 	Retry     RetryPolicy
+
+	// Shared, when set, is a cache that replicas sharing a store read and
+	// write together (runtime/store/postgres.Cache): in App mode the
+	// app's login (GET /app) is asked once for all of them, not once per
+	// process. Installation tokens are never put there (a secret in the
+	// database); each process mints its own.
+	Shared SharedCache
 }
+
+// SharedCache is a key/value cache with expiry shared by replicas.
+type SharedCache interface {
+	Get(ctx context.Context, key string) (string, bool, error)
+	Put(ctx context.Context, key, value string, ttl time.Duration) error
+}
+
+// appLoginTTL is how long the app's login is taken from the shared cache:
+// an app renamed on GitHub is seen within the hour.
+const appLoginTTL = time.Hour
 
 // Validate reports a configuration that cannot work.
 func (c Config) Validate() error {
@@ -319,6 +337,15 @@ func (c *Client) BotLogin(ctx context.Context) (string, error) {
 	}
 	var self *gh.User
 	if r.appGH != nil {
+		key := fmt.Sprintf("github.app-login:%s:%d", r.base.Host, r.cfg.AppID)
+		if r.cfg.Shared != nil {
+			if v, ok, err := r.cfg.Shared.Get(ctx, key); err == nil && ok && strings.HasSuffix(v, "[bot]") {
+				r.mu.Lock()
+				r.login = v
+				r.mu.Unlock()
+				return v, nil
+			}
+		}
 		app, _, err := r.appGH.Apps.Get(ctx, "")
 		if err != nil {
 			return "", wrap("BotLogin", err)
@@ -327,6 +354,11 @@ func (c *Client) BotLogin(ctx context.Context) (string, error) {
 			return "", &APIError{Op: "BotLogin", Message: "GET /app returned no slug", Err: errors.New("GET /app returned no slug")}
 		}
 		login = app.GetSlug() + "[bot]"
+		if r.cfg.Shared != nil {
+			// Not stored: the next process asks GitHub, as it would
+			// without the cache.
+			_ = r.cfg.Shared.Put(ctx, key, login, appLoginTTL)
+		}
 	} else {
 		u, _, err := c.gh.Users.Get(ctx, "")
 		if err != nil {
