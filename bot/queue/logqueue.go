@@ -26,6 +26,7 @@ const (
 	opDone
 	opPrune
 	opRelease
+	opWithdraw
 )
 
 // Delivery states.
@@ -147,6 +148,13 @@ type logOp struct {
 
 	before int64 // prune: in
 	pruned int64 // prune: out
+
+	// withdraw: in, the IDs to withdraw (errMsg the reason) and those of
+	// them taken from the claim buffer (claimed, never handed out); out,
+	// those withdrawn
+	ids       []string
+	taken     map[string]bool
+	withdrawn map[string]bool
 
 	dup bool
 	err error
@@ -841,6 +849,18 @@ func (q *LogQueue) commit(batch []*logOp) {
 		case opPrune:
 			op.pruned = q.prune(op.before)
 			pruneAny = true
+		case opWithdraw:
+			op.withdrawn = map[string]bool{}
+			for _, id := range op.ids {
+				e, ok := q.index[id]
+				if !ok || e.pendingSync || !(e.state == statePending || e.state == stateClaimed && op.taken[id]) {
+					continue
+				}
+				q.unqueue(e)
+				q.appendDone(id, OutcomeWithdrawn, op.errMsg, now, 0)
+				q.finish(e, OutcomeWithdrawn, op.errMsg, now, 0)
+				op.withdrawn[id] = true
+			}
 		}
 	}
 	q.idxMu.Unlock()
@@ -918,6 +938,97 @@ func (q *LogQueue) writeSync() error {
 		q.zeroEnd = q.off + zeroChunk
 	}
 	return q.syncData(f)
+}
+
+// unqueue takes a pending entry off the ready or the delayed list. Called
+// with idxMu held.
+func (q *LogQueue) unqueue(e *logEntry) {
+	if !e.inQueues {
+		return
+	}
+	e.inQueues = false
+	is := func(x *logEntry) bool { return x == e }
+	q.due = slices.DeleteFunc(q.due, is)
+	q.delayed = slices.DeleteFunc(q.delayed, is)
+}
+
+// Withdraw implements Withdrawer. The deliveries a Claim took into memory
+// and has not handed out yet count as waiting: they are taken back from
+// there and withdrawn.
+func (q *LogQueue) Withdraw(ctx context.Context, before string, match func(Delivery) bool, reason string) ([]Withdrawal, error) {
+	type cand struct {
+		d       Delivery
+		seq     uint64
+		seg     uint64
+		off     int64
+		bodyLen int
+	}
+	q.idxMu.Lock()
+	bound := ^uint64(0)
+	if e, ok := q.index[before]; ok && before != "" {
+		bound = e.seq
+	}
+	var cands []cand
+	for _, e := range q.index {
+		if e.state == stateDone || e.pendingSync || cmpSeq(e.seq, bound) >= 0 {
+			continue
+		}
+		cands = append(cands, cand{d: Delivery{ID: e.id, Event: e.event, Action: e.action, Key: e.key, ReceivedAt: time.Unix(0, e.recv), Attempts: e.attempts, Failures: e.failures},
+			seq: e.seq, seg: e.seg, off: e.bodyOff, bodyLen: e.bodyLen})
+	}
+	q.idxMu.Unlock()
+	slices.SortFunc(cands, func(a, b cand) int { return cmpSeq(a.seq, b.seq) })
+	var matched []Delivery
+	ids := map[string]bool{}
+	for _, c := range cands {
+		body, err := q.readBody(c.seg, c.off, c.bodyLen)
+		if err != nil {
+			// Prune may have moved the body and deleted its segment.
+			r, ok, gerr := q.get(c.d.ID)
+			if gerr != nil {
+				return nil, fmt.Errorf("queue: log: withdraw: body of %s: %w", c.d.ID, errors.Join(err, gerr))
+			}
+			if !ok {
+				continue
+			}
+			body = r.Body
+		}
+		c.d.Body = body
+		if match(c.d) {
+			matched = append(matched, c.d)
+			ids[c.d.ID] = true
+		}
+	}
+	if len(matched) == 0 {
+		return nil, nil
+	}
+	taken := map[string]bool{}
+	q.claimMu.Lock()
+	kept := make([]Delivery, 0, len(q.claimed))
+	for _, d := range q.claimed {
+		if ids[d.ID] {
+			taken[d.ID] = true
+			continue
+		}
+		kept = append(kept, d)
+	}
+	q.claimed = kept
+	q.claimMu.Unlock()
+	op := &logOp{kind: opWithdraw, taken: taken, errMsg: reason}
+	for _, d := range matched {
+		op.ids = append(op.ids, d.ID)
+	}
+	if err := q.submit(ctx, op); err != nil {
+		return nil, err
+	}
+	if op.err != nil {
+		return nil, op.err
+	}
+	out := make([]Withdrawal, len(matched))
+	for i, d := range matched {
+		out[i] = Withdrawal{Delivery: d, Withdrawn: op.withdrawn[d.ID]}
+	}
+	return out, nil
 }
 
 // promote moves delayed deliveries that are due to the ready list, in

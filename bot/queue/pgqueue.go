@@ -491,6 +491,67 @@ func (q *PGQueue) Release(ctx context.Context, id string) error {
 	return nil
 }
 
+// Withdraw implements Withdrawer, on the table every replica shares: a
+// delivery waiting at any replica is withdrawn. The open deliveries are
+// read with their bodies (the partial index on open deliveries), and the
+// matching ones still pending are finished in one UPDATE that re-checks
+// their state under the row lock: a replica that claimed one in between
+// keeps it, and it is reported claimed.
+func (q *PGQueue) Withdraw(ctx context.Context, before string, match func(Delivery) bool, reason string) ([]Withdrawal, error) {
+	if q.isClosed() {
+		return nil, ErrQueueClosed
+	}
+	rows, err := q.pool.Query(ctx, `SELECT id, event, action, body, received_at, attempts, failures, coalesce(payload_key, '')
+		FROM agentos_deliveries WHERE state IN ('pending', 'claimed')
+		AND seq < coalesce((SELECT seq FROM agentos_deliveries WHERE id = $1), 9223372036854775807)
+		ORDER BY seq`, before)
+	if err != nil {
+		return nil, fmt.Errorf("queue: withdraw: %w", err)
+	}
+	var matched []Delivery
+	var ids []string
+	for rows.Next() {
+		var d Delivery
+		if err := rows.Scan(&d.ID, &d.Event, &d.Action, &d.Body, &d.ReceivedAt, &d.Attempts, &d.Failures, &d.Key); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("queue: withdraw: %w", err)
+		}
+		if match(d) {
+			matched = append(matched, d)
+			ids = append(ids, d.ID)
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("queue: withdraw: %w", err)
+	}
+	if len(matched) == 0 {
+		return nil, nil
+	}
+	done := map[string]bool{}
+	rows, err = q.pool.Query(ctx, `UPDATE agentos_deliveries SET state = 'done', outcome = $2, error = $3, done_at = $4, claim_token = NULL
+		WHERE id = ANY($1) AND state = 'pending' RETURNING id`, ids, OutcomeWithdrawn, reason, q.now())
+	if err != nil {
+		return nil, fmt.Errorf("queue: withdraw: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, fmt.Errorf("queue: withdraw: %w", err)
+		}
+		done[id] = true
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("queue: withdraw: %w", err)
+	}
+	out := make([]Withdrawal, len(matched))
+	for i, d := range matched {
+		out[i] = Withdrawal{Delivery: d, Withdrawn: done[d.ID]}
+	}
+	return out, nil
+}
+
 // Get returns the stored state of a delivery.
 func (q *PGQueue) Get(ctx context.Context, id string) (Record, bool, error) {
 	r, err := scanRecord(q.pool.QueryRow(ctx, `SELECT `+recordColumns+` FROM agentos_deliveries WHERE id = $1`, id))

@@ -82,6 +82,10 @@ const (
 	OutcomeIgnored   = "ignored"
 	OutcomeFailed    = "failed"
 	OutcomeRetry     = "retry"
+	// OutcomeWithdrawn is the outcome of a delivery a cancel withdrew
+	// while it waited in the queue (Withdrawer): final, never claimed
+	// again, and not a failure (no dead letter).
+	OutcomeWithdrawn = "withdrawn"
 )
 
 // ErrQueueClosed is returned by a closed queue.
@@ -128,14 +132,56 @@ type Beater interface {
 
 type claimKey struct{}
 
-// WithClaim returns ctx carrying the claim of delivery id on q, for Beat.
-// A queue that is not a Beater needs no beats: ctx is returned as is.
+type queueKey struct{}
+
+// claimed is the queue and delivery a dispatch's context carries.
+type claimed struct {
+	q  Queue
+	id string
+}
+
+// WithClaim returns ctx carrying the claim of delivery id on q: for Beat
+// (a queue that is not a Beater needs no beats) and for Claimed, through
+// which the dispatch of a cancel reaches the deliveries still queued.
 func WithClaim(ctx context.Context, q Queue, id string) context.Context {
+	ctx = context.WithValue(ctx, queueKey{}, claimed{q: q, id: id})
 	b, ok := q.(Beater)
 	if !ok {
 		return ctx
 	}
 	return context.WithValue(ctx, claimKey{}, func() { b.Beat(id) })
+}
+
+// Claimed returns the queue and the delivery ID whose claim ctx carries
+// (WithClaim); ok is false without one.
+func Claimed(ctx context.Context) (q Queue, id string, ok bool) {
+	c, ok := ctx.Value(queueKey{}).(claimed)
+	return c.q, c.id, ok
+}
+
+// Withdrawal is one delivery Withdraw matched.
+type Withdrawal struct {
+	Delivery
+	// Withdrawn: it was waiting (new, or for a retry) and is now done
+	// with OutcomeWithdrawn. Otherwise a worker holds its claim: it is
+	// being processed (or its worker died and its claim runs out) and is
+	// left to it.
+	Withdrawn bool
+}
+
+// Withdrawer is implemented by queues that can withdraw deliveries not
+// yet processed: a cancel reaches the request that still waits.
+//
+// Withdraw looks at the deliveries not finished that arrived before the
+// delivery before (all of them when before is "" or unknown), oldest
+// first, and calls match on each (with its body). A matching delivery
+// that waits — not claimed yet, or waiting for a retry — is finished at
+// once with OutcomeWithdrawn and the error message reason, atomically
+// with respect to Claim: it is never handed out afterwards. A matching
+// delivery that is claimed is reported with Withdrawn false and left
+// alone. match must not call the queue.
+type Withdrawer interface {
+	Withdraw(ctx context.Context, before string, match func(Delivery) bool, reason string) ([]Withdrawal, error)
 }
 
 // Beat reports progress on the delivery whose claim ctx carries

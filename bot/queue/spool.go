@@ -255,6 +255,17 @@ func (s *Spool) Beat(id string) {
 	}
 }
 
+// Withdraw passes a withdrawal on to the queue (Withdrawer). Deliveries
+// still in the spool are not looked at: they reach the queue in arrival
+// order, before any cancel that came after them.
+func (s *Spool) Withdraw(ctx context.Context, before string, match func(Delivery) bool, reason string) ([]Withdrawal, error) {
+	w, ok := s.Durable.(Withdrawer)
+	if !ok {
+		return nil, errors.New("queue: spool: the queue cannot withdraw deliveries")
+	}
+	return w.Withdraw(ctx, before, match, reason)
+}
+
 func (s *Spool) loop() {
 	defer close(s.done)
 	t := time.NewTicker(s.retry)
