@@ -137,6 +137,13 @@ func (m *Manager) Stop(cause error) {
 // killed by the cut, or a model call dropped by it, would otherwise be
 // recorded as a timeout or a provider error, which is not what happened;
 // the call stays open and run.interrupted says so.
+//
+// It also stops a run whose log cannot be written (storefault.go): the
+// first append that fails on a store fault is latched in the run's
+// control, and every later append fails with it, so that nothing is
+// recorded after a gap or on a tip an in-doubt append may have moved —
+// even where a caller (a hook, the kernel's refusal path) carries on
+// after the error.
 type stopGate struct {
 	eventLog
 	ctx context.Context
@@ -145,18 +152,40 @@ type stopGate struct {
 
 func (g stopGate) cut() bool { return g.ctl.cutBy(g.ctx) != nil }
 
-func (g stopGate) Append(ctx context.Context, typ, actor string, payload any, parentID string) (event.Event, error) {
-	if g.cut() {
-		return event.Event{}, errCut
+// refuse is the error of an append the gate does not make (nil: make it).
+func (g stopGate) refuse() error {
+	if err := g.ctl.storeFailure(); err != nil {
+		return err
 	}
-	return g.eventLog.Append(ctx, typ, actor, payload, parentID)
+	if g.cut() {
+		return errCut
+	}
+	return nil
+}
+
+// note latches err when it is a store fault.
+func (g stopGate) note(err error) {
+	if storeFault(err) {
+		g.ctl.storeFailed(err)
+	}
+}
+
+func (g stopGate) Append(ctx context.Context, typ, actor string, payload any, parentID string) (event.Event, error) {
+	if err := g.refuse(); err != nil {
+		return event.Event{}, err
+	}
+	e, err := g.eventLog.Append(ctx, typ, actor, payload, parentID)
+	g.note(err)
+	return e, err
 }
 
 func (g stopGate) Record(ctx context.Context, eventType, actor string, payload any, parentID string) (string, error) {
-	if g.cut() {
-		return "", errCut
+	if err := g.refuse(); err != nil {
+		return "", err
 	}
-	return g.eventLog.Record(ctx, eventType, actor, payload, parentID)
+	id, err := g.eventLog.Record(ctx, eventType, actor, payload, parentID)
+	g.note(err)
+	return id, err
 }
 
 // interrupt records run.interrupted for run runID of j, stopped by cause

@@ -110,7 +110,8 @@ func newRunID(now time.Time) string {
 
 // Start begins a new run of the session and drives it until it completes,
 // fails, or pauses for an approval.
-func (m *Manager) Start(ctx context.Context, eng *Engine, req StartRequest) (Outcome, error) {
+func (m *Manager) Start(ctx context.Context, eng *Engine, req StartRequest) (out Outcome, err error) {
+	defer handBackOnFault(&out, &err)
 	unlock := m.lock(req.SessionID)
 	defer unlock()
 	if err := m.recover(ctx, req.SessionID); err != nil {
@@ -356,7 +357,12 @@ func (m *Manager) CloseOrphanReason(ctx context.Context, sessionID, why string) 
 // Resolve records a maintainer's answer to a pending approval. The caller
 // has checked that `by` may answer; Resolve checks the approval exists and
 // is still pending. Call Resume afterwards to continue the run.
-func (m *Manager) Resolve(ctx context.Context, sessionID, approvalID, decision, by, reason string) error {
+func (m *Manager) Resolve(ctx context.Context, sessionID, approvalID, decision, by, reason string) (err error) {
+	defer func() {
+		if err != nil && storeFault(err) {
+			err = handBack(err)
+		}
+	}()
 	if by == "" {
 		return fmt.Errorf("resolve %s: who answered is required", approvalID)
 	}
@@ -403,7 +409,8 @@ func (m *Manager) Resolve(ctx context.Context, sessionID, approvalID, decision, 
 // Resume continues the session's paused run: the engine re-executes over
 // the run's recorded events (no model call or tool call is repeated) and
 // goes on live from where the log ends.
-func (m *Manager) Resume(ctx context.Context, eng *Engine, sessionID, cwd, transcript string) (Outcome, error) {
+func (m *Manager) Resume(ctx context.Context, eng *Engine, sessionID, cwd, transcript string) (out Outcome, err error) {
+	defer handBackOnFault(&out, &err)
 	unlock := m.lock(sessionID)
 	defer unlock()
 	j, evs, snap, err := m.openPaused(ctx, sessionID)
@@ -431,7 +438,8 @@ func (m *Manager) Resume(ctx context.Context, eng *Engine, sessionID, cwd, trans
 // which. A paused run gets approval.resolved (cancelled) for each pending
 // approval first. Cancel returns when the run has ended; a session with
 // neither is ErrNotPaused.
-func (m *Manager) Cancel(ctx context.Context, sessionID, by, reason string) (Outcome, error) {
+func (m *Manager) Cancel(ctx context.Context, sessionID, by, reason string) (out Outcome, err error) {
+	defer handBackOnFault(&out, &err)
 	if by == "" {
 		return Outcome{}, fmt.Errorf("cancel %s: who cancelled is required", sessionID)
 	}
@@ -544,6 +552,16 @@ func (m *Manager) drive(ctx context.Context, eng *Engine, j *journal.Journal, ru
 		ctl.result, ctl.resultErr = out, err
 		close(ctl.done)
 	}()
+	// An append of the run's end (run.paused, its checkpoint, the cancel's
+	// approval.resolved, finish's events, run.interrupted) that failed on
+	// a store fault leaves the run running in its log, handed back like a
+	// fault inside the engine (storefault.go): whatever finish had made of
+	// the outcome is not the run's.
+	defer func() {
+		if err != nil && storeFault(err) {
+			out, err = handedBack(sid, runID, err)
+		}
+	}()
 	in.ctl = ctl
 	rctx := cctx
 	if wc := eng.Profile.Limits.WallClock.D(); wc > 0 {
@@ -552,6 +570,12 @@ func (m *Manager) drive(ctx context.Context, eng *Engine, j *journal.Journal, ru
 		defer cancel()
 	}
 	res, err := eng.Execute(rctx, j, in, history)
+	if ferr := ctl.faulted(err); ferr != nil {
+		// The run's log could not be written: it stops here, whatever the
+		// engine made of the error (a stop or a cancel meanwhile
+		// included: their events could not be written either).
+		return handedBack(sid, runID, ferr)
+	}
 	if cause := ctl.cutBy(ctx); cause != nil {
 		if err != nil {
 			// Stopped between two steps by Stop, or cut by a host that
