@@ -1,0 +1,531 @@
+//go:build chaos
+
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"fmt"
+	"net/http"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/agentos/agentos/bot/github"
+	"github.com/agentos/agentos/bot/internal/fakegithub"
+	"github.com/agentos/agentos/bot/tracking"
+	"github.com/agentos/agentos/kernel/testenv"
+	"github.com/agentos/agentos/runtime/demo"
+	"github.com/agentos/agentos/runtime/event"
+	"github.com/agentos/agentos/runtime/provider/fakemodel"
+	"github.com/agentos/agentos/runtime/replay"
+	"github.com/agentos/agentos/runtime/store/postgres"
+	"github.com/agentos/agentos/runtime/store/postgres/pgtest"
+	"github.com/agentos/agentos/schemas"
+	gh "github.com/google/go-github/v62/github"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+const matrixBotTok = "ghp_matrixBotToken00000000000000000000"
+
+// A stop point is where in the /agent fix flow the replica working the
+// session gets the signal.
+type stopPoint string
+
+const (
+	atModelCall stopPoint = "model call"
+	atToolCall  stopPoint = "tool call"
+	atPause     stopPoint = "pause"
+	atApproval  stopPoint = "approval arrival"
+	atPublish   stopPoint = "publishing"
+)
+
+var stopPoints = []stopPoint{atModelCall, atToolCall, atPause, atApproval, atPublish}
+
+// matrixResult is one case's figures.
+type matrixResult struct {
+	point  stopPoint
+	sig    string
+	held   string        // what the replica was doing when signalled
+	exit   time.Duration // signal to the process gone
+	over   time.Duration // signal to another replica holding the session
+	taken  bool          // another replica took the session over
+	reason string        // why nobody had to (taken false)
+	total  time.Duration // the case's whole flow
+}
+
+// TestStopMatrix is issue 36's stop matrix: three `agentos serve --store
+// postgres://…` replicas (child processes on one fresh database per case)
+// behind a load-balancer stand-in, the strict fake GitHub and the fake
+// model, driven through the whole /agent fix flow. For each point — a
+// model call in flight, a test.run in flight, the pause (the approval
+// review being posted), the approval's arrival (its delivery being
+// handled) and publishing (the session branch's push after the run
+// completed) — and each of SIGTERM and SIGKILL, the replica working the
+// session is held at the point (a gate in front of the fake model or
+// GitHub holds the request; a tool call is seen in the log), signalled,
+// and restarted under the same name once another replica took the session
+// over. The flow must then end as an unstopped one does: one PR, one
+// tracking comment saying completed, one approval review per approval
+// request, one completed terminal report, a committed log that verifies
+// strictly and has no TIMEOUT, PROVIDER_ERROR or NON_DETERMINISM, and
+// every delivery done, none failed.
+//
+// Each case logs the time from the signal to another replica holding the
+// session's lease (default settings: SIGTERM hands it over at once,
+// SIGKILL waits for the 60 s delivery claim to expire). Built with -tags
+// chaos; -short skips it; -run 'TestStopMatrix/<point>/<signal>' runs one.
+func TestStopMatrix(t *testing.T) {
+	if testing.Short() {
+		t.Skip("stops and restarts agentos serve replicas")
+	}
+	testenv.LookPath(t, "git")
+	bin := agentosBinary(t)
+	var (
+		mu      sync.Mutex
+		results []matrixResult
+	)
+	for _, p := range stopPoints {
+		t.Run(strings.ReplaceAll(string(p), " ", "-"), func(t *testing.T) {
+			for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL} {
+				t.Run(sigName(sig), func(t *testing.T) {
+					r := stopCase(t, bin, p, sig)
+					mu.Lock()
+					results = append(results, r)
+					mu.Unlock()
+				})
+			}
+		})
+	}
+	var b strings.Builder
+	b.WriteString("\n| point | signal | held at | signal → process gone | signal → session taken over | whole flow |\n|---|---|---|---|---|---|\n")
+	for _, r := range results {
+		over := r.over.Round(time.Millisecond).String()
+		if !r.taken {
+			over = "none needed: " + r.reason
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %v | %s | %v |\n", r.point, r.sig, r.held, r.exit.Round(time.Millisecond), over, r.total.Round(100*time.Millisecond))
+	}
+	t.Logf("stop matrix (3 replicas on PostgreSQL, default lease/claim/drain settings):%s", b.String())
+}
+
+func sigName(s syscall.Signal) string {
+	if s == syscall.SIGKILL {
+		return "SIGKILL"
+	}
+	return "SIGTERM"
+}
+
+// botAuth reports whether r is authenticated as the bot (token mode: its
+// token, in the Authorization header as a token or inside git's basic
+// credentials).
+func botAuth(r *http.Request) bool {
+	a := r.Header.Get("Authorization")
+	if strings.Contains(a, matrixBotTok) {
+		return true
+	}
+	if enc, ok := strings.CutPrefix(a, "Basic "); ok {
+		raw, err := base64.StdEncoding.DecodeString(enc)
+		return err == nil && strings.Contains(string(raw), matrixBotTok)
+	}
+	return false
+}
+
+// stopCase runs one flow with one signal at point p.
+func stopCase(t *testing.T, bin string, p stopPoint, sig syscall.Signal) matrixResult {
+	ctx, cancel := context.WithTimeout(context.Background(), 7*time.Minute)
+	defer cancel()
+	began := time.Now()
+	res := matrixResult{point: p, sig: sigName(sig)}
+
+	fake, ghURL, bare, ghGate := startGatedGitHub(ctx, t)
+	fake.AddToken(matrixBotTok, botUser)
+	fake.SetPermission(repoName, botUser, fakegithub.PermWrite)
+	model := fakemodel.New(fakemodel.Options{Key: modelKey, Model: modelName, Seed: 1})
+	modelGate := newGate(model)
+	modelURL := serveHandler(t, modelGate) + "/v1"
+
+	dbURL := pgtest.URL(t)
+	pool, err := pgxpool.New(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	env := map[string]string{
+		"AGENTOS_PROVIDER": "openai", "AGENTOS_MODEL": modelName, "OPENAI_API_KEY": modelKey, "OPENAI_BASE_URL": modelURL,
+		"AGENTOS_WEBHOOK_SECRET": secret, "AGENTOS_GITHUB_API_URL": ghURL, "AGENTOS_GITHUB_TOKEN": matrixBotTok,
+		"AGENTOS_DATABASE_URL": dbURL,
+	}
+	rs := startReplicas(ctx, t, bin, env, 3)
+	lbURL := serveHandler(t, rs.lb)
+	fake.DeliverTo(lbURL+"/webhook", []byte(secret))
+
+	sealer, err := event.NewSealer(schemas.MustDefault(), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := postgres.Open(ctx, pool, sealer, postgres.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// events is the (only) session's log so far, and its ID.
+	events := func() (string, []event.Event) {
+		ss, err := st.Sessions(ctx)
+		if err != nil || len(ss) == 0 {
+			return "", nil
+		}
+		evs, err := st.Read(ctx, ss[0].SessionID, 1)
+		if err != nil {
+			return ss[0].SessionID, nil
+		}
+		return ss[0].SessionID, evs
+	}
+
+	fail := func(format string, args ...any) {
+		t.Helper()
+		keepMatrixLogs(t, rs.allLogs(), fake)
+		t.Fatalf(format, args...)
+	}
+
+	// The maintainer: asks once, then approves every approval request.
+	alice, err := github.New(github.Config{BaseURL: ghURL, Token: aliceTok})
+	if err != nil {
+		t.Fatal(err)
+	}
+	issue := fake.AddIssue(repoName, fakegithub.Issue{Title: demo.Prompt, User: maintainer, Body: "CheckToken accepts a prefix of the token."})
+	var approving atomic.Bool // set just before an approval is posted
+	var prNumber atomic.Int64
+	requests := func() (fakegithub.PullRequest, int) {
+		for _, pr := range fake.PRs(repoName) {
+			n := 0
+			for _, r := range fake.Reviews(repoName, pr.Number) {
+				if r.User == botUser && r.State == "COMMENTED" {
+					n++
+				}
+			}
+			if n > 0 {
+				return pr, n
+			}
+		}
+		return fakegithub.PullRequest{}, 0
+	}
+	stopMaintainer := make(chan struct{})
+	maintainerDone := make(chan error, 1)
+	go func() {
+		answered := 0
+		for {
+			select {
+			case <-stopMaintainer:
+				maintainerDone <- nil
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+			pr, n := requests()
+			if n <= answered {
+				continue
+			}
+			prNumber.Store(int64(pr.Number))
+			approving.Store(true)
+			if _, _, err := alice.GitHub().PullRequests.CreateReview(ctx, owner, name, pr.Number, &gh.PullRequestReviewRequest{CommitID: gh.String(pr.HeadSHA), Event: gh.String("APPROVE"), Body: gh.String("Looks right.")}); err != nil {
+				maintainerDone <- err
+				return
+			}
+			answered = n
+		}
+	}()
+
+	// Arm the point before the flow starts: a held request is the precise
+	// moment.
+	var hit <-chan struct{}
+	var g *gate
+	switch p {
+	case atModelCall:
+		// The second chat completion: the run is going (the first is
+		// the lead's), a model call is in flight.
+		var n atomic.Int64
+		g = modelGate
+		hit = g.arm(func(r *http.Request) bool {
+			return r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/chat/completions") && n.Add(1) == 2
+		})
+	case atPause:
+		// The bot posting its approval request (a review on the draft PR).
+		g = ghGate
+		hit = g.arm(func(r *http.Request) bool {
+			return botAuth(r) && r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/reviews")
+		})
+	case atApproval:
+		// The bot's first call to GitHub once the approving review was
+		// posted: the replica that claimed its delivery is handling it.
+		g = ghGate
+		hit = g.arm(func(r *http.Request) bool { return approving.Load() && botAuth(r) })
+	case atPublish:
+		// The session branch's push after the approved run completed.
+		g = ghGate
+		hit = g.arm(func(r *http.Request) bool {
+			if !approving.Load() || !botAuth(r) || r.Method != http.MethodPost || !strings.HasSuffix(r.URL.Path, "/git-receive-pack") {
+				return false
+			}
+			_, evs := events()
+			return slices.ContainsFunc(evs, func(e event.Event) bool { return e.Type == event.TurnTerminal })
+		})
+	case atToolCall:
+		// A test.run in flight: its tool.invoke is the log's last event.
+		c := make(chan struct{})
+		hit = c
+		go func() {
+			for ctx.Err() == nil {
+				_, evs := events()
+				if n := len(evs); n > 0 && evs[n-1].Type == event.ToolInvoke && event.FieldString(evs[n-1].Payload, "tool") == "test.run" {
+					close(c)
+					return
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+		}()
+	}
+	defer func() {
+		if g != nil {
+			g.let()
+		}
+	}()
+
+	if _, err := alice.CreateComment(ctx, github.Repo{Owner: owner, Name: name}, issue, "/agent "+demo.Prompt); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-hit:
+	case <-ctx.Done():
+		fail("the flow never reached the point %q", p)
+	}
+	res.held = string(p)
+	if g != nil {
+		g.mu.Lock()
+		res.held = g.held
+		g.mu.Unlock()
+	}
+	wid, err := worker(ctx, pool)
+	if err != nil || wid == "" {
+		fail("at %q no replica holds the session or a delivery (%v)", p, err)
+	}
+	wi := rs.index(wid)
+	if wi < 0 {
+		fail("unknown replica %q", wid)
+	}
+	proc := rs.proc(wi)
+	sid, _ := events()
+	t.Logf("%s at %s (%s): %s works session %s", sigName(sig), p, res.held, wid, sid)
+
+	// The signal. The balancer stops sending to the replica (its listener
+	// closes on SIGTERM; a killed one has none).
+	rs.lb.set(wi, "")
+	sent := time.Now()
+	if err := proc.cmd.Process.Signal(sig); err != nil {
+		t.Fatal(err)
+	}
+	if sig == syscall.SIGKILL {
+		<-proc.done
+		res.exit = time.Since(sent)
+		if g != nil {
+			g.let() // the held request reaches its server; its client is gone
+		}
+	} else {
+		if g != nil {
+			g.let() // the call in flight finishes within the drain time
+		}
+		select {
+		case err := <-proc.done:
+			res.exit = time.Since(sent)
+			if err != nil {
+				fail("%s exited with %v after SIGTERM", wid, err)
+			}
+		case <-time.After(40 * time.Second):
+			fail("%s did not exit within 40 s of SIGTERM", wid)
+		}
+	}
+	rs.ended(wi, sigName(sig))
+
+	// The takeover: another replica holds the session's lease. Nothing to
+	// take over when the stopped replica finished its part (no open
+	// delivery, no lease), the session waiting for the maintainer.
+	for {
+		var owner string
+		var open int
+		_ = pool.QueryRow(ctx, `SELECT coalesce((SELECT owner FROM agentos_leases WHERE session_id = $1 AND expires_at > now()), '')`, sid).Scan(&owner)
+		if owner != "" && owner != wid {
+			res.over, res.taken = time.Since(sent), true
+			t.Logf("%s took session %s over %v after the %s", owner, sid, res.over, sigName(sig))
+			break
+		}
+		if err := pool.QueryRow(ctx, `SELECT count(*) FROM agentos_deliveries WHERE state <> 'done'`).Scan(&open); err == nil && open == 0 && owner == "" {
+			res.reason = "the stopped replica had finished its part"
+			t.Logf("no takeover needed: no open delivery and no lease after the %s", sigName(sig))
+			break
+		}
+		if ctx.Err() != nil {
+			fail("session %s was never taken over after the %s", sid, sigName(sig))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	// The stopped replica comes back under its name.
+	rs.start(ctx, t, wi)
+
+	// The flow ends: the PR ready, every delivery done, the tracking
+	// comment completed.
+	completed := func() bool {
+		n := prNumber.Load()
+		if n == 0 {
+			return false
+		}
+		pr, ok := fake.PR(repoName, int(n))
+		if !ok || pr.Draft {
+			return false
+		}
+		var open int
+		if err := pool.QueryRow(ctx, `SELECT count(*) FROM agentos_deliveries WHERE state <> 'done'`).Scan(&open); err != nil || open != 0 {
+			return false
+		}
+		for _, c := range fake.Comments(repoName, issue) {
+			if c.User == botUser && strings.Contains(c.Body, "### agentos · ✅ Completed") {
+				return true
+			}
+		}
+		return false
+	}
+	for !completed() {
+		select {
+		case err := <-maintainerDone:
+			fail("the maintainer could not approve: %v", err)
+		case <-ctx.Done():
+			fail("the flow did not finish after the %s at %s; delivery errors %v", sigName(sig), p, fake.DeliveryErrors())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	close(stopMaintainer)
+	if err := <-maintainerDone; err != nil {
+		t.Errorf("maintainer: %v", err)
+	}
+	res.total = time.Since(began)
+
+	// The checks.
+	prs := fake.PRs(repoName)
+	if len(prs) != 1 {
+		t.Errorf("%d pull requests, want 1", len(prs))
+	}
+	var comments []fakegithub.Comment
+	for _, c := range fake.Comments(repoName, issue) {
+		if c.User == botUser {
+			comments = append(comments, c)
+		}
+	}
+	if len(comments) != 1 {
+		t.Errorf("%d bot comments on the issue, want 1 tracking comment", len(comments))
+	}
+	for _, c := range comments {
+		if s, ok := tracking.FindSessionID(c.Body); !ok || s != sid {
+			t.Errorf("the bot's comment is not the tracking comment of session %s: %.200q", sid, c.Body)
+		}
+		checkTrackingComment(t, c.Body)
+	}
+	raw := gitShow(ctx, t, bare, "agent-sessions:sessions/"+sid+"/events.jsonl")
+	if v, err := replay.VerifyReader(schemas.MustDefault(), bytes.NewReader(raw)); err != nil || !v.Valid {
+		t.Errorf("the committed log does not verify: %v %+v", err, v.Problem)
+	}
+	for _, bad := range []string{"TIMEOUT", "PROVIDER_ERROR", "NON_DETERMINISM"} {
+		if bytes.Contains(raw, []byte(bad)) {
+			t.Errorf("the committed log holds %s", bad)
+		}
+	}
+	var terminals []string
+	requested := map[string]bool{}
+	for _, e := range decodeLog(t, raw) {
+		switch e.Type {
+		case event.TurnTerminal:
+			terminals = append(terminals, event.FieldString(e.Payload, "status"))
+		case event.ApprovalRequested:
+			requested[event.FieldString(e.Payload, "approval_id")] = true
+		}
+	}
+	if !slices.Equal(terminals, []string{"completed"}) {
+		t.Errorf("terminal reports %v, want exactly one completed", terminals)
+	}
+	if len(prs) == 1 {
+		botReviews := 0
+		for _, r := range fake.Reviews(repoName, prs[0].Number) {
+			if r.User == botUser {
+				botReviews++
+			}
+		}
+		if botReviews != len(requested) || botReviews == 0 {
+			t.Errorf("%d approval reviews by the bot for %d approval requests", botReviews, len(requested))
+		}
+		if src := gitShow(ctx, t, bare, prs[0].Head+":auth.go"); !bytes.Contains(src, []byte("ConstantTimeCompare")) {
+			t.Error("the session branch's auth.go is not fixed")
+		}
+	}
+	// Deliveries: every one GitHub sent is stored and done, none failed.
+	if errs := fake.DeliveryErrors(); len(errs) != 0 {
+		t.Errorf("deliveries no replica accepted: %v", errs)
+	}
+	for _, d := range fake.Deliveries() {
+		var state, outcome string
+		if err := pool.QueryRow(ctx, `SELECT state, outcome FROM agentos_deliveries WHERE id = $1`, d.ID).Scan(&state, &outcome); err != nil {
+			t.Errorf("delivery %s (%s %s) is not in the queue: %v", d.ID, d.Event, d.Action(), err)
+			continue
+		}
+		if state != "done" || outcome == "failed" {
+			t.Errorf("delivery %s (%s %s): %s, %s", d.ID, d.Event, d.Action(), state, outcome)
+		}
+	}
+	if vs := fake.Violations(); len(vs) != 0 {
+		t.Errorf("GitHub would have refused: %v", vs)
+	}
+	if t.Failed() || os.Getenv("E2E_SHOW_LOG") != "" {
+		keepMatrixLogs(t, rs.allLogs(), fake)
+	}
+	t.Logf("%s at %s: exit %v, taken over %v (%v), flow %v", sigName(sig), p, res.exit, res.over, res.taken, res.total)
+	return res
+}
+
+// keepMatrixLogs keeps a case's evidence as keepChaosLogs does.
+func keepMatrixLogs(t *testing.T, logs string, fake *fakegithub.Fake) {
+	t.Helper()
+	keepChaosLogs(t, logs, fake)
+}
+
+// checkTrackingComment: the tracking comment tells what happened — the run
+// completed, the tests ran last passed — and nothing a stop could leave
+// behind: no "could not start", no failure, no cut call reported as a
+// timeout or a provider error.
+func checkTrackingComment(t *testing.T, body string) {
+	t.Helper()
+	for _, want := range []string{"### agentos · ✅ Completed", "#### Result\n\n**completed**"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the tracking comment lacks %q:\n%s", want, body)
+		}
+	}
+	for _, bad := range []string{"could not start", "### agentos · ❌", "TIMEOUT", "PROVIDER_ERROR", "NON_DETERMINISM", "report_missing"} {
+		if strings.Contains(body, bad) {
+			t.Errorf("the tracking comment says %q:\n%s", bad, body)
+		}
+	}
+	// The last test command reported is the passing one (a run
+	// interrupted and run again may show the interrupted row before it).
+	var last string
+	for _, line := range strings.Split(body, "\n") {
+		if strings.HasPrefix(line, "| `go test") {
+			last = line
+		}
+	}
+	if !strings.Contains(last, "✅ passed") {
+		t.Errorf("the tracking comment's last test command is %q, want it passed:\n%s", last, body)
+	}
+	if strings.Contains(body, "⚠️ interrupted") {
+		t.Logf("the tracking comment shows an interrupted command before its re-run")
+	}
+}
