@@ -16,6 +16,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/agentos/agentos/runtime/groupcommit"
 )
 
 type opKind uint8
@@ -111,7 +113,7 @@ type LogQueue struct {
 	claimed     []Delivery // claimed in a batch, not yet handed out
 	claimClosed bool
 
-	gc    *groupCommit[*logOp]
+	gc    *groupcommit.Batcher[*logOp]
 	ready chan struct{}
 	// syncData makes a batch's write durable (fdatasync; tests wrap it).
 	syncData func(*os.File) error
@@ -272,7 +274,12 @@ func openLogQueueWith(dir string, segMax int64, o LogOptions) (*LogQueue, error)
 		q.closeFiles()
 		return nil, fmt.Errorf("queue: log: %w", err)
 	}
-	q.gc = newGroupCommit(512, delay, q.commit)
+	gc, err := groupcommit.New(q.commit, groupcommit.Options[*logOp]{MaxBatch: 512, Delay: max(delay, 0)})
+	if err != nil {
+		q.closeFiles()
+		return nil, fmt.Errorf("queue: log: %w", err)
+	}
+	q.gc = gc
 	q.signal()
 	return q, nil
 }
@@ -741,7 +748,10 @@ func (q *LogQueue) Prune(ctx context.Context, before time.Time) (int64, error) {
 
 func (q *LogQueue) submit(ctx context.Context, op *logOp) error {
 	op.ack = make(chan struct{})
-	if err := q.gc.send(ctx, op); err != nil {
+	if err := q.gc.Send(ctx, op); err != nil {
+		if errors.Is(err, groupcommit.ErrClosed) {
+			return ErrQueueClosed
+		}
 		return err
 	}
 	// Once sent, the operation is committed or fails as a whole; waiting
@@ -1125,7 +1135,7 @@ func (q *LogQueue) deleteSegments() error {
 // Close drains pending operations, gives back the deliveries claimed but
 // not handed out (attempt uncounted), and closes the files.
 func (q *LogQueue) Close() error {
-	if !q.gc.close() {
+	if !q.gc.Close() {
 		return nil
 	}
 	q.claimMu.Lock()

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentos/agentos/runtime/groupcommit"
 	"github.com/agentos/agentos/runtime/store/postgres"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -127,8 +128,8 @@ type PGQueue struct {
 	mu     sync.Mutex
 	claims map[string]*claimState // claimed delivery ID → our claim
 	closed bool
-	gc     *groupCommit[*enqueueReq] // group inserts, as LogQueue groups its writes
-	swept  time.Time                 // last dead-letter sweep
+	gc     *groupcommit.Batcher[*enqueueReq] // group inserts, as LogQueue groups its writes
+	swept  time.Time                         // last dead-letter sweep
 	stop   chan struct{}
 	done   chan struct{}
 }
@@ -160,7 +161,11 @@ func OpenPGQueue(ctx context.Context, pool *pgxpool.Pool, o PGQueueOptions) (*PG
 		now = time.Now
 	}
 	q := &PGQueue{pool: pool, opts: o, now: now, ready: make(chan struct{}, 1), claims: map[string]*claimState{}, stop: make(chan struct{}), done: make(chan struct{})}
-	q.gc = newGroupCommit(maxInsertBatch, 0, q.commitInserts)
+	gc, err := groupcommit.New(q.commitInserts, groupcommit.Options[*enqueueReq]{MaxBatch: maxInsertBatch})
+	if err != nil {
+		return nil, fmt.Errorf("queue: %w", err)
+	}
+	q.gc = gc
 	if explicit {
 		if _, err := pool.Exec(ctx, `UPDATE agentos_deliveries SET state = 'pending', due = $2, claim_token = NULL
 			WHERE state = 'claimed' AND claimed_by = $1`, o.Owner, q.now()); err != nil {
@@ -216,7 +221,10 @@ func (q *PGQueue) Enqueue(ctx context.Context, d Delivery) (bool, error) {
 		at = q.now()
 	}
 	r := &enqueueReq{d: d, at: at, done: make(chan struct{})}
-	if err := q.gc.send(ctx, r); err != nil {
+	if err := q.gc.Send(ctx, r); err != nil {
+		if errors.Is(err, groupcommit.ErrClosed) {
+			return false, ErrQueueClosed
+		}
 		return false, err
 	}
 	// Once sent, the insert commits or fails as a whole.
@@ -682,7 +690,7 @@ func (q *PGQueue) Close() error {
 	}
 	q.claims = map[string]*claimState{}
 	q.mu.Unlock()
-	q.gc.close()
+	q.gc.Close()
 	close(q.stop)
 	<-q.done
 	if q.ownsL {

@@ -17,7 +17,7 @@ func (q *PGQueue) crash() {
 	q.mu.Lock()
 	q.closed = true
 	q.mu.Unlock()
-	q.gc.close()
+	q.gc.Close()
 	close(q.stop)
 	<-q.done
 }
