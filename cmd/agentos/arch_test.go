@@ -34,6 +34,8 @@ var layers = map[string][]string{
 var narrowLayers = map[string][]string{
 	"bot/github": {},
 	"bot/review": {"bot/github", "bot/tracking", "bot/webhook", "runtime", "kernel", "schemas"},
+	// runtime/groupcommit is the one batcher of bot/queue and runtime/store.
+	"runtime/groupcommit": {},
 }
 
 // confined lists third-party import prefixes and the folders allowed to
