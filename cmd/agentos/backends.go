@@ -168,31 +168,10 @@ func urlPassword(s string) string {
 // readPostgresSession reads a session from the PostgreSQL store at u
 // (`agentos replay SESSION` with AGENTOS_DATABASE_URL set).
 func readPostgresSession(ctx context.Context, u, sessionID string) ([]event.Event, error) {
-	if !config.IsPostgresURL(u) {
-		return nil, usageErrorf("replay: %s=%s is not a postgres:// URL", config.EnvDatabaseURL, config.RedactURL(u))
-	}
-	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	pool, err := pgxpool.New(cctx, u)
-	if err != nil {
-		return nil, usageErrorf("replay: %s=%s is not a valid PostgreSQL URL", config.EnvDatabaseURL, config.RedactURL(u))
-	}
-	defer pool.Close()
-	sealer, err := newSealer(nil)
-	if err != nil {
-		return nil, err
-	}
-	st, err := postgres.Open(cctx, pool, sealer, postgres.Options{PollInterval: -1})
-	if err != nil {
-		return nil, fmt.Errorf("replay: PostgreSQL at %s: %w", config.RedactURL(u), err)
-	}
-	defer st.Close()
-	evs, err := st.Read(cctx, sessionID, 1)
-	if err != nil {
-		return nil, err
-	}
-	if len(evs) == 0 {
-		return nil, &exitError{code: exitFailure, err: fmt.Errorf("replay: no session %s in PostgreSQL at %s", sessionID, config.RedactURL(u))}
-	}
-	return evs, nil
+	var evs []event.Event
+	err := scanPostgresSession(ctx, u, sessionID, "replay", func(e *event.Event) error {
+		evs = append(evs, *e)
+		return nil
+	})
+	return evs, err
 }

@@ -11,12 +11,15 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/agentos/agentos/bot/config"
 	"github.com/agentos/agentos/runtime/event"
 	"github.com/agentos/agentos/runtime/replay"
+	"github.com/agentos/agentos/runtime/store/postgres"
 	"github.com/agentos/agentos/runtime/store/sqlite"
 	"github.com/agentos/agentos/schemas"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // parseFlags parses flags that may appear before or after positional
@@ -230,21 +233,13 @@ func scanJSONL(path string, fn func(*event.Event) error) error {
 	}
 }
 
-// scanStoreSession streams a stored session: from PostgreSQL when
-// AGENTOS_DATABASE_URL is set (read whole: the replicas' reader), else
-// from the embedded store in dataDir, a chunk at a time (store.Scan).
+// scanStoreSession streams a stored session, a page at a time
+// (store.Scan): from PostgreSQL when AGENTOS_DATABASE_URL is set, else
+// from the embedded store in dataDir. Memory stays bounded by a page, not
+// the session's length.
 func scanStoreSession(ctx context.Context, dataDir, sessionID, cmd string, fn func(*event.Event) error) error {
-	if os.Getenv(config.EnvDatabaseURL) != "" {
-		evs, err := readStoreSession(ctx, dataDir, sessionID)
-		if err != nil {
-			return err
-		}
-		for i := range evs {
-			if err := fn(&evs[i]); err != nil {
-				return err
-			}
-		}
-		return nil
+	if u := os.Getenv(config.EnvDatabaseURL); u != "" {
+		return scanPostgresSession(ctx, u, sessionID, cmd, fn)
 	}
 	if _, err := os.Stat(filepath.Join(dataDir, sqlite.FileName)); err != nil {
 		return usageErrorf("%s: %s is not a file, and there is no store in %s (--data)", cmd, sessionID, dataDir)
@@ -394,4 +389,38 @@ func unknownNames(v any) string {
 		return "; no such skill: " + list(v)
 	}
 	return ""
+}
+
+// scanPostgresSession streams session sessionID from the PostgreSQL store
+// at u (postgres.Store.Scan: keyset pages of events); an unknown session
+// is a failure naming the database.
+func scanPostgresSession(ctx context.Context, u, sessionID, cmd string, fn func(*event.Event) error) error {
+	if !config.IsPostgresURL(u) {
+		return usageErrorf("%s: %s=%s is not a postgres:// URL", cmd, config.EnvDatabaseURL, config.RedactURL(u))
+	}
+	octx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	pool, err := pgxpool.New(octx, u)
+	if err != nil {
+		return usageErrorf("%s: %s=%s is not a valid PostgreSQL URL", cmd, config.EnvDatabaseURL, config.RedactURL(u))
+	}
+	defer pool.Close()
+	sealer, err := newSealer(nil)
+	if err != nil {
+		return err
+	}
+	st, err := postgres.Open(octx, pool, sealer, postgres.Options{PollInterval: -1})
+	if err != nil {
+		return fmt.Errorf("%s: PostgreSQL at %s: %w", cmd, config.RedactURL(u), err)
+	}
+	defer st.Close()
+	n := 0
+	err = st.Scan(ctx, sessionID, 1, func(e *event.Event) error {
+		n++
+		return fn(e)
+	})
+	if err == nil && n == 0 {
+		return &exitError{code: exitFailure, err: fmt.Errorf("%s: no session %s in PostgreSQL at %s", cmd, sessionID, config.RedactURL(u))}
+	}
+	return err
 }

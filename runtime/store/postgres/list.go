@@ -51,14 +51,32 @@ func (s *Store) List(ctx context.Context, o store.ListOptions) ([]store.SessionI
 // queries, holding no connection.
 const scanPage = 512
 
-// Scan implements store.Store, a page of events per query.
+// readPageRetried is readPage retried over a blip (retry.go), then
+// failing with *store.UnavailableError.
+func (s *Store) readPageRetried(ctx context.Context, sessionID string, fromSeq int64, limit int) ([]event.Event, error) {
+	bo := s.newBackoff()
+	for {
+		evs, err := s.readPage(ctx, sessionID, fromSeq, limit)
+		if !transient(err) {
+			return evs, err
+		}
+		if !bo.wait(ctx) {
+			return nil, bo.unavailable("read", sessionID, false, err)
+		}
+	}
+}
+
+// Scan implements store.Store, a page of events per query (keyset: the
+// next page starts after the last seq read), so a session of any length
+// is read in memory bounded by a page. A page read rides out a blip as
+// Read does.
 func (s *Store) Scan(ctx context.Context, sessionID string, fromSeq int64, fn func(*event.Event) error) error {
 	if err := s.open(); err != nil {
 		return err
 	}
 	next := max(fromSeq, 1)
 	for {
-		evs, err := s.readPage(ctx, sessionID, next, scanPage)
+		evs, err := s.readPageRetried(ctx, sessionID, next, scanPage)
 		if err != nil {
 			return err
 		}

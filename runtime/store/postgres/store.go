@@ -449,16 +449,7 @@ func (s *Store) Read(ctx context.Context, sessionID string, fromSeq int64) ([]ev
 	// A read rides out a blip as an append does (retry.go), then fails
 	// with *store.UnavailableError, so a run reading its own log stops
 	// and is handed back instead of failing on a connection error.
-	bo := s.newBackoff()
-	for {
-		evs, err := s.readPage(ctx, sessionID, max(fromSeq, 1), 0)
-		if !transient(err) {
-			return evs, err
-		}
-		if !bo.wait(ctx) {
-			return nil, bo.unavailable("read", sessionID, false, err)
-		}
-	}
+	return s.readPageRetried(ctx, sessionID, max(fromSeq, 1), 0)
 }
 
 // readPage reads the session's events from seq fromSeq on, at most limit
