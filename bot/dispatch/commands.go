@@ -19,6 +19,7 @@ import (
 	"github.com/agentos/agentos/runtime/event"
 	"github.com/agentos/agentos/runtime/replay"
 	"github.com/agentos/agentos/runtime/run"
+	"github.com/agentos/agentos/runtime/store"
 	"github.com/agentos/agentos/runtime/workflow/cycle"
 )
 
@@ -286,9 +287,12 @@ func (d *Dispatcher) followUp(ctx context.Context, repo github.Repo, t webhook.T
 // failEarly reports a session that could not start on its tracking comment.
 // A run cut by a graceful stop (run.ErrInterrupted) did start and is
 // taken over from its log: its tracking comment is left to the replica
-// that takes it over, never told "could not start".
+// that takes it over, never told "could not start". So is a run handed
+// back because the event store was unavailable (run.ErrStoreUnavailable),
+// or a start the store could not record: the delivery waits for the
+// store (storeWait) and its retry goes on from the log; nothing failed.
 func (d *Dispatcher) failEarly(ctx context.Context, repo github.Repo, l link, cause error) error {
-	if errors.Is(cause, run.ErrInterrupted) {
+	if errors.Is(cause, run.ErrInterrupted) || errors.Is(cause, store.ErrUnavailable) {
 		return cause
 	}
 	if l.TrackingComment != 0 {
@@ -302,6 +306,21 @@ func (d *Dispatcher) failEarly(ctx context.Context, repo github.Repo, l link, ca
 		}
 	}
 	return cause
+}
+
+// storeWait makes err, when it says the event store was unavailable (a
+// run handed back with run.ErrStoreUnavailable, or any read or append
+// that outlasted the store's retry bound), a retry that waits: it wraps
+// webhook.ErrBusy, so the queue retries the delivery with backoff, counts
+// no failure and never gives up on it, as it does for a session another
+// replica works. The session's lease is released on the way out, and the
+// retry, once the store answers, takes the run over from its log
+// (recoverSession). Such an error is never published as a failure.
+func storeWait(err error) error {
+	if err == nil || !errors.Is(err, store.ErrUnavailable) || errors.Is(err, webhook.ErrBusy) {
+		return err
+	}
+	return fmt.Errorf("%w: the event store is unavailable, the delivery waits for it: %w", webhook.ErrBusy, err)
 }
 
 // cancel ends the paused session of the trigger's issue or pull request,

@@ -158,6 +158,7 @@ func (d *Dispatcher) Dispatch(ctx context.Context, t webhook.Trigger) error {
 			// No retry makes a tampered log verify.
 			err = fmt.Errorf("%w: %w", webhook.ErrPermanent, err)
 		}
+		err = storeWait(err)
 	}
 	return err
 }
