@@ -131,12 +131,12 @@ func openHome(ctx context.Context, env Env, client *github.Client, d *dispatch.D
 	if t.Author == "" {
 		return homeResult{}, fmt.Errorf("the %s event names no actor (no sender, GITHUB_ACTOR is empty): nobody to authorize the run", t.Event)
 	}
-	dec := d.Auth.Authorize(ctx, auth.Request{Owner: t.Owner, Repo: t.Name, Login: t.Author, UserType: t.AuthorType, Action: auth.ActionRun})
+	dec := d.Authorizer().Authorize(ctx, auth.Request{Owner: t.Owner, Repo: t.Name, Login: t.Author, UserType: t.AuthorType, Action: auth.ActionRun})
 	if !dec.Allowed {
 		return homeResult{Refused: fmt.Sprintf("%s may not start a run (%s)", t.Author, dec.Reason)}, nil
 	}
 	runID := env.RunID
-	found, truncated, err := client.FindIssue(ctx, t.Owner, t.Name, github.IssueQuery{Creator: d.BotLogin, CreatedAfter: time.Now().Add(-homeRerunWindow)},
+	found, truncated, err := client.FindIssue(ctx, t.Owner, t.Name, github.IssueQuery{Creator: d.BotLogin(), CreatedAfter: time.Now().Add(-homeRerunWindow)},
 		func(is *gh.Issue) bool { return isHomeOf(is.GetBody(), runID) })
 	if err != nil {
 		return homeResult{}, fmt.Errorf("look for the home issue of workflow run %s: %w", runID, err)

@@ -32,7 +32,7 @@ type Deps struct {
 	// Sealer seals events (with the secrets to redact registered).
 	Sealer *event.Sealer
 	// Preflight, when set, checks before a new run that it can work (the
-	// model endpoint answers); see dispatch.Dispatcher.Preflight.
+	// model endpoint answers); see dispatch.Config.Preflight.
 	Preflight func(ctx context.Context) error
 	// Sandbox is the mechanism commands run under (sandbox.Mechanism), for
 	// the tracking comment's warning.
@@ -136,26 +136,18 @@ func Run(ctx context.Context, env Env, deps Deps, log io.Writer) (Outputs, error
 	if want := env.Inputs.BotLogin; want != "" && !strings.EqualFold(want, self) {
 		return Outputs{}, fmt.Errorf("bot_login is %s, but the credentials act as %s: leave bot_login empty (it is learned) or give the matching token", want, self)
 	}
-	if _, err := bot.Login(ctx); err != nil {
+	var res dispatch.Result
+	// Review and triage in headless mode with the custom instructions; a
+	// re-run attempt (same GITHUB_RUN_ID, so the same delivery and
+	// session) continues what an earlier attempt began.
+	wf := &dispatch.Workflows{OwnPlane: true, ProposeFixes: true, Mode: review.ModeHeadless, Instructions: env.Inputs.CustomInstructions,
+		Reviewer: deps.Reviewer, Triager: deps.Triager}
+	d, err := bot.Dispatcher(ctx, dispatch.BotOptions{ServerURL: env.ServerURL, Preflight: deps.Preflight, Sandbox: deps.Sandbox,
+		Result: func(r dispatch.Result) { res = r }, ResumeFromArtifact: true, Workflows: wf})
+	if err != nil {
 		return Outputs{}, err
 	}
 	fmt.Fprintf(log, "agentos: acting as %s\n", self)
-	var res dispatch.Result
-	d := bot.Dispatcher
-	d.ServerURL = env.ServerURL
-	d.Preflight = deps.Preflight
-	d.Sandbox = deps.Sandbox
-	d.Result = func(r dispatch.Result) { res = r }
-	// A re-run attempt (same GITHUB_RUN_ID, so the same delivery and
-	// session) continues what an earlier attempt began.
-	d.ResumeFromArtifact = true
-	d.Workflows.Mode, d.Workflows.Instructions = review.ModeHeadless, env.Inputs.CustomInstructions
-	if deps.Reviewer != nil {
-		d.Workflows.Reviewer = deps.Reviewer
-	}
-	if deps.Triager != nil {
-		d.Workflows.Triager = deps.Triager
-	}
 	var derr error
 	if !automated {
 		end := Group(log, fmt.Sprintf("agentos: %s on %s#%d by %s", env.EventName, t.Repo, t.Number, t.Author))
@@ -168,6 +160,7 @@ func Run(ctx context.Context, env Env, deps Deps, log io.Writer) (Outputs, error
 			res = dispatch.Result{}
 		}
 	}
+	var cycleOpts dispatch.CycleOptions
 	if automated {
 		auto.Trigger = t
 		tr, err := CheckTrust(ctx, bot.Client, env.EventName, auto, env.Inputs)
@@ -189,11 +182,9 @@ func Run(ctx context.Context, env Env, deps Deps, log io.Writer) (Outputs, error
 			// reads it (the dispatcher fetches the head from this
 			// repository and runs the built-in workflows only); no fix
 			// proposal starts from its code.
-			d.Workflows.ProposeFixes = false
+			cycleOpts.NoFixProposal = true
 		}
-		if auto.Instructions != "" {
-			d.Workflows.Instructions = strings.TrimSpace(d.Workflows.Instructions + "\n\n" + auto.Instructions)
-		}
+		cycleOpts.Instructions = auto.Instructions
 	}
 	if automated && auto.Home {
 		home, err := openHome(ctx, env, bot.Client, d, t, auto.Prompt, log)
@@ -211,7 +202,7 @@ func Run(ctx context.Context, env Env, deps Deps, log io.Writer) (Outputs, error
 	}
 	if automated {
 		end := Group(log, fmt.Sprintf("agentos: %s cycle for %s %s on %s#%d", auto.Cycle, env.EventName, t.Action, t.Repo, t.Number))
-		derr = d.RunCycle(ctx, t, auto.Cycle, auto.Prompt)
+		derr = d.RunCycle(ctx, t, auto.Cycle, auto.Prompt, cycleOpts)
 		end()
 	}
 	revoke(ctx, bot, log)
@@ -249,7 +240,7 @@ func Run(ctx context.Context, env Env, deps Deps, log io.Writer) (Outputs, error
 		out.Status, out.ExitReason = "failed", ExitPRsNotPermitted
 		sum.Reason = "Failed: GitHub refused to let the workflow's token open the pull request. Allow it: " + PRSetting + ", then re-run the job; or use a GitHub App (docs/action-setup.md)."
 		if res.SessionID != "" && t.Number > 0 {
-			found, err := settleTrackingComment(ctx, bot.Client, t.Owner, t.Name, t.Number, d.BotLogin, res.SessionID, prRefusalNote(res.SessionID, res.Branch))
+			found, err := settleTrackingComment(ctx, bot.Client, t.Owner, t.Name, t.Number, d.BotLogin(), res.SessionID, prRefusalNote(res.SessionID, res.Branch))
 			if err != nil {
 				Warningf(log, "agentos: could not update the tracking comment: %v", err)
 			} else if !found {

@@ -239,12 +239,8 @@ func (w *world) startBot(dir string) error {
 	if err != nil {
 		return err
 	}
-	if _, err := bot.Login(context.Background()); err != nil {
-		return err
-	}
-	w.d = bot.Dispatcher
-	w.d.Result = func(r dispatch.Result) { w.results = append(w.results, r) }
-	return nil
+	w.d, err = bot.Dispatcher(context.Background(), dispatch.BotOptions{Result: func(r dispatch.Result) { w.results = append(w.results, r) }})
+	return err
 }
 
 // close shuts the servers down and closes the store; safe on a partly

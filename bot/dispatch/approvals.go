@@ -32,7 +32,7 @@ func (d *Dispatcher) answer(ctx context.Context, repo github.Repo, t webhook.Tri
 		return Result{}, err
 	}
 	if sid == "" {
-		_, err := d.GitHub.CreateComment(ctx, repo, t.Number, fmt.Sprintf("@%s there is no agentos session here waiting for an answer.", t.Author))
+		_, err := d.gh.CreateComment(ctx, repo, t.Number, fmt.Sprintf("@%s there is no agentos session here waiting for an answer.", t.Author))
 		return Result{Outcome: "replied", Reason: "no session"}, err
 	}
 	return d.answerSession(ctx, repo, t, sid, pr, a)
@@ -72,18 +72,18 @@ func (d *Dispatcher) answerSession(ctx context.Context, repo github.Repo, t webh
 		return d.recoverSession(ctx, repo, sid, l, nil, "answered", pr)
 	}
 	if snap.RunStatus != replay.RunPaused || len(snap.PendingApprovals) == 0 {
-		_, err := d.GitHub.CreateComment(ctx, repo, t.Number, fmt.Sprintf("@%s nothing in session `%s` is waiting for approval (it is %s).", t.Author, sid, orWord(string(snap.RunStatus), "idle")))
+		_, err := d.gh.CreateComment(ctx, repo, t.Number, fmt.Sprintf("@%s nothing in session `%s` is waiting for approval (it is %s).", t.Author, sid, orWord(string(snap.RunStatus), "idle")))
 		return Result{Outcome: "replied", Reason: "not paused", SessionID: sid}, err
 	}
 	if pr == nil && l.PR != 0 {
-		p, err := d.GitHub.PullRequest(ctx, repo, l.PR)
+		p, err := d.gh.PullRequest(ctx, repo, l.PR)
 		if err != nil {
 			return Result{SessionID: sid}, err
 		}
 		pr = &p
 	}
 	if pr != nil && pr.State == "closed" {
-		_, err := d.GitHub.CreateComment(ctx, repo, t.Number, fmt.Sprintf("@%s the pull request of session `%s` is closed; the session was cancelled.", t.Author, sid))
+		_, err := d.gh.CreateComment(ctx, repo, t.Number, fmt.Sprintf("@%s the pull request of session `%s` is closed; the session was cancelled.", t.Author, sid))
 		return Result{Outcome: "replied", Reason: "closed", SessionID: sid}, err
 	}
 	head := pendingRevision(snap)
@@ -101,7 +101,7 @@ func (d *Dispatcher) answerSession(ctx context.Context, repo github.Repo, t webh
 		// Someone pushed after the request: the approvals no longer
 		// describe the branch. Mark them stale; resuming asks again.
 		for _, p := range snap.PendingApprovals {
-			if err := d.Runs.Resolve(ctx, sid, p.ID, "stale", t.Author, "the branch moved to "+short(pr.HeadSHA)+" after approval was requested"); err != nil {
+			if err := d.runs.Resolve(ctx, sid, p.ID, "stale", t.Author, "the branch moved to "+short(pr.HeadSHA)+" after approval was requested"); err != nil {
 				return Result{SessionID: sid}, err
 			}
 		}
@@ -109,11 +109,11 @@ func (d *Dispatcher) answerSession(ctx context.Context, repo github.Repo, t webh
 	} else {
 		targets, unknown := pick(snap.PendingApprovals, l.RequestedIDs, a)
 		if unknown != "" {
-			_, err := d.GitHub.CreateComment(ctx, repo, t.Number, tracking.Fit(fmt.Sprintf("@%s `%s` is not a pending approval of session `%s`. Pending: %s.", t.Author, unknown, sid, pendingList(snap))))
+			_, err := d.gh.CreateComment(ctx, repo, t.Number, tracking.Fit(fmt.Sprintf("@%s `%s` is not a pending approval of session `%s`. Pending: %s.", t.Author, unknown, sid, pendingList(snap))))
 			return Result{Outcome: "replied", Reason: "unknown approval", SessionID: sid}, err
 		}
 		for _, id := range targets {
-			if err := d.Runs.Resolve(ctx, sid, id, a.decision, t.Author, a.reason); err != nil {
+			if err := d.runs.Resolve(ctx, sid, id, a.decision, t.Author, a.reason); err != nil {
 				return Result{SessionID: sid}, err
 			}
 		}
@@ -123,7 +123,7 @@ func (d *Dispatcher) answerSession(ctx context.Context, repo github.Repo, t webh
 			if err != nil {
 				return Result{SessionID: sid}, err
 			}
-			err = d.GitHub.EditComment(ctx, repo, l.TrackingComment, d.renderTracking("", snap, d.logURL(repo, artSHA, sid)))
+			err = d.gh.EditComment(ctx, repo, l.TrackingComment, d.renderTracking("", snap, d.logURL(repo, artSHA, sid)))
 			return Result{Outcome: "answered", SessionID: sid, Status: "paused", PR: l.PR}, err
 		}
 	}
@@ -141,13 +141,13 @@ func (d *Dispatcher) requestedOn(ctx context.Context, repo github.Repo, pr *gith
 	if l.RequestedOn != "" {
 		return l.RequestedOn, nil
 	}
-	return d.GitHub.ReviewCommit(ctx, repo, pr.Number, d.BotLogin, tracking.ReviewMarker(sid))
+	return d.gh.ReviewCommit(ctx, repo, pr.Number, d.botLogin, tracking.ReviewMarker(sid))
 }
 
 // resume reopens the session's worktree and continues its run; pr is the
 // session's pull request when known.
 func (d *Dispatcher) resume(ctx context.Context, repo github.Repo, sid string, l link, head string, before replay.Usage, pr *github.PullRequest) (Result, error) {
-	wt, err := d.Git.Reopen(ctx, repo, l.Branch, head)
+	wt, err := d.git.Reopen(ctx, repo, l.Branch, head)
 	if err != nil {
 		return Result{SessionID: sid}, err
 	}
@@ -157,7 +157,7 @@ func (d *Dispatcher) resume(ctx context.Context, repo github.Repo, sid string, l
 		return Result{SessionID: sid}, err
 	}
 	defer release()
-	out, runErr := d.Runs.Resume(ctx, eng, sid, wt.Dir(), "")
+	out, runErr := d.runs.Resume(ctx, eng, sid, wt.Dir(), "")
 	if runErr != nil && out.Status == "" {
 		return Result{SessionID: sid}, runErr
 	}

@@ -11,10 +11,12 @@ import (
 // setBranchPrefix makes the world's bot start session branches with
 // prefix, as branch_prefix configures it.
 func (w *world) setBranchPrefix(prefix string) {
-	w.d.BranchPrefix = prefix
-	g := w.d.Git.(dispatch.Worktrees)
-	g.Prefix = prefix
-	w.d.Git = g
+	w.configure(func(c *dispatch.Config) {
+		c.BranchPrefix = prefix
+		g := c.Git.(dispatch.Worktrees)
+		g.Prefix = prefix
+		c.Git = g
+	})
 }
 
 // TestScenarioBranchPrefixChange: a session paused under agent/ is found,

@@ -60,8 +60,8 @@ func renderJoined(author, sid, trackingURL, trigger string) string {
 // startRun begins a session for `/agent <prompt>`. On the bot's own PR it
 // starts a follow-up run of that PR's session instead.
 func (d *Dispatcher) startRun(ctx context.Context, repo github.Repo, t webhook.Trigger, prompt string) (Result, error) {
-	if d.Preflight != nil {
-		if perr := d.Preflight(ctx); perr != nil {
+	if d.preflight != nil {
+		if perr := d.preflight(ctx); perr != nil {
 			err := perr
 			permanent := errors.Is(err, webhook.ErrPermanent)
 			d.log().Error("run not started: preflight failed", "repo", repo.FullName(), "number", t.Number, "author", t.Author, "delivery", t.DeliveryID, "permanent", permanent, "final_attempt", t.FinalAttempt, "err", err)
@@ -69,7 +69,7 @@ func (d *Dispatcher) startRun(ctx context.Context, repo github.Repo, t webhook.T
 			// No retry will start it: the user hears so on GitHub. (A
 			// failure the queue retries says nothing yet.)
 			if permanent || t.FinalAttempt {
-				if _, cerr := d.GitHub.CreateComment(ctx, repo, t.Number, notStarted(t.Author, permanent, d.trigger())); cerr != nil {
+				if _, cerr := d.gh.CreateComment(ctx, repo, t.Number, notStarted(t.Author, permanent, d.trigger())); cerr != nil {
 					err = errors.Join(err, cerr)
 				}
 			}
@@ -77,7 +77,7 @@ func (d *Dispatcher) startRun(ctx context.Context, repo github.Repo, t webhook.T
 		}
 	}
 	if t.IssueState == "closed" {
-		_, err := d.GitHub.CreateComment(ctx, repo, t.Number, fmt.Sprintf("@%s this %s is closed, so I won't start work here. Reopen it, or ask on an open one.", t.Author, kindWord(t.IsPR)))
+		_, err := d.gh.CreateComment(ctx, repo, t.Number, fmt.Sprintf("@%s this %s is closed, so I won't start work here. Reopen it, or ask on an open one.", t.Author, kindWord(t.IsPR)))
 		return Result{Outcome: "replied", Reason: "closed"}, err
 	}
 	base := Base{}
@@ -102,7 +102,7 @@ func (d *Dispatcher) startRun(ctx context.Context, repo github.Repo, t webhook.T
 			// push-triggered workflows, with its secrets, before any
 			// maintainer approved anything (docs/architecture.md, trust
 			// boundaries). Reading work (/agent review) stays available.
-			_, err := d.GitHub.CreateComment(ctx, repo, t.Number, forkRefusal(t.Author, pr.HeadRepo))
+			_, err := d.gh.CreateComment(ctx, repo, t.Number, forkRefusal(t.Author, pr.HeadRepo))
 			return Result{Outcome: "replied", Reason: "fork"}, err
 		}
 		base = Base{Ref: pr.HeadRef, SHA: pr.HeadSHA}
@@ -112,7 +112,7 @@ func (d *Dispatcher) startRun(ctx context.Context, repo github.Repo, t webhook.T
 		def := t.DefaultBranch
 		if def == "" {
 			var err error
-			if def, err = d.GitHub.DefaultBranch(ctx, repo); err != nil {
+			if def, err = d.gh.DefaultBranch(ctx, repo); err != nil {
 				return Result{}, err
 			}
 		}
@@ -126,11 +126,11 @@ func (d *Dispatcher) startRun(ctx context.Context, repo github.Repo, t webhook.T
 		return Result{}, err
 	}
 	defer unlock()
-	evs, err := d.Runs.Store.Read(ctx, sid, 1)
+	evs, err := d.runs.Store.Read(ctx, sid, 1)
 	if err != nil {
 		return Result{}, err
 	}
-	if len(evs) == 0 && d.ResumeFromArtifact {
+	if len(evs) == 0 && d.resumeFromArtifact {
 		// A missing log is a session nobody began; a log that does not
 		// verify is refused (ErrTamperedLog), never started over.
 		if evs, err = d.loadSession(ctx, repo, sid); errors.Is(err, worktree.ErrNotFound) || errors.Is(err, errBranchGone) {
@@ -155,7 +155,7 @@ func (d *Dispatcher) startRun(ctx context.Context, repo github.Repo, t webhook.T
 			}
 			ll.Issue = t.Number
 		}
-		_, err := d.GitHub.CreateComment(ctx, repo, t.Number, renderJoined(t.Author, live, d.commentURL(repo, ll.Issue, ll.TrackingComment), d.trigger()))
+		_, err := d.gh.CreateComment(ctx, repo, t.Number, renderJoined(t.Author, live, d.commentURL(repo, ll.Issue, ll.TrackingComment), d.trigger()))
 		d.log().Info("request joined the live session of its issue", "repo", repo.FullName(), "number", t.Number, "author", t.Author, "session", live, "delivery", t.DeliveryID)
 		return Result{Outcome: "replied", Reason: "joined a live session", SessionID: live}, err
 	}
@@ -171,12 +171,12 @@ func (d *Dispatcher) startRun(ctx context.Context, repo github.Repo, t webhook.T
 		}
 	}
 	if cid == 0 {
-		if cid, err = d.GitHub.CreateComment(ctx, repo, t.Number, renderStarting(sid, prompt, d.trigger())); err != nil {
+		if cid, err = d.gh.CreateComment(ctx, repo, t.Number, renderStarting(sid, prompt, d.trigger())); err != nil {
 			return Result{}, err
 		}
 	}
 	l.TrackingComment = cid
-	wt, err := d.Git.Start(ctx, repo, l.Branch, base)
+	wt, err := d.git.Start(ctx, repo, l.Branch, base)
 	if err != nil {
 		return Result{}, d.failEarly(ctx, repo, l, fmt.Errorf("prepare the worktree: %w", err))
 	}
@@ -197,7 +197,7 @@ func (d *Dispatcher) startRun(ctx context.Context, repo github.Repo, t webhook.T
 	if err != nil {
 		return Result{}, d.failEarly(ctx, repo, l, fmt.Errorf("resolve the fix cycle: %w", err))
 	}
-	out, runErr := d.Runs.Start(ctx, eng, sr)
+	out, runErr := d.runs.Start(ctx, eng, sr)
 	if runErr != nil && out.Status == "" {
 		return Result{}, d.failEarly(ctx, repo, l, runErr)
 	}
@@ -218,12 +218,12 @@ func (d *Dispatcher) triggerSession(t webhook.Trigger) string {
 // trackingComment finds the bot's tracking comment of session sid on an
 // issue, 0 if there is none.
 func (d *Dispatcher) trackingComment(ctx context.Context, repo github.Repo, number int, sid string) (int64, error) {
-	cs, err := d.GitHub.ListComments(ctx, repo, number)
+	cs, err := d.gh.ListComments(ctx, repo, number)
 	if err != nil {
 		return 0, err
 	}
 	for _, c := range cs {
-		if found, ok := tracking.FindSessionID(c.Body); ok && found == sid && (d.BotLogin == "" || strings.EqualFold(c.User, d.BotLogin)) {
+		if found, ok := tracking.FindSessionID(c.Body); ok && found == sid && (d.botLogin == "" || strings.EqualFold(c.User, d.botLogin)) {
 			return c.ID, nil
 		}
 	}
@@ -258,10 +258,10 @@ func (d *Dispatcher) followUp(ctx context.Context, repo github.Repo, t webhook.T
 		return Result{}, err
 	}
 	if snap.RunStatus == replay.RunPaused {
-		_, err := d.GitHub.CreateComment(ctx, repo, t.Number, fmt.Sprintf("@%s this session is waiting for an approval; answer it (or `%s cancel`) before asking for more.", t.Author, d.trigger()))
+		_, err := d.gh.CreateComment(ctx, repo, t.Number, fmt.Sprintf("@%s this session is waiting for an approval; answer it (or `%s cancel`) before asking for more.", t.Author, d.trigger()))
 		return Result{Outcome: "replied", Reason: "paused", SessionID: sid}, err
 	}
-	wt, err := d.Git.Reopen(ctx, repo, l.Branch, "")
+	wt, err := d.git.Reopen(ctx, repo, l.Branch, "")
 	if err != nil {
 		return Result{}, err
 	}
@@ -277,7 +277,7 @@ func (d *Dispatcher) followUp(ctx context.Context, repo github.Repo, t webhook.T
 	if err != nil {
 		return Result{}, err
 	}
-	out, runErr := d.Runs.Start(ctx, eng, sr)
+	out, runErr := d.runs.Start(ctx, eng, sr)
 	if runErr != nil && out.Status == "" {
 		return Result{}, runErr
 	}
@@ -301,7 +301,7 @@ func (d *Dispatcher) failEarly(ctx context.Context, repo github.Repo, l link, ca
 			// Kept, so that a retried delivery finds this comment.
 			body = tracking.Marker(sid) + "\n" + body
 		}
-		if err := d.GitHub.EditComment(ctx, repo, l.TrackingComment, tracking.Fit(body)); err != nil {
+		if err := d.gh.EditComment(ctx, repo, l.TrackingComment, tracking.Fit(body)); err != nil {
 			return errors.Join(cause, err)
 		}
 	}
@@ -334,10 +334,10 @@ func (d *Dispatcher) cancel(ctx context.Context, repo github.Repo, t webhook.Tri
 	if sid == "" {
 		return Result{Outcome: "ignored", Reason: "no session"}, nil
 	}
-	if d.Runs.Running(sid) {
+	if d.runs.Running(sid) {
 		// The run's own flow holds the session and publishes its end;
 		// Cancel stops it (the same path as the API) and waits for that.
-		out, err := d.Runs.Cancel(ctx, sid, by, reason)
+		out, err := d.runs.Cancel(ctx, sid, by, reason)
 		if err != nil && !errors.Is(err, run.ErrNotPaused) {
 			return Result{SessionID: sid}, err
 		}
@@ -351,7 +351,7 @@ func (d *Dispatcher) cancel(ctx context.Context, repo github.Repo, t webhook.Tri
 		// run (it hears of it within seconds), and this delivery is
 		// retried until the session is free — then it finds the run
 		// cancelled, or cancels it if it paused meanwhile.
-		if c, ok := d.Leases.(CancelRequester); ok {
+		if c, ok := d.leases.(CancelRequester); ok {
 			if held, rerr := c.RequestCancel(ctx, sid, by, reason); rerr != nil {
 				err = errors.Join(err, rerr)
 			} else if held {
@@ -363,7 +363,7 @@ func (d *Dispatcher) cancel(ctx context.Context, repo github.Repo, t webhook.Tri
 		return Result{SessionID: sid}, err
 	}
 	defer unlock()
-	out, err := d.Runs.Cancel(ctx, sid, by, reason)
+	out, err := d.runs.Cancel(ctx, sid, by, reason)
 	if errors.Is(err, run.ErrNotPaused) {
 		return Result{Outcome: "ignored", Reason: "nothing to cancel", SessionID: sid}, nil
 	}
@@ -378,7 +378,7 @@ func (d *Dispatcher) cancel(ctx context.Context, repo github.Repo, t webhook.Tri
 		return Result{SessionID: sid}, err
 	}
 	if l.TrackingComment != 0 {
-		if err := d.GitHub.EditComment(ctx, repo, l.TrackingComment, d.renderTracking("", snap, d.logURL(repo, artSHA, sid))); err != nil {
+		if err := d.gh.EditComment(ctx, repo, l.TrackingComment, d.renderTracking("", snap, d.logURL(repo, artSHA, sid))); err != nil {
 			return Result{SessionID: sid}, err
 		}
 	}
@@ -393,7 +393,7 @@ func (d *Dispatcher) status(ctx context.Context, repo github.Repo, t webhook.Tri
 		return Result{}, err
 	}
 	if sid == "" {
-		_, err := d.GitHub.CreateComment(ctx, repo, t.Number, fmt.Sprintf("@%s there is no agentos session for this %s yet. Start one with `%s <what to do>`.", t.Author, kindWord(t.IsPR), d.trigger()))
+		_, err := d.gh.CreateComment(ctx, repo, t.Number, fmt.Sprintf("@%s there is no agentos session for this %s yet. Start one with `%s <what to do>`.", t.Author, kindWord(t.IsPR), d.trigger()))
 		return Result{Outcome: "status"}, err
 	}
 	evs, err := d.loadSession(ctx, repo, sid)
@@ -405,12 +405,12 @@ func (d *Dispatcher) status(ctx context.Context, repo github.Repo, t webhook.Tri
 	if err != nil {
 		return Result{SessionID: sid}, err
 	}
-	_, err = d.GitHub.CreateComment(ctx, repo, t.Number, d.renderTracking("", snap, ""))
+	_, err = d.gh.CreateComment(ctx, repo, t.Number, d.renderTracking("", snap, ""))
 	return Result{Outcome: "status", SessionID: sid, Status: string(snap.RunStatus), PR: l.PR}, err
 }
 
 // help answers `/agent help` with the help rendered from the route table.
 func (d *Dispatcher) help(ctx context.Context, repo github.Repo, t webhook.Trigger) (Result, error) {
-	_, err := d.GitHub.CreateComment(ctx, repo, t.Number, helpText(d.trigger()))
+	_, err := d.gh.CreateComment(ctx, repo, t.Number, helpText(d.trigger()))
 	return Result{Outcome: "help"}, err
 }

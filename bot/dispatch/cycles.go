@@ -18,12 +18,16 @@ import (
 	"github.com/agentos/agentos/runtime/untrusted"
 )
 
-// Workflows configures the workflow plane's cycles (see
-// Dispatcher.Workflows). A nil Reviewer or Triager makes the command
-// answer that the cycle is not set up here.
+// Workflows configures the workflow plane's cycles (Config.Workflows). A
+// nil Reviewer or Triager makes the command answer that the cycle is not
+// set up here, unless OwnPlane fills it.
 type Workflows struct {
 	Reviewer review.Reviewer
 	Triager  review.Triager
+	// OwnPlane runs the cycles Reviewer and Triager leave unset on the
+	// dispatcher's own workflow plane: the same worktrees, engines and
+	// store as every run (New wires it).
+	OwnPlane bool
 	// Mode is the mode the cycles run in: review.ModeInteractive unless
 	// set (the Action sets review.ModeHeadless).
 	Mode string
@@ -38,19 +42,38 @@ type Workflows struct {
 // cycleMode is the mode cycles run in, the fix cycle of `/agent` runs
 // included.
 func (d *Dispatcher) cycleMode() string {
-	if d.Workflows == nil || d.Workflows.Mode == "" {
+	if d.workflows.Mode == "" {
 		return review.ModeInteractive
 	}
-	return d.Workflows.Mode
+	return d.workflows.Mode
 }
 
-// reviews is the review and triage handler for one trigger.
-func (d *Dispatcher) reviews() *review.Handler {
-	h := &review.Handler{GitHub: d.GitHub, Sessions: sessions{d}, Trigger: d.trigger(), BotLogin: d.BotLogin, Mode: d.cycleMode(), Log: d.log()}
-	if w := d.Workflows; w != nil {
-		h.Reviewer, h.Triager, h.Instructions, h.ProposeFixes = w.Reviewer, w.Triager, w.Instructions, w.ProposeFixes
+// reviews is the review and triage handler for one command.
+func (d *Dispatcher) reviews() *review.Handler { return d.reviewsFor(CycleOptions{}) }
+
+// reviewsFor is the review and triage handler for one trigger; a cycle
+// the Action starts (RunCycle) adds its own instructions and may turn fix
+// proposals off.
+func (d *Dispatcher) reviewsFor(o CycleOptions) *review.Handler {
+	w := d.workflows
+	h := &review.Handler{GitHub: d.gh, Sessions: sessions{d}, Trigger: d.trigger(), BotLogin: d.botLogin, Mode: d.cycleMode(), Log: d.log(),
+		Reviewer: w.Reviewer, Triager: w.Triager, Instructions: w.Instructions, ProposeFixes: w.ProposeFixes && !o.NoFixProposal}
+	if o.Instructions != "" {
+		h.Instructions = strings.TrimSpace(h.Instructions + "\n\n" + o.Instructions)
 	}
 	return h
+}
+
+// CycleOptions are what one cycle RunCycle starts adds to the
+// dispatcher's Workflows.
+type CycleOptions struct {
+	// Instructions are appended to Workflows.Instructions for this cycle
+	// (the automation's own, after the custom instructions).
+	Instructions string
+	// NoFixProposal keeps a review's safe_auto findings from becoming a
+	// fix proposal (a fork's pull request: no proposal starts from its
+	// code), whatever Workflows.ProposeFixes says.
+	NoFixProposal bool
 }
 
 // reported is a review or triage trigger's result as the dispatcher
@@ -75,7 +98,7 @@ func (s sessions) MayRun(ctx context.Context, repo github.Repo, t webhook.Trigge
 }
 
 func (s sessions) Events(ctx context.Context, sid string) ([]event.Event, error) {
-	return s.d.Runs.Store.Read(ctx, sid, 1)
+	return s.d.runs.Store.Read(ctx, sid, 1)
 }
 
 func (s sessions) Annotate(ctx context.Context, sid, kind string, v any) error {
@@ -84,7 +107,7 @@ func (s sessions) Annotate(ctx context.Context, sid, kind string, v any) error {
 
 func (s sessions) KeepLog(ctx context.Context, repo github.Repo, sid string) (string, error) {
 	d := s.d
-	if d.Git == nil || d.Git.ArtifactBranch() == "" {
+	if d.git == nil || d.git.ArtifactBranch() == "" {
 		return "", nil // the log lives on session branches; a review has none
 	}
 	_, sha, err := d.commitArtifact(ctx, repo, sid, nil)
@@ -120,10 +143,10 @@ const (
 // contributor's pull request gets reviewed); fix changes code, so its
 // author needs the same permission as for `/agent <prompt>`. Result
 // reports the outcome as for Dispatch.
-func (d *Dispatcher) RunCycle(ctx context.Context, t webhook.Trigger, cycle, prompt string) error {
-	res, err := d.runCycle(ctx, t, cycle, prompt)
-	if d.Result != nil {
-		d.Result(res)
+func (d *Dispatcher) RunCycle(ctx context.Context, t webhook.Trigger, cycle, prompt string, o CycleOptions) error {
+	res, err := d.runCycle(ctx, t, cycle, prompt, o)
+	if d.onResult != nil {
+		d.onResult(res)
 	}
 	if err != nil {
 		d.log().Error("cycle failed", "cycle", cycle, "delivery", t.DeliveryID, "repo", t.Repo, "number", t.Number, "session", res.SessionID, "err", err)
@@ -131,8 +154,8 @@ func (d *Dispatcher) RunCycle(ctx context.Context, t webhook.Trigger, cycle, pro
 	return err
 }
 
-func (d *Dispatcher) runCycle(ctx context.Context, t webhook.Trigger, cycle, prompt string) (Result, error) {
-	if d.BotLogin != "" && strings.EqualFold(t.Author, d.BotLogin) {
+func (d *Dispatcher) runCycle(ctx context.Context, t webhook.Trigger, cycle, prompt string, o CycleOptions) (Result, error) {
+	if d.botLogin != "" && strings.EqualFold(t.Author, d.botLogin) {
 		return Result{Outcome: "ignored", Reason: "the bot's own event"}, nil
 	}
 	repo, ok := github.ParseRepo(t.Repo)
@@ -142,9 +165,9 @@ func (d *Dispatcher) runCycle(ctx context.Context, t webhook.Trigger, cycle, pro
 	d.remember(repo, t.InstallationID)
 	switch cycle {
 	case CycleReview:
-		return reported(d.reviews().Review(ctx, repo, t))
+		return reported(d.reviewsFor(o).Review(ctx, repo, t))
 	case CycleTriage:
-		return reported(d.reviews().Triage(ctx, repo, t))
+		return reported(d.reviewsFor(o).Triage(ctx, repo, t))
 	case CycleFix:
 		// The prompt may quote an issue's text: what GitHub renders
 		// invisibly is not part of what anyone visibly asked.

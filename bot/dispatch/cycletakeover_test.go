@@ -29,8 +29,7 @@ func cycleWorld(t *testing.T, script string) *world {
 	}
 	w.script = s
 	w.onStart = func() {
-		plane := &dispatch.Plane{D: w.d}
-		w.d.Workflows = &dispatch.Workflows{Reviewer: plane, Triager: plane}
+		w.configure(func(c *dispatch.Config) { c.Workflows = &dispatch.Workflows{OwnPlane: true} })
 	}
 	w.start(t.TempDir())
 	return w

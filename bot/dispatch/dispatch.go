@@ -22,6 +22,7 @@ import (
 	"github.com/agentos/agentos/bot/auth"
 	"github.com/agentos/agentos/bot/command"
 	"github.com/agentos/agentos/bot/webhook"
+	"github.com/agentos/agentos/kernel/worktree"
 	"github.com/agentos/agentos/runtime/keylock"
 	"github.com/agentos/agentos/runtime/replay"
 	"github.com/agentos/agentos/runtime/run"
@@ -47,9 +48,101 @@ type EngineRequest struct {
 // releases it.
 type Engines func(ctx context.Context, r EngineRequest) (*run.Engine, func(), error)
 
-// Dispatcher handles triggers. The zero value is not usable; set every
-// field but Log and Now.
+// Dispatcher handles triggers. It is built by New and not changed
+// afterwards: every setting is in the Config it was built from.
 type Dispatcher struct {
+	word               string // the command word (Config.Trigger)
+	botLogin           string
+	gh                 GitHub
+	authz              Authorizer
+	git                Git
+	runs               *run.Manager
+	engines            Engines
+	logger             *slog.Logger
+	clock              func() time.Time
+	serverURL          string
+	onResult           func(Result)
+	installs           Installations
+	sandbox            string
+	viewerBase         string
+	preflight          func(ctx context.Context) error
+	leases             SessionLeases
+	workflows          Workflows // the zero value: no review or triage cycles
+	prefix             string
+	resumeFromArtifact bool
+
+	locks keylock.Map // per session, in this process
+}
+
+// ErrConfig is returned by New for a Config it cannot build a working
+// Dispatcher from.
+var ErrConfig = errors.New("dispatch: invalid configuration")
+
+// New builds a Dispatcher from c, checked: a missing required dependency
+// or an invalid setting is an error wrapping ErrConfig, never a
+// dispatcher that fails on its first trigger. With c.Workflows.OwnPlane
+// the review and triage cycles Reviewer and Triager leave unset run on
+// the dispatcher's own workflow plane (its worktrees, engines and run
+// manager).
+func New(c Config) (*Dispatcher, error) {
+	var missing []string
+	for _, r := range []struct {
+		name string
+		set  bool
+	}{
+		{"BotLogin (the bot's own login: its own events are dropped, and it never authorizes itself)", c.BotLogin != ""},
+		{"GitHub", c.GitHub != nil},
+		{"Auth", c.Auth != nil},
+		{"Git", c.Git != nil},
+		{"Runs", c.Runs != nil},
+		{"Engines", c.Engines != nil},
+	} {
+		if !r.set {
+			missing = append(missing, r.name)
+		}
+	}
+	if len(missing) > 0 {
+		return nil, fmt.Errorf("%w: missing %s", ErrConfig, strings.Join(missing, ", "))
+	}
+	if c.BranchPrefix != "" {
+		if err := worktree.CheckBranchPrefix(c.BranchPrefix); err != nil {
+			return nil, fmt.Errorf("%w: branch prefix: %w", ErrConfig, err)
+		}
+	}
+	if c.ServerURL != "" && !strings.HasPrefix(c.ServerURL, "https://") && !strings.HasPrefix(c.ServerURL, "http://") {
+		return nil, fmt.Errorf("%w: server URL %q is not http(s)", ErrConfig, c.ServerURL)
+	}
+	d := &Dispatcher{
+		word: c.Trigger, botLogin: c.BotLogin, gh: c.GitHub, authz: c.Auth, git: c.Git, runs: c.Runs, engines: c.Engines,
+		logger: c.Log, clock: c.Now, serverURL: c.ServerURL, onResult: c.Result, installs: c.Installations,
+		sandbox: c.Sandbox, viewerBase: c.ViewerBase, preflight: c.Preflight, leases: c.Leases,
+		prefix: c.BranchPrefix, resumeFromArtifact: c.ResumeFromArtifact,
+	}
+	if w := c.Workflows; w != nil {
+		d.workflows = *w
+		if w.OwnPlane {
+			plane := &workflowPlane{D: d}
+			if d.workflows.Reviewer == nil {
+				d.workflows.Reviewer = plane
+			}
+			if d.workflows.Triager == nil {
+				d.workflows.Triager = plane
+			}
+		}
+	}
+	return d, nil
+}
+
+// BotLogin is the bot's own login, as the dispatcher was built with.
+func (d *Dispatcher) BotLogin() string { return d.botLogin }
+
+// Authorizer is the dispatcher's authorizer: who may drive the bot (the
+// viewer checks maintainers with the same one).
+func (d *Dispatcher) Authorizer() Authorizer { return d.authz }
+
+// Config is everything a Dispatcher is built from (New). BotLogin,
+// GitHub, Auth, Git, Runs and Engines are required; the rest is optional.
+type Config struct {
 	Trigger  string // the command word, default /agent
 	BotLogin string // the bot's own login, e.g. agentos[bot]
 	GitHub   GitHub
@@ -97,7 +190,8 @@ type Dispatcher struct {
 	// through the queue, and the session is never worked twice at once.
 	Leases SessionLeases
 	// Workflows, when set, runs the workflow plane's cycles for
-	// `/agent review` and `/agent triage` (see review.go, triage.go).
+	// `/agent review` and `/agent triage` (see cycles.go); without it
+	// those commands answer that they are not set up here.
 	Workflows *Workflows
 	// BranchPrefix starts the branches of new sessions (branch_prefix,
 	// default agent/; see CheckBranchPrefix). A session keeps the branch
@@ -111,8 +205,6 @@ type Dispatcher struct {
 	// delivery id, so the same session) continues the session an earlier
 	// attempt began instead of starting it a second time.
 	ResumeFromArtifact bool
-
-	locks keylock.Map // per session, in this process
 }
 
 // Result is how one trigger ended.
@@ -147,8 +239,8 @@ var ErrPreflight = errors.New("preflight failed: the run was not started")
 // refused or ignored trigger is a nil error with a Result.
 func (d *Dispatcher) Dispatch(ctx context.Context, t webhook.Trigger) error {
 	res, err := d.dispatch(ctx, t)
-	if d.Result != nil {
-		d.Result(res)
+	if d.onResult != nil {
+		d.onResult(res)
 	}
 	if err != nil {
 		if !errors.Is(err, ErrPreflight) { // startRun logged it
@@ -188,30 +280,30 @@ func (d *Dispatcher) logOutcome(repo github.Repo, l link, res Result, snap repla
 }
 
 func (d *Dispatcher) log() *slog.Logger {
-	if d.Log != nil {
-		return d.Log
+	if d.logger != nil {
+		return d.logger
 	}
 	return slog.Default()
 }
 
 func (d *Dispatcher) now() time.Time {
-	if d.Now != nil {
-		return d.Now()
+	if d.clock != nil {
+		return d.clock()
 	}
 	return time.Now()
 }
 
 func (d *Dispatcher) trigger() string {
-	if d.Trigger == "" {
+	if d.word == "" {
 		return command.DefaultTrigger
 	}
-	return d.Trigger
+	return d.word
 }
 
 func (d *Dispatcher) dispatch(ctx context.Context, t webhook.Trigger) (Result, error) {
 	// The bot's own comments and reviews come back as webhooks: drop them
 	// before anything else.
-	if d.BotLogin != "" && strings.EqualFold(t.Author, d.BotLogin) {
+	if d.botLogin != "" && strings.EqualFold(t.Author, d.botLogin) {
 		return Result{Outcome: "ignored", Reason: "the bot's own event"}, nil
 	}
 	// What renders invisibly on GitHub (HTML comments, hidden characters,
@@ -249,7 +341,7 @@ func (d *Dispatcher) dispatch(ctx context.Context, t webhook.Trigger) (Result, e
 			return Result{Outcome: "ignored", Reason: p.Reason}, nil
 		case command.Invalid:
 			body := tracking.Fit(fmt.Sprintf("@%s %s\n\nUsage: `%s`", t.Author, p.Reason, p.Usage))
-			_, err := d.GitHub.CreateComment(ctx, repo, t.Number, body)
+			_, err := d.gh.CreateComment(ctx, repo, t.Number, body)
 			return Result{Outcome: "replied", Reason: p.Reason}, err
 		case command.Help:
 			c = command.Cmd{Name: command.HelpCmd}
@@ -282,7 +374,7 @@ func (d *Dispatcher) unrouted(t webhook.Trigger, reason string) Result {
 // authorize checks the author; a refusal gets one polite comment when
 // reply is set.
 func (d *Dispatcher) authorize(ctx context.Context, repo github.Repo, t webhook.Trigger, action auth.Action, reply bool) (Result, bool, error) {
-	dec := d.Auth.Authorize(ctx, auth.Request{Owner: repo.Owner, Repo: repo.Name, Login: t.Author, UserType: t.AuthorType, Action: action})
+	dec := d.authz.Authorize(ctx, auth.Request{Owner: repo.Owner, Repo: repo.Name, Login: t.Author, UserType: t.AuthorType, Action: action})
 	if dec.Allowed {
 		return Result{}, false, nil
 	}
@@ -291,7 +383,7 @@ func (d *Dispatcher) authorize(ctx context.Context, repo github.Repo, t webhook.
 	if !reply {
 		return res, true, nil
 	}
-	_, err := d.GitHub.CreateComment(ctx, repo, t.Number, auth.RefusalMessage(dec))
+	_, err := d.gh.CreateComment(ctx, repo, t.Number, auth.RefusalMessage(dec))
 	return res, true, err
 }
 
@@ -315,12 +407,12 @@ type CancelRequester interface {
 // this process does not run right now is left alone: the asking
 // replica's delivery is retried and cancels it once the lease is free.
 func (d *Dispatcher) CancelRequested(sessionID, by, reason string) {
-	if !d.Runs.Running(sessionID) {
+	if !d.runs.Running(sessionID) {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if _, err := d.Runs.Cancel(ctx, sessionID, by, reason); err != nil && !errors.Is(err, run.ErrNotPaused) {
+	if _, err := d.runs.Cancel(ctx, sessionID, by, reason); err != nil && !errors.Is(err, run.ErrNotPaused) {
 		d.log().Warn("cancel asked by another replica failed", "session", sessionID, "by", by, "err", err)
 		return
 	}
@@ -336,10 +428,10 @@ var ErrSessionBusy = fmt.Errorf("the session is being worked by another replica;
 // Leases, across replicas.
 func (d *Dispatcher) lease(ctx context.Context, sid string) (func(), error) {
 	unlock := d.lock(sid)
-	if d.Leases == nil {
+	if d.leases == nil {
 		return unlock, nil
 	}
-	release, err := d.Leases.Acquire(ctx, sid)
+	release, err := d.leases.Acquire(ctx, sid)
 	if err != nil {
 		unlock()
 		return nil, fmt.Errorf("%w: %w", ErrSessionBusy, err)

@@ -23,9 +23,8 @@ var (
 	HelpText = helpText
 )
 
-// The git side and the workflow plane, as NewGitHubBot wires them.
+// The git side, as NewGitHubBot wires it.
 type (
 	Worktrees = worktrees
 	GitData   = gitData
-	Plane     = workflowPlane
 )

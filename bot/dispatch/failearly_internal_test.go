@@ -25,7 +25,7 @@ func (e *editRecorder) EditComment(_ context.Context, _ github.Repo, _ int64, bo
 // graceful stop did start and is taken over, so its comment is left alone.
 func TestFailEarlyLeavesAnInterruptedRunToItsTakeover(t *testing.T) {
 	gh := &editRecorder{}
-	d := &Dispatcher{GitHub: gh}
+	d := newTestDispatcher(t, Config{GitHub: gh})
 	l := link{TrackingComment: 7, Branch: "agentos/s-1"}
 	repo := github.Repo{Owner: "octo", Name: "app"}
 

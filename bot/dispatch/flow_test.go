@@ -44,6 +44,8 @@ type liveWorld struct {
 	bare     string
 	mode     string // token | app
 	bot      *dispatch.GitHubBot
+	opts     dispatch.BotOptions  // what login builds the dispatcher with
+	d        *dispatch.Dispatcher // the bot's dispatcher, once login built it
 	alice    *github.Client
 	botLogin string
 	results  []dispatch.Result
@@ -154,17 +156,19 @@ func (w *liveWorld) startBot() {
 	if w.bot, err = dispatch.NewGitHubBot(cfg, st, engines, log); err != nil {
 		t.Fatal(err)
 	}
-	w.bot.Dispatcher.Result = func(r dispatch.Result) { w.results = append(w.results, r) }
+	// A new process: its dispatcher is built by login.
+	w.opts, w.d = dispatch.BotOptions{Result: func(r dispatch.Result) { w.results = append(w.results, r) }}, nil
 }
 
-// login is the bot's start-up: it learns its login from GitHub.
+// login is the bot's start-up: it learns its login from GitHub and
+// builds its dispatcher with w.opts.
 func (w *liveWorld) login() {
 	w.t.Helper()
-	login, err := w.bot.Login(context.Background())
+	d, err := w.bot.Dispatcher(context.Background(), w.opts)
 	if err != nil {
 		w.t.Fatal(err)
 	}
-	w.botLogin = login
+	w.d, w.botLogin = d, d.BotLogin()
 }
 
 // asHuman runs a maintainer's action against the API and keeps its calls
@@ -201,7 +205,7 @@ func (w *liveWorld) deliver() []dispatch.Result {
 			tr.InstallationID = 0
 		}
 		n := len(w.results)
-		if err := w.bot.Dispatcher.Dispatch(context.Background(), tr); err != nil {
+		if err := w.d.Dispatch(context.Background(), tr); err != nil {
 			w.t.Fatalf("dispatch %s.%s: %v", d.Event, d.Action(), err)
 		}
 		out = append(out, w.results[n:]...)
@@ -229,7 +233,7 @@ func (w *liveWorld) fullFlow(title string) dispatch.Result {
 	first := w.request(title)
 	// The maintainer answers minutes later: the permission the bot
 	// checked for the request (cached for a minute) is asked again.
-	w.bot.Dispatcher.Auth.(*auth.Authorizer).Forget("octo", "app", "alice")
+	w.d.Authorizer().(*auth.Authorizer).Forget("octo", "app", "alice")
 	return w.approve(first)
 }
 
@@ -448,6 +452,7 @@ func TestInstallationFromThePayloadAcrossProcesses(t *testing.T) {
 // payloads.
 func TestWebhooksEndToEnd(t *testing.T) {
 	w := newLiveWorld(t, "app", "/api/v3")
+	w.opts.Result = func(r dispatch.Result) { w.mu.Lock(); w.results = append(w.results, r); w.mu.Unlock() }
 	w.login()
 	q, err := webhook.OpenLogQueue(t.TempDir())
 	if err != nil {
@@ -463,7 +468,7 @@ func TestWebhooksEndToEnd(t *testing.T) {
 	defer intake.Close()
 	w.fake.DeliverTo(intake.URL+"/webhook", secret)
 	ctx, cancel := context.WithCancel(context.Background())
-	p := &webhook.Processor{Events: dispatch.Events(), Queue: q, Dispatch: w.bot.Dispatcher, BotLogin: w.botLogin, Workers: 1, PollInterval: 10 * time.Millisecond}
+	p := &webhook.Processor{Events: dispatch.Events(), Queue: q, Dispatch: w.d, BotLogin: w.botLogin, Workers: 1, PollInterval: 10 * time.Millisecond}
 	done := make(chan error, 1)
 	go func() { done <- p.Run(ctx) }()
 	defer func() {
@@ -487,7 +492,6 @@ func TestWebhooksEndToEnd(t *testing.T) {
 		defer w.mu.Unlock()
 		return append([]dispatch.Result(nil), w.results...)
 	}
-	w.bot.Dispatcher.Result = func(r dispatch.Result) { w.mu.Lock(); w.results = append(w.results, r); w.mu.Unlock() }
 	issue := w.fake.AddIssue(repoName, fakegithub.Issue{Title: "token check", User: "alice"})
 	if _, err := w.alice.CreateComment(context.Background(), github.Repo{Owner: "octo", Name: "app"}, issue, "/agent "+demo.Prompt); err != nil {
 		t.Fatal(err)
@@ -534,8 +538,8 @@ func TestTrackingCommentWarnsWithoutSandbox(t *testing.T) {
 	for _, mech := range []string{"none", "bwrap"} {
 		t.Run(mech, func(t *testing.T) {
 			w := newLiveWorld(t, "token", "")
+			w.opts.Sandbox = mech
 			w.login()
-			w.bot.Dispatcher.Sandbox = mech
 			first := w.request("sandbox " + mech)
 			var tracking string // on the issue the request came from
 			for n := 1; n < first.PR; n++ {

@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/agentos/agentos/bot/auth"
@@ -38,16 +39,26 @@ func GitBaseURL(apiURL string) (string, error) {
 	return strings.TrimSuffix(u.String(), "/"), nil
 }
 
-// GitHubBot is the webhook server's GitHub side: the client and a
-// dispatcher whose bot login is learned from GitHub (Login).
+// GitHubBot is the webhook server's GitHub side: the client, the
+// session worktrees and the run manager, from which its Dispatcher is
+// built once the bot's login is known (Dispatcher).
 type GitHubBot struct {
-	Client     *github.Client
-	Dispatcher *Dispatcher
-	cfg        config.Config
-	log        *slog.Logger
+	Client *github.Client
+	// Runs is the run manager the bot's dispatcher runs sessions with:
+	// the server stops its runs on SIGTERM, before the dispatcher exists.
+	Runs *run.Manager
+
+	cfg     config.Config
+	log     *slog.Logger
+	git     worktrees
+	engines Engines
+	gitURL  string
+
+	mu    sync.Mutex
+	login string // learned by Login; the commits' author in App mode
 }
 
-// NewGitHubBot wires a dispatcher for the server configuration: the GitHub
+// NewGitHubBot wires the bot for the server configuration: the GitHub
 // client (App or token), worktrees under DataDir/git on the git host that
 // serves the API URL, runs over st with engines.
 func NewGitHubBot(cfg config.Config, st store.Store, engines Engines, log *slog.Logger) (*GitHubBot, error) {
@@ -67,6 +78,9 @@ func NewGitHubBotOver(cfg config.Config, st store.Store, engines Engines, log *s
 	default:
 		return nil, errors.New("no GitHub credentials")
 	}
+	if engines == nil {
+		return nil, fmt.Errorf("%w: missing Engines", ErrConfig)
+	}
 	client, err := github.New(gcfg)
 	if err != nil {
 		return nil, err
@@ -75,13 +89,13 @@ func NewGitHubBotOver(cfg config.Config, st store.Store, engines Engines, log *s
 	if err != nil {
 		return nil, err
 	}
+	b := &GitHubBot{Client: client, Runs: run.NewManager(st), cfg: cfg, log: log, engines: engines, gitURL: gitURL}
 	// Git uses the same credential as the API: the token, or the
 	// repository's installation token (cached until shortly before it
 	// expires, shared with the API calls).
 	token := func(ctx context.Context, r worktree.Repo) (string, error) {
 		return client.GitTokenFor(ctx, r.Owner, r.Name)
 	}
-	d := &Dispatcher{}
 	// With an installation token (App mode, and GITHUB_TOKEN in the
 	// Action) session branches are published through the Git Data API, so
 	// GitHub signs the commits and shows them as Verified; a personal
@@ -99,16 +113,18 @@ func NewGitHubBotOver(cfg config.Config, st store.Store, engines Engines, log *s
 	} else {
 		// The bot's own account: the token's user (GET /user, already
 		// asked for the login), or the app's <slug>[bot], with GitHub's
-		// noreply address so that GitHub links the commits to it.
+		// noreply address so that GitHub links the commits to it. Only
+		// the dispatcher commits, and it is built after Login.
 		wcfg.AuthorFor = func(ctx context.Context, r worktree.Repo) (worktree.Identity, error) {
+			login := b.botLogin()
 			if client.IsApp() {
 				// An installation's token publishes through the API
 				// (worktree.PublishAuto): GitHub makes every published
 				// commit the app's, so the local commit's author never
 				// leaves the machine and is not worth a GET /users call.
-				return worktree.Identity{Name: d.BotLogin, Email: d.BotLogin + "@users.noreply.github.com"}, nil
+				return worktree.Identity{Name: login, Email: login + "@users.noreply.github.com"}, nil
 			}
-			id, err := client.CommitIdentity(ctx, r.Owner, r.Name, d.BotLogin)
+			id, err := client.CommitIdentity(ctx, r.Owner, r.Name, login)
 			return worktree.Identity{Name: id.Name, Email: id.Email}, err
 		}
 	}
@@ -116,35 +132,19 @@ func NewGitHubBotOver(cfg config.Config, st store.Store, engines Engines, log *s
 	if err != nil {
 		return nil, err
 	}
-	*d = Dispatcher{
-		Trigger:   cfg.TriggerWord,
-		BotLogin:  cfg.BotLogin,
-		GitHub:    client,
-		Git:       worktrees{M: wm, Branch: cfg.ArtifactBranch, OnSessionBranch: cfg.LogOnSessionBranch, Prefix: cfg.BranchPrefix},
-		Runs:      run.NewManager(st),
-		Engines:   engines,
-		Log:       log,
-		ServerURL: gitURL,
-		// Validated with the configuration (worktree.CheckBranchPrefix).
-		BranchPrefix: cfg.BranchPrefix,
-	}
-	if client.IsApp() {
-		d.Installations = client
-	}
-	// `/agent review` and `/agent triage` run the workflow plane's cycles
-	// on the same worktrees, engines and store as every run.
-	plane := &workflowPlane{D: d}
-	// A review's safe_auto findings become one fix proposal that waits
-	// for approval like any `/agent` request.
-	d.Workflows = &Workflows{Reviewer: plane, Triager: plane, ProposeFixes: true}
-	return &GitHubBot{Client: client, Dispatcher: d, cfg: cfg, log: log}, nil
+	b.git = worktrees{M: wm, Branch: cfg.ArtifactBranch, OnSessionBranch: cfg.LogOnSessionBranch, Prefix: cfg.BranchPrefix}
+	return b, nil
+}
+
+func (b *GitHubBot) botLogin() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.login
 }
 
 // Login learns the bot's own login (unless configured), retrying while
 // GitHub is unreachable: intake goes on meanwhile, deliveries wait in the
-// queue. The authorizer is built once the login is known, since the bot
-// must never authorize itself. Until Login returns the dispatcher must not
-// be used.
+// queue. The client caches it: a later call asks GitHub nothing.
 func (b *GitHubBot) Login(ctx context.Context) (string, error) {
 	cfg, log := b.cfg, b.log
 	login := cfg.BotLogin
@@ -160,10 +160,74 @@ func (b *GitHubBot) Login(ctx context.Context) (string, error) {
 		case <-time.After(wait):
 		}
 	}
-	b.Dispatcher.BotLogin = login
-	// The permission check runs on each repository's installation in App
-	// mode (the app's JWT cannot read collaborators), as every
-	// repository-scoped call of the client does.
-	b.Dispatcher.Auth = auth.New(b.Client, auth.Policy{AllowedUsers: cfg.AllowedUsers, AllowedBots: cfg.AllowedBots, BotLogin: login})
+	b.mu.Lock()
+	b.login = login
+	b.mu.Unlock()
 	return login, nil
+}
+
+// BotOptions are the settings of a GitHubBot's dispatcher that come from
+// the program rather than the configuration (see Config for each).
+type BotOptions struct {
+	// ServerURL replaces the web address derived from the API URL (the
+	// Action has GITHUB_SERVER_URL).
+	ServerURL  string
+	Result     func(Result)
+	Sandbox    string
+	ViewerBase string
+	Preflight  func(ctx context.Context) error
+	Leases     SessionLeases
+	// Workflows replaces the bot's default: review and triage on its own
+	// workflow plane, with fix proposals.
+	Workflows          *Workflows
+	ResumeFromArtifact bool
+}
+
+// Dispatcher learns the bot's login (Login: it waits for GitHub) and
+// builds the bot's dispatcher with it. The authorizer is built once the
+// login is known, since the bot must never authorize itself; the
+// permission check runs on each repository's installation in App mode
+// (the app's JWT cannot read collaborators), as every repository-scoped
+// call of the client does. Each call builds a new dispatcher over the
+// same client, worktrees and run manager.
+func (b *GitHubBot) Dispatcher(ctx context.Context, o BotOptions) (*Dispatcher, error) {
+	login, err := b.Login(ctx)
+	if err != nil {
+		return nil, err
+	}
+	cfg := b.cfg
+	c := Config{
+		Trigger:   cfg.TriggerWord,
+		BotLogin:  login,
+		GitHub:    b.Client,
+		Auth:      auth.New(b.Client, auth.Policy{AllowedUsers: cfg.AllowedUsers, AllowedBots: cfg.AllowedBots, BotLogin: login}),
+		Git:       b.git,
+		Runs:      b.Runs,
+		Engines:   b.engines,
+		Log:       b.log,
+		ServerURL: b.gitURL,
+		// Validated with the configuration (worktree.CheckBranchPrefix).
+		BranchPrefix:       cfg.BranchPrefix,
+		Result:             o.Result,
+		Sandbox:            o.Sandbox,
+		ViewerBase:         o.ViewerBase,
+		Preflight:          o.Preflight,
+		Leases:             o.Leases,
+		ResumeFromArtifact: o.ResumeFromArtifact,
+		// `/agent review` and `/agent triage` run the workflow plane's
+		// cycles on the same worktrees, engines and store as every run;
+		// a review's safe_auto findings become one fix proposal that
+		// waits for approval like any `/agent` request.
+		Workflows: &Workflows{OwnPlane: true, ProposeFixes: true},
+	}
+	if o.ServerURL != "" {
+		c.ServerURL = o.ServerURL
+	}
+	if o.Workflows != nil {
+		c.Workflows = o.Workflows
+	}
+	if b.Client.IsApp() {
+		c.Installations = b.Client
+	}
+	return New(c)
 }

@@ -98,14 +98,16 @@ func TestGitHubBotFromServerConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	login, err := bot.Login(context.Background())
-	if err != nil || login != "agentos-bot[bot]" {
-		t.Fatalf("login = %q, %v", login, err)
+	var res Result
+	d, err := bot.Dispatcher(context.Background(), BotOptions{Result: func(r Result) { res = r }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.BotLogin() != "agentos-bot[bot]" {
+		t.Fatalf("login = %q", d.BotLogin())
 	}
 	fake.AddComment("octo/app", issue, "alice", "/agent "+demo.Prompt)
-	var res Result
-	bot.Dispatcher.Result = func(r Result) { res = r }
-	err = bot.Dispatcher.Dispatch(context.Background(), webhook.Trigger{Kind: webhook.KindComment, Repo: "octo/app", Owner: "octo", Name: "app", Number: issue, Author: "alice", AuthorType: "User", Body: "/agent " + demo.Prompt, IssueState: "open", DeliveryID: "d-1"})
+	err = d.Dispatch(context.Background(), webhook.Trigger{Kind: webhook.KindComment, Repo: "octo/app", Owner: "octo", Name: "app", Number: issue, Author: "alice", AuthorType: "User", Body: "/agent " + demo.Prompt, IssueState: "open", DeliveryID: "d-1"})
 	if err != nil || res.Status != "paused" || res.PR == 0 {
 		t.Fatalf("dispatch: %+v, %v", res, err)
 	}
@@ -142,7 +144,7 @@ func TestInstallationsFollowThePayloads(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			log := &installationLog{}
-			d := &Dispatcher{Installations: log, Log: slog.New(slog.DiscardHandler)}
+			d := newTestDispatcher(t, Config{Installations: log, Log: slog.New(slog.DiscardHandler)})
 			if err := d.Dispatch(context.Background(), tt.t); err != nil {
 				t.Fatal(err)
 			}

@@ -9,7 +9,7 @@ import (
 )
 
 // Installations records which GitHub App installation serves a
-// repository (see Dispatcher.Installations).
+// repository (see Config.Installations).
 type Installations interface {
 	RememberInstallation(owner, repo string, id int64)
 	ForgetInstallation(id int64)
@@ -17,8 +17,8 @@ type Installations interface {
 
 // remember tells Installations that id serves repo.
 func (d *Dispatcher) remember(repo github.Repo, id int64) {
-	if d.Installations != nil && id > 0 {
-		d.Installations.RememberInstallation(repo.Owner, repo.Name, id)
+	if d.installs != nil && id > 0 {
+		d.installs.RememberInstallation(repo.Owner, repo.Name, id)
 	}
 }
 
@@ -30,12 +30,12 @@ func (d *Dispatcher) remember(repo github.Repo, id int64) {
 func (d *Dispatcher) installationChanged(t webhook.Trigger) Result {
 	d.log().Info("installation changed", "action", t.Action, "installation", t.InstallationID, "repositories", t.Repositories, "by", t.Author)
 	res := Result{Outcome: "recorded", Reason: "installation " + t.Action}
-	if d.Installations == nil || t.InstallationID <= 0 {
+	if d.installs == nil || t.InstallationID <= 0 {
 		return res
 	}
 	switch t.Action {
 	case "deleted", "suspend", "removed":
-		d.Installations.ForgetInstallation(t.InstallationID)
+		d.installs.ForgetInstallation(t.InstallationID)
 	case "created", "added":
 		for _, full := range t.Repositories {
 			if r, ok := github.ParseRepo(full); ok {

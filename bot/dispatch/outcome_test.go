@@ -20,7 +20,7 @@ import (
 // a buffer.
 func (w *world) logTo() *bytes.Buffer {
 	var b bytes.Buffer
-	w.d.Log = slog.New(slog.NewTextHandler(&b, nil))
+	w.configure(func(c *dispatch.Config) { c.Log = slog.New(slog.NewTextHandler(&b, nil)) })
 	return &b
 }
 
@@ -123,7 +123,7 @@ func TestPreflight(t *testing.T) {
 			w := newWorld(t)
 			logs := w.logTo()
 			calls := 0
-			w.d.Preflight = func(context.Context) error { calls++; return tt.err }
+			w.configure(func(c *dispatch.Config) { c.Preflight = func(context.Context) error { calls++; return tt.err } })
 			w.fake.AddComment(repoName, w.issue, "alice", "/agent "+demo.Prompt)
 			w.fake.ResetCalls()
 			err := w.d.Dispatch(context.Background(), webhook.Trigger{Kind: webhook.KindComment, Repo: repoName, Owner: "octo", Name: "app", Number: w.issue,
@@ -174,7 +174,7 @@ func TestPreflight(t *testing.T) {
 	// Answers to a paused run do not call it: only new runs do.
 	w := newWorld(t)
 	res := w.comment(w.issue, false, "alice", "/agent "+demo.Prompt)
-	w.d.Preflight = func(context.Context) error { return unreachable }
+	w.configure(func(c *dispatch.Config) { c.Preflight = func(context.Context) error { return unreachable } })
 	if got := w.review(res.PR, "alice", "approved", ""); got.Status != "completed" {
 		t.Errorf("approval with a failing preflight: %+v", got)
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/agentos/agentos/bot/auth"
+	"github.com/agentos/agentos/bot/dispatch"
 	"github.com/agentos/agentos/bot/github"
 	"github.com/agentos/agentos/bot/internal/fakegithub"
 	"github.com/agentos/agentos/bot/webhook"
@@ -66,7 +67,9 @@ func TestPermissionMatrix(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.d.Auth = auth.New(gh, auth.Policy{BotLogin: botLogin, AllowedBots: []string{"renovate[bot]"}})
+	w.configure(func(c *dispatch.Config) {
+		c.Auth = auth.New(gh, auth.Policy{BotLogin: botLogin, AllowedBots: []string{"renovate[bot]"}})
+	})
 
 	ctx := context.Background()
 	trigger := func(a matrixActor, tr webhook.Trigger) webhook.Trigger {

@@ -42,7 +42,7 @@ var errCyclePaused = errors.New("the cycle paused for an approval; review and tr
 // result and the session's usage.
 func (p *workflowPlane) execute(ctx context.Context, repo github.Repo, number int, base Base, untrusted bool, req cycle.Request) (cycle.Result, replay.Usage, error) {
 	d := p.D
-	wt, err := d.Git.Start(ctx, repo, p.D.branchPrefix()+req.SessionID, base)
+	wt, err := d.git.Start(ctx, repo, p.D.branchPrefix()+req.SessionID, base)
 	if err != nil {
 		return cycle.Result{}, replay.Usage{}, fmt.Errorf("prepare the worktree: %w", err)
 	}
@@ -81,10 +81,10 @@ func (p *workflowPlane) execute(ctx context.Context, repo github.Repo, number in
 func (p *workflowPlane) run(ctx context.Context, repo github.Repo, x *cycle.Executor, req cycle.Request) (cycle.Result, error) {
 	d := p.D
 	sid := req.SessionID
-	if _, err := d.Runs.CloseEnded(ctx, sid); err != nil {
+	if _, err := d.runs.CloseEnded(ctx, sid); err != nil {
 		return cycle.Result{}, err
 	}
-	evs, err := d.Runs.Store.Read(ctx, sid, 1)
+	evs, err := d.runs.Store.Read(ctx, sid, 1)
 	if err != nil {
 		return cycle.Result{}, err
 	}
@@ -99,7 +99,7 @@ func (p *workflowPlane) run(ctx context.Context, repo github.Repo, x *cycle.Exec
 	if err != nil {
 		return cycle.Result{}, err
 	}
-	if snap.RunID == "" || cycle.ResultFromLog(evs, snap.RunID).Cycle != c.ID || d.Runs.Running(sid) {
+	if snap.RunID == "" || cycle.ResultFromLog(evs, snap.RunID).Cycle != c.ID || d.runs.Running(sid) {
 		return x.Run(ctx, req)
 	}
 	switch snap.RunStatus {
@@ -120,7 +120,7 @@ func (p *workflowPlane) run(ctx context.Context, repo github.Repo, x *cycle.Exec
 	return x.Run(ctx, req)
 }
 
-// engine builds the engine of a session's worktree (d.Engines, which
+// engine builds the engine of a session's worktree (d.engines, which
 // assembles it with setup.Build) and returns it with its workflow plane:
 // the built-in plane plus the worktree's .agent/workflows, except for
 // untrusted code (a fork's pull request): the built-in plane only. A
@@ -129,8 +129,8 @@ func (p *workflowPlane) run(ctx context.Context, repo github.Repo, x *cycle.Exec
 // plane starts cycles through another manager or holds the repository's
 // definitions for untrusted code, is refused.
 func (d *Dispatcher) engine(ctx context.Context, r EngineRequest) (*run.Engine, *cycle.Executor, func(), error) {
-	r.Runs = d.Runs
-	eng, release, err := d.Engines(ctx, r)
+	r.Runs = d.runs
+	eng, release, err := d.engines(ctx, r)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -138,7 +138,7 @@ func (d *Dispatcher) engine(ctx context.Context, r EngineRequest) (*run.Engine, 
 	switch {
 	case x == nil || x.Registry == nil:
 		err = errors.New("the run engine has no workflow plane (assemble it with setup.Options.Runs)")
-	case x.Manager != d.Runs:
+	case x.Manager != d.runs:
 		err = errors.New("the run engine's workflow plane starts cycles through another run manager")
 	case r.Untrusted && x.Registry.FromSource(workflow.RepoDir):
 		err = errors.New("the run engine loaded the repository's workflow definitions for untrusted code")
@@ -189,7 +189,7 @@ func (p *workflowPlane) Triage(ctx context.Context, in review.TriageInput) (revi
 	if !ok {
 		return review.TriageOutput{}, fmt.Errorf("triage: repository %q", in.Repo)
 	}
-	def, err := p.D.GitHub.DefaultBranch(ctx, repo)
+	def, err := p.D.gh.DefaultBranch(ctx, repo)
 	if err != nil {
 		return review.TriageOutput{}, err
 	}

@@ -58,8 +58,7 @@ func TestScenarioReviewThroughTheWorkflowPlane(t *testing.T) {
 	w.fake.SetRef(repoName, "heads/find-users", head)
 	pr := w.fake.AddPullRequest(repoName, fakegithub.PullRequest{Title: "Find users by name", User: "alice", Head: "find-users", HeadSHA: head, Base: "main",
 		Files: []fakegithub.PRFile{{Path: "db.go", Status: "added", Patch: "@@ -0,0 +1,8 @@\n" + prefixLines(planeDBGo, "+")}}})
-	plane := &dispatch.Plane{D: w.d}
-	w.d.Workflows = &dispatch.Workflows{Reviewer: plane, Triager: plane}
+	w.configure(func(c *dispatch.Config) { c.Workflows = &dispatch.Workflows{OwnPlane: true} })
 
 	res := w.comment(pr, true, "alice", "/agent review")
 	if res.Outcome != "reviewed" || res.Status != "done" {
@@ -135,8 +134,7 @@ roles:
 	w.start(t.TempDir())
 	w.fake.AddLabel(repoName, fakegithub.Label{Name: "bug"})
 	w.fake.AddLabel(repoName, fakegithub.Label{Name: "Security"})
-	plane := &dispatch.Plane{D: w.d}
-	w.d.Workflows = &dispatch.Workflows{Reviewer: plane, Triager: plane}
+	w.configure(func(c *dispatch.Config) { c.Workflows = &dispatch.Workflows{OwnPlane: true} })
 
 	res := w.comment(w.issue, false, "alice", "/agent triage")
 	if res.Outcome != "triaged" || res.Status != "done" {

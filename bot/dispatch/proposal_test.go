@@ -63,8 +63,7 @@ func proposalWorld(t *testing.T) (*world, int, string) {
 	w.fake.SetRef(repoName, "heads/find-users", head)
 	pr := w.fake.AddPullRequest(repoName, fakegithub.PullRequest{Title: "Find users by name", User: "alice", Head: "find-users", HeadSHA: head, Base: "main",
 		Files: []fakegithub.PRFile{{Path: "db.go", Status: "added", Patch: "@@ -0,0 +1,8 @@\n" + prefixLines(typoDBGo, "+")}}})
-	plane := &dispatch.Plane{D: w.d}
-	w.d.Workflows = &dispatch.Workflows{Reviewer: plane, Triager: plane, ProposeFixes: true}
+	w.configure(func(c *dispatch.Config) { c.Workflows = &dispatch.Workflows{OwnPlane: true, ProposeFixes: true} })
 	return w, pr, head
 }
 
@@ -201,14 +200,16 @@ func TestScenarioReviewProposesSafeFixes(t *testing.T) {
 func TestScenarioReviewRetriedAfterTheProposalStarted(t *testing.T) {
 	w, pr, _ := proposalWorld(t)
 	failOnce := errors.New("the model provider is unreachable")
-	w.d.Preflight = func(context.Context) error {
-		if failOnce != nil {
-			err := failOnce
-			failOnce = nil
-			return err
+	w.configure(func(c *dispatch.Config) {
+		c.Preflight = func(context.Context) error {
+			if failOnce != nil {
+				err := failOnce
+				failOnce = nil
+				return err
+			}
+			return nil
 		}
-		return nil
-	}
+	})
 	w.fake.AddComment(repoName, pr, "alice", "/agent review")
 	tr := webhook.Trigger{Kind: webhook.KindComment, Number: pr, IsPR: true, Author: "alice", AuthorType: "User", Body: "/agent review", IssueState: "open",
 		Repo: repoName, Owner: "octo", Name: "app", DeliveryID: "review-delivery", Attempt: 1}
@@ -269,10 +270,10 @@ func TestScenarioReviewRetriedAfterTheProposalStarted(t *testing.T) {
 // `/agent <prompt>`.
 func TestReviewProposesNothingForARequesterWhoMayNotRun(t *testing.T) {
 	w := newReviewWorld(t)
-	w.d.Workflows.ProposeFixes = true
+	w.configure(func(c *dispatch.Config) { c.Workflows.ProposeFixes = true })
 	tr := webhook.Trigger{Kind: webhook.KindComment, Number: w.pr, IsPR: true, Author: "rita", AuthorType: "User", IssueState: "open",
 		Repo: repoName, Owner: "octo", Name: "app", DeliveryID: "opened-1"}
-	if err := w.d.RunCycle(context.Background(), tr, dispatch.CycleReview, ""); err != nil {
+	if err := w.d.RunCycle(context.Background(), tr, dispatch.CycleReview, "", dispatch.CycleOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	res := w.results[len(w.results)-1]

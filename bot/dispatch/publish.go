@@ -52,7 +52,7 @@ func (d *Dispatcher) publish(ctx context.Context, repo github.Repo, sid string, 
 	changes := replay.WorkspaceChanges(evs, after)
 	msg := commitMessageAt(l.Prompt, out, lastSeq)
 	if again != nil && l.PR == 0 {
-		pr, found, err := d.GitHub.PullRequestByHead(ctx, repo, l.Branch)
+		pr, found, err := d.gh.PullRequestByHead(ctx, repo, l.Branch)
 		if err != nil {
 			return res, err
 		}
@@ -75,7 +75,7 @@ func (d *Dispatcher) publish(ctx context.Context, repo github.Repo, sid string, 
 		if l.TrackingComment != 0 {
 			note := "\n\n---\n⚠️ **Nothing was published.** " + tracking.Plain(changed.Error(), 600, d.trigger()) +
 				" The session's log keeps what happened; ask again to redo the work."
-			if e := d.GitHub.EditComment(ctx, repo, l.TrackingComment, tracking.Fit(d.renderTracking("", snap, "")+note)); e != nil {
+			if e := d.gh.EditComment(ctx, repo, l.TrackingComment, tracking.Fit(d.renderTracking("", snap, "")+note)); e != nil {
 				err = errors.Join(err, e)
 			}
 		}
@@ -91,7 +91,7 @@ func (d *Dispatcher) publish(ctx context.Context, repo github.Repo, sid string, 
 	}
 	created := false
 	if l.PR == 0 && (made || out.Status == run.StatusPaused || (again != nil && again.onRemote)) {
-		pr, err := d.GitHub.CreateDraftPR(ctx, repo, github.NewPR{Head: l.Branch, Base: l.BaseRef, Title: "agentos: " + oneLine(l.Prompt, 72), Body: renderPRBody(l, snap, d.logRefURL(repo, sid, l), d.trigger())})
+		pr, err := d.gh.CreateDraftPR(ctx, repo, github.NewPR{Head: l.Branch, Base: l.BaseRef, Title: "agentos: " + oneLine(l.Prompt, 72), Body: renderPRBody(l, snap, d.logRefURL(repo, sid, l), d.trigger())})
 		if err != nil {
 			return res, err
 		}
@@ -104,7 +104,7 @@ func (d *Dispatcher) publish(ctx context.Context, repo github.Repo, sid string, 
 			l.RequestedIDs = append(l.RequestedIDs, a.ID)
 		}
 		l.RequestedOn = ""
-		if d.Git.ArtifactBranch() != "" {
+		if d.git.ArtifactBranch() != "" {
 			l.RequestedOn = head // the review below is made on it
 		}
 	}
@@ -112,11 +112,11 @@ func (d *Dispatcher) publish(ctx context.Context, repo github.Repo, sid string, 
 		pr := github.PullRequest{Number: l.PR, NodeID: l.PRNodeID, Draft: true}
 		if known != nil && known.Number == l.PR {
 			pr = *known
-		} else if pr, err = d.GitHub.PullRequest(ctx, repo, l.PR); err != nil {
+		} else if pr, err = d.gh.PullRequest(ctx, repo, l.PR); err != nil {
 			return res, err
 		}
 		if pr.Draft {
-			if err := d.GitHub.MarkReady(ctx, repo, pr); err != nil {
+			if err := d.gh.MarkReady(ctx, repo, pr); err != nil {
 				return res, err
 			}
 		}
@@ -130,7 +130,7 @@ func (d *Dispatcher) publish(ctx context.Context, repo github.Repo, sid string, 
 	if err != nil {
 		return res, err
 	}
-	if d.Git.ArtifactBranch() == "" {
+	if d.git.ArtifactBranch() == "" {
 		head = artSHA // the log went on the session branch
 	}
 	if out.Status == run.StatusPaused {
@@ -143,7 +143,7 @@ func (d *Dispatcher) publish(ctx context.Context, repo github.Repo, sid string, 
 		// GitHub records the review's commit: that is the head the
 		// approvals bind to (see answer).
 		if !posted {
-			if _, err := d.GitHub.CreateReview(ctx, repo, l.PR, head, renderApprovalReview(d.trigger(), snap, head)); err != nil {
+			if _, err := d.gh.CreateReview(ctx, repo, l.PR, head, renderApprovalReview(d.trigger(), snap, head)); err != nil {
 				return res, err
 			}
 		}
@@ -162,12 +162,12 @@ func (d *Dispatcher) publish(ctx context.Context, repo github.Repo, sid string, 
 	logURL := d.logURL(repo, artSHA, sid)
 	res.LogURL = logURL
 	if l.PR != 0 && !created {
-		if err := d.GitHub.EditPRBody(ctx, repo, l.PR, renderPRBody(l, snap, d.logRefURL(repo, sid, l), d.trigger())); err != nil {
+		if err := d.gh.EditPRBody(ctx, repo, l.PR, renderPRBody(l, snap, d.logRefURL(repo, sid, l), d.trigger())); err != nil {
 			return res, err
 		}
 	}
 	if l.TrackingComment != 0 {
-		if err := d.GitHub.EditComment(ctx, repo, l.TrackingComment, d.renderTracking(head, snap, logURL)); err != nil {
+		if err := d.gh.EditComment(ctx, repo, l.TrackingComment, d.renderTracking(head, snap, logURL)); err != nil {
 			return res, err
 		}
 	}
@@ -179,7 +179,7 @@ func (d *Dispatcher) publish(ctx context.Context, repo github.Repo, sid string, 
 // its events, from which publish takes the change set of its file tools
 // (the only worktree content a session commit takes).
 func (d *Dispatcher) publishedState(ctx context.Context, sid string) (replay.Snapshot, int64, []event.Event, error) {
-	evs, err := d.Runs.Store.Read(ctx, sid, 1)
+	evs, err := d.runs.Store.Read(ctx, sid, 1)
 	if err != nil {
 		return replay.Snapshot{}, 0, nil, err
 	}
@@ -200,7 +200,7 @@ func (d *Dispatcher) snapshotAt(ctx context.Context, sid string) (replay.Snapsho
 // branch.
 func (d *Dispatcher) commitArtifact(ctx context.Context, repo github.Repo, sid string, wt Worktree) (replay.Snapshot, string, error) {
 	var buf bytes.Buffer
-	if _, err := store.Export(ctx, d.Runs.Store, sid, &buf); err != nil {
+	if _, err := store.Export(ctx, d.runs.Store, sid, &buf); err != nil {
 		return replay.Snapshot{}, "", err
 	}
 	snap, err := replay.ReplayReader(bytes.NewReader(buf.Bytes()))
@@ -211,7 +211,7 @@ func (d *Dispatcher) commitArtifact(ctx context.Context, repo github.Repo, sid s
 	if err != nil {
 		return replay.Snapshot{}, "", err
 	}
-	sha, err := d.Git.CommitArtifact(ctx, repo, sid, wt, buf.Bytes(), append(sj, '\n'))
+	sha, err := d.git.CommitArtifact(ctx, repo, sid, wt, buf.Bytes(), append(sj, '\n'))
 	return snap, sha, err
 }
 
@@ -219,7 +219,7 @@ func (d *Dispatcher) commitArtifact(ctx context.Context, repo github.Repo, sid s
 // latest log, whatever commit): the PR description uses it, so that it is
 // written once with the PR and need not change with every log commit.
 func (d *Dispatcher) logRefURL(repo github.Repo, sid string, l link) string {
-	ref := d.Git.ArtifactBranch()
+	ref := d.git.ArtifactBranch()
 	if ref == "" {
 		ref = l.Branch
 	}
@@ -228,10 +228,10 @@ func (d *Dispatcher) logRefURL(repo github.Repo, sid string, l link) string {
 
 // server is GitHub's web address, without a trailing slash.
 func (d *Dispatcher) server() string {
-	if d.ServerURL == "" {
+	if d.serverURL == "" {
 		return "https://github.com"
 	}
-	return strings.TrimRight(d.ServerURL, "/")
+	return strings.TrimRight(d.serverURL, "/")
 }
 
 // commentURL is the web address of comment id on issue or pull request
@@ -246,7 +246,7 @@ func (d *Dispatcher) commentURL(repo github.Repo, number int, id int64) string {
 func (d *Dispatcher) logURL(repo github.Repo, commit, sid string) string {
 	server := d.server()
 	dir := "sessions/" + sid
-	if d.Git.ArtifactBranch() == "" {
+	if d.git.ArtifactBranch() == "" {
 		dir = ".agent/sessions/" + sid
 	}
 	return fmt.Sprintf("%s/%s/blob/%s/%s/events.jsonl", server, repo.FullName(), commit, dir)

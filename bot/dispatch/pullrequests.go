@@ -18,7 +18,7 @@ func (d *Dispatcher) pullRequest(ctx context.Context, repo github.Repo, t webhoo
 	if pr, ok := prFromTrigger(t); ok {
 		return pr, nil
 	}
-	return d.GitHub.PullRequest(ctx, repo, t.Number)
+	return d.gh.PullRequest(ctx, repo, t.Number)
 }
 
 func prFromTrigger(t webhook.Trigger) (github.PullRequest, bool) {

@@ -61,15 +61,15 @@ type recovery struct {
 // on the remote). The caller holds the session's lease.
 func (d *Dispatcher) recoverSession(ctx context.Context, repo github.Repo, sid string, l link, base *Base, outcome string, known *github.PullRequest) (Result, error) {
 	res := Result{Outcome: "recorded", Reason: "this delivery's session was begun by an earlier attempt", SessionID: sid, PR: l.PR}
-	if d.Runs.Running(sid) {
+	if d.runs.Running(sid) {
 		return res, nil // this process runs it; its flow publishes
 	}
 	// A process that died between the run's terminal report and its
 	// session.close left the log unclosed.
-	if _, err := d.Runs.CloseEnded(ctx, sid); err != nil {
+	if _, err := d.runs.CloseEnded(ctx, sid); err != nil {
 		return res, err
 	}
-	evs, err := d.Runs.Store.Read(ctx, sid, 1)
+	evs, err := d.runs.Store.Read(ctx, sid, 1)
 	if err != nil {
 		return res, err
 	}
@@ -114,9 +114,9 @@ func (d *Dispatcher) recoverSession(ctx context.Context, repo github.Repo, sid s
 		var runErr error
 		if takeover {
 			d.log().Info("taking over a run whose process stopped", "session", sid, "repo", repo.FullName(), "run", snap.RunID)
-			out, runErr = d.Runs.Takeover(ctx, eng, sid, wt.Dir(), "", "")
+			out, runErr = d.runs.Takeover(ctx, eng, sid, wt.Dir(), "", "")
 		} else {
-			out, runErr = d.Runs.Resume(ctx, eng, sid, wt.Dir(), "")
+			out, runErr = d.runs.Resume(ctx, eng, sid, wt.Dir(), "")
 		}
 		if runErr != nil && out.Status == "" {
 			return res, runErr
@@ -129,7 +129,7 @@ func (d *Dispatcher) recoverSession(ctx context.Context, repo github.Repo, sid s
 // closeOrphan ends a run that cannot continue with its report_missing
 // terminal report, saying why, and shows it.
 func (d *Dispatcher) closeOrphan(ctx context.Context, repo github.Repo, sid string, l link, res Result, why string) (Result, error) {
-	out, err := d.Runs.CloseOrphanReason(ctx, sid, why)
+	out, err := d.runs.CloseOrphanReason(ctx, sid, why)
 	if err != nil {
 		return res, err
 	}
@@ -141,12 +141,12 @@ func (d *Dispatcher) closeOrphan(ctx context.Context, repo github.Repo, sid stri
 	// The draft pull request (and the approval requests its reviews hold)
 	// says the run ended and why: a maintainer is not left waiting on it.
 	if l.PR != 0 {
-		if err := d.GitHub.EditPRBody(ctx, repo, l.PR, renderPRBody(l, snap, d.logRefURL(repo, sid, l), d.trigger())); err != nil {
+		if err := d.gh.EditPRBody(ctx, repo, l.PR, renderPRBody(l, snap, d.logRefURL(repo, sid, l), d.trigger())); err != nil {
 			return res, err
 		}
 	}
 	if l.TrackingComment != 0 {
-		if err := d.GitHub.EditComment(ctx, repo, l.TrackingComment, d.renderTracking("", snap, d.logURL(repo, artSHA, sid))); err != nil {
+		if err := d.gh.EditComment(ctx, repo, l.TrackingComment, d.renderTracking("", snap, d.logURL(repo, artSHA, sid))); err != nil {
 			return res, err
 		}
 	}
@@ -170,10 +170,10 @@ func (d *Dispatcher) rebuild(ctx context.Context, repo github.Repo, sid string, 
 		head = unexecutedApprovalRevision(evs)
 	}
 	onRemote := true
-	wt, err := d.Git.Reopen(ctx, repo, l.Branch, head)
+	wt, err := d.git.Reopen(ctx, repo, l.Branch, head)
 	if errors.Is(err, errBranchGone) && base != nil {
 		onRemote = false
-		wt, err = d.Git.Start(ctx, repo, l.Branch, *base)
+		wt, err = d.git.Start(ctx, repo, l.Branch, *base)
 	}
 	if err != nil {
 		return nil, false, err
@@ -256,7 +256,7 @@ func (d *Dispatcher) reviewPosted(ctx context.Context, repo github.Repo, number 
 	for _, p := range snap.PendingApprovals {
 		parts = append(parts, p.ID)
 	}
-	return d.GitHub.HasReview(ctx, repo, number, d.BotLogin, parts...)
+	return d.gh.HasReview(ctx, repo, number, d.botLogin, parts...)
 }
 
 // commitMessageAt is a session commit's message with the seq of the last
@@ -275,7 +275,7 @@ func commitMessageAt(prompt string, out run.Outcome, seq int64) string {
 // the recorded end (CloseEnded) before it publishes.
 func (d *Dispatcher) recoverable(snap replay.Snapshot, l link, t webhook.Trigger, sid string) bool {
 	switch {
-	case d.Runs.Running(sid):
+	case d.runs.Running(sid):
 		return false
 	case snap.RunStatus == replay.RunRunning:
 		return true

@@ -121,15 +121,17 @@ func (w *world) mortalRuns(events int) {
 	profile.Pricing = provider.Pricing{InputPerMTok: 3, OutputPerMTok: 15}
 	script := w.script
 	reg := provider.Registry{"scripted": func(context.Context, provider.Profile) (provider.Provider, error) { return scripted.New(script), nil }}
-	w.d.Runs = run.NewManager(st)
-	w.d.GitHub = &mortal{GitHub: w.d.GitHub, budget: -1, dead: st.isDead}
-	w.d.Engines = func(ctx context.Context, r dispatch.EngineRequest) (*run.Engine, func(), error) {
-		env, err := setup.Build(ctx, setup.Options{Dir: r.Dir, Runs: r.Runs, RequireWorkflows: true, Profile: profile, Providers: reg, SessionID: r.SessionID, Store: st, UntrustedRepo: r.Untrusted})
-		if err != nil {
-			return nil, nil, err
+	w.configure(func(c *dispatch.Config) {
+		c.Runs = run.NewManager(st)
+		c.GitHub = &mortal{GitHub: c.GitHub, budget: -1, dead: st.isDead}
+		c.Engines = func(ctx context.Context, r dispatch.EngineRequest) (*run.Engine, func(), error) {
+			env, err := setup.Build(ctx, setup.Options{Dir: r.Dir, Runs: r.Runs, RequireWorkflows: true, Profile: profile, Providers: reg, SessionID: r.SessionID, Store: st, UntrustedRepo: r.Untrusted})
+			if err != nil {
+				return nil, nil, err
+			}
+			return env.Engine, env.Close, nil
 		}
-		return env.Engine, env.Close, nil
-	}
+	})
 }
 
 // deliverUntilDone dispatches tr; while the process dies, it starts a new
@@ -287,15 +289,15 @@ func TestRepublishAfterDeathAtEachStep(t *testing.T) {
 			var total int
 			ok := t.Run(name, func(t *testing.T) {
 				w := newWorld(t)
-				m := &mortal{GitHub: w.d.GitHub, budget: budget, after: after}
-				w.d.GitHub = m
+				m := &mortal{GitHub: w.cfg.GitHub, budget: budget, after: after}
+				w.configure(func(c *dispatch.Config) { c.GitHub = m })
 				w.fake.AddComment(repoName, w.issue, "alice", "/agent "+demo.Prompt)
 				first := w.deliverUntilDone(webhook.Trigger{Kind: webhook.KindComment, Number: w.issue, Author: "alice", Body: "/agent " + demo.Prompt, IssueState: "open", DeliveryID: "d-request"})
 				if first.Status != "paused" || first.PR == 0 {
 					t.Fatalf("after the request: %+v", first)
 				}
-				if w.d.GitHub != m { // a restart: keep dying at the later writes
-					w.d.GitHub = &mortal{GitHub: w.d.GitHub, budget: -1}
+				if w.cfg.GitHub != m { // a restart: keep dying at the later writes
+					w.configure(func(c *dispatch.Config) { c.GitHub = &mortal{GitHub: c.GitHub, budget: -1} })
 				}
 				p, _ := w.fake.PR(repoName, first.PR)
 				res := w.deliverUntilDone(webhook.Trigger{Kind: webhook.KindReview, Number: first.PR, IsPR: true, Author: "alice", ReviewState: "approved", HeadSHA: p.HeadSHA, DeliveryID: "d-approve"})

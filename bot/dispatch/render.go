@@ -39,7 +39,7 @@ func kindWord(isPR bool) string {
 
 // renderTracking is the session's tracking comment.
 func (d *Dispatcher) renderTracking(head string, s replay.Snapshot, logURL string) string {
-	return tracking.Render(tracking.ViewFromSnapshot(s, tracking.Options{EventsURL: logURL, ViewerURL: d.viewerURL(s.SessionID), Trigger: d.trigger(), HeadSHA: head, Sandbox: d.Sandbox}))
+	return tracking.Render(tracking.ViewFromSnapshot(s, tracking.Options{EventsURL: logURL, ViewerURL: d.viewerURL(s.SessionID), Trigger: d.trigger(), HeadSHA: head, Sandbox: d.sandbox}))
 }
 
 // renderApprovalReview is the body of the review that asks for approvals.
@@ -109,8 +109,8 @@ func endedNote(s replay.Snapshot, trigger string) string {
 
 // viewerURL is the session's run viewer page, or "" without ViewerBase.
 func (d *Dispatcher) viewerURL(sid string) string {
-	if d.ViewerBase == "" || sid == "" {
+	if d.viewerBase == "" || sid == "" {
 		return ""
 	}
-	return strings.TrimRight(d.ViewerBase, "/") + "/runs/" + sid
+	return strings.TrimRight(d.viewerBase, "/") + "/runs/" + sid
 }

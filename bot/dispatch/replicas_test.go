@@ -54,7 +54,7 @@ func TestApprovalAtAnotherReplica(t *testing.T) {
 	}
 	w.startBot() // replica A
 	leasesA := leases("replica-a")
-	w.bot.Dispatcher.Leases = leasesA
+	w.opts.Leases = leasesA
 	w.login()
 	first := w.request("token check")
 
@@ -65,9 +65,9 @@ func TestApprovalAtAnotherReplica(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.startBot() // replica B: a new process, its own data directory
-	w.bot.Dispatcher.Leases = leases("replica-b")
+	w.opts.Leases = leases("replica-b")
 	w.login()
-	before, err := w.bot.Dispatcher.Runs.Store.Read(ctx, first.SessionID, 1)
+	before, err := w.bot.Runs.Store.Read(ctx, first.SessionID, 1)
 	if err != nil || len(before) == 0 {
 		t.Fatalf("B does not see the session's log in the shared store: %d events, %v", len(before), err)
 	}
@@ -90,25 +90,25 @@ func TestApprovalAtAnotherReplica(t *testing.T) {
 	if review.DeliveryID == "" {
 		t.Fatal("no review delivery")
 	}
-	err = w.bot.Dispatcher.Dispatch(ctx, review)
+	err = w.d.Dispatch(ctx, review)
 	if !errors.Is(err, dispatch.ErrSessionBusy) || !errors.Is(err, postgres.ErrLeased) || errors.Is(err, webhook.ErrPermanent) {
 		t.Fatalf("approval at B while A holds the lease: %v", err)
 	}
-	after, _ := w.bot.Dispatcher.Runs.Store.Read(ctx, first.SessionID, 1)
+	after, _ := w.bot.Runs.Store.Read(ctx, first.SessionID, 1)
 	if len(after) != len(before) {
 		t.Fatalf("B appended %d events to a session leased by A", len(after)-len(before))
 	}
 	// A lets go; the queue's retry reaches B (or any replica) again.
 	release()
 	n := len(w.results)
-	if err := w.bot.Dispatcher.Dispatch(ctx, review); err != nil {
+	if err := w.d.Dispatch(ctx, review); err != nil {
 		t.Fatalf("retry: %v", err)
 	}
 	got := w.results[n:]
 	if len(got) == 0 || got[len(got)-1].Status != "completed" || got[len(got)-1].SessionID != first.SessionID {
 		t.Fatalf("after the retry: %+v", got)
 	}
-	evs, _ := w.bot.Dispatcher.Runs.Store.Read(ctx, first.SessionID, 1)
+	evs, _ := w.bot.Runs.Store.Read(ctx, first.SessionID, 1)
 	starts, terminals := 0, 0
 	for _, e := range evs {
 		switch e.Type {
@@ -147,7 +147,7 @@ func replicaWorld(t *testing.T) (*liveWorld, *pgxpool.Pool) {
 		t.Fatal(err)
 	}
 	t.Cleanup(l.Close)
-	w.bot.Dispatcher.Leases = l
+	w.opts.Leases = l
 	w.login()
 	return w, pool
 }
@@ -180,14 +180,14 @@ func TestRedeliveredRequestRunsOnce(t *testing.T) {
 		t.Fatalf("session %s is not the delivery's (%s)", first.SessionID, comment.DeliveryID)
 	}
 	n := len(w.results)
-	if err := w.bot.Dispatcher.Dispatch(context.Background(), comment); err != nil {
+	if err := w.d.Dispatch(context.Background(), comment); err != nil {
 		t.Fatal(err)
 	}
 	got := w.results[n:]
 	if len(got) != 1 || got[0].Outcome != "recorded" || got[0].SessionID != first.SessionID || got[0].Status != "paused" {
 		t.Fatalf("redelivery: %+v", got)
 	}
-	evs, _ := w.bot.Dispatcher.Runs.Store.Read(context.Background(), first.SessionID, 1)
+	evs, _ := w.bot.Runs.Store.Read(context.Background(), first.SessionID, 1)
 	if c := countTypes(evs); c[event.RunStarted] != 1 || c[event.TurnTerminal] != 0 {
 		t.Fatalf("after the redelivery: %v", c)
 	}
@@ -221,7 +221,7 @@ func TestRedeliveredRequestAfterDeath(t *testing.T) {
 		}
 	}
 	sid := dispatch.DeliverySessionID(comment.Number, comment.DeliveryID)
-	st := w.bot.Dispatcher.Runs.Store
+	st := w.bot.Runs.Store
 	// What the dead replica had written.
 	if _, err := st.Append(ctx, sid, 0,
 		event.Draft{RunID: "run-dead", Type: event.SessionStart, Actor: "user", Payload: map[string]any{"prompt": demo.Prompt}},
@@ -233,7 +233,7 @@ func TestRedeliveredRequestAfterDeath(t *testing.T) {
 	for attempt := 0; attempt < 2; attempt++ {
 		n := len(w.results)
 		comment.Attempt = attempt + 2
-		if err := w.bot.Dispatcher.Dispatch(ctx, comment); err != nil {
+		if err := w.d.Dispatch(ctx, comment); err != nil {
 			t.Fatalf("attempt %d: %v", attempt, err)
 		}
 		want := map[int]string{0: "resumed", 1: "recorded"}[attempt]
@@ -291,11 +291,11 @@ func TestCancelAtAnotherReplica(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(leasesB.Close)
-	w.bot.Dispatcher.Leases = leasesB
+	w.opts.Leases = leasesB
 	w.login()
 	cancel := webhook.Trigger{Kind: webhook.KindComment, Repo: repoName, Owner: "octo", Name: "app", Number: first.PR, IsPR: true,
 		Author: "alice", AuthorType: "User", Body: "/agent cancel", IssueState: "open", DeliveryID: "d-cancel", Attempt: 1}
-	if err := w.bot.Dispatcher.Dispatch(ctx, cancel); !errors.Is(err, dispatch.ErrSessionBusy) {
+	if err := w.d.Dispatch(ctx, cancel); !errors.Is(err, dispatch.ErrSessionBusy) {
 		t.Fatalf("cancel at B while A holds the session: %v, want ErrSessionBusy (retried)", err)
 	}
 	select {
@@ -309,7 +309,7 @@ func TestCancelAtAnotherReplica(t *testing.T) {
 	release()
 	cancel.Attempt = 2
 	n := len(w.results)
-	if err := w.bot.Dispatcher.Dispatch(ctx, cancel); err != nil {
+	if err := w.d.Dispatch(ctx, cancel); err != nil {
 		t.Fatalf("the retried cancel: %v", err)
 	}
 	if got := w.results[n:]; len(got) != 1 || got[0].Outcome != "cancelled" || got[0].Status != "cancelled" {

@@ -122,9 +122,11 @@ func newReviewWorld(t *testing.T) *reviewWorld {
 	w.fake.SetRef(repoName, "heads/find-users", head)
 	pr := w.fake.AddPullRequest(repoName, fakegithub.PullRequest{Title: "Find users by name", User: "alice", Head: "find-users", HeadSHA: head, Base: "main", Files: reviewFiles})
 	rv := &policyReviewer{t: t, findings: plantedFindings(), log: w.store}
-	w.d.Workflows = &dispatch.Workflows{Reviewer: rv}
 	logs := &bytes.Buffer{}
-	w.d.Log = slog.New(slog.NewTextHandler(logs, nil))
+	w.configure(func(c *dispatch.Config) {
+		c.Workflows = &dispatch.Workflows{Reviewer: rv}
+		c.Log = slog.New(slog.NewTextHandler(logs, nil))
+	})
 	return &reviewWorld{world: w, pr: pr, head: head, reviewer: rv, logs: logs}
 }
 
@@ -272,7 +274,7 @@ func TestScenarioReviewRefusalsAndMisplacedCommands(t *testing.T) {
 	if len(w.reviewer.inputs) != 0 || len(w.fake.Reviews(repoName, w.pr)) != 0 {
 		t.Errorf("a refused or misplaced command ran the cycle or posted a review")
 	}
-	w.d.Workflows = nil
+	w.configure(func(c *dispatch.Config) { c.Workflows = nil })
 	if res := w.comment(w.pr, true, "alice", "/agent review"); res.Outcome != "replied" || !strings.Contains(lastComment(w.fake.Comments(repoName, w.pr), botLogin).Body, "not configured") {
 		t.Errorf("without the workflow plane: %+v", res)
 	}
@@ -286,7 +288,7 @@ func TestScenarioReviewFallsBackToTheBody(t *testing.T) {
 	// The cycle runs while the PR changes under it: the diff GitHub checks
 	// against no longer has the lines the bot read.
 	moved := &movingReviewer{inner: rv, fake: w.fake, pr: w.pr}
-	w.d.Workflows.Reviewer = moved
+	w.configure(func(c *dispatch.Config) { c.Workflows.Reviewer = moved })
 	res := w.comment(w.pr, true, "alice", "/agent review")
 	if res.Outcome != "reviewed" {
 		t.Fatalf("result = %+v", res)

@@ -42,8 +42,7 @@ roles:
 	w.fake.SetRef(repoName, "heads/find-users", head)
 	pr := w.fake.AddPullRequest(repoName, fakegithub.PullRequest{Title: "Find users by name", User: "alice", Head: "find-users", HeadSHA: head, Base: "main",
 		Files: []fakegithub.PRFile{{Path: "db.go", Status: "added", Patch: "@@ -0,0 +1,8 @@\n" + prefixLines(planeDBGo, "+")}}})
-	plane := &dispatch.Plane{D: w.d}
-	w.d.Workflows = &dispatch.Workflows{Reviewer: plane, Triager: plane}
+	w.configure(func(c *dispatch.Config) { c.Workflows = &dispatch.Workflows{OwnPlane: true} })
 
 	res := w.comment(pr, true, "alice", "/agent review")
 	reviews := w.fake.Reviews(repoName, pr)

@@ -9,13 +9,14 @@ import (
 	"github.com/agentos/agentos/bot/github"
 	"github.com/agentos/agentos/bot/review"
 	"github.com/agentos/agentos/bot/webhook"
+	"github.com/agentos/agentos/runtime/run"
 )
 
 // memWorld is a dispatcher on the in-memory GitHub: enough for what it
 // decides before any session exists (who may ask, which route, which
-// reply), with no HTTP, git or runtime. Git, Runs and Engines are left
-// out: a trigger that reached them would panic, so every case here also
-// proves it never got that far.
+// reply), with no HTTP, git or runtime. Git and Engines panic when
+// called and Runs has no store: a trigger that reached them would fail,
+// so every case here also proves it never got that far.
 type memWorld struct {
 	gh      *memGitHub
 	inst    *installs
@@ -28,9 +29,23 @@ func newMemWorld(t *testing.T) *memWorld {
 	w := &memWorld{gh: newMemGitHub(botLogin), inst: &installs{byRepo: map[string]int64{}}}
 	w.gh.issues[1] = github.Issue{Title: "token check accepts prefixes", State: "open"}
 	w.gh.prs[2] = github.PullRequest{Number: 2, HeadRef: "feature", HeadSHA: strings.Repeat("a", 40), HeadRepo: repoName, BaseRef: "main", State: "open"}
-	w.d = &dispatch.Dispatcher{BotLogin: botLogin, GitHub: w.gh, Auth: writers{"alice": true}, Installations: w.inst,
-		Result: func(r dispatch.Result) { w.results = append(w.results, r) }}
+	d, err := dispatch.New(dispatch.Config{BotLogin: botLogin, GitHub: w.gh, Auth: writers{"alice": true}, Installations: w.inst,
+		Git: noGit{}, Runs: run.NewManager(nil), Engines: noEngines,
+		Result: func(r dispatch.Result) { w.results = append(w.results, r) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.d = d
 	return w
+}
+
+// noGit is the memWorld's git: nothing here may reach it (its nil
+// dispatch.Git panics on any call).
+type noGit struct{ dispatch.Git }
+
+// noEngines is the memWorld's engines: nothing here may start a run.
+func noEngines(context.Context, dispatch.EngineRequest) (*run.Engine, func(), error) {
+	panic("a trigger of the in-memory world reached the run engines")
 }
 
 func (w *memWorld) dispatch(t *testing.T, tr webhook.Trigger) dispatch.Result {

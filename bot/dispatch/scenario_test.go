@@ -53,6 +53,7 @@ type world struct {
 	dataDir string
 	store   *sqlite.Store
 	d       *dispatch.Dispatcher
+	cfg     dispatch.Config // what d was built from (configure)
 	results []dispatch.Result
 	script  *scripted.Script
 	// onSessionBranch keeps logs under .agent/sessions/ on the session
@@ -132,7 +133,7 @@ func (w *world) start(dataDir string) {
 	profile.Pricing = provider.Pricing{InputPerMTok: 3, OutputPerMTok: 15}
 	script := w.script
 	reg := provider.Registry{"scripted": func(context.Context, provider.Profile) (provider.Provider, error) { return scripted.New(script), nil }}
-	w.d = &dispatch.Dispatcher{
+	w.cfg = dispatch.Config{
 		BotLogin: botLogin,
 		GitHub:   gh,
 		Auth:     auth.New(gh, auth.Policy{BotLogin: botLogin}),
@@ -147,9 +148,23 @@ func (w *world) start(dataDir string) {
 		},
 		Result: func(r dispatch.Result) { w.results = append(w.results, r) },
 	}
+	w.configure(func(*dispatch.Config) {})
 	if w.onStart != nil {
 		w.onStart()
 	}
+}
+
+// configure edits the bot process's configuration and builds its
+// dispatcher anew through dispatch.New (the same store, worktrees and run
+// manager: only what edit changes differs).
+func (w *world) configure(edit func(c *dispatch.Config)) {
+	w.t.Helper()
+	edit(&w.cfg)
+	d, err := dispatch.New(w.cfg)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	w.d = d
 }
 
 func (w *world) dispatch(tr webhook.Trigger) dispatch.Result {

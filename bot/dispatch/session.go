@@ -59,10 +59,10 @@ const defaultBranchPrefix = worktree.DefaultBranchPrefix
 
 // branchPrefix starts the branches of new sessions.
 func (d *Dispatcher) branchPrefix() string {
-	if d.BranchPrefix == "" {
+	if d.prefix == "" {
 		return defaultBranchPrefix
 	}
-	return d.BranchPrefix
+	return d.prefix
 }
 
 // sessionFromBranch returns the session id of a branch under the current
@@ -88,7 +88,7 @@ func (d *Dispatcher) sessionOfBranch(ctx context.Context, repo github.Repo, ref 
 	if !ok || !event.ValidSessionID(sid) {
 		return "", false, nil
 	}
-	evs, err := d.Runs.Store.Read(ctx, sid, 1)
+	evs, err := d.runs.Store.Read(ctx, sid, 1)
 	if err != nil {
 		return "", false, err
 	}
@@ -146,7 +146,7 @@ const ignoredKind = "github.ignored_answer"
 // annotate appends a host event (artifact.emitted with JSON content) to
 // the session.
 func (d *Dispatcher) annotate(ctx context.Context, sessionID, kind, name string, v any) error {
-	evs, err := d.Runs.Store.Read(ctx, sessionID, 1)
+	evs, err := d.runs.Store.Read(ctx, sessionID, 1)
 	if err != nil {
 		return err
 	}
@@ -159,7 +159,7 @@ func (d *Dispatcher) annotate(ctx context.Context, sessionID, kind, name string,
 		return err
 	}
 	payload := map[string]any{"kind": kind, "name": name, "media_type": "application/json", "content": string(content), "size": len(content), "digest": digest(content)}
-	_, err = d.Runs.Store.Append(ctx, sessionID, last.Seq, event.Draft{RunID: last.RunID, Type: event.ArtifactEmitted, Actor: run.HostActor, Payload: payload})
+	_, err = d.runs.Store.Append(ctx, sessionID, last.Seq, event.Draft{RunID: last.RunID, Type: event.ArtifactEmitted, Actor: run.HostActor, Payload: payload})
 	return err
 }
 
@@ -187,25 +187,25 @@ func loadLink(evs []event.Event) (link, bool) {
 // session (another replica, or a new Action run). An imported log must
 // verify and belong to repo.
 func (d *Dispatcher) loadSession(ctx context.Context, repo github.Repo, sessionID string) ([]event.Event, error) {
-	evs, err := d.Runs.Store.Read(ctx, sessionID, 1)
+	evs, err := d.runs.Store.Read(ctx, sessionID, 1)
 	if err != nil {
 		return nil, err
 	}
 	if len(evs) > 0 {
 		return evs, nil
 	}
-	raw, err := d.Git.LoadArtifact(ctx, repo, sessionID)
+	raw, err := d.git.LoadArtifact(ctx, repo, sessionID)
 	if err != nil {
-		return nil, fmt.Errorf("load session %s from %s: %w", sessionID, d.Git.ArtifactBranch(), err)
+		return nil, fmt.Errorf("load session %s from %s: %w", sessionID, d.git.ArtifactBranch(), err)
 	}
 	// The one recovery path of CLI, server and Action: verify, then import.
-	if _, err := run.ImportLog(ctx, d.Runs.Store, sessionID, raw); err != nil {
+	if _, err := run.ImportLog(ctx, d.runs.Store, sessionID, raw); err != nil {
 		if errors.Is(err, run.ErrUnverifiedLog) {
 			return nil, fmt.Errorf("%w: %v", ErrTamperedLog, err)
 		}
 		return nil, err
 	}
-	evs, err = d.Runs.Store.Read(ctx, sessionID, 1)
+	evs, err = d.runs.Store.Read(ctx, sessionID, 1)
 	if err != nil {
 		return nil, err
 	}
@@ -237,7 +237,7 @@ func (d *Dispatcher) sessionFor(ctx context.Context, repo github.Repo, t webhook
 			}
 		}
 	}
-	infos, err := d.Runs.Store.Sessions(ctx)
+	infos, err := d.runs.Store.Sessions(ctx)
 	if err != nil {
 		return "", nil, err
 	}
@@ -247,7 +247,7 @@ func (d *Dispatcher) sessionFor(ctx context.Context, repo github.Repo, t webhook
 		if !strings.HasPrefix(in.SessionID, prefix) {
 			continue
 		}
-		evs, err := d.Runs.Store.Read(ctx, in.SessionID, 1)
+		evs, err := d.runs.Store.Read(ctx, in.SessionID, 1)
 		if err != nil {
 			return "", nil, err
 		}
@@ -263,7 +263,7 @@ func (d *Dispatcher) sessionFor(ctx context.Context, repo github.Repo, t webhook
 // is running — worked by a replica now, or waiting for a takeover after
 // its replica stopped — other than except. ok is false when there is none.
 func (d *Dispatcher) liveSessionOf(ctx context.Context, repo github.Repo, number int, except string) (string, link, bool, error) {
-	infos, err := d.Runs.Store.Sessions(ctx)
+	infos, err := d.runs.Store.Sessions(ctx)
 	if err != nil {
 		return "", link{}, false, err
 	}
@@ -272,7 +272,7 @@ func (d *Dispatcher) liveSessionOf(ctx context.Context, repo github.Repo, number
 		if in.SessionID == except || !strings.HasPrefix(in.SessionID, prefix) {
 			continue
 		}
-		evs, err := d.Runs.Store.Read(ctx, in.SessionID, 1)
+		evs, err := d.runs.Store.Read(ctx, in.SessionID, 1)
 		if err != nil {
 			return "", link{}, false, err
 		}
@@ -311,7 +311,7 @@ func startedFrom(evs []event.Event, repo github.Repo, number int) bool {
 // committed none yet, or keeps it on the session branch and is gone) is
 // passed over with a warning.
 func (d *Dispatcher) remoteSessionFor(ctx context.Context, repo github.Repo, number int) (string, error) {
-	branches, err := d.Git.SessionBranches(ctx, repo, number)
+	branches, err := d.git.SessionBranches(ctx, repo, number)
 	if err != nil {
 		return "", fmt.Errorf("list session branches: %w", err)
 	}

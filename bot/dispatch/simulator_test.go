@@ -90,7 +90,7 @@ func newSimWorld(t *testing.T, sim *simulator.Server, b simulator.Behaviour) *li
 	if w.bot, err = dispatch.NewGitHubBot(cfg, st, engines, slog.New(slog.NewTextHandler(w.logs, nil))); err != nil {
 		t.Fatal(err)
 	}
-	w.bot.Dispatcher.Result = func(r dispatch.Result) { w.results = append(w.results, r) }
+	w.opts.Result = func(r dispatch.Result) { w.results = append(w.results, r) }
 	t.Cleanup(func() { w.fake.CheckNoViolations(t) })
 	return w
 }

@@ -48,7 +48,7 @@ func triageWorld(t *testing.T, mode string, tr *modeTriager) *world {
 	w := newWorld(t)
 	w.fake.AddLabel(repoName, fakegithub.Label{Name: "bug", Color: "d73a4a"})
 	w.fake.AddLabel(repoName, fakegithub.Label{Name: "Security"})
-	w.d.Workflows = &dispatch.Workflows{Triager: tr, Mode: mode}
+	w.configure(func(c *dispatch.Config) { c.Workflows = &dispatch.Workflows{Triager: tr, Mode: mode} })
 	return w
 }
 

@@ -24,7 +24,7 @@ var ErrRefused = errors.New("refused")
 // with login and reason, the run resumed and published), on the
 // session's pull request (or its issue).
 func (d *Dispatcher) AnswerFromViewer(ctx context.Context, sessionID, approvalID, decision, login, reason string) (Result, error) {
-	evs, err := d.Runs.Store.Read(ctx, sessionID, 1)
+	evs, err := d.runs.Store.Read(ctx, sessionID, 1)
 	if err != nil {
 		return Result{SessionID: sessionID}, err
 	}
@@ -61,7 +61,7 @@ func (d *Dispatcher) AnswerFromViewer(ctx context.Context, sessionID, approvalID
 	}
 	var pr *github.PullRequest
 	if l.PR != 0 {
-		p, err := d.GitHub.PullRequest(ctx, repo, l.PR)
+		p, err := d.gh.PullRequest(ctx, repo, l.PR)
 		if err != nil {
 			return Result{SessionID: sessionID}, err
 		}

@@ -200,7 +200,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, d serveDeps) er
 		Logger:     log,
 	}
 	vopts := viewer.Options{Store: st, Access: ck, Lister: a, OAuth: oauth, Logger: log}
-	var answers viewerAnswers // its dispatcher is set with the bot, below
+	var answers viewerAnswers // its dispatcher is set once the bot has learned its login, below
 	if vs.signIn() {
 		vopts.Answerer = &answers
 	}
@@ -254,34 +254,41 @@ func serve(ctx context.Context, args []string, stderr io.Writer, d serveDeps) er
 			if err != nil {
 				return usageErrorf("serve: %v", err)
 			}
-			traceIDs(bot.Dispatcher.Runs)
-			managers = append(managers, bot.Dispatcher.Runs)
-			bot.Dispatcher.Preflight = botPreflight(prof)
+			traceIDs(bot.Runs)
+			managers = append(managers, bot.Runs)
+			bo := dispatch.BotOptions{Preflight: botPreflight(prof), Sandbox: string(sb.Mechanism())}
 			if leases != nil {
-				bot.Dispatcher.Leases = leases
-				// A cancel another replica asks of a run this one works.
-				leases.OnCancel(bot.Dispatcher.CancelRequested)
+				bo.Leases = leases
 			}
-			bot.Dispatcher.Sandbox = string(sb.Mechanism())
 			if strings.HasPrefix(vs.publicURL, "https://") {
-				bot.Dispatcher.ViewerBase = vs.publicURL
+				bo.ViewerBase = vs.publicURL
 			}
-			answers.d = bot.Dispatcher
 			if rec := reconciler(bot.Client, q, log); rec != nil {
 				opts.Actors = append(opts.Actors, rec)
 			}
+			answers.wired = true
 			opts.Actors = append(opts.Actors, func(ctx context.Context) error {
-				login, err := bot.Login(ctx)
-				if err != nil {
+				disp, err := bot.Dispatcher(ctx, bo)
+				if ctx.Err() != nil {
 					return nil // shut down before GitHub answered
 				}
+				if err != nil {
+					return err
+				}
+				if leases != nil {
+					// A cancel another replica asks of a run this one
+					// works (none runs here before the dispatcher exists).
+					leases.OnCancel(disp.CancelRequested)
+				}
+				answers.set(disp)
+				login := disp.BotLogin()
 				log.Info("processing webhook deliveries", "bot_login", login)
 				if vs.signIn() {
 					// The viewer checks maintainers like commands: the
 					// same authorizer, which knows the bot's own login.
-					ck.SetAuthorizer(bot.Dispatcher.Auth)
+					ck.SetAuthorizer(disp.Authorizer())
 				}
-				p := &webhook.Processor{Events: dispatch.Events(), Queue: q, Dispatch: bot.Dispatcher, BotLogin: login, Observer: metrics, Workers: cfg.Workers, Logger: log,
+				p := &webhook.Processor{Events: dispatch.Events(), Queue: q, Dispatch: disp, BotLogin: login, Observer: metrics, Workers: cfg.Workers, Logger: log,
 					DrainTimeout: drain, StopCause: drainCut(drain)}
 				return p.Run(ctx)
 			})
@@ -295,7 +302,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, d serveDeps) er
 		log.Warn("webhook intake is off: set AGENTOS_WEBHOOK_SECRET (the app's webhook secret) to receive GitHub deliveries at " + cfg.WebhookPath)
 	}
 
-	if vs.signIn() && answers.d == nil {
+	if vs.signIn() && !answers.wired {
 		log.Warn("sign-in with GitHub is configured, but the bot has no GitHub credentials or webhook intake: signed-in maintainers see nothing until it has")
 		vopts.Answerer = nil
 	}

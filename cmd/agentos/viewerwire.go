@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"os"
 	"strings"
+	"sync/atomic"
 
 	"github.com/agentos/agentos/bot/access"
 	"github.com/agentos/agentos/bot/dispatch"
@@ -108,10 +110,24 @@ func (s viewerSettings) oauth(apiURL string) (*viewer.OAuth, error) {
 	return &viewer.OAuth{ClientID: s.clientID, ClientSecret: s.clientSecret, WebURL: web, APIURL: api, CallbackURL: s.publicURL + "/login/callback"}, nil
 }
 
-// viewerAnswers answers approvals from the viewer through the bot.
-type viewerAnswers struct{ d *dispatch.Dispatcher }
+// viewerAnswers answers approvals from the viewer through the bot, whose
+// dispatcher exists once the bot has learned its login from GitHub.
+type viewerAnswers struct {
+	wired bool // the bot is wired: set will be called
+	d     atomic.Pointer[dispatch.Dispatcher]
+}
 
-func (v viewerAnswers) Answer(ctx context.Context, a viewer.Answer) error {
-	_, err := v.d.AnswerFromViewer(ctx, a.SessionID, a.ApprovalID, a.Decision, a.By, a.Reason)
+func (v *viewerAnswers) set(d *dispatch.Dispatcher) { v.d.Store(d) }
+
+// errBotStarting is the viewer's answer while the bot is still learning
+// its login from GitHub.
+var errBotStarting = errors.New("the bot is starting (it has not learned its login from GitHub yet); try again shortly")
+
+func (v *viewerAnswers) Answer(ctx context.Context, a viewer.Answer) error {
+	d := v.d.Load()
+	if d == nil {
+		return errBotStarting
+	}
+	_, err := d.AnswerFromViewer(ctx, a.SessionID, a.ApprovalID, a.Decision, a.By, a.Reason)
 	return err
 }
