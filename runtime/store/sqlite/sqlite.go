@@ -6,9 +6,10 @@
 // Commits and fsyncs are pipelined. The database runs with
 // synchronous=NORMAL, under which SQLite's COMMIT writes the WAL frames
 // without syncing them (it still syncs around checkpoints, so the file
-// stays consistent); a syncer goroutine then fsyncs the WAL file itself
-// and acknowledges every batch committed before that fsync started. While
-// one fsync is in flight the commit loop writes the next batch, so the
+// stays consistent); the batcher's second stage (runtime/groupcommit's
+// Then) then fsyncs the WAL file itself and acknowledges every batch
+// committed before that fsync started. While one fsync is in flight the
+// commit loop (the batcher's first stage) writes the next batch, so the
 // disk's flush latency is no longer serial with the CPU work of a commit.
 // An append is acknowledged only once its WAL frames are on stable
 // storage, exactly as under synchronous=FULL. In-process readers see only
@@ -39,7 +40,8 @@
 // commit with PRAGMA data_version while it holds the write lock, and reads
 // them afresh, tail included, if one did.
 //
-// The commit loop owns one connection with its statements prepared once.
+// The commit loop owns one connection with its statements prepared once;
+// the batcher runs one commit at a time, so one goroutine uses it at once.
 package sqlite
 
 import (
@@ -49,7 +51,6 @@ import (
 	"fmt"
 	"hash/maphash"
 	"maps"
-	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -58,6 +59,7 @@ import (
 	"time"
 
 	"github.com/agentos/agentos/runtime/event"
+	"github.com/agentos/agentos/runtime/groupcommit"
 	"github.com/agentos/agentos/runtime/store"
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
 )
@@ -81,18 +83,16 @@ type Store struct {
 	sealer *event.Sealer
 	opts   Options
 
-	reqs chan *appendReq
-	done chan struct{}
-	w    *writer // owned by the commit loop
+	// gc batches appends: commitBatch commits one batch at a time on w,
+	// and syncRound (its pipelined second stage) fsyncs the WAL.
+	gc *groupcommit.Batcher[*appendReq]
+	w  *writer // owned by the commit loop
 
-	// wal is the WAL file, fsynced by the syncer; nil with NoGroupCommit,
+	// wal is the WAL file, fsynced by syncRound; nil with NoGroupCommit,
 	// where every COMMIT syncs (synchronous=FULL).
-	wal      *os.File
-	syncWAL  func() error          // wal.Sync; tests replace it
-	synced   chan []*appendReq     // committed batches awaiting their fsync
-	inflight atomic.Int32          // batches handed to the syncer, not yet acknowledged
-	syncIdle chan struct{}         // the syncer finished a round
-	failed   atomic.Pointer[error] // set by the syncer when an fsync fails; sticky
+	wal     *os.File
+	syncWAL func() error          // wal.Sync; tests replace it
+	failed  atomic.Pointer[error] // set by syncRound when an fsync fails; sticky
 	// durable is the highest position this store knows to be on stable
 	// storage, ours the highest it has committed (raised before COMMIT);
 	// in-process readers do not see rows in between (see hidden).
@@ -102,10 +102,8 @@ type Store struct {
 	// commits counts transactions the commit loop ran (batches, retries
 	// included); the benchmarks report events per commit from it.
 	commits atomic.Int64
-	// syncs and syncTime count the syncer's fsyncs and the time they took.
+	// syncs and syncTime count syncRound's fsyncs and the time they took.
 	syncs, syncTime atomic.Int64
-	mu              sync.RWMutex // guards closed against sends on reqs
-	closed          bool
 }
 
 type appendReq struct {
@@ -187,7 +185,7 @@ func Open(dir string, sealer *event.Sealer, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("sqlite: writer connection: %w", err)
 	}
 	w := &writer{conn: conn, stmts: map[string]*sql.Stmt{}, tips: map[string]*tipRow{}, unfolded: map[string]*tipRow{}, moved: map[string]*tipRow{}}
-	s := &Store{hints: tipHints{seed: maphash.MakeSeed()}, readers: newReaderPool(db, readerConns), db: db, sealer: sealer, opts: opts, reqs: make(chan *appendReq, 4096), done: make(chan struct{}), w: w}
+	s := &Store{hints: tipHints{seed: maphash.MakeSeed()}, readers: newReaderPool(db, readerConns), db: db, sealer: sealer, opts: opts, w: w}
 	if err := w.sync(context.Background()); err != nil {
 		w.close()
 		db.Close()
@@ -206,10 +204,18 @@ func Open(dir string, sealer *event.Sealer, opts Options) (*Store, error) {
 			return nil, fmt.Errorf("sqlite: %w", err)
 		}
 		s.syncWAL = s.wal.Sync
-		s.synced = make(chan []*appendReq, 64)
-		s.syncIdle = make(chan struct{}, 1)
 	}
-	go s.commitLoop()
+	o := groupcommit.Options[*appendReq]{MaxBatch: opts.MaxBatch}
+	if opts.NoGroupCommit {
+		o.MaxBatch = 1
+	}
+	if s.wal != nil {
+		o.Then, o.ThenMin = s.syncRound, min(pipelineMin, o.MaxBatch)
+	}
+	if s.gc, err = groupcommit.New(s.commitBatch, o); err != nil {
+		s.closeFiles()
+		return nil, fmt.Errorf("sqlite: %w", err)
+	}
 	return s, nil
 }
 
@@ -287,9 +293,9 @@ func (r *appendReq) releaseLines() {
 
 // reqPool recycles append requests with their acknowledgement channels:
 // at ~100k appends/s they were an eighth of what an append allocated. A
-// request goes back to the pool when its Append returns; the commit loop
-// and the syncer are done with it once they have acknowledged it (ack is
-// the last thing they do to a request).
+// request goes back to the pool when its Append returns; commitBatch and
+// syncRound are done with it once they have acknowledged it (ack is the
+// last thing they do to a request).
 var reqPool = sync.Pool{New: func() any { return &appendReq{ack: make(chan struct{}, 1)} }}
 
 // newReq returns a cleared request from the pool.
@@ -300,100 +306,38 @@ func newReq() *appendReq {
 }
 
 func (s *Store) submit(ctx context.Context, r *appendReq) error {
-	s.mu.RLock()
-	if s.closed {
-		s.mu.RUnlock()
-		return store.ErrClosed
+	if err := s.gc.Send(ctx, r); err != nil {
+		if errors.Is(err, groupcommit.ErrClosed) {
+			return store.ErrClosed
+		}
+		return err
 	}
-	select {
-	case s.reqs <- r:
-	case <-ctx.Done():
-		s.mu.RUnlock()
-		return ctx.Err()
-	}
-	s.mu.RUnlock()
 	// Once submitted, the append commits or fails as a whole; waiting for
 	// it even if ctx ends keeps the caller's view of the seq correct.
 	<-r.ack
 	return nil
 }
 
-func (s *Store) commitLoop() {
-	defer close(s.done)
-	var synced chan struct{}
-	if s.wal != nil {
-		synced = make(chan struct{})
-		go func() {
-			defer close(synced)
-			s.syncLoop()
-		}()
-	}
-	for r := range s.reqs {
-		// A new slice per batch: the previous one may still be waiting
-		// for its fsync.
-		batch := make([]*appendReq, 1, 16)
-		batch[0] = r
-		if !s.opts.NoGroupCommit {
-			batch = drain(s.reqs, batch, s.opts.MaxBatch)
-		}
-		if s.wal != nil {
-			batch = s.fill(batch)
-		}
-		s.commit(batch)
-		if s.wal == nil {
-			// COMMIT synced (synchronous=FULL).
-			s.advance(batch)
-			ack(batch)
-			continue
-		}
-		s.inflight.Add(1)
-		s.synced <- batch
-	}
-	if s.wal != nil {
-		close(s.synced)
-		<-synced
+// commitBatch is the batcher's first stage: it commits a batch. With
+// NoGroupCommit, COMMIT synced (synchronous=FULL) and the batch is
+// acknowledged here; otherwise syncRound acknowledges it after its fsync.
+func (s *Store) commitBatch(batch []*appendReq) {
+	s.commit(batch)
+	if s.wal == nil {
+		s.advance(batch)
+		ack(batch)
 	}
 }
 
-// drain appends to buf what is already waiting on c, up to max items in
-// buf, without blocking.
-func drain[T any](c <-chan T, buf []T, max int) []T {
-	for len(buf) < max {
-		select {
-		case v, ok := <-c:
-			if !ok {
-				return buf
-			}
-			buf = append(buf, v)
-		default:
-			return buf
-		}
-	}
-	return buf
-}
-
-// fill holds a small batch back while an fsync is in flight, until
-// pipelineMin requests are waiting or the fsync is done. Committing
-// whatever has arrived the moment the previous batch is handed off makes
-// many tiny transactions (a few events each) whose fixed cost — their
-// statements, the WAL pages they rewrite, about 40 µs — then dominates;
-// waiting for every fsync makes commit and fsync serial again. A batch
-// of pipelineMin amortises the fixed cost to about a tenth of the
-// commit's work, so from there committing early wins.
-func (s *Store) fill(batch []*appendReq) []*appendReq {
-	for len(batch) < pipelineMin && s.inflight.Load() > 0 {
-		select {
-		case r, ok := <-s.reqs:
-			if !ok {
-				return batch
-			}
-			batch = append(batch, r)
-		case <-s.syncIdle:
-		}
-	}
-	return batch
-}
-
+// While an fsync is in flight the batcher holds a small batch back
+// (groupcommit.Options.ThenMin) until pipelineMin requests are waiting or
+// the fsync is done. Committing whatever has arrived the moment the
+// previous batch is handed off makes many tiny transactions (a few events
+// each) whose fixed cost — their statements, the WAL pages they rewrite,
+// about 40 µs — then dominates; waiting for every fsync makes commit and
+// fsync serial again. A batch of pipelineMin amortises the fixed cost to
+// about a tenth of the commit's work, so from there committing early wins.
+//
 // pipelineMin is the batch size from which the commit loop commits while
 // an fsync is in flight instead of waiting for it. BenchmarkGroupCommit
 // with 64 sessions, one sweep: 8 → 30k events/s (13 events per commit),
@@ -406,42 +350,33 @@ func (s *Store) fill(batch []*appendReq) []*appendReq {
 // batches of ~6 events and lost a third.
 const pipelineMin = 32
 
-// syncLoop fsyncs the WAL for committed batches, taking every batch that
-// is waiting at once, and acknowledges them. A failed fsync leaves the
-// durability of everything since the last good one unknown: those appends
-// fail, and so does every later one (the store is then unusable until it
-// is reopened, which recovers the WAL).
-func (s *Store) syncLoop() {
-	var pending [][]*appendReq
-	for b := range s.synced {
-		pending = drain(s.synced, append(pending[:0], b), math.MaxInt)
-		err := s.failure()
-		if err == nil {
-			start := time.Now()
-			err = s.syncWAL()
-			s.syncs.Add(1)
-			s.syncTime.Add(int64(time.Since(start)))
-			if err != nil {
-				err = fmt.Errorf("sqlite: fsync WAL: %w", err)
-				s.failed.Store(&err)
-			}
+// syncRound is the batcher's second stage: it fsyncs the WAL once for
+// every batch committed since the last round and acknowledges them. A
+// failed fsync leaves the durability of everything since the last good
+// one unknown: those appends fail, and so does every later one (the store
+// is then unusable until it is reopened, which recovers the WAL).
+func (s *Store) syncRound(batches [][]*appendReq) {
+	err := s.failure()
+	if err == nil {
+		start := time.Now()
+		err = s.syncWAL()
+		s.syncs.Add(1)
+		s.syncTime.Add(int64(time.Since(start)))
+		if err != nil {
+			err = fmt.Errorf("sqlite: fsync WAL: %w", err)
+			s.failed.Store(&err)
 		}
-		for _, b := range pending {
-			if err != nil {
-				for _, r := range b {
-					if r.err == nil {
-						r.err, r.out = err, nil
-					}
+	}
+	for _, b := range batches {
+		if err != nil {
+			for _, r := range b {
+				if r.err == nil {
+					r.err, r.out = err, nil
 				}
 			}
-			s.advance(b)
-			ack(b)
 		}
-		s.inflight.Add(-int32(len(pending)))
-		select {
-		case s.syncIdle <- struct{}{}:
-		default:
-		}
+		s.advance(b)
+		ack(b)
 	}
 }
 
@@ -1020,15 +955,14 @@ func (s *Store) Ping(ctx context.Context) error { return s.db.PingContext(ctx) }
 
 // Close drains pending appends, then closes the database.
 func (s *Store) Close() error {
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
+	if !s.gc.Close() {
 		return nil
 	}
-	s.closed = true
-	close(s.reqs)
-	s.mu.Unlock()
-	<-s.done
+	return s.closeFiles()
+}
+
+// closeFiles closes the readers, the writer, the database and the WAL.
+func (s *Store) closeFiles() error {
 	s.readers.close()
 	err := errors.Join(s.w.close(), s.db.Close())
 	if s.wal != nil {
