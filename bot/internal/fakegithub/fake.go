@@ -247,8 +247,9 @@ type repoState struct {
 // Fake is the fake GitHub server. It is an http.Handler; it is safe for
 // concurrent use.
 type Fake struct {
-	spec *Spec
-	now  func() time.Time
+	spec   *Spec
+	routes map[string]route // routeTable, built by NewWithSpec
+	now    func() time.Time
 	// api and web are the roots the fake's bodies link to.
 	api, web string
 
@@ -306,6 +307,7 @@ func New(tb TB) *Fake {
 func NewWithSpec(spec *Spec) *Fake {
 	return &Fake{
 		spec:           spec,
+		routes:         routeTable(),
 		now:            time.Now,
 		api:            "https://api.github.com",
 		web:            "https://github.com",
@@ -725,7 +727,7 @@ func (f *Fake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		params = p
 		rec.Op = matched.Path
-		if rt, ok = routes[r.Method+" "+matched.Path]; !ok {
+		if rt, ok = f.routes[r.Method+" "+matched.Path]; !ok {
 			f.violation(rw, r.Method, path, http.StatusNotFound, "operation "+matched.OperationID+" ("+matched.Path+") exists but the fake does not implement it")
 			return
 		}

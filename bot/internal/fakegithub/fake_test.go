@@ -408,3 +408,24 @@ func TestReviewCommentsMustBeInTheDiff(t *testing.T) {
 	}
 	f.CheckNoViolations(t)
 }
+
+// A fake's route table is built by its constructor from every file's
+// table, with nothing registered behind its back: the delivery-log routes
+// are in it as the core ones are, and two fakes do not share one map.
+func TestRouteTableIsBuiltByTheConstructor(t *testing.T) {
+	a, b := NewWithSpec(testSpec(t)), NewWithSpec(testSpec(t))
+	for _, part := range []map[string]route{coreRoutes, appDeliveryRoutes} {
+		for k := range part {
+			if _, ok := a.routes[k]; !ok {
+				t.Errorf("route %q is missing from the fake's table", k)
+			}
+		}
+	}
+	if len(a.routes) != len(coreRoutes)+len(appDeliveryRoutes) || len(RouteKeys()) != len(a.routes) {
+		t.Errorf("the table has %d routes, RouteKeys %d; want %d", len(a.routes), len(RouteKeys()), len(coreRoutes)+len(appDeliveryRoutes))
+	}
+	delete(a.routes, "GET /user")
+	if _, ok := b.routes["GET /user"]; !ok {
+		t.Error("two fakes share one route table")
+	}
+}

@@ -24,10 +24,9 @@ type call struct {
 
 type handler func(c *call)
 
-// routes is the fake's route table, keyed "METHOD <spec path template>".
-// TestRoutesExistInSpec checks that every key is an operation of GitHub's
-// OpenAPI description.
-var routes = map[string]route{
+// coreRoutes are the fake's REST routes, keyed "METHOD <spec path
+// template>"; routeTable adds the other files' tables to them.
+var coreRoutes = map[string]route{
 	"GET /user":             {h: getUser},
 	"GET /users/{username}": {h: getUserByLogin},
 	"GET /app":              {h: getApp, auth: authJWT},
@@ -73,8 +72,28 @@ var routes = map[string]route{
 	"GET /repos/{owner}/{repo}/git/commits/{commit_sha}":      {h: getGitCommit},
 }
 
+// routeTable builds the fake's route table, keyed "METHOD <spec path
+// template>": the core routes and the delivery-log routes
+// (appdeliveries.go). Each fake builds its own (NewWithSpec); a route two
+// tables both claim is a programming error. TestRoutesExistInSpec checks
+// that every key is an operation of GitHub's OpenAPI description.
+func routeTable() map[string]route {
+	parts := []map[string]route{coreRoutes, appDeliveryRoutes}
+	t := make(map[string]route, len(coreRoutes)+len(appDeliveryRoutes))
+	for _, part := range parts {
+		for k, r := range part {
+			if _, dup := t[k]; dup {
+				panic("fakegithub: route " + k + " is registered twice")
+			}
+			t[k] = r
+		}
+	}
+	return t
+}
+
 // RouteKeys returns the fake's routes as "METHOD template", sorted.
 func RouteKeys() []string {
+	routes := routeTable()
 	out := make([]string, 0, len(routes))
 	for k := range routes {
 		out = append(out, k)
