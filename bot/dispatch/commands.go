@@ -323,17 +323,100 @@ func storeWait(err error) error {
 	return fmt.Errorf("%w: the event store is unavailable, the delivery waits for it: %w", webhook.ErrBusy, err)
 }
 
-// cancel ends the paused session of the trigger's issue or pull request,
-// on behalf of the trigger's author.
+// cancel ends the session of the trigger's issue or pull request, on
+// behalf of the trigger's author, wherever its run runs or waits: a run
+// of this process or of another replica, a paused run, and a request to
+// start one that still waits in the delivery queue (withdrawn there, so
+// it never starts) or that a worker is starting right now (cancelled as
+// soon as its run has begun: the cancel is retried until then).
 func (d *Dispatcher) cancel(ctx context.Context, repo github.Repo, t webhook.Trigger, reason string) (Result, error) {
+	return d.cancelOf(ctx, repo, t, reason, func() (string, error) {
+		sid, _, err := d.sessionFor(ctx, repo, t)
+		return sid, err
+	})
+}
+
+// cancelOf is cancel with the lookup of the trigger's session given
+// (called only when no queued request named the session to cancel).
+func (d *Dispatcher) cancelOf(ctx context.Context, repo github.Repo, t webhook.Trigger, reason string, session func() (string, error)) (Result, error) {
 	by := t.Author
-	sid, _, err := d.sessionFor(ctx, repo, t)
+	withdrawn, starting, err := d.withdrawQueued(ctx, repo, t, by, reason)
+	if err != nil {
+		return Result{}, err
+	}
+	// Requests withdrawn now are answered now: a retry of this cancel
+	// would not find them again.
+	var begun []string
+	var fresh []queuedRequest
+	for _, w := range withdrawn {
+		// An earlier attempt may have begun its run (it waited for a
+		// retry, or was handed back by a stopping replica): that session
+		// is cancelled like any other.
+		if ok, err := d.sessionBegun(ctx, w.SID); err != nil {
+			return Result{}, err
+		} else if ok {
+			begun = append(begun, w.SID)
+			continue
+		}
+		fresh = append(fresh, w)
+	}
+	if len(fresh) > 0 {
+		if err := d.reportWithdrawn(ctx, repo, t, fresh, by, reason); err != nil {
+			return Result{}, err
+		}
+	}
+	for _, s := range starting {
+		ok, err := d.sessionBegun(ctx, s.SID)
+		if err != nil {
+			return Result{}, err
+		}
+		if !ok {
+			return Result{Outcome: "withdrawn", SessionID: s.SID}, fmt.Errorf("the request of delivery %s is being started; the cancel waits for its run to begin (%w)", s.ID, webhook.ErrBusy)
+		}
+		begun = append(begun, s.SID)
+	}
+	if len(begun) > 0 {
+		var res Result
+		for _, sid := range begun {
+			if res, err = d.cancelSession(ctx, repo, t, sid, by, reason); err != nil {
+				return res, err
+			}
+		}
+		return res, nil
+	}
+	sid, err := session()
 	if err != nil {
 		return Result{}, err
 	}
 	if sid == "" {
+		if len(fresh) > 0 {
+			return Result{Outcome: "withdrawn", Reason: "the queued request was withdrawn", SessionID: fresh[0].SID}, nil
+		}
 		return Result{Outcome: "ignored", Reason: "no session"}, nil
 	}
+	res, err := d.cancelSession(ctx, repo, t, sid, by, reason)
+	if err == nil && res.Outcome == "ignored" && len(fresh) > 0 {
+		return Result{Outcome: "withdrawn", Reason: "the queued request was withdrawn", SessionID: fresh[0].SID}, nil
+	}
+	return res, err
+}
+
+// sessionBegun reports whether session sid's run has begun: running in
+// this process, or its run.started stored.
+func (d *Dispatcher) sessionBegun(ctx context.Context, sid string) (bool, error) {
+	if d.runs.Running(sid) {
+		return true, nil
+	}
+	evs, err := d.runs.Store.Read(ctx, sid, 1)
+	if err != nil {
+		return false, err
+	}
+	return runBegun(evs), nil
+}
+
+// cancelSession cancels the run of session sid: in this process, at
+// another replica (asked on the lease), or paused.
+func (d *Dispatcher) cancelSession(ctx context.Context, repo github.Repo, t webhook.Trigger, sid, by, reason string) (Result, error) {
 	if d.runs.Running(sid) {
 		// The run's own flow holds the session and publishes its end;
 		// Cancel stops it (the same path as the API) and waits for that.

@@ -31,11 +31,17 @@ func prFromTrigger(t webhook.Trigger) (github.PullRequest, bool) {
 
 func (d *Dispatcher) onPRClosed(ctx context.Context, repo github.Repo, t webhook.Trigger) (Result, error) {
 	sid, _, err := d.sessionFor(ctx, repo, t)
-	if err != nil || sid == "" {
+	if err != nil {
 		return Result{Outcome: "ignored", Reason: "not a session pull request"}, err
 	}
 	t.Author = orWord(t.Author, "github")
-	return d.cancel(ctx, repo, t, "the pull request was closed")
+	// A request to start a session on it may still wait in the queue.
+	res, err := d.cancelOf(ctx, repo, t, "the pull request was closed", func() (string, error) { return sid, nil })
+	if sid == "" && err == nil && res.Outcome == "ignored" {
+		// No session, and no request to start one waited in the queue.
+		return Result{Outcome: "ignored", Reason: "not a session pull request"}, nil
+	}
+	return res, err
 }
 
 func (d *Dispatcher) onPRSynchronize(ctx context.Context, repo github.Repo, t webhook.Trigger) (Result, error) {
