@@ -14,9 +14,10 @@ import (
 // Group commit. Each commit of PostgreSQL waits for its WAL flush; with
 // one transaction per append, 64 sessions appending at once cost 64
 // flushes' worth of waiting unless the server happens to group them
-// (commit_delay is off by default). The committers instead take every
-// append that is waiting, up to MaxBatch, and write them in one
-// transaction, one flush:
+// (commit_delay is off by default). The group commit (runtime/groupcommit,
+// Options.Committers batches in flight) instead takes every append that
+// is waiting, up to MaxBatch, and writes them in one transaction, one
+// flush:
 //
 //  1. (one round trip) BEGIN; create missing head rows (last_seq 0);
 //     lock the batch's head rows FOR UPDATE in session order (so that two
@@ -30,7 +31,7 @@ import (
 // The (session_id, seq) primary key stays the last guard: if it ever
 // fires, the batch fails as a whole and each append is retried alone.
 
-// groupReq is one append or import waiting for a committer.
+// groupReq is one append or import waiting for the group commit.
 type groupReq struct {
 	sid      string
 	expected int64
@@ -46,27 +47,13 @@ type groupReq struct {
 	bo    *backoff
 }
 
-// committer commits batches from s.reqs until it is closed.
-func (s *Store) committer() {
-	defer s.committers.Done()
-	for r := range s.reqs {
-		batch := []*groupReq{r}
-	fill:
-		for len(batch) < s.opts.MaxBatch {
-			select {
-			case r, ok := <-s.reqs:
-				if !ok {
-					break fill
-				}
-				batch = append(batch, r)
-			default:
-				break fill
-			}
-		}
-		s.commitBatch(batch)
-		for _, r := range batch {
-			close(r.done)
-		}
+// commitGroup commits a batch the group commit took (up to MaxBatch
+// appends waiting when one of its Committers slots was free) and
+// acknowledges each append.
+func (s *Store) commitGroup(batch []*groupReq) {
+	s.commitBatch(batch)
+	for _, r := range batch {
+		close(r.done)
 	}
 }
 
