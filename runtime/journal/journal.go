@@ -34,6 +34,11 @@ type Journal struct {
 	fold   *replay.Folder
 	every  int64
 	lastCP int64
+	// unsure is the store fault of a periodic checkpoint whose append may
+	// have committed (store.UnavailableError): the tip is not known any
+	// more, so every later append fails with it (the run stops and is
+	// taken over from the log, which says).
+	unsure error
 }
 
 // Checkpoints keeps f (the session's state up to the journal's tip)
@@ -122,12 +127,18 @@ func (j *Journal) Append(ctx context.Context, typ, actor string, payload any, pa
 	}
 	// A checkpoint that cannot be written is not the caller's failure:
 	// the event is in the log and resume falls back to the full fold. A
-	// store error will show on the next append.
-	_ = j.checkpointLocked(context.WithoutCancel(ctx))
+	// store error shows on the next append: one that leaves the tip in
+	// doubt fails it (unsure).
+	if cerr := j.checkpointLocked(context.WithoutCancel(ctx)); errors.Is(cerr, store.ErrUnavailable) {
+		j.unsure = cerr
+	}
 	return e, nil
 }
 
 func (j *Journal) appendLocked(ctx context.Context, typ, actor string, payload any, parentID string) (event.Event, error) {
+	if j.unsure != nil {
+		return event.Event{}, fmt.Errorf("journal: append %s: the session's tip is unknown since a checkpoint failed: %w", typ, j.unsure)
+	}
 	evs, err := j.store.Append(ctx, j.sessionID, j.seq, event.Draft{RunID: j.runID, Type: typ, Actor: actor, Payload: payload, ParentID: parentID})
 	if n := len(evs); n > 0 {
 		j.seq = evs[n-1].Seq
