@@ -53,6 +53,7 @@ type GitHubBot struct {
 	git     worktrees
 	engines Engines
 	gitURL  string
+	shared  SharedCache
 
 	mu    sync.Mutex
 	login string // learned by Login; the commits' author in App mode
@@ -62,14 +63,35 @@ type GitHubBot struct {
 // client (App or token), worktrees under DataDir/git on the git host that
 // serves the API URL, runs over st with engines.
 func NewGitHubBot(cfg config.Config, st store.Store, engines Engines, log *slog.Logger) (*GitHubBot, error) {
-	return NewGitHubBotOver(cfg, st, engines, log, nil)
+	return NewGitHubBotOver(cfg, st, engines, log, ClientOptions{})
 }
 
-// NewGitHubBotOver is NewGitHubBot with the GitHub client's HTTP calls
-// going through transport (nil: http.DefaultTransport), such as the
-// server's metered transport (API calls by status, rate limit left).
-func NewGitHubBotOver(cfg config.Config, st store.Store, engines Engines, log *slog.Logger, transport http.RoundTripper) (*GitHubBot, error) {
-	gcfg := github.Config{BaseURL: cfg.GitHubAPIURL, Transport: transport}
+// SharedCache is a key/value cache with expiry that replicas sharing a
+// store read and write together (runtime/store/postgres.Cache): what
+// every replica would otherwise ask GitHub for once each — a
+// collaborator's permission, the App's login — is asked once. Never
+// secrets: installation tokens stay in each process.
+type SharedCache interface {
+	auth.SharedCache
+}
+
+// ClientOptions are how the bot's GitHub client reaches GitHub.
+type ClientOptions struct {
+	// Transport carries the client's HTTP calls (nil:
+	// http.DefaultTransport), such as the server's metered transport (API
+	// calls by status, rate limit left).
+	Transport http.RoundTripper
+	// Shared, with replicas on one store, shares permission answers and
+	// the App's login between them (nil: each process keeps its own).
+	Shared SharedCache
+}
+
+// NewGitHubBotOver is NewGitHubBot with the GitHub client built with o.
+func NewGitHubBotOver(cfg config.Config, st store.Store, engines Engines, log *slog.Logger, o ClientOptions) (*GitHubBot, error) {
+	gcfg := github.Config{BaseURL: cfg.GitHubAPIURL, Transport: o.Transport}
+	if o.Shared != nil {
+		gcfg.Shared = o.Shared
+	}
 	switch cfg.GitHubAuth() {
 	case config.AuthToken:
 		gcfg.Token = cfg.GitHubToken
@@ -89,7 +111,7 @@ func NewGitHubBotOver(cfg config.Config, st store.Store, engines Engines, log *s
 	if err != nil {
 		return nil, err
 	}
-	b := &GitHubBot{Client: client, Runs: run.NewManager(st), cfg: cfg, log: log, engines: engines, gitURL: gitURL}
+	b := &GitHubBot{Client: client, Runs: run.NewManager(st), cfg: cfg, log: log, engines: engines, gitURL: gitURL, shared: o.Shared}
 	// Git uses the same credential as the API: the token, or the
 	// repository's installation token (cached until shortly before it
 	// expires, shared with the API calls).
@@ -166,6 +188,15 @@ func (b *GitHubBot) Login(ctx context.Context) (string, error) {
 	return login, nil
 }
 
+// authPolicy is the authorizer's policy for the bot acting as login.
+func (b *GitHubBot) authPolicy(login string) auth.Policy {
+	p := auth.Policy{AllowedUsers: b.cfg.AllowedUsers, AllowedBots: b.cfg.AllowedBots, BotLogin: login}
+	if b.shared != nil {
+		p.Shared = b.shared
+	}
+	return p
+}
+
 // BotOptions are the settings of a GitHubBot's dispatcher that come from
 // the program rather than the configuration (see Config for each).
 type BotOptions struct {
@@ -200,7 +231,7 @@ func (b *GitHubBot) Dispatcher(ctx context.Context, o BotOptions) (*Dispatcher, 
 		Trigger:   cfg.TriggerWord,
 		BotLogin:  login,
 		GitHub:    b.Client,
-		Auth:      auth.New(b.Client, auth.Policy{AllowedUsers: cfg.AllowedUsers, AllowedBots: cfg.AllowedBots, BotLogin: login}),
+		Auth:      auth.New(b.Client, b.authPolicy(login)),
 		Git:       b.git,
 		Runs:      b.Runs,
 		Engines:   b.engines,

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/agentos/agentos/bot/config"
+	"github.com/agentos/agentos/bot/dispatch"
 	"github.com/agentos/agentos/bot/queue"
 	"github.com/agentos/agentos/bot/webhook"
 	"github.com/agentos/agentos/runtime/event"
@@ -174,4 +175,18 @@ func readPostgresSession(ctx context.Context, u, sessionID string) ([]event.Even
 		return nil
 	})
 	return evs, err
+}
+
+// sharedCache is the cache replicas on one PostgreSQL store share
+// (permission answers, the App's login); nil on the embedded store, whose
+// one process keeps its own.
+func (b *backends) sharedCache(ctx context.Context) (dispatch.SharedCache, error) {
+	if b.pool == nil {
+		return nil, nil
+	}
+	c, err := postgres.OpenCache(ctx, b.pool)
+	if err != nil {
+		return nil, fmt.Errorf("serve: open the shared cache in PostgreSQL: %w", err)
+	}
+	return c, nil
 }

@@ -250,7 +250,11 @@ func serve(ctx context.Context, args []string, stderr io.Writer, d serveDeps) er
 			if err != nil {
 				return usageErrorf("serve: %v", err)
 			}
-			bot, err := dispatch.NewGitHubBotOver(cfg, runStore, meteredEngines(runStore, cfg.PolicyFile, prof, sb, caches, metrics, func(sid, n string) { log.Warn("repository configuration note", "session", sid, "note", n) }), log, metrics.Transport(nil))
+			shared, err := be.sharedCache(ctx)
+			if err != nil {
+				return err
+			}
+			bot, err := dispatch.NewGitHubBotOver(cfg, runStore, meteredEngines(runStore, cfg.PolicyFile, prof, sb, caches, metrics, func(sid, n string) { log.Warn("repository configuration note", "session", sid, "note", n) }), log, dispatch.ClientOptions{Transport: metrics.Transport(nil), Shared: shared})
 			if err != nil {
 				return usageErrorf("serve: %v", err)
 			}
