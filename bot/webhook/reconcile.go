@@ -38,6 +38,13 @@ const (
 // life of the process. A redelivery keeps its GUID, so a delivery the bot
 // has after all is answered as a duplicate. Run passes at start and then
 // every Interval.
+//
+// Where replicas share a store, Lease makes the passes one replica's at a
+// time: before each pass the reconciler takes, or keeps, the lease named
+// ReconcilerLease, and skips the pass when another live replica holds it.
+// The holder's lease is renewed while it lives; once it dies (or cannot
+// reach the database) the lease expires and another replica's next tick
+// takes it over. Without Lease every pass runs (one process).
 type Reconciler struct {
 	Hooks  AppHooks
 	Events Events // deliveries of other events are left alone
@@ -49,11 +56,24 @@ type Reconciler struct {
 	MaxPages int           // pages of 100 per pass; default DefaultReconcilePages
 	Max      int           // redeliveries per pass; default DefaultReconcileMax
 	PerGUID  int           // redeliveries per GUID; default DefaultReconcilePerGUID
+	Lease    Lessor        // nil: this process always reconciles
 	Logger   *slog.Logger
 
-	seen  time.Time      // the newest attempt seen by the last pass
-	asked map[string]int // GUID → redeliveries asked
-	askAt map[string]time.Time
+	seen    time.Time      // the newest attempt seen by the last pass
+	asked   map[string]int // GUID → redeliveries asked
+	askAt   map[string]time.Time
+	release func() // the lease's latest grant, while leading
+}
+
+// ReconcilerLease names the reconciler's lease among the session leases
+// (it is no valid session ID, so it never meets one).
+const ReconcilerLease = "agentos:webhook-reconciler"
+
+// Lessor grants a named lease to one live replica at a time, renewed
+// while it lives (postgres.Leases). Acquire fails while another replica
+// holds it; this replica acquiring it again keeps it (with a new grant).
+type Lessor interface {
+	Acquire(ctx context.Context, name string) (release func(), err error)
 }
 
 // ReconcileResult is what one pass did.
@@ -75,13 +95,21 @@ func (r *Reconciler) Run(ctx context.Context) error {
 	}
 	t := time.NewTicker(every)
 	defer t.Stop()
+	defer func() {
+		if r.release != nil {
+			r.release()
+			r.release = nil
+		}
+	}()
 	for {
-		res, err := r.Pass(ctx)
-		switch {
-		case err != nil && ctx.Err() == nil:
-			r.logger().Warn("webhook reconciler: pass failed", "err", err)
-		case len(res.Redelivered) > 0:
-			r.logger().Info("webhook reconciler: asked GitHub to redeliver failed deliveries", "redelivered", len(res.Redelivered), "failed", res.Failed)
+		if r.turn(ctx) {
+			res, err := r.Pass(ctx)
+			switch {
+			case err != nil && ctx.Err() == nil:
+				r.logger().Warn("webhook reconciler: pass failed", "err", err)
+			case len(res.Redelivered) > 0:
+				r.logger().Info("webhook reconciler: asked GitHub to redeliver failed deliveries", "redelivered", len(res.Redelivered), "failed", res.Failed)
+			}
 		}
 		select {
 		case <-ctx.Done():
@@ -89,6 +117,30 @@ func (r *Reconciler) Run(ctx context.Context) error {
 		case <-t.C:
 		}
 	}
+}
+
+// turn reports whether this replica passes now: always without Lease;
+// with it, when this replica took or kept the reconciler's lease. A
+// replica that cannot (another holds it, or the database does not
+// answer) skips the pass; the lease of one that stops leading is left to
+// expire, or to the replica that took it.
+func (r *Reconciler) turn(ctx context.Context) bool {
+	if r.Lease == nil {
+		return true
+	}
+	release, err := r.Lease.Acquire(ctx, ReconcilerLease)
+	if err != nil {
+		if r.release != nil {
+			r.release = nil
+			r.logger().Warn("webhook reconciler: this replica no longer holds the reconciler's lease; another replica reconciles", "err", err)
+		}
+		return false
+	}
+	if r.release == nil {
+		r.logger().Info("webhook reconciler: this replica reconciles the webhook deliveries (it holds the reconciler's lease)")
+	}
+	r.release = release
+	return true
 }
 
 func (r *Reconciler) logger() *slog.Logger {

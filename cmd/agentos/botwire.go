@@ -16,6 +16,7 @@ import (
 	agentrun "github.com/agentos/agentos/runtime/run"
 	"github.com/agentos/agentos/runtime/setup"
 	"github.com/agentos/agentos/runtime/store"
+	"github.com/agentos/agentos/runtime/store/postgres"
 )
 
 // engines builds run engines on session worktrees over the shared store;
@@ -69,8 +70,10 @@ func spooled(q queue.Durable, dataDir string, log *slog.Logger) (serveQueue, err
 
 // reconciler is the actor that asks GitHub to redeliver the webhooks the
 // bot did not take (webhook.Reconciler), for a bot that is a GitHub App
-// (the delivery log is the App's); nil otherwise.
-func reconciler(gh *ghclient.Client, q serveQueue, log *slog.Logger) func(context.Context) error {
+// (the delivery log is the App's); nil otherwise. With leases (replicas
+// on PostgreSQL) one replica at a time reconciles: the holder of the
+// reconciler's lease.
+func reconciler(gh *ghclient.Client, q serveQueue, leases *postgres.Leases, log *slog.Logger) func(context.Context) error {
 	if gh == nil || !gh.IsApp() {
 		return nil
 	}
@@ -79,5 +82,8 @@ func reconciler(gh *ghclient.Client, q serveQueue, log *slog.Logger) func(contex
 			_, ok, err := q.Get(ctx, guid)
 			return ok, err
 		}}
+	if leases != nil {
+		r.Lease = leases
+	}
 	return r.Run
 }

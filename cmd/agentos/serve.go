@@ -267,7 +267,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, d serveDeps) er
 			if strings.HasPrefix(vs.publicURL, "https://") {
 				bo.ViewerBase = vs.publicURL
 			}
-			if rec := reconciler(bot.Client, q, log); rec != nil {
+			if rec := reconciler(bot.Client, q, leases, log); rec != nil {
 				opts.Actors = append(opts.Actors, rec)
 			}
 			answers.wired = true
