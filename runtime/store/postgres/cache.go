@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -24,7 +25,13 @@ import (
 // disagree still agree on what is fresh.
 type Cache struct {
 	pool *pgxpool.Pool
+	puts atomic.Int64
 }
+
+// pruneEvery is how many Puts of one process pass between two deletions
+// of the expired entries, so the table holds about what is fresh: a
+// permission per person and repository asked in the last minute.
+const pruneEvery = 256
 
 var cacheMigrations = []Migration{
 	{Version: 1, SQL: `
@@ -84,6 +91,9 @@ INSERT INTO agentos_cache (key, value, expires_at) VALUES ($1, $2, now() + make_
 ON CONFLICT (key) DO UPDATE SET value = excluded.value, expires_at = excluded.expires_at`, key, value, ttl.Seconds())
 	if err != nil {
 		return fmt.Errorf("postgres: cache put: %w", err)
+	}
+	if c.puts.Add(1)%pruneEvery == 0 {
+		_, _ = c.Prune(ctx) // the next pass catches up
 	}
 	return nil
 }

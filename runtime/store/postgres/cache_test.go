@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -72,5 +73,24 @@ func TestCache(t *testing.T) {
 	}
 	if _, ok, _ := a.Get(ctx, "k"); ok {
 		t.Error("a refused Put wrote something")
+	}
+	// Expired entries do not pile up: Puts delete them as they go.
+	for i := range 300 {
+		if err := a.Put(ctx, fmt.Sprint("gone-", i), "v", time.Millisecond); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(50 * time.Millisecond)
+	for i := range 256 {
+		if err := a.Put(ctx, fmt.Sprint("fresh-", i%4), "v", time.Minute); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var rows int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM agentos_cache`).Scan(&rows); err != nil {
+		t.Fatal(err)
+	}
+	if rows > 4+300-256 {
+		t.Errorf("%d rows after 556 puts of which 300 expired, want the expired ones pruned", rows)
 	}
 }
