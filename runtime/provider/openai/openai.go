@@ -1,10 +1,14 @@
 // Package openai is the OpenAI Chat Completions adapter. It
 // maps completion_request_v1 to the Chat Completions API with function
-// tools and back, through the official SDK (github.com/openai/openai-go/v3),
-// against api.openai.com or any OpenAI-compatible server named by the
-// profile's base_url (Ollama, vLLM, llama.cpp), which may need no key.
+// tools and back, against api.openai.com or any OpenAI-compatible server
+// named by the profile's base_url (Ollama, vLLM, llama.cpp), which may need
+// no key. It speaks the API's documented JSON and server-sent events over
+// net/http itself (wire.go), not through the official SDK: the SDK's
+// package initialisers make every type of the whole OpenAI API reachable,
+// some 12 MB of the stripped binary for the two endpoints used here
+// (docs/decisions.md, "The OpenAI adapter speaks HTTP itself").
 //
-// The profile carries everything the SDK would read from its environment
+// The profile carries the endpoint, key, organisation and project
 // (OPENAI_BASE_URL, OPENAI_API_KEY, OPENAI_ORG_ID, OPENAI_PROJECT_ID: see
 // provider.Profile.ApplyEnv, where AGENTOS_* variables win); the client is
 // built from it alone, so what the start-up line prints is what is used.
@@ -15,8 +19,8 @@
 // role, which keeps a role's requests on the same prompt cache. Usage
 // reports cached prompt tokens (prompt_tokens_details.cached_tokens).
 //
-// Retries are the adapter's (runtime/provider/internal/retry), not the
-// SDK's, so Retry-After is honoured and every failure is a *provider.Error.
+// Retries are the adapter's (runtime/provider/internal/retry), so
+// Retry-After is honoured and every failure is a *provider.Error.
 package openai
 
 import (
@@ -25,6 +29,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/url"
 	"strings"
 
@@ -32,10 +37,6 @@ import (
 	"github.com/agentos/agentos/runtime/provider/internal/args"
 	"github.com/agentos/agentos/runtime/provider/internal/outschema"
 	"github.com/agentos/agentos/runtime/provider/internal/retry"
-	oai "github.com/openai/openai-go/v3"
-	"github.com/openai/openai-go/v3/option"
-	"github.com/openai/openai-go/v3/packages/ssestream"
-	"github.com/openai/openai-go/v3/shared"
 )
 
 // Name is the provider's name in profiles and errors.
@@ -50,8 +51,7 @@ type Options = retry.Options
 
 // Provider completes requests through the Chat Completions API.
 type Provider struct {
-	svc         oai.ChatCompletionService
-	models      oai.ModelService
+	api         *client
 	model       string
 	maxTokens   int
 	temperature *float64
@@ -77,26 +77,17 @@ func New(p provider.Profile, o Options) (*Provider, error) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("openai: base_url %q is not an http(s) URL", p.BaseURL)
 	}
-	opts := []option.RequestOption{
-		option.WithBaseURL(base),
-		// Set even when empty: an explicit key keeps OPENAI_API_KEY from the
-		// ambient environment away from a custom server.
-		option.WithAPIKey(p.APIKey),
-		option.WithHTTPClient(retry.Client(o.HTTPClient)),
-		option.WithMaxRetries(0),
+	// Paths are resolved against the base, which must end in "/" for
+	// "chat/completions" to land under /v1 rather than replace it.
+	if !strings.HasSuffix(u.Path, "/") {
+		u.Path += "/"
 	}
-	if p.Organization != "" {
-		opts = append(opts, option.WithOrganization(p.Organization))
-	}
-	if p.Project != "" {
-		opts = append(opts, option.WithProject(p.Project))
-	}
-	p.BaseURL = base
 	official := u.Hostname() == "api.openai.com"
 	keySum := sha256.Sum256([]byte(p.APIKey))
 	return &Provider{
-		svc:         oai.NewChatCompletionService(opts...),
-		models:      oai.NewModelService(opts...),
+		// The key is the profile's alone, possibly none: OPENAI_API_KEY of
+		// the ambient environment never reaches a custom server.
+		api:         &client{base: u, key: p.APIKey, org: p.Organization, project: p.Project, http: retry.Client(o.HTTPClient)},
 		model:       p.Model,
 		maxTokens:   p.MaxTokens,
 		temperature: p.Temperature,
@@ -120,8 +111,8 @@ func (p *Provider) Check(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, retry.ProbeTimeout)
 	defer cancel()
 	lctx, status := retry.Observing(ctx)
-	page, err := p.models.List(lctx)
-	if err != nil {
+	var page modelList
+	if err := p.api.call(lctx, http.MethodGet, "models", nil, &page); err != nil {
 		return p.probe.Failed(ctx, status(), err, provider.ErrUnreachable, apiMessage(err))
 	}
 	if len(page.Data) == 0 {
@@ -133,7 +124,8 @@ func (p *Provider) Check(ctx context.Context) error {
 		}
 	}
 	gctx, status := retry.Observing(ctx)
-	if _, err := p.models.Get(gctx, p.model); err != nil {
+	var one modelObject
+	if err := p.api.call(gctx, http.MethodGet, "models/"+pathParam(p.model), nil, &one); err != nil {
 		detail := apiMessage(err)
 		if detail == "" {
 			detail = fmt.Sprintf("not among the %d models the endpoint lists", len(page.Data))
@@ -149,8 +141,8 @@ func (p *Provider) Check(ctx context.Context) error {
 
 // apiMessage is the message of an API error body, "" for other errors.
 func apiMessage(err error) string {
-	var ae *oai.Error
-	if errors.As(err, &ae) && ae.Message != "" {
+	var ae *apiError
+	if errors.As(err, &ae) {
 		return ae.Message
 	}
 	return ""
@@ -170,30 +162,30 @@ func (p *Provider) Complete(ctx context.Context, req provider.CompletionRequest)
 		if p.stream {
 			return p.completeStream(ctx, params, names, salt, req.OnDelta)
 		}
-		cc, err := p.svc.New(ctx, params)
-		if err != nil {
+		var cc completion
+		if err := p.api.call(ctx, http.MethodPost, "chat/completions", params, &cc); err != nil {
 			return provider.CompletionResponse{}, err
 		}
-		return fromCompletion(cc, params.Model, names, salt)
+		return fromCompletion(&cc, params.Model, names, salt)
 	})
 }
 
 // params builds the native request, and the tool-name mapping its answer
 // is read with.
-func (p *Provider) params(req provider.CompletionRequest) (oai.ChatCompletionNewParams, *args.Names, error) {
+func (p *Provider) params(req provider.CompletionRequest) (chatRequest, *args.Names, error) {
 	model := req.Model
 	if model == "" {
 		model = p.model
 	}
 	if model == "" {
-		return oai.ChatCompletionNewParams{}, nil, errors.New("no model (set model in the profile)")
+		return chatRequest{}, nil, errors.New("no model (set model in the profile)")
 	}
 	offered := make([]string, len(req.Tools))
 	for i, t := range req.Tools {
 		offered[i] = t.Name
 	}
 	names := args.NewNames(offered)
-	params := oai.ChatCompletionNewParams{Model: shared.ChatModel(model)}
+	params := chatRequest{Model: model, Messages: make([]chatMessage, 0, len(req.Messages))}
 	for i, m := range req.Messages {
 		msg, err := message(m, names)
 		if err != nil {
@@ -206,23 +198,20 @@ func (p *Provider) params(req provider.CompletionRequest) (oai.ChatCompletionNew
 		if err != nil {
 			return params, nil, fmt.Errorf("tools[%d] %s: %w", i, t.Name, err)
 		}
-		fn := shared.FunctionDefinitionParam{Name: names.Wire(t.Name), Parameters: shared.FunctionParameters(schema)}
-		if t.Description != "" {
-			fn.Description = oai.String(t.Description)
-		}
-		params.Tools = append(params.Tools, oai.ChatCompletionFunctionTool(fn))
+		params.Tools = append(params.Tools, chatTool{Type: "function", Function: functionDef{Name: names.Wire(t.Name), Description: t.Description, Parameters: schema}})
 	}
 	maxTokens := req.MaxTokens
 	if maxTokens == 0 {
 		maxTokens = p.maxTokens
 	}
 	if maxTokens > 0 {
+		n := int64(maxTokens)
 		// OpenAI's reasoning models accept only max_completion_tokens;
 		// compatible servers have long known only max_tokens.
 		if p.legacyMax {
-			params.MaxTokens = oai.Int(int64(maxTokens))
+			params.MaxTokens = &n
 		} else {
-			params.MaxCompletionTokens = oai.Int(int64(maxTokens))
+			params.MaxCompletionTokens = &n
 		}
 	}
 	temp := req.Temperature
@@ -230,97 +219,97 @@ func (p *Provider) params(req provider.CompletionRequest) (oai.ChatCompletionNew
 		temp = p.temperature
 	}
 	if temp != nil {
-		params.Temperature = oai.Float(*temp)
+		t := *temp
+		params.Temperature = &t
 	}
 	if rs := req.ResponseSchema; rs != nil {
 		schema, strict, err := outschema.OpenAI(rs.Schema)
 		if err != nil {
 			return params, nil, fmt.Errorf("response schema %s: %w", rs.Name, err)
 		}
-		params.ResponseFormat = oai.ChatCompletionNewParamsResponseFormatUnion{OfJSONSchema: &shared.ResponseFormatJSONSchemaParam{
-			JSONSchema: shared.ResponseFormatJSONSchemaJSONSchemaParam{Name: rs.Name, Schema: schema, Strict: oai.Bool(strict)},
-		}}
+		params.ResponseFormat = &responseFormat{Type: "json_schema", JSONSchema: jsonSchemaFormat{Name: rs.Name, Schema: schema, Strict: strict}}
 		if len(params.Tools) > 0 {
 			// The tools stay for the prompt's sake; the answer is the document.
-			params.ToolChoice = oai.ChatCompletionToolChoiceOptionUnionParam{OfAuto: oai.String("none")}
+			params.ToolChoice = "none"
 		}
 	}
 	if p.official && req.Role != "" {
-		params.PromptCacheKey = oai.String("agentos-" + req.Role)
+		params.PromptCacheKey = "agentos-" + req.Role
 	}
 	return params, names, nil
 }
 
-func message(m provider.Message, names *args.Names) (oai.ChatCompletionMessageParamUnion, error) {
+func message(m provider.Message, names *args.Names) (chatMessage, error) {
 	switch m.Role {
-	case provider.RoleSystem:
-		return oai.SystemMessage(m.Content), nil
-	case provider.RoleUser:
-		return oai.UserMessage(m.Content), nil
+	case provider.RoleSystem, provider.RoleUser:
+		return chatMessage{Role: m.Role, Content: text(m.Content)}, nil
 	case provider.RoleAssistant:
-		var a oai.ChatCompletionAssistantMessageParam
+		a := chatMessage{Role: m.Role}
 		if m.Content != "" || len(m.ToolCalls) == 0 {
-			a.Content.OfString = oai.String(m.Content)
+			a.Content = text(m.Content)
 		}
 		for _, c := range m.ToolCalls {
-			a.ToolCalls = append(a.ToolCalls, oai.ChatCompletionMessageToolCallUnionParam{
-				OfFunction: &oai.ChatCompletionMessageFunctionToolCallParam{
-					ID:       c.ID,
-					Function: oai.ChatCompletionMessageFunctionToolCallFunctionParam{Name: names.Wire(c.Name), Arguments: string(c.Args)},
-				},
-			})
+			a.ToolCalls = append(a.ToolCalls, wireCall{ID: c.ID, Type: "function", Function: wireFunction{Name: names.Wire(c.Name), Arguments: string(c.Args)}})
 		}
-		return oai.ChatCompletionMessageParamUnion{OfAssistant: &a}, nil
+		return a, nil
 	case provider.RoleTool:
 		if m.ToolCallID == "" {
-			return oai.ChatCompletionMessageParamUnion{}, errors.New("a tool message needs tool_call_id")
+			return chatMessage{}, errors.New("a tool message needs tool_call_id")
 		}
-		return oai.ToolMessage(m.Content, m.ToolCallID), nil
+		return chatMessage{Role: m.Role, Content: text(m.Content), ToolCallID: m.ToolCallID}, nil
 	default:
-		return oai.ChatCompletionMessageParamUnion{}, fmt.Errorf("unknown role %q", m.Role)
+		return chatMessage{}, fmt.Errorf("unknown role %q", m.Role)
 	}
 }
 
-func fromCompletion(cc *oai.ChatCompletion, model string, names *args.Names, salt string) (provider.CompletionResponse, error) {
+func text(s string) *string { return &s }
+
+func fromCompletion(cc *completion, model string, names *args.Names, salt string) (provider.CompletionResponse, error) {
 	if cc == nil || len(cc.Choices) == 0 {
 		return provider.CompletionResponse{}, retry.Malformed("the completion has no choices", nil)
 	}
 	ch := cc.Choices[0]
-	if !ch.JSON.Message.Valid() && !ch.JSON.FinishReason.Valid() {
+	if ch.Message == nil && ch.FinishReason == nil {
 		return provider.CompletionResponse{}, retry.Malformed("the choice has neither message nor finish_reason", nil)
 	}
-	a := assembly{text: ch.Message.Content, refusal: ch.Message.Refusal, finish: ch.FinishReason}
-	for _, tc := range ch.Message.ToolCalls {
-		if tc.Type != "" && tc.Type != "function" {
-			return provider.CompletionResponse{}, retry.Malformed(fmt.Sprintf("tool call of type %q", tc.Type), nil)
+	a := assembly{}
+	if ch.FinishReason != nil {
+		a.finish = *ch.FinishReason
+	}
+	if msg := ch.Message; msg != nil {
+		a.text, a.refusal = msg.Content, msg.Refusal
+		for _, tc := range msg.ToolCalls {
+			if tc.Type != "" && tc.Type != "function" {
+				return provider.CompletionResponse{}, retry.Malformed(fmt.Sprintf("tool call of type %q", tc.Type), nil)
+			}
+			a.calls = append(a.calls, &call{id: tc.ID, name: tc.Function.Name, args: tc.Function.Arguments})
 		}
-		a.calls = append(a.calls, &call{id: tc.ID, name: tc.Function.Name, args: tc.Function.Arguments})
 	}
 	if cc.Model != "" {
 		model = cc.Model
 	}
 	a.model = model
-	a.usage = usage(cc.Usage)
+	if cc.Usage != nil {
+		a.usage = cc.Usage.usage()
+	}
 	return a.response(names, salt)
 }
 
 // completeStream sends the request with stream=true (usage included) and
 // assembles the answer from the chunks.
-func (p *Provider) completeStream(ctx context.Context, params oai.ChatCompletionNewParams, names *args.Names, salt string, onDelta func(string)) (provider.CompletionResponse, error) {
-	params.StreamOptions = oai.ChatCompletionStreamOptionsParam{IncludeUsage: oai.Bool(true)}
-	stream := p.svc.NewStreaming(ctx, params)
-	defer stream.Close()
-	a := assembly{model: string(params.Model)}
+func (p *Provider) completeStream(ctx context.Context, params chatRequest, names *args.Names, salt string, onDelta func(string)) (provider.CompletionResponse, error) {
+	params.Stream = true
+	params.StreamOptions = &streamOptions{IncludeUsage: true}
+	a := assembly{model: params.Model}
 	byIndex := map[int64]*call{}
 	chunks := 0
-	for stream.Next() {
-		ch := stream.Current()
+	err := p.api.stream(ctx, "chat/completions", params, func(ch *completion) {
 		chunks++
 		if ch.Model != "" {
 			a.model = ch.Model
 		}
-		if ch.JSON.Usage.Valid() {
-			a.usage = usage(ch.Usage)
+		if ch.Usage != nil {
+			a.usage = ch.Usage.usage()
 		}
 		for _, c := range ch.Choices {
 			if c.Index != 0 {
@@ -346,16 +335,12 @@ func (p *Provider) completeStream(ctx context.Context, params oai.ChatCompletion
 				}
 				tc.args += d.Function.Arguments
 			}
-			if c.FinishReason != "" {
-				a.finish = c.FinishReason
+			if c.FinishReason != nil && *c.FinishReason != "" {
+				a.finish = *c.FinishReason
 			}
 		}
-	}
-	if err := stream.Err(); err != nil {
-		var se *ssestream.StreamError
-		if errors.As(err, &se) {
-			return provider.CompletionResponse{}, retry.Transient(err)
-		}
+	})
+	if err != nil {
 		return provider.CompletionResponse{}, err
 	}
 	if chunks == 0 {
@@ -365,12 +350,6 @@ func (p *Provider) completeStream(ctx context.Context, params oai.ChatCompletion
 		return provider.CompletionResponse{}, retry.Transient(errors.New("the stream ended before a finish_reason"))
 	}
 	return a.response(names, salt)
-}
-
-// usage reads token counts; prompt_tokens includes the cached ones.
-func usage(u oai.CompletionUsage) provider.Usage {
-	d := u.PromptTokensDetails
-	return provider.Usage{InputTokens: u.PromptTokens, OutputTokens: u.CompletionTokens, CachedInputTokens: d.CachedTokens, CacheWriteTokens: d.CacheWriteTokens}
 }
 
 type call struct{ id, name, args string }
