@@ -6,7 +6,7 @@
 // net/http itself (wire.go), not through the official SDK: the SDK's
 // package initialisers make every type of the whole OpenAI API reachable,
 // some 12 MB of the stripped binary for the two endpoints used here
-// (docs/decisions.md, "The OpenAI adapter speaks HTTP itself").
+// (ADR 32 in docs/decisions.md).
 //
 // The profile carries the endpoint, key, organisation and project
 // (OPENAI_BASE_URL, OPENAI_API_KEY, OPENAI_ORG_ID, OPENAI_PROJECT_ID: see
