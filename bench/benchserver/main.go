@@ -5,7 +5,7 @@
 //	-kind ours  the bot's intake as `agentos serve` runs it: the
 //	            bot/server engine + webhook.Handler + the LogQueue
 //	            in -dir (every delivery durable before 202); with
-//	            -process, also a webhook.Processor that decodes each
+//	            -process, also a worker.Processor that decodes each
 //	            delivery fully and dispatches it to a counter
 //	-kind bare  the baseline most Go bots start from: net/http with
 //	            go-github ValidatePayload + ParseWebHook, nothing stored
@@ -36,6 +36,7 @@ import (
 	"github.com/agentos/agentos/bot/queue"
 	"github.com/agentos/agentos/bot/server"
 	"github.com/agentos/agentos/bot/webhook"
+	"github.com/agentos/agentos/bot/worker"
 	"github.com/google/go-github/v62/github"
 )
 
@@ -172,7 +173,7 @@ func ours(ctx context.Context, dir string, commitDelay time.Duration, secret []b
 	c := &counter{}
 	pctx, stopProcessor := context.WithCancel(context.WithoutCancel(ctx))
 	if process {
-		p := &webhook.Processor{Events: dispatch.Events(), Queue: q, Dispatch: c, BotLogin: "agentos-bench[bot]"}
+		p := &worker.Processor{Events: dispatch.Events(), Queue: q, Dispatch: c, BotLogin: "agentos-bench[bot]"}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

@@ -17,7 +17,9 @@ import (
 	"github.com/agentos/agentos/bot/github"
 	"github.com/agentos/agentos/bot/internal/fakegithub"
 	"github.com/agentos/agentos/bot/internal/gittest"
+	"github.com/agentos/agentos/bot/queue"
 	"github.com/agentos/agentos/bot/webhook"
+	"github.com/agentos/agentos/bot/worker"
 	"github.com/agentos/agentos/kernel/testenv"
 	"github.com/agentos/agentos/runtime/demo"
 	"github.com/agentos/agentos/runtime/event"
@@ -454,7 +456,7 @@ func TestWebhooksEndToEnd(t *testing.T) {
 	w := newLiveWorld(t, "app", "/api/v3")
 	w.opts.Result = func(r dispatch.Result) { w.mu.Lock(); w.results = append(w.results, r); w.mu.Unlock() }
 	w.login()
-	q, err := webhook.OpenLogQueue(t.TempDir())
+	q, err := queue.OpenLogQueue(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -468,7 +470,7 @@ func TestWebhooksEndToEnd(t *testing.T) {
 	defer intake.Close()
 	w.fake.DeliverTo(intake.URL+"/webhook", secret)
 	ctx, cancel := context.WithCancel(context.Background())
-	p := &webhook.Processor{Events: dispatch.Events(), Queue: q, Dispatch: w.d, BotLogin: w.botLogin, Workers: 1, PollInterval: 10 * time.Millisecond}
+	p := &worker.Processor{Events: dispatch.Events(), Queue: q, Dispatch: w.d, BotLogin: w.botLogin, Workers: 1, PollInterval: 10 * time.Millisecond}
 	done := make(chan error, 1)
 	go func() { done <- p.Run(ctx) }()
 	defer func() {

@@ -18,7 +18,9 @@ import (
 	"github.com/agentos/agentos/bot/github"
 	"github.com/agentos/agentos/bot/internal/fakegithub"
 	"github.com/agentos/agentos/bot/internal/gittest"
+	"github.com/agentos/agentos/bot/queue"
 	"github.com/agentos/agentos/bot/webhook"
+	"github.com/agentos/agentos/bot/worker"
 	"github.com/agentos/agentos/kernel/worktree"
 	"github.com/agentos/agentos/runtime/demo"
 	"github.com/agentos/agentos/runtime/event"
@@ -506,7 +508,7 @@ func TestScenarioPushMakesApprovalStale(t *testing.T) {
 // makes one session.
 func TestScenarioRedeliveryMakesOneSession(t *testing.T) {
 	w := newWorld(t)
-	q, err := webhook.OpenLogQueue(filepath.Join(t.TempDir(), "webhooks"))
+	q, err := queue.OpenLogQueue(filepath.Join(t.TempDir(), "webhooks"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -536,7 +538,7 @@ func TestScenarioRedeliveryMakesOneSession(t *testing.T) {
 		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	p := &webhook.Processor{Events: dispatch.Events(), Queue: q, Dispatch: w.d, BotLogin: botLogin, Workers: 2, PollInterval: 10 * time.Millisecond}
+	p := &worker.Processor{Events: dispatch.Events(), Queue: q, Dispatch: w.d, BotLogin: botLogin, Workers: 2, PollInterval: 10 * time.Millisecond}
 	done := make(chan error, 1)
 	go func() { done <- p.Run(ctx) }()
 	deadline := time.Now().Add(60 * time.Second)

@@ -3,11 +3,13 @@
 // delivery durably in a queue (bot/queue: LogQueue, an append-only
 // group-committed log, for one process; PGQueue, a PostgreSQL table shared
 // by replicas; in front of either a Spool, which keeps deliveries on local
-// disk while the queue's store is down) and answers 202; a
-// Processor later claims each delivery, decodes it fully (go-github),
-// drops the bot's own events, normalises the rest into one Trigger and
-// hands it to a Dispatcher. Processing is at-least-once: a delivery
-// claimed but not finished when the process died is claimed again.
+// disk while the queue's store is down) and answers 202. It also defines
+// what a delivery becomes: the normalised Trigger (Normalize), and the
+// errors a dispatch wraps to tell the queue how to retry it (ErrBusy,
+// ErrPermanent). bot/worker's Processor later claims each delivery,
+// decodes it fully (go-github), drops the bot's own events, normalises
+// the rest into one Trigger and hands it to the dispatcher. The
+// Reconciler asks GitHub to redeliver what intake missed.
 //
 // Answers of the handler, in the order they are decided:
 //
@@ -27,7 +29,7 @@
 //	    redeliver it)
 //
 // Events and actions: the ones the dispatcher's route table takes
-// (Config.Events and Processor.Events, from dispatch.Events); any other
+// (Config.Events and worker.Processor.Events, from dispatch.Events); any other
 // event is answered 400 "unsupported event". Today:
 //
 //	issue_comment                created                  → Trigger kind comment
@@ -39,5 +41,5 @@
 //	ping                         (answered 200, not stored)
 //
 // Other actions of these events are stored and answered 202, then dropped
-// by the Processor with outcome "ignored".
+// by bot/worker's Processor with outcome "ignored".
 package webhook

@@ -6,8 +6,8 @@ import "slices"
 // event → actions, an empty list meaning any action. They are not listed
 // here: the dispatcher's route table derives them (dispatch.Events), so a
 // new trigger is one edit of that table. The handler answers other events
-// 400 "unsupported event" (ping is always answered), and the Processor
-// drops other actions as "ignored" before decoding them.
+// 400 "unsupported event" (ping is always answered), and bot/worker's
+// Processor drops other actions as "ignored" before decoding them.
 type Events map[string][]string
 
 // Has reports whether the bot acts on some action of event.
@@ -22,9 +22,9 @@ func (e Events) Accepts(event, action string) bool {
 	return ok && (len(acts) == 0 || slices.Contains(acts, action))
 }
 
-// label is the metrics label of event: the event if the bot handles it,
+// Label is the metrics label of event: the event if the bot handles it,
 // "other" otherwise (the header is the sender's; labels stay bounded).
-func (e Events) label(event string) string {
+func (e Events) Label(event string) string {
 	if event == "ping" || e.Has(event) {
 		return event
 	}

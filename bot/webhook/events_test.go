@@ -27,7 +27,7 @@ func TestEvents(t *testing.T) {
 			t.Errorf("%s.%s: has %v accepts %v", c.event, c.action, testEvents.Has(c.event), testEvents.Accepts(c.event, c.action))
 		}
 	}
-	if testEvents.label("ping") != "ping" || testEvents.label("push") != "other" || Events(nil).Has("issue_comment") {
+	if testEvents.Label("ping") != "ping" || testEvents.Label("push") != "other" || Events(nil).Has("issue_comment") {
 		t.Error("labels")
 	}
 }

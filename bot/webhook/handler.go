@@ -39,8 +39,8 @@ type Config struct {
 // is the X-GitHub-Event value if the bot handles that event, "other"
 // otherwise (the header is caller-controlled; labels must stay bounded).
 // Handler outcomes: accepted, duplicate, unauthorized, bad_request,
-// too_large, ping, unsupported, unavailable. Processor outcomes: processed,
-// ignored, failed, retry.
+// too_large, ping, unsupported, unavailable. Outcomes of bot/worker's
+// Processor: processed, ignored, failed, retry.
 type Observer interface {
 	Delivery(event, outcome string)
 }
@@ -74,7 +74,7 @@ const jsonType = "application/json; charset=utf-8"
 func (h *Handler) Serve(c *gin.Context) {
 	r := c.Request
 	event := r.Header.Get(EventHeader)
-	label := h.cfg.Events.label(event)
+	label := h.cfg.Events.Label(event)
 	if r.ContentLength > h.cfg.MaxBody {
 		h.fail(c, label, http.StatusRequestEntityTooLarge, "too_large", h.tooLarge, "")
 		return

@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/agentos/agentos/bot/internal/corpus"
 	"github.com/agentos/agentos/bot/queue"
@@ -27,75 +26,15 @@ func openTestQueue(t *testing.T) (*queue.LogQueue, string) {
 	return openQueueAt(t, path), path
 }
 
-// openQueueAt opens the LogQueue at path, closed when the test ends; its
-// clock is set with setNow.
+// openQueueAt opens the LogQueue at path, closed when the test ends.
 func openQueueAt(t *testing.T, path string) *queue.LogQueue {
 	t.Helper()
-	c := &clock{}
-	q, err := queue.OpenLogQueueOptions(path, queue.LogOptions{Now: c.now})
+	q, err := queue.OpenLogQueue(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	clocks.Store(q, c)
 	t.Cleanup(func() { q.Close() })
 	return q
-}
-
-// openLog is openQueueAt for a directory.
-func openLog(t *testing.T, dir string) *queue.LogQueue { return openQueueAt(t, dir) }
-
-// clock is a queue's clock that a test can set (nil: time.Now).
-type clock struct {
-	mu sync.Mutex
-	f  func() time.Time
-}
-
-func (c *clock) now() time.Time {
-	c.mu.Lock()
-	f := c.f
-	c.mu.Unlock()
-	if f == nil {
-		return time.Now()
-	}
-	return f()
-}
-
-// clocks are the clocks of the queues the tests opened.
-var clocks sync.Map
-
-// setNow sets the clock of a queue opened by these helpers.
-func setNow(q any, f func() time.Time) {
-	c, ok := clocks.Load(q)
-	if !ok {
-		panic("setNow: a queue not opened by the test helpers")
-	}
-	c.(*clock).mu.Lock()
-	c.(*clock).f = f
-	c.(*clock).mu.Unlock()
-}
-
-// killed stands for the process holding the log queue in dir killed with
-// SIGKILL: it returns a copy of the directory as that process left it
-// (everything acknowledged is synced; nothing is released or completed),
-// for the next process to open. The original queue is left to the test's
-// cleanup.
-func killed(t *testing.T, dir string) string {
-	t.Helper()
-	to := t.TempDir()
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range ents {
-		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(to, e.Name()), b, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return to
 }
 
 func newEngine(h *Handler) *gin.Engine {
@@ -237,7 +176,7 @@ func exampleOf(t testing.TB, event, action string, n int) []byte {
 }
 
 // openPGQueueAt opens a PGQueue (own pool) on the schema at u, closed
-// when the test ends; its clock is set with setNow.
+// when the test ends.
 func openPGQueueAt(t testing.TB, u string, o queue.PGQueueOptions) *queue.PGQueue {
 	t.Helper()
 	pool, err := pgxpool.New(context.Background(), u)
@@ -245,23 +184,12 @@ func openPGQueueAt(t testing.TB, u string, o queue.PGQueueOptions) *queue.PGQueu
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	c := &clock{}
-	o.Now = c.now
 	q, err := queue.OpenPGQueue(context.Background(), pool, o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	clocks.Store(q, c)
 	t.Cleanup(func() { q.Close() })
 	return q
-}
-
-func enqueue(t *testing.T, q Queue, id string) {
-	t.Helper()
-	dup, err := q.Enqueue(context.Background(), Delivery{ID: id, Event: "issue_comment", Action: "created", Body: []byte(`{"id":"` + id + `"}`)})
-	if err != nil || dup {
-		t.Fatalf("Enqueue(%s) = %v, %v", id, dup, err)
-	}
 }
 
 func claim(t *testing.T, q Queue) (Delivery, bool) {
@@ -272,3 +200,6 @@ func claim(t *testing.T, q Queue) (Delivery, bool) {
 	}
 	return d, ok
 }
+
+// noBody drops the body, for messages.
+func noBody(r Record) Record { r.Body = nil; return r }

@@ -2,9 +2,9 @@ package webhook
 
 import "github.com/agentos/agentos/bot/queue"
 
-// The queue moved to bot/queue; these names keep the handler, the
-// Processor and their callers (bot/api, bot/dispatch's tests, cmd/agentos)
-// compiling while they move over to the queue package's own names.
+// The queue moved to bot/queue; these names keep the handler's callers
+// (bot/api, cmd/agentos) compiling while they move over to the queue
+// package's own names (bot/worker uses them already).
 type (
 	// Delivery is queue.Delivery.
 	Delivery = queue.Delivery

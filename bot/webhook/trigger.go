@@ -229,9 +229,9 @@ func repoNames(rs []*github.Repository) []string {
 }
 
 // Normalize decodes one event's payload (the X-GitHub-Event name and the
-// JSON body) into a Trigger exactly as the Processor does, for callers that
-// get events another way (the GitHub Action reads GITHUB_EVENT_PATH). ok is
-// false for events it has no trigger for (which actions of them the bot
+// JSON body) into a Trigger exactly as bot/worker's Processor does, for
+// callers that get events another way (the GitHub Action reads
+// GITHUB_EVENT_PATH). ok is false for events it has no trigger for (which actions of them the bot
 // acts on is the route table's to say: dispatch.Lookup).
 func Normalize(eventName, deliveryID string, body []byte) (Trigger, bool, error) {
 	if eventName == "ping" || github.EventForType(eventName) == nil {
@@ -243,3 +243,9 @@ func Normalize(eventName, deliveryID string, body []byte) (Trigger, bool, error)
 	}
 	return normalize(Delivery{ID: deliveryID, Event: eventName, Body: body}, ev)
 }
+
+// NormalizeDecoded is Normalize for a queued delivery whose body the
+// caller has already decoded with go-github's ParseWebHook (bot/worker,
+// which tells a body it cannot decode from one that lacks what a trigger
+// needs): the trigger also carries the delivery's attempt.
+func NormalizeDecoded(d Delivery, ev any) (Trigger, bool, error) { return normalize(d, ev) }

@@ -31,9 +31,14 @@ var layers = map[string][]string{
 // ours; bot/review (review, triage, fix proposals) sits below bot/dispatch,
 // which routes commands to it and serves it the session lifecycle through
 // an interface bot/review declares, so it never imports the dispatcher.
+// bot/webhook is intake only (verify, normalise, enqueue); bot/worker
+// consumes the queue and hands each Trigger to a dispatcher through an
+// interface it declares, so neither imports the dispatcher.
 var narrowLayers = map[string][]string{
-	"bot/github": {},
-	"bot/review": {"bot/github", "bot/tracking", "bot/webhook", "runtime", "kernel", "schemas"},
+	"bot/github":  {},
+	"bot/review":  {"bot/github", "bot/tracking", "bot/webhook", "runtime", "kernel", "schemas"},
+	"bot/webhook": {"bot/queue", "runtime", "kernel", "schemas"},
+	"bot/worker":  {"bot/queue", "bot/webhook", "runtime", "kernel", "schemas"},
 	// runtime/groupcommit is the one batcher of bot/queue and runtime/store.
 	"runtime/groupcommit": {},
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/agentos/agentos/bot/webhook"
+	"github.com/agentos/agentos/bot/worker"
 	"github.com/agentos/agentos/runtime/demo"
 	"github.com/agentos/agentos/runtime/event"
 	"github.com/agentos/agentos/runtime/replay"
@@ -52,7 +53,7 @@ func (c *countingDispatcher) snapshot() map[string]int {
 
 // startReplica runs `agentos serve --store dbURL` as replica id, its
 // deliveries handed to d.
-func startReplica(t *testing.T, dbURL, id string, env map[string]string, d webhook.Dispatcher) *served {
+func startReplica(t *testing.T, dbURL, id string, env map[string]string, d worker.Dispatcher) *served {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

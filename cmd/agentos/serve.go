@@ -20,6 +20,7 @@ import (
 	"github.com/agentos/agentos/bot/server"
 	"github.com/agentos/agentos/bot/viewer"
 	"github.com/agentos/agentos/bot/webhook"
+	"github.com/agentos/agentos/bot/worker"
 	"github.com/agentos/agentos/kernel/sandbox"
 	"github.com/agentos/agentos/runtime/buildinfo"
 	"github.com/agentos/agentos/runtime/event"
@@ -44,7 +45,7 @@ type serveDeps struct {
 	logger   *slog.Logger // nil: text to stderr
 	// dispatch receives the webhook Triggers; nil leaves the deliveries
 	// queued (durably) with no processor running.
-	dispatch webhook.Dispatcher
+	dispatch worker.Dispatcher
 }
 
 func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -241,7 +242,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, d serveDeps) er
 		})
 		switch {
 		case d.dispatch != nil:
-			p := &webhook.Processor{Events: dispatch.Events(), Queue: q, Dispatch: d.dispatch, BotLogin: cfg.BotLogin, Observer: metrics, Workers: cfg.Workers, Logger: log,
+			p := &worker.Processor{Events: dispatch.Events(), Queue: q, Dispatch: d.dispatch, BotLogin: cfg.BotLogin, Observer: metrics, Workers: cfg.Workers, Logger: log,
 				DrainTimeout: drain, StopCause: drainCut(drain)}
 			opts.Actors = append(opts.Actors, p.Run)
 		case runs && cfg.GitHubAuth() != config.AuthNone:
@@ -292,7 +293,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, d serveDeps) er
 					// same authorizer, which knows the bot's own login.
 					ck.SetAuthorizer(disp.Authorizer())
 				}
-				p := &webhook.Processor{Events: dispatch.Events(), Queue: q, Dispatch: disp, BotLogin: login, Observer: metrics, Workers: cfg.Workers, Logger: log,
+				p := &worker.Processor{Events: dispatch.Events(), Queue: q, Dispatch: disp, BotLogin: login, Observer: metrics, Workers: cfg.Workers, Logger: log,
 					DrainTimeout: drain, StopCause: drainCut(drain)}
 				return p.Run(ctx)
 			})

@@ -1,4 +1,4 @@
-package webhook
+package worker
 
 import (
 	"context"
@@ -10,27 +10,30 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/agentos/agentos/bot/queue"
+	"github.com/agentos/agentos/bot/webhook"
 )
 
-// fakeDispatcher records every Trigger and fails the delivery IDs it is
+// fakeDispatcher records every webhook.Trigger and fails the delivery IDs it is
 // told to.
 type fakeDispatcher struct {
 	mu       sync.Mutex
-	got      []Trigger
+	got      []webhook.Trigger
 	failWith map[string]error
 }
 
-func (f *fakeDispatcher) Dispatch(ctx context.Context, t Trigger) error {
+func (f *fakeDispatcher) Dispatch(ctx context.Context, t webhook.Trigger) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.got = append(f.got, t)
 	return f.failWith[t.DeliveryID]
 }
 
-func (f *fakeDispatcher) triggers() []Trigger {
+func (f *fakeDispatcher) triggers() []webhook.Trigger {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return append([]Trigger(nil), f.got...)
+	return append([]webhook.Trigger(nil), f.got...)
 }
 
 // steppingClock jumps ten minutes per reading, so that every retry backoff
@@ -48,7 +51,7 @@ func (c *steppingClock) now() time.Time {
 }
 
 // waitDrained waits until the queue has nothing left to do.
-func waitDrained(t *testing.T, q Queue) {
+func waitDrained(t *testing.T, q queue.Queue) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
@@ -71,7 +74,7 @@ func TestProcessor(t *testing.T) {
 	clock := &steppingClock{t: time.Unix(1_700_000_000, 0)}
 	setNow(q, clock.now)
 	obs := &recorder{}
-	e := newEngine(NewHandler(Config{Events: testEvents, Secrets: [][]byte{testSecret}}, q, nil))
+	e := newEngine(webhook.NewHandler(webhook.Config{Events: testEvents, Secrets: [][]byte{testSecret}}, q, nil))
 
 	setSender := func(login string) func(m map[string]any) {
 		return func(m map[string]any) { obj(m, "sender")["login"] = login }
@@ -99,7 +102,7 @@ func TestProcessor(t *testing.T) {
 	}
 	disp := &fakeDispatcher{failWith: map[string]error{
 		"transient": errors.New("runtime busy"),
-		"permanent": fmt.Errorf("no such repository: %w", ErrPermanent),
+		"permanent": fmt.Errorf("no such repository: %w", webhook.ErrPermanent),
 	}}
 	p := &Processor{Events: testEvents, Queue: q, Dispatch: disp, BotLogin: "agentos[bot]", Observer: obs, Workers: 3, MaxAttempts: 3}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -114,7 +117,7 @@ func TestProcessor(t *testing.T) {
 	var ids []string
 	for _, tr := range disp.triggers() {
 		ids = append(ids, tr.DeliveryID)
-		if tr.DeliveryID == "human" && (tr.Kind != KindComment || tr.Author != "Codertocat" || tr.Number != 1) {
+		if tr.DeliveryID == "human" && (tr.Kind != webhook.KindComment || tr.Author != "Codertocat" || tr.Number != 1) {
 			t.Errorf("human comment trigger %+v", tr)
 		}
 	}
@@ -138,15 +141,15 @@ func TestProcessor(t *testing.T) {
 		outcome, err string
 		attempts     int
 	}{
-		"human":         {OutcomeProcessed, "", 1},
-		"own-comment":   {OutcomeIgnored, "the bot's own event", 1},
-		"own-pr-opened": {OutcomeIgnored, "the bot's own event", 1},
-		"edited":        {OutcomeIgnored, `issue_comment action "edited" is not handled`, 1},
-		"review":        {OutcomeProcessed, "", 1},
-		"transient":     {OutcomeFailed, "dispatch: runtime busy (gave up after 3 failed attempts)", 3},
-		"permanent":     {OutcomeFailed, "dispatch: no such repository: permanent failure", 1},
-		"incomplete":    {OutcomeFailed, "payload lacks issue or comment", 1},
-		"undecodable":   {OutcomeFailed, "decode: json: cannot unmarshal", 1},
+		"human":         {queue.OutcomeProcessed, "", 1},
+		"own-comment":   {queue.OutcomeIgnored, "the bot's own event", 1},
+		"own-pr-opened": {queue.OutcomeIgnored, "the bot's own event", 1},
+		"edited":        {queue.OutcomeIgnored, `issue_comment action "edited" is not handled`, 1},
+		"review":        {queue.OutcomeProcessed, "", 1},
+		"transient":     {queue.OutcomeFailed, "dispatch: runtime busy (gave up after 3 failed attempts)", 3},
+		"permanent":     {queue.OutcomeFailed, "dispatch: no such repository: permanent failure", 1},
+		"incomplete":    {queue.OutcomeFailed, "payload lacks issue or comment", 1},
+		"undecodable":   {queue.OutcomeFailed, "decode: json: cannot unmarshal", 1},
 	}
 	for id, w := range want {
 		rec, ok, err := q.Get(context.Background(), id)
@@ -177,7 +180,7 @@ type blockingDispatcher struct {
 	release chan struct{}
 }
 
-func (b *blockingDispatcher) Dispatch(ctx context.Context, t Trigger) error {
+func (b *blockingDispatcher) Dispatch(ctx context.Context, t webhook.Trigger) error {
 	b.started <- t.DeliveryID
 	<-b.release
 	return nil
@@ -185,7 +188,7 @@ func (b *blockingDispatcher) Dispatch(ctx context.Context, t Trigger) error {
 
 func TestProcessorFinishesInFlightWorkOnShutdown(t *testing.T) {
 	q, _ := openTestQueue(t)
-	e := newEngine(NewHandler(Config{Events: testEvents, Secrets: [][]byte{testSecret}}, q, nil))
+	e := newEngine(webhook.NewHandler(webhook.Config{Events: testEvents, Secrets: [][]byte{testSecret}}, q, nil))
 	if w := post(t, e, signed("issue_comment", "slow", exampleOf(t, "issue_comment", "created", 0))); w.Code != 202 {
 		t.Fatal(w.Code)
 	}
@@ -208,7 +211,7 @@ func TestProcessorFinishesInFlightWorkOnShutdown(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec, _, _ := q.Get(context.Background(), "slow")
-	if rec.State != "done" || rec.Outcome != OutcomeProcessed {
+	if rec.State != "done" || rec.Outcome != queue.OutcomeProcessed {
 		t.Errorf("after shutdown: %+v", rec)
 	}
 }

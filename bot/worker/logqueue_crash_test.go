@@ -1,4 +1,4 @@
-package webhook
+package worker
 
 import (
 	"bufio"
@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/agentos/agentos/bot/queue"
+
+	"github.com/agentos/agentos/bot/webhook"
 )
 
 // TestLogCrashHelper is the server process of TestLogAcknowledgedSurvivesKill;
@@ -38,7 +40,7 @@ func TestLogCrashHelper(t *testing.T) {
 	}
 	fmt.Printf("listening on %s\n", ln.Addr())
 	// Serves until killed; the queue is never closed.
-	t.Fatal(http.Serve(ln, newEngine(NewHandler(Config{Events: testEvents, Secrets: [][]byte{testSecret}}, q, nil))))
+	t.Fatal(http.Serve(ln, newEngine(webhook.NewHandler(webhook.Config{Events: testEvents, Secrets: [][]byte{testSecret}}, q, nil))))
 }
 
 // TestLogAcknowledgedSurvivesKill: every delivery answered 202 by a server
@@ -90,9 +92,9 @@ func TestLogAcknowledgedSurvivesKill(t *testing.T) {
 				id := fmt.Sprintf("kill-%d-%d", w, i)
 				body := bodyOf(id)
 				req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/webhook", bytes.NewReader(body))
-				req.Header.Set(EventHeader, "issue_comment")
-				req.Header.Set(DeliveryHeader, id)
-				req.Header.Set(SignatureHeader, Sign(testSecret, body))
+				req.Header.Set(webhook.EventHeader, "issue_comment")
+				req.Header.Set(webhook.DeliveryHeader, id)
+				req.Header.Set(webhook.SignatureHeader, webhook.Sign(testSecret, body))
 				resp, err := http.DefaultClient.Do(req)
 				if err != nil {
 					return // the server is gone
@@ -113,7 +115,7 @@ func TestLogAcknowledgedSurvivesKill(t *testing.T) {
 	wg.Wait()
 	cmd.Wait()
 
-	q, err := OpenLogQueue(dir)
+	q, err := queue.OpenLogQueue(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

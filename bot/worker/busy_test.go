@@ -1,4 +1,4 @@
-package webhook
+package worker
 
 import (
 	"context"
@@ -10,9 +10,11 @@ import (
 
 	"github.com/agentos/agentos/bot/queue"
 	"github.com/agentos/agentos/runtime/store/postgres/pgtest"
+
+	"github.com/agentos/agentos/bot/webhook"
 )
 
-// busyDispatcher answers ErrBusy (the session is another replica's) for
+// busyDispatcher answers webhook.ErrBusy (the session is another replica's) for
 // the first `busy` dispatches, then succeeds.
 type busyDispatcher struct {
 	mu    sync.Mutex
@@ -20,12 +22,12 @@ type busyDispatcher struct {
 	busy  int
 }
 
-func (b *busyDispatcher) Dispatch(ctx context.Context, t Trigger) error {
+func (b *busyDispatcher) Dispatch(ctx context.Context, t webhook.Trigger) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.calls++
 	if b.calls <= b.busy {
-		return fmt.Errorf("session leased by replica-2: %w", ErrBusy)
+		return fmt.Errorf("session leased by replica-2: %w", webhook.ErrBusy)
 	}
 	return nil
 }
@@ -37,7 +39,7 @@ func TestProcessorBusyIsNotFailure(t *testing.T) {
 	q, _ := openTestQueue(t)
 	clock := &steppingClock{t: time.Unix(1_700_000_000, 0)}
 	setNow(q, clock.now)
-	e := newEngine(NewHandler(Config{Events: testEvents, Secrets: [][]byte{testSecret}}, q, nil))
+	e := newEngine(webhook.NewHandler(webhook.Config{Events: testEvents, Secrets: [][]byte{testSecret}}, q, nil))
 	if w := post(t, e, signed("pull_request_review", "approve", exampleOf(t, "pull_request_review", "submitted", 1))); w.Code != http.StatusAccepted {
 		t.Fatalf("%d %s", w.Code, w.Body)
 	}
@@ -52,7 +54,7 @@ func TestProcessorBusyIsNotFailure(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec, _, _ := q.Get(context.Background(), "approve")
-	if rec.Outcome != OutcomeProcessed || rec.Attempts != 7 {
+	if rec.Outcome != queue.OutcomeProcessed || rec.Attempts != 7 {
 		t.Fatalf("%+v, want processed on attempt 7", rec)
 	}
 }
@@ -66,7 +68,7 @@ func TestProcessorBusyIsNotFailure(t *testing.T) {
 // PostgreSQL. A real failure after the busy tries waits the first
 // backoff. On both queues.
 func TestBusyRetriesDoNotBackOff(t *testing.T) {
-	check := func(t *testing.T, q Queue, setNow func(time.Time)) {
+	check := func(t *testing.T, q queue.Queue, setNow func(time.Time)) {
 		ctx := context.Background()
 		enqueue(t, q, "a")
 		now := time.Now()
@@ -76,7 +78,7 @@ func TestBusyRetriesDoNotBackOff(t *testing.T) {
 			if !ok || d.Failures != 0 {
 				t.Fatalf("busy try %d: %+v %v; want claimable with no failure", i, d, ok)
 			}
-			if err := q.Done(ctx, "a", OutcomeRetry, busyPrefix+"session leased by replica-2"); err != nil {
+			if err := q.Done(ctx, "a", queue.OutcomeRetry, busyPrefix+"session leased by replica-2"); err != nil {
 				t.Fatal(err)
 			}
 			setNow(now.Add(BusyRetryDelay - 100*time.Millisecond))
@@ -90,7 +92,7 @@ func TestBusyRetriesDoNotBackOff(t *testing.T) {
 		if !ok || d.Failures != 0 || d.Attempts != 11 {
 			t.Fatalf("after ten busy tries: %+v %v; want claimable, attempt 11, no failure", d, ok)
 		}
-		if err := q.Done(ctx, "a", OutcomeRetry, "dispatch: GitHub answered 502"); err != nil {
+		if err := q.Done(ctx, "a", queue.OutcomeRetry, "dispatch: GitHub answered 502"); err != nil {
 			t.Fatal(err)
 		}
 		setNow(now.Add(900 * time.Millisecond))

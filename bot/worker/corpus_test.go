@@ -1,4 +1,4 @@
-package webhook
+package worker
 
 import (
 	"context"
@@ -6,6 +6,9 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/agentos/agentos/bot/queue"
+	"github.com/agentos/agentos/bot/webhook"
 )
 
 // wantActed says which (event, action) pairs the bot acts on; every other
@@ -31,7 +34,7 @@ func TestCorpus(t *testing.T) {
 	examples := webhookExamples(t, "issue_comment", "pull_request", "pull_request_review", "pull_request_review_comment",
 		"issues", "installation", "installation_repositories", "ping")
 	q, _ := openTestQueue(t)
-	e := newEngine(NewHandler(Config{Events: testEvents, Secrets: [][]byte{testSecret}}, q, nil))
+	e := newEngine(webhook.NewHandler(webhook.Config{Events: testEvents, Secrets: [][]byte{testSecret}}, q, nil))
 
 	wantOutcome := map[string]string{}
 	perEvent := map[string]int{}
@@ -42,7 +45,7 @@ func TestCorpus(t *testing.T) {
 		name := fmt.Sprintf("%s.%s#%d", ex.event, ex.action, i)
 
 		bad := signed(ex.event, id+"-bad", ex.body)
-		bad.sig = Sign([]byte("not the secret"), ex.body)
+		bad.sig = webhook.Sign([]byte("not the secret"), ex.body)
 		if w := post(t, e, bad); w.Code != http.StatusUnauthorized {
 			t.Errorf("%s with a wrong signature: %d %s, want 401", name, w.Code, w.Body)
 		}
@@ -57,7 +60,7 @@ func TestCorpus(t *testing.T) {
 		}
 		// Examples that report the same comment, review or push as an
 		// earlier one are replays of it.
-		key := PayloadKey(ex.event, ex.action, ex.body)
+		key := webhook.PayloadKey(ex.event, ex.action, ex.body)
 		replay := key != "" && keys[key]
 		keys[key] = true
 		if replay {
@@ -71,9 +74,9 @@ func TestCorpus(t *testing.T) {
 			t.Errorf("%s: %d %s, want %d", name, w.Code, w.Body, want)
 		}
 		if want == http.StatusAccepted {
-			wantOutcome[id] = OutcomeIgnored
+			wantOutcome[id] = queue.OutcomeIgnored
 			if wantActed(ex.event, ex.action) {
-				wantOutcome[id] = OutcomeProcessed
+				wantOutcome[id] = queue.OutcomeProcessed
 			}
 		}
 	}
@@ -105,7 +108,7 @@ func TestCorpus(t *testing.T) {
 	}
 	processed := 0
 	for _, o := range wantOutcome {
-		if o == OutcomeProcessed {
+		if o == queue.OutcomeProcessed {
 			processed++
 		}
 	}
@@ -113,7 +116,7 @@ func TestCorpus(t *testing.T) {
 		t.Errorf("dispatched %d triggers, want %d", got, processed)
 	}
 	for _, tr := range disp.triggers() {
-		if tr.Kind == "" || tr.DeliveryID == "" || tr.Author == "" || (tr.Kind != KindInstallation && (tr.Repo == "" || tr.Number == 0)) {
+		if tr.Kind == "" || tr.DeliveryID == "" || tr.Author == "" || (tr.Kind != webhook.KindInstallation && (tr.Repo == "" || tr.Number == 0)) {
 			t.Errorf("incomplete trigger %+v", tr)
 		}
 	}

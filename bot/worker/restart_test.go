@@ -1,4 +1,4 @@
-package webhook
+package worker
 
 import (
 	"context"
@@ -20,7 +20,7 @@ func TestRestartsAreNoFailures(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	q := openLog(t, dir)
-	if _, err := q.Enqueue(ctx, Delivery{ID: "a", Event: "issue_comment", Action: "created", Body: exampleOf(t, "issue_comment", "created", 0), ReceivedAt: time.Now()}); err != nil {
+	if _, err := q.Enqueue(ctx, queue.Delivery{ID: "a", Event: "issue_comment", Action: "created", Body: exampleOf(t, "issue_comment", "created", 0), ReceivedAt: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
 	const maxAttempts = 3
@@ -48,7 +48,7 @@ func TestRestartsAreNoFailures(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.State != "pending" || r.Outcome != OutcomeRetry || r.Failures != 1 || r.Attempts != kills+1 {
+	if r.State != "pending" || r.Outcome != queue.OutcomeRetry || r.Failures != 1 || r.Attempts != kills+1 {
 		t.Fatalf("after %d kills and one failed dispatch: %+v; want pending for a retry, 1 failure, %d attempts", kills, noBody(r), kills+1)
 	}
 	// The first backoff: not claimable before 1 s, claimable after.
@@ -72,7 +72,7 @@ func TestRestartsAreNoFailures(t *testing.T) {
 		t.Fatalf("claim after a reopen: %+v %v %v; want 2 failures", d, ok, err)
 	}
 	p.process(ctx, d)
-	if r, _, _ := q.Get(ctx, "a"); r.State != "done" || r.Outcome != OutcomeFailed || r.Failures != 2 {
+	if r, _, _ := q.Get(ctx, "a"); r.State != "done" || r.Outcome != queue.OutcomeFailed || r.Failures != 2 {
 		t.Fatalf("after the %d-th failed dispatch: %+v; want failed for good", maxAttempts, noBody(r))
 	}
 }
@@ -85,7 +85,7 @@ func TestShutdownHandsTheDeliveryBack(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	q := openLog(t, dir)
-	if _, err := q.Enqueue(ctx, Delivery{ID: "a", Event: "issue_comment", Action: "created", Body: exampleOf(t, "issue_comment", "created", 0), ReceivedAt: time.Now()}); err != nil {
+	if _, err := q.Enqueue(ctx, queue.Delivery{ID: "a", Event: "issue_comment", Action: "created", Body: exampleOf(t, "issue_comment", "created", 0), ReceivedAt: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
 	d, ok, err := q.Claim(ctx)
@@ -115,6 +115,3 @@ func TestShutdownHandsTheDeliveryBack(t *testing.T) {
 		t.Errorf("release of an unknown delivery: %v, want queue.ErrUnknownDelivery", err)
 	}
 }
-
-// noBody drops the body, for messages.
-func noBody(r Record) Record { r.Body = nil; return r }

@@ -1,4 +1,12 @@
-package webhook
+// Package worker consumes the webhook delivery queue (bot/queue) that
+// bot/webhook's intake fills: its Processor claims each delivery, decodes
+// it fully (go-github), drops the bot's own events and the actions the
+// bot does not act on, normalises the rest into one webhook.Trigger and
+// hands it to a Dispatcher (bot/dispatch), then records the outcome:
+// processed, ignored, failed, or retry with backoff. Processing is
+// at-least-once: a delivery claimed but not finished when the process
+// died is claimed again.
+package worker
 
 import (
 	"context"
@@ -11,29 +19,20 @@ import (
 	"time"
 
 	"github.com/agentos/agentos/bot/queue"
+	"github.com/agentos/agentos/bot/webhook"
 	"github.com/google/go-github/v62/github"
 )
 
 // Dispatcher receives the normalised Trigger of every delivery the bot
-// acts on. An error makes the Processor retry the delivery (see Processor)
-// unless it wraps ErrPermanent.
+// acts on (*dispatch.Dispatcher). An error makes the Processor retry the
+// delivery (see Processor) unless it wraps webhook.ErrPermanent.
 type Dispatcher interface {
-	Dispatch(ctx context.Context, t Trigger) error
+	Dispatch(ctx context.Context, t webhook.Trigger) error
 }
 
-// ErrPermanent, wrapped by a Dispatcher error, marks a delivery that no
-// retry can fix: it fails at once.
-var ErrPermanent = errors.New("permanent failure")
-
-// ErrBusy, wrapped by a Dispatcher error, marks a delivery that must wait
-// for someone else (another replica works its session): it is retried
-// with backoff like any error, but never given up on for its number of
-// attempts, since waiting is not failing.
-var ErrBusy = errors.New("busy elsewhere")
-
 // busyPrefix starts the message of a retry that waits for another
-// replica (ErrBusy); BusyRetryDelay is how long such a delivery waits
-// (queue.BusyRetryDelay: the queue applies it).
+// replica (webhook.ErrBusy); BusyRetryDelay is how long such a delivery
+// waits (queue.BusyRetryDelay: the queue applies it).
 const (
 	busyPrefix     = queue.BusyPrefix
 	BusyRetryDelay = queue.BusyRetryDelay
@@ -56,24 +55,24 @@ const (
 //  4. the Trigger goes to the Dispatcher: nil → "processed"; an error →
 //     "retry" (claimable again after 2^(failures-1) s) until its
 //     MaxAttempts-th failed dispatch, which is "failed" for good with the
-//     error message. Errors wrapping ErrPermanent fail at once; errors
-//     wrapping ErrBusy are retried after BusyRetryDelay, count no failure
+//     error message. Errors wrapping webhook.ErrPermanent fail at once; errors
+//     wrapping webhook.ErrBusy are retried after BusyRetryDelay, count no failure
 //     and are never given up on. Failures
 //     count dispatches that returned an error, not claims: a process
 //     killed mid-dispatch, or stopped (the delivery is then handed back,
-//     see Releaser), used up nothing.
+//     see queue.Releaser), used up nothing.
 //
 // Deliveries are processed concurrently by Workers goroutines, so two
 // deliveries about the same issue can be dispatched in any order.
 type Processor struct {
-	Queue    Queue
+	Queue    queue.Queue
 	Dispatch Dispatcher
 	BotLogin string
 	// Events are the events and actions the bot acts on (dispatch.Events);
 	// other deliveries are "ignored" before they are decoded.
-	Events   Events
-	Observer Observer // may be nil
-	Workers  int      // default DefaultWorkers
+	Events   webhook.Events
+	Observer webhook.Observer // may be nil
+	Workers  int              // default DefaultWorkers
 	Logger   *slog.Logger
 
 	MaxAttempts  int           // default DefaultMaxAttempts
@@ -95,15 +94,15 @@ type Processor struct {
 // and BotLogin are required).
 func (p *Processor) Run(ctx context.Context) error {
 	if p.Queue == nil || p.Dispatch == nil {
-		return errors.New("webhook processor: Queue and Dispatch are required")
+		return errors.New("worker: Queue and Dispatch are required")
 	}
 	if p.BotLogin == "" {
 		// Without it the bot would answer its own comments, forever.
-		return errors.New("webhook processor: BotLogin is required")
+		return errors.New("worker: BotLogin is required")
 	}
 	if len(p.Events) == 0 {
 		// Without them every delivery would be ignored.
-		return errors.New("webhook processor: Events are required (dispatch.Events, from the route table)")
+		return errors.New("worker: Events are required (dispatch.Events, from the route table)")
 	}
 	workers := p.Workers
 	if workers <= 0 {
@@ -162,7 +161,7 @@ func (p *Processor) logger() *slog.Logger {
 
 func (p *Processor) work(ctx, work context.Context, relay chan struct{}) {
 	var ready <-chan struct{}
-	if n, ok := p.Queue.(Notifier); ok {
+	if n, ok := p.Queue.(queue.Notifier); ok {
 		ready = n.Ready()
 	}
 	poll := p.PollInterval
@@ -195,22 +194,22 @@ func (p *Processor) work(ctx, work context.Context, relay chan struct{}) {
 }
 
 // process handles one claimed delivery and records its outcome.
-func (p *Processor) process(ctx context.Context, d Delivery) { p.processIn(ctx, ctx, d) }
+func (p *Processor) process(ctx context.Context, d queue.Delivery) { p.processIn(ctx, ctx, d) }
 
 // processIn is process with the dispatch under work; ctx is the claiming
 // context, which ends when the processor stops (the delivery is then
 // handed back if its dispatch did not finish).
-func (p *Processor) processIn(ctx, work context.Context, d Delivery) {
+func (p *Processor) processIn(ctx, work context.Context, d queue.Delivery) {
 	// The claim rides in the dispatch's context: progress made on the
 	// delivery's behalf renews it (queue.Beat); a stuck dispatch lets it
 	// expire, for another replica to take the delivery over.
 	outcome, msg := p.handle(queue.WithClaim(work, p.Queue, d.ID), d)
 	log := p.logger().With("delivery", d.ID, "event", d.Event, "action", d.Action, "attempt", d.Attempts)
-	if outcome == OutcomeRetry && ctx.Err() != nil {
+	if outcome == queue.OutcomeRetry && ctx.Err() != nil {
 		// A dispatch cut short by shutdown did not fail: the delivery is
 		// handed back, claimable at once by the next process, with no
 		// failure counted and no backoff.
-		if r, ok := p.Queue.(Releaser); ok {
+		if r, ok := p.Queue.(queue.Releaser); ok {
 			if err := r.Release(context.WithoutCancel(ctx), d.ID); err != nil {
 				log.Error("webhook: hand back a delivery at shutdown", "err", err)
 			} else {
@@ -221,18 +220,18 @@ func (p *Processor) processIn(ctx, work context.Context, d Delivery) {
 	}
 	// The MaxAttempts-th failed dispatch gives up (Failures counts the
 	// earlier ones); one that waits for another replica never does.
-	if outcome == OutcomeRetry && d.Failures+1 >= p.maxAttempts() && ctx.Err() == nil && !strings.HasPrefix(msg, busyPrefix) {
-		outcome = OutcomeFailed
+	if outcome == queue.OutcomeRetry && d.Failures+1 >= p.maxAttempts() && ctx.Err() == nil && !strings.HasPrefix(msg, busyPrefix) {
+		outcome = queue.OutcomeFailed
 		msg = fmt.Sprintf("%s (gave up after %d failed attempts)", msg, d.Failures+1)
 	}
 	switch outcome {
-	case OutcomeFailed, OutcomeRetry:
+	case queue.OutcomeFailed, queue.OutcomeRetry:
 		log.Warn("webhook: delivery "+outcome, "err", msg)
 	default:
 		log.Debug("webhook: delivery "+outcome, "reason", msg)
 	}
 	if p.Observer != nil {
-		p.Observer.Delivery(p.Events.label(d.Event), outcome)
+		p.Observer.Delivery(p.Events.Label(d.Event), outcome)
 	}
 	// Record the outcome even when ctx has ended, or the work is redone.
 	if err := p.Queue.Done(context.WithoutCancel(ctx), d.ID, outcome, msg); err != nil {
@@ -248,12 +247,12 @@ func (p *Processor) maxAttempts() int {
 }
 
 // handle returns the outcome of one delivery and its reason or error.
-func (p *Processor) handle(ctx context.Context, d Delivery) (outcome, msg string) {
+func (p *Processor) handle(ctx context.Context, d queue.Delivery) (outcome, msg string) {
 	// A panic on one delivery (a decoder or dispatcher bug meeting odd
 	// input) fails that delivery, not the process.
 	defer func() {
 		if r := recover(); r != nil {
-			outcome, msg = OutcomeFailed, fmt.Sprintf("panic: %v", r)
+			outcome, msg = queue.OutcomeFailed, fmt.Sprintf("panic: %v", r)
 		}
 	}()
 	// The bot's own events come first: nothing else is looked at.
@@ -263,34 +262,34 @@ func (p *Processor) handle(ctx context.Context, d Delivery) (outcome, msg string
 		} `json:"sender"`
 	}
 	if err := json.Unmarshal(d.Body, &head); err != nil {
-		return OutcomeFailed, "decode: " + err.Error()
+		return queue.OutcomeFailed, "decode: " + err.Error()
 	}
 	if strings.EqualFold(head.Sender.Login, p.BotLogin) {
-		return OutcomeIgnored, "the bot's own event"
+		return queue.OutcomeIgnored, "the bot's own event"
 	}
 	if !p.Events.Accepts(d.Event, d.Action) {
-		return OutcomeIgnored, fmt.Sprintf("%s action %q is not handled", d.Event, d.Action)
+		return queue.OutcomeIgnored, fmt.Sprintf("%s action %q is not handled", d.Event, d.Action)
 	}
 	ev, err := github.ParseWebHook(d.Event, d.Body)
 	if err != nil {
-		return OutcomeFailed, "decode: " + err.Error()
+		return queue.OutcomeFailed, "decode: " + err.Error()
 	}
-	t, ok, err := normalize(d, ev)
+	t, ok, err := webhook.NormalizeDecoded(d, ev)
 	if err != nil {
-		return OutcomeFailed, err.Error()
+		return queue.OutcomeFailed, err.Error()
 	}
 	if !ok {
-		return OutcomeIgnored, fmt.Sprintf("%s action %q is not handled", d.Event, t.Action)
+		return queue.OutcomeIgnored, fmt.Sprintf("%s action %q is not handled", d.Event, t.Action)
 	}
 	t.FinalAttempt = d.Failures+1 >= p.maxAttempts()
 	if err := p.Dispatch.Dispatch(ctx, t); err != nil {
-		if errors.Is(err, ErrPermanent) {
-			return OutcomeFailed, "dispatch: " + err.Error()
+		if errors.Is(err, webhook.ErrPermanent) {
+			return queue.OutcomeFailed, "dispatch: " + err.Error()
 		}
-		if errors.Is(err, ErrBusy) {
-			return OutcomeRetry, busyPrefix + err.Error()
+		if errors.Is(err, webhook.ErrBusy) {
+			return queue.OutcomeRetry, busyPrefix + err.Error()
 		}
-		return OutcomeRetry, "dispatch: " + err.Error()
+		return queue.OutcomeRetry, "dispatch: " + err.Error()
 	}
-	return OutcomeProcessed, ""
+	return queue.OutcomeProcessed, ""
 }

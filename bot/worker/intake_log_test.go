@@ -1,10 +1,13 @@
-package webhook
+package worker
 
 import (
 	"context"
 	"net/http"
 	"testing"
 	"time"
+
+	"github.com/agentos/agentos/bot/queue"
+	"github.com/agentos/agentos/bot/webhook"
 )
 
 // TestHandlerOnLogQueue: the handler's storage answers (202, duplicate,
@@ -15,7 +18,7 @@ func TestHandlerOnLogQueue(t *testing.T) {
 	q := openLog(t, dir)
 	body := []byte(`{"action":"created","issue":{"number":1},"comment":{"id":1,"body":"/agent hi"},"repository":{"full_name":"o/r","owner":{"login":"o"},"name":"r"},"sender":{"login":"u"}}`)
 	r := signed("issue_comment", "d-log", body)
-	e := newEngine(NewHandler(Config{Events: testEvents, Secrets: [][]byte{testSecret}}, q, nil))
+	e := newEngine(webhook.NewHandler(webhook.Config{Events: testEvents, Secrets: [][]byte{testSecret}}, q, nil))
 	if w := post(t, e, r); w.Code != http.StatusAccepted {
 		t.Fatalf("first: %d %s", w.Code, w.Body)
 	}
@@ -29,7 +32,7 @@ func TestHandlerOnLogQueue(t *testing.T) {
 		t.Errorf("closed queue: %d, want 503", w.Code)
 	}
 	q2 := openLog(t, dir)
-	e2 := newEngine(NewHandler(Config{Events: testEvents, Secrets: [][]byte{testSecret}}, q2, nil))
+	e2 := newEngine(webhook.NewHandler(webhook.Config{Events: testEvents, Secrets: [][]byte{testSecret}}, q2, nil))
 	if w := post(t, e2, r); w.Code != 200 {
 		t.Errorf("after restart: %d, want 200 duplicate", w.Code)
 	}
@@ -46,7 +49,7 @@ func TestHandlerOnLogQueue(t *testing.T) {
 	if got := disp.triggers(); len(got) != 1 || got[0].DeliveryID != "d-log" {
 		t.Errorf("dispatched %+v, want d-log once", got)
 	}
-	if rec, ok, _ := q2.Get(context.Background(), "d-log"); !ok || rec.State != "done" || rec.Outcome != OutcomeProcessed {
+	if rec, ok, _ := q2.Get(context.Background(), "d-log"); !ok || rec.State != "done" || rec.Outcome != queue.OutcomeProcessed {
 		t.Errorf("record %+v", rec)
 	}
 }
