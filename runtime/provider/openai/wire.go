@@ -249,6 +249,9 @@ func (c *client) call(ctx context.Context, method, path string, body, out any) e
 	if err := json.NewDecoder(res.Body).Decode(out); err != nil {
 		return fmt.Errorf("decoding the answer: %w", err)
 	}
+	// What follows the document (a newline) is read, so the connection
+	// can serve the next request.
+	_, _ = io.Copy(io.Discard, io.LimitReader(res.Body, 4096))
 	return nil
 }
 
