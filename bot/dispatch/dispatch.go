@@ -209,7 +209,7 @@ type Config struct {
 
 // Result is how one trigger ended.
 type Result struct {
-	Outcome   string // ignored | refused | help | started | not_started (the provider preflight failed: nothing ran) | answered | cancelled | status | replied | recorded | reviewed | triaged
+	Outcome   string // ignored | refused | help | started | not_started (the provider preflight failed: nothing ran) | answered | cancelled | withdrawn (a cancel withdrew the queued request: nothing ran) | status | replied | recorded | reviewed | triaged
 	Reason    string
 	SessionID string
 	Status    string // the run's status after the trigger: paused | completed | failed | denied
