@@ -87,8 +87,11 @@ type Batcher[T any] struct {
 	leaders int // goroutines leading a commit (at most inFlight)
 	pending []stamped[T]
 	// waiters are leaders waiting for company; arrived is closed (and
-	// cleared) at the next arrival or end of a Then round to wake them.
+	// cleared) to wake them at the end of a Then round, or at an arrival
+	// that leaves at least wakeAt operations pending (a leader holding a
+	// batch back for ThenMin has nothing to reconsider before that).
 	waiters int
+	wakeAt  int
 	arrived chan struct{}
 	free    [][]T // batch buffers to reuse
 
@@ -164,7 +167,9 @@ func (b *Batcher[T]) Send(ctx context.Context, op T) error {
 	}
 	b.pending = append(b.pending, stamped[T]{op, at})
 	if b.leaders >= b.inFlight || b.waiters > 0 {
-		b.wake()
+		if len(b.pending) >= b.wakeAt {
+			b.wake()
+		}
 		b.mu.Unlock()
 		return nil
 	}
@@ -273,8 +278,14 @@ func (b *Batcher[T]) gather() bool {
 		}
 		if b.arrived == nil {
 			b.arrived = make(chan struct{})
+			b.wakeAt = b.max
 		}
 		arrived := b.arrived
+		if fill {
+			b.wakeAt = min(b.wakeAt, b.thenMin)
+		} else {
+			b.wakeAt = 0 // the delay is reconsidered at each arrival
+		}
 		b.waiters++
 		b.mu.Unlock()
 		if fill {
