@@ -365,40 +365,80 @@ func (d *Dispatcher) cancelOf(ctx context.Context, repo github.Repo, t webhook.T
 			return Result{}, err
 		}
 	}
+	// A request a worker is starting: its session, once its run began, is
+	// cancelled; before that the cancel waits for it (see below).
+	var waiting *queuedRequest
 	for _, s := range starting {
 		ok, err := d.sessionBegun(ctx, s.SID)
 		if err != nil {
 			return Result{}, err
 		}
-		if !ok {
-			return Result{Outcome: "withdrawn", SessionID: s.SID}, fmt.Errorf("the request of delivery %s is being started; the cancel waits for its run to begin (%w)", s.ID, webhook.ErrBusy)
+		if ok {
+			begun = append(begun, s.SID)
+		} else if waiting == nil {
+			waiting = &s
 		}
-		begun = append(begun, s.SID)
 	}
-	if len(begun) > 0 {
-		var res Result
+	var res Result
+	switch {
+	case len(begun) > 0:
 		for _, sid := range begun {
 			if res, err = d.cancelSession(ctx, repo, t, sid, by, reason); err != nil {
 				return res, err
 			}
 		}
-		return res, nil
-	}
-	sid, err := session()
-	if err != nil {
-		return Result{}, err
-	}
-	if sid == "" {
-		if len(fresh) > 0 {
-			return Result{Outcome: "withdrawn", Reason: "the queued request was withdrawn", SessionID: fresh[0].SID}, nil
+	default:
+		sid, err := session()
+		if err != nil {
+			return Result{}, err
 		}
-		return Result{Outcome: "ignored", Reason: "no session"}, nil
+		live := sid != ""
+		if live && waiting != nil {
+			// Only a run live now is cancelled while a request is being
+			// started: it may be the run that request works (a follow-up
+			// on the bot's pull request continues its session).
+			if live, err = d.sessionLive(ctx, sid); err != nil {
+				return Result{SessionID: sid}, err
+			}
+		}
+		if live {
+			if res, err = d.cancelSession(ctx, repo, t, sid, by, reason); err != nil {
+				return res, err
+			}
+		}
+		if res.Outcome == "" || res.Outcome == "ignored" {
+			res = Result{Outcome: "ignored", Reason: "no session", SessionID: sid}
+			if len(fresh) > 0 {
+				res = Result{Outcome: "withdrawn", Reason: "the queued request was withdrawn", SessionID: fresh[0].SID}
+			} else if live {
+				res = Result{Outcome: "ignored", Reason: "nothing to cancel", SessionID: sid}
+			}
+		}
 	}
-	res, err := d.cancelSession(ctx, repo, t, sid, by, reason)
-	if err == nil && res.Outcome == "ignored" && len(fresh) > 0 {
-		return Result{Outcome: "withdrawn", Reason: "the queued request was withdrawn", SessionID: fresh[0].SID}, nil
+	if waiting != nil {
+		// Retried (a busy retry: no failure counted, every couple of
+		// seconds) until its run has begun, then cancelled above; or
+		// until its worker finished without starting one.
+		return res, fmt.Errorf("the request of delivery %s is being started; the cancel waits for its run to begin (%w)", waiting.ID, webhook.ErrBusy)
 	}
-	return res, err
+	return res, nil
+}
+
+// sessionLive reports whether session sid's run is running (in this
+// process, at another replica, or waiting to be taken over) or paused.
+func (d *Dispatcher) sessionLive(ctx context.Context, sid string) (bool, error) {
+	if d.runs.Running(sid) {
+		return true, nil
+	}
+	evs, err := d.runs.Store.Read(ctx, sid, 1)
+	if err != nil || len(evs) == 0 {
+		return false, err
+	}
+	snap, err := replay.Replay(evs)
+	if err != nil {
+		return false, err
+	}
+	return snap.RunStatus == replay.RunRunning || snap.RunStatus == replay.RunPaused, nil
 }
 
 // sessionBegun reports whether session sid's run has begun: running in
