@@ -30,6 +30,7 @@ import (
 	"time"
 
 	"github.com/agentos/agentos/bot/access"
+	"github.com/agentos/agentos/bot/queue"
 	"github.com/agentos/agentos/bot/webhook"
 	"github.com/agentos/agentos/runtime/event"
 	"github.com/agentos/agentos/runtime/replay"
@@ -119,7 +120,7 @@ type Options struct {
 	Now func() time.Time
 	// Deliveries lists webhook deliveries for GET /v1/deliveries (behind
 	// the API token); nil answers 404 there.
-	Deliveries webhook.Lister
+	Deliveries queue.Lister
 }
 
 // API is the HTTP API.

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentos/agentos/bot/webhook"
+	"github.com/agentos/agentos/bot/queue"
 	"github.com/gin-gonic/gin"
 )
 
@@ -32,24 +32,24 @@ func (a *API) listDeliveries(c *gin.Context) {
 	}
 	state := c.Query("state")
 	if state == "" {
-		Abort(c, http.StatusBadRequest, "bad_request", "give state: one of "+strings.Join(webhook.DeliveryStates, ", "))
+		Abort(c, http.StatusBadRequest, "bad_request", "give state: one of "+strings.Join(queue.DeliveryStates, ", "))
 		return
 	}
 	limit := 100
 	if v := c.Query("limit"); v != "" {
 		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > webhook.MaxListed {
-			Abort(c, http.StatusBadRequest, "bad_request", "limit must be 1-"+strconv.Itoa(webhook.MaxListed))
+		if err != nil || n < 1 || n > queue.MaxListed {
+			Abort(c, http.StatusBadRequest, "bad_request", "limit must be 1-"+strconv.Itoa(queue.MaxListed))
 			return
 		}
 		limit = n
 	}
 	valid := false
-	for _, s := range webhook.DeliveryStates {
+	for _, s := range queue.DeliveryStates {
 		valid = valid || s == state
 	}
 	if !valid {
-		Abort(c, http.StatusBadRequest, "bad_request", "unknown state "+strconv.Quote(state)+": one of "+strings.Join(webhook.DeliveryStates, ", "))
+		Abort(c, http.StatusBadRequest, "bad_request", "unknown state "+strconv.Quote(state)+": one of "+strings.Join(queue.DeliveryStates, ", "))
 		return
 	}
 	recs, err := a.o.Deliveries.List(c.Request.Context(), state, limit)

@@ -7,30 +7,30 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/agentos/agentos/bot/webhook"
+	"github.com/agentos/agentos/bot/queue"
 )
 
 // TestDeliveriesDead: GET /v1/deliveries?state=dead lists the dead
 // letters of the queue (behind the token), and agentos_queue_dead counts
 // them.
 func TestDeliveriesDead(t *testing.T) {
-	q, err := webhook.OpenLogQueue(filepath.Join(t.TempDir(), "q"))
+	q, err := queue.OpenLogQueue(filepath.Join(t.TempDir(), "q"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer q.Close()
 	ctx := context.Background()
 	for _, id := range []string{"ok", "bad"} {
-		if _, err := q.Enqueue(ctx, webhook.Delivery{ID: id, Event: "issue_comment", Action: "created", Body: []byte(`{}`)}); err != nil {
+		if _, err := q.Enqueue(ctx, queue.Delivery{ID: id, Event: "issue_comment", Action: "created", Body: []byte(`{}`)}); err != nil {
 			t.Fatal(err)
 		}
 		d, _, err := q.Claim(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
-		outcome, msg := webhook.OutcomeProcessed, ""
+		outcome, msg := queue.OutcomeProcessed, ""
 		if d.ID == "bad" {
-			outcome, msg = webhook.OutcomeFailed, "decode: broken"
+			outcome, msg = queue.OutcomeFailed, "decode: broken"
 		}
 		if err := q.Done(ctx, d.ID, outcome, msg); err != nil {
 			t.Fatal(err)

@@ -11,29 +11,31 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	"github.com/agentos/agentos/bot/queue"
 )
 
 // recordingQueue keeps what the handler enqueues (copied, as a real queue
 // stores it).
 type recordingQueue struct {
 	mu  sync.Mutex
-	got []Delivery
+	got []queue.Delivery
 }
 
-func (q *recordingQueue) Enqueue(_ context.Context, d Delivery) (bool, error) {
+func (q *recordingQueue) Enqueue(_ context.Context, d queue.Delivery) (bool, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	d.Body = bytes.Clone(d.Body)
 	q.got = append(q.got, d)
 	return false, nil
 }
-func (q *recordingQueue) Claim(context.Context) (Delivery, bool, error) {
-	return Delivery{}, false, nil
+func (q *recordingQueue) Claim(context.Context) (queue.Delivery, bool, error) {
+	return queue.Delivery{}, false, nil
 }
 func (q *recordingQueue) Done(context.Context, string, string, string) error { return nil }
 func (q *recordingQueue) Depth(context.Context) (int, error)                 { return len(q.got), nil }
 
-func (q *recordingQueue) take() []Delivery {
+func (q *recordingQueue) take() []queue.Delivery {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	out := q.got

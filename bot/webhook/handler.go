@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentos/agentos/bot/queue"
 	"github.com/gin-gonic/gin"
 )
 
@@ -48,14 +49,14 @@ type Observer interface {
 // Handler is the webhook endpoint.
 type Handler struct {
 	cfg      Config
-	q        Queue
+	q        queue.Queue
 	obs      Observer
 	now      func() time.Time
 	tooLarge string
 }
 
 // NewHandler returns a handler storing deliveries in q. obs may be nil.
-func NewHandler(cfg Config, q Queue, obs Observer) *Handler {
+func NewHandler(cfg Config, q queue.Queue, obs Observer) *Handler {
 	if cfg.MaxBody <= 0 {
 		cfg.MaxBody = DefaultMaxBody
 	}
@@ -129,7 +130,7 @@ func (h *Handler) Serve(c *gin.Context) {
 	// A replay of a signed body under a new delivery ID is a duplicate
 	// too: the queue also knows each delivery by its payload's own ids.
 	key := PayloadKey(event, action, body)
-	dup, err := h.q.Enqueue(r.Context(), Delivery{ID: id, Event: event, Action: action, Key: key, Body: body, ReceivedAt: h.now()})
+	dup, err := h.q.Enqueue(r.Context(), queue.Delivery{ID: id, Event: event, Action: action, Key: key, Body: body, ReceivedAt: h.now()})
 	switch {
 	case errors.Is(err, context.Canceled):
 		h.fail(c, label, http.StatusServiceUnavailable, "unavailable", "request ended before the delivery was stored", event)

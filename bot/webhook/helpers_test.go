@@ -192,7 +192,7 @@ func openPGQueueAt(t testing.TB, u string, o queue.PGQueueOptions) *queue.PGQueu
 	return q
 }
 
-func claim(t *testing.T, q Queue) (Delivery, bool) {
+func claim(t *testing.T, q queue.Queue) (queue.Delivery, bool) {
 	t.Helper()
 	d, ok, err := q.Claim(context.Background())
 	if err != nil {
@@ -202,4 +202,4 @@ func claim(t *testing.T, q Queue) (Delivery, bool) {
 }
 
 // noBody drops the body, for messages.
-func noBody(r Record) Record { r.Body = nil; return r }
+func noBody(r queue.Record) queue.Record { r.Body = nil; return r }

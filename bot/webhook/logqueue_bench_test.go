@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"sync/atomic"
 	"testing"
+
+	"github.com/agentos/agentos/bot/queue"
 )
 
 // BenchmarkWebhookQueues posts signed issue_comment deliveries (a real
@@ -23,7 +25,7 @@ func BenchmarkWebhookQueues(b *testing.B) {
 			name = "parallel"
 		}
 		b.Run(name, func(b *testing.B) {
-			q, err := OpenLogQueue(filepath.Join(b.TempDir(), "q"))
+			q, err := queue.OpenLogQueue(filepath.Join(b.TempDir(), "q"))
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -48,11 +48,11 @@ func BenchmarkReplicasAccept(b *testing.B) {
 				schema = pgtest.Schema(b, db)
 			}
 			for i := 0; i < c.replicas; i++ {
-				var q Queue
+				var q queue.Queue
 				if c.pg {
 					q = openPGQueueAt(b, schema, queue.PGQueueOptions{})
 				} else {
-					lq, err := OpenLogQueue(filepath.Join(b.TempDir(), "q"))
+					lq, err := queue.OpenLogQueue(filepath.Join(b.TempDir(), "q"))
 					if err != nil {
 						b.Fatal(err)
 					}

@@ -29,7 +29,7 @@ type downPGQueue struct {
 	down *atomic.Bool
 }
 
-func (q downPGQueue) Enqueue(ctx context.Context, d Delivery) (bool, error) {
+func (q downPGQueue) Enqueue(ctx context.Context, d queue.Delivery) (bool, error) {
 	if q.down.Load() {
 		return false, errors.New("the database is down")
 	}

@@ -25,7 +25,7 @@ type downQueue struct {
 	down atomic.Bool
 }
 
-func (q *downQueue) Enqueue(ctx context.Context, d Delivery) (bool, error) {
+func (q *downQueue) Enqueue(ctx context.Context, d queue.Delivery) (bool, error) {
 	if q.down.Load() {
 		return false, errors.New("the database is down")
 	}

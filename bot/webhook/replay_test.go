@@ -49,18 +49,18 @@ func TestPayloadKey(t *testing.T) {
 // replayRun sends deliveries to a handler over q, then takes every
 // delivery the queue hands out (what the worker would dispatch) until it
 // is drained, and returns them as the worker would see them.
-func replayRun(t *testing.T, q Queue, send func(e http.Handler)) []Delivery {
+func replayRun(t *testing.T, q queue.Queue, send func(e http.Handler)) []queue.Delivery {
 	t.Helper()
 	e := newEngine(NewHandler(Config{Events: testEvents, Secrets: [][]byte{testSecret}}, q, nil))
 	send(e)
-	var got []Delivery
+	var got []queue.Delivery
 	for {
 		d, ok := claim(t, q)
 		if !ok {
 			break
 		}
 		got = append(got, d)
-		if err := q.Done(context.Background(), d.ID, OutcomeProcessed, ""); err != nil {
+		if err := q.Done(context.Background(), d.ID, queue.OutcomeProcessed, ""); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -105,7 +105,7 @@ func replays(t *testing.T, e http.Handler) {
 	}
 }
 
-func checkRanOnce(t *testing.T, got []Delivery) {
+func checkRanOnce(t *testing.T, got []queue.Delivery) {
 	t.Helper()
 	var ids []string
 	for _, d := range got {
@@ -158,7 +158,7 @@ func TestPGQueueReplayUnderANewDeliveryID(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			d := Delivery{ID: fmt.Sprintf("burst-%d", i), Event: "issue_comment", Action: "created", Key: "issue_comment.created:comment=6001", Body: []byte(`{}`)}
+			d := queue.Delivery{ID: fmt.Sprintf("burst-%d", i), Event: "issue_comment", Action: "created", Key: "issue_comment.created:comment=6001", Body: []byte(`{}`)}
 			dup, err := reps[i%len(reps)].Enqueue(context.Background(), d)
 			if err != nil {
 				t.Error(err)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/agentos/agentos/bot/queue"
 	"github.com/google/go-github/v62/github"
 )
 
@@ -84,7 +85,7 @@ func (t Trigger) IsFork() bool { return t.IsPR && t.HeadSHA != "" && t.HeadRepo 
 // (and pull_request actions) it has no trigger kind for. Which actions the
 // bot acts on is the route table's to say (Events, dispatch.Lookup). The
 // error reports a payload that lacks what a trigger needs.
-func normalize(d Delivery, ev any) (t Trigger, ok bool, err error) {
+func normalize(d queue.Delivery, ev any) (t Trigger, ok bool, err error) {
 	t = Trigger{DeliveryID: d.ID, Event: d.Event, Attempt: d.Attempts}
 	switch e := ev.(type) {
 	case *github.IssueCommentEvent:
@@ -241,11 +242,11 @@ func Normalize(eventName, deliveryID string, body []byte) (Trigger, bool, error)
 	if err != nil {
 		return Trigger{}, false, fmt.Errorf("decode %s: %w", eventName, err)
 	}
-	return normalize(Delivery{ID: deliveryID, Event: eventName, Body: body}, ev)
+	return normalize(queue.Delivery{ID: deliveryID, Event: eventName, Body: body}, ev)
 }
 
 // NormalizeDecoded is Normalize for a queued delivery whose body the
 // caller has already decoded with go-github's ParseWebHook (bot/worker,
 // which tells a body it cannot decode from one that lacks what a trigger
 // needs): the trigger also carries the delivery's attempt.
-func NormalizeDecoded(d Delivery, ev any) (Trigger, bool, error) { return normalize(d, ev) }
+func NormalizeDecoded(d queue.Delivery, ev any) (Trigger, bool, error) { return normalize(d, ev) }

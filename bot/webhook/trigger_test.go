@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentos/agentos/bot/queue"
 	"github.com/google/go-github/v62/github"
 )
 
@@ -128,7 +129,7 @@ func TestNormalize(t *testing.T) {
 			// An ignored case is one the Processor does not act on: an
 			// action no route takes (Events) or one normalize has no
 			// trigger for; the others are normalize's translation.
-			got, ok, err := normalize(Delivery{ID: "d1", Event: tc.event, Action: tc.action, Body: body}, ev)
+			got, ok, err := normalize(queue.Delivery{ID: "d1", Event: tc.event, Action: tc.action, Body: body}, ev)
 			if strings.HasSuffix(tc.name, "is ignored") {
 				ok = ok && testEvents.Accepts(tc.event, tc.action)
 			}
@@ -158,7 +159,7 @@ func TestNormalizeIncomplete(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, ok, err := normalize(Delivery{Event: tc.event}, ev); err == nil || ok {
+		if _, ok, err := normalize(queue.Delivery{Event: tc.event}, ev); err == nil || ok {
 			t.Errorf("%s %s: ok %v err %v, want an error", tc.event, tc.body, ok, err)
 		}
 	}

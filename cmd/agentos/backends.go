@@ -15,7 +15,6 @@ import (
 	"github.com/agentos/agentos/bot/config"
 	"github.com/agentos/agentos/bot/dispatch"
 	"github.com/agentos/agentos/bot/queue"
-	"github.com/agentos/agentos/bot/webhook"
 	"github.com/agentos/agentos/runtime/event"
 	"github.com/agentos/agentos/runtime/store"
 	"github.com/agentos/agentos/runtime/store/postgres"
@@ -29,8 +28,8 @@ const defaultPoolConns = 16
 // serveQueue is what serve needs of a delivery queue: LogQueue (one
 // process) or PGQueue (replicas).
 type serveQueue interface {
-	webhook.Queue
-	webhook.Lister
+	queue.Queue
+	queue.Lister
 	Get(ctx context.Context, id string) (queue.Record, bool, error)
 	Prune(ctx context.Context, before time.Time) (int64, error)
 	Close() error
