@@ -33,7 +33,7 @@ import (
 
 // webhookQueueDir is the delivery queue's directory in the data directory
 // (next to the event store): an append-only, group-committed log
-// (webhook.LogQueue); an SQLite queue cost about twice its CPU per
+// (queue.LogQueue); an SQLite queue cost about twice its CPU per
 // delivery and was removed.
 const webhookQueueDir = "webhooks.log.d"
 
