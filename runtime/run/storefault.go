@@ -25,10 +25,9 @@ import (
 // (an in-doubt append is read back, never written twice), closes the
 // calls left open and continues the run from its log (Takeover).
 
-// ErrStoreUnavailable is wrapped by the error of Start, Resume, Cancel,
-// Resolve and of Takeover's run (Takeover's own first appends return the
-// store's error as it is) when an append or a read of the run failed
-// because the event store was unavailable (errors.Is(err, store.ErrUnavailable) holds
+// ErrStoreUnavailable is wrapped by the error of Start, Resume, Takeover,
+// Cancel and Resolve when an append or a read of the run failed because
+// the event store was unavailable (errors.Is(err, store.ErrUnavailable) holds
 // too): nothing more was recorded, the run has no outcome yet and stays
 // running in its log, for the process that holds the session once the
 // store answers to take over. It is not a failure of the run: a host
@@ -90,9 +89,10 @@ func (c *control) faulted(err error) error {
 	return nil
 }
 
-// handBackOnFault makes a store fault returned by Start, Resume or Cancel
-// (an append before or after the engine, a read) the hand-back: the
-// error wraps ErrStoreUnavailable and the outcome has no status.
+// handBackOnFault makes a store fault returned by Start, Resume, Takeover
+// or Cancel (an append before or after the engine, a read) the
+// hand-back: the error wraps ErrStoreUnavailable and the outcome has no
+// status.
 func handBackOnFault(out *Outcome, err *error) {
 	if *err == nil || !storeFault(*err) {
 		return

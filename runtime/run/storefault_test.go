@@ -359,3 +359,29 @@ func TestStoreFaultAtStartAndResume(t *testing.T) {
 		t.Fatalf("the approved write invoked %d times, want once", n)
 	}
 }
+
+// TestStoreFaultAtTakeover: the takeover's own first append (run.resumed)
+// fails on the store: it returns ErrStoreUnavailable with no status and
+// writes nothing after; a later takeover completes the run.
+func TestStoreFaultAtTakeover(t *testing.T) {
+	ctx := context.Background()
+	fs := newFaultyStore(t, event.ToolResult, 1, false)
+	f := newFixture(t, script(echoCall, finalReport), fs)
+	out, err := f.mgr.Start(ctx, f.eng, StartRequest{SessionID: "tk", Prompt: "greet the world"})
+	handedBackOK(t, f, fs, "tk", out, err)
+	again := &faultyStore{Store: fs.Store, typ: event.RunResumed, nth: 1}
+	f2 := newFixture(t, script(echoCall, finalReport), again)
+	out, err = f2.mgr.Takeover(ctx, f2.eng, "tk", "", "", "")
+	if !errors.Is(err, ErrStoreUnavailable) || !errors.Is(err, store.ErrUnavailable) || out.Status != "" {
+		t.Fatalf("takeover with run.resumed failing: %+v %v", out, err)
+	}
+	evs := f2.events(t, "tk")
+	if _, last := again.didFire(); evs[len(evs)-1].Seq != last {
+		t.Fatalf("the takeover appended after its failed run.resumed: %s", types(evs))
+	}
+	f3 := newFixture(t, script(echoCall, finalReport), fs.Store)
+	if out, err = f3.mgr.Takeover(ctx, f3.eng, "tk", "", "", ""); err != nil || out.Status != StatusCompleted {
+		t.Fatalf("takeover: %+v %v", out, err)
+	}
+	verifyStrict(t, f3.events(t, "tk"))
+}

@@ -75,7 +75,8 @@ func rerunMarked(evs []event.Event) bool {
 // did not happen there, and a risky call never runs twice on one
 // approval. The caller must hold the session's lease (no other process
 // works it) and give a worktree rebuilt that way as cwd.
-func (m *Manager) Takeover(ctx context.Context, eng *Engine, sessionID, cwd, transcript, reason string) (Outcome, error) {
+func (m *Manager) Takeover(ctx context.Context, eng *Engine, sessionID, cwd, transcript, reason string) (out Outcome, err error) {
+	defer handBackOnFault(&out, &err)
 	if m.Running(sessionID) {
 		return Outcome{SessionID: sessionID, Status: StatusRunning}, fmt.Errorf("take over %s: the run is running in this process", sessionID)
 	}
