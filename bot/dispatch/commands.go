@@ -534,6 +534,6 @@ func (d *Dispatcher) status(ctx context.Context, repo github.Repo, t webhook.Tri
 
 // help answers `/agent help` with the help rendered from the route table.
 func (d *Dispatcher) help(ctx context.Context, repo github.Repo, t webhook.Trigger) (Result, error) {
-	_, err := d.gh.CreateComment(ctx, repo, t.Number, helpText(d.trigger()))
+	_, err := d.gh.CreateComment(ctx, repo, t.Number, d.routes.help(d.trigger()))
 	return Result{Outcome: "help"}, err
 }

@@ -70,6 +70,7 @@ type Dispatcher struct {
 	workflows          Workflows // the zero value: no review or triage cycles
 	prefix             string
 	resumeFromArtifact bool
+	routes             routeTable // routes(), taken once
 
 	locks keylock.Map // per session, in this process
 }
@@ -116,7 +117,7 @@ func New(c Config) (*Dispatcher, error) {
 		word: c.Trigger, botLogin: c.BotLogin, gh: c.GitHub, authz: c.Auth, git: c.Git, runs: c.Runs, engines: c.Engines,
 		logger: c.Log, clock: c.Now, serverURL: c.ServerURL, onResult: c.Result, installs: c.Installations,
 		sandbox: c.Sandbox, viewerBase: c.ViewerBase, preflight: c.Preflight, leases: c.Leases,
-		prefix: c.BranchPrefix, resumeFromArtifact: c.ResumeFromArtifact,
+		prefix: c.BranchPrefix, resumeFromArtifact: c.ResumeFromArtifact, routes: routes(),
 	}
 	if w := c.Workflows; w != nil {
 		d.workflows = *w
@@ -321,7 +322,7 @@ func (d *Dispatcher) dispatch(ctx context.Context, t webhook.Trigger) (Result, e
 	if !isComment(t) {
 		var ok bool
 		var reason string
-		if r, ok, reason = lookup(t, ""); !ok {
+		if r, ok, reason = d.routes.lookup(t, ""); !ok {
 			return d.unrouted(t, reason), nil
 		}
 	}
@@ -350,7 +351,7 @@ func (d *Dispatcher) dispatch(ctx context.Context, t webhook.Trigger) (Result, e
 		}
 		var ok bool
 		var reason string
-		if r, ok, reason = lookup(t, c.Name); !ok {
+		if r, ok, reason = d.routes.lookup(t, c.Name); !ok {
 			return d.unrouted(t, reason), nil
 		}
 	}

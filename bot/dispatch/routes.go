@@ -10,12 +10,12 @@ package dispatch
 import (
 	"context"
 	"fmt"
-	"github.com/agentos/agentos/bot/github"
 	"slices"
 	"strings"
 
 	"github.com/agentos/agentos/bot/auth"
 	"github.com/agentos/agentos/bot/command"
+	"github.com/agentos/agentos/bot/github"
 	"github.com/agentos/agentos/bot/webhook"
 )
 
@@ -78,10 +78,28 @@ type route struct {
 
 type handler func(d *Dispatcher, ctx context.Context, repo github.Repo, t webhook.Trigger, c command.Cmd) (Result, error)
 
-// routes returns the route table, commands in help order. It is built by
-// a function, not kept in a variable: the help route renders the table.
-func routes() []route {
-	return []route{
+// routeTable is a route table: what a trigger is routed to, which events
+// and actions the bot handles (events) and what `/agent help` says (help)
+// all come from it.
+type routeTable []route
+
+// routes returns the bot's route table, commands in help order. It is
+// built by a function, not kept in a variable: the help route renders the
+// table. A Dispatcher takes it once, in New.
+//
+// A new trigger is one entry here when its event and action are ones
+// webhook.Normalize turns into a Trigger (every action of issue_comment,
+// pull_request_review_comment, pull_request_review, installation and
+// installation_repositories; pull_request closed and synchronize): the
+// intake accepts its event, the worker acts on its action, the
+// reconciler redelivers it and the help lists it, all from this table
+// (TestNewTriggerIsOneRouteTableEntry). Two things are not routing and
+// are not here: a new event, or a pull_request action, needs its payload
+// decoded into a Trigger kind (webhook.Normalize); a new `/agent` word
+// needs its parse rule and its description (bot/command), which the help
+// renders and TestRouteTableIsWhole pairs with the word's one route.
+func routes() routeTable {
+	return routeTable{
 		{On: commentSources, Command: command.Run, Need: auth.ActionRun, Handler: "commands.startRun",
 			handle: func(d *Dispatcher, ctx context.Context, repo github.Repo, t webhook.Trigger, c command.Cmd) (Result, error) {
 				return d.startRun(ctx, repo, t, c.Prompt)
@@ -160,10 +178,16 @@ func isComment(t webhook.Trigger) bool {
 	return slices.ContainsFunc(commentSources, func(s source) bool { return s.matches(t) })
 }
 
-// lookup finds the route of t; for a comment, c is its parsed command. ok
-// is false for a trigger no route takes: reason says what it was.
+// lookup finds the route of t in the bot's route table; for a comment, c
+// is its parsed command. ok is false for a trigger no route takes: reason
+// says what it was.
 func lookup(t webhook.Trigger, c command.Name) (r route, ok bool, reason string) {
-	for _, r := range routes() {
+	return routes().lookup(t, c)
+}
+
+// lookup finds the route of t in rt (see the function lookup).
+func (rt routeTable) lookup(t webhook.Trigger, c command.Name) (r route, ok bool, reason string) {
+	for _, r := range rt {
 		if r.Command != c {
 			continue
 		}
@@ -206,9 +230,12 @@ func (r route) who() string {
 }
 
 // helpText renders `/agent help` for trigger ("" means the default) from
-// the route table: each command's usage, what it does and who may use it,
-// then the reviews that answer approvals.
-func helpText(trigger string) string {
+// the bot's route table: each command's usage, what it does and who may
+// use it, then the reviews that answer approvals.
+func helpText(trigger string) string { return routes().help(trigger) }
+
+// help renders `/agent help` from rt (see helpText).
+func (rt routeTable) help(trigger string) string {
 	if trigger == "" {
 		trigger = command.DefaultTrigger
 	}
@@ -220,7 +247,7 @@ func helpText(trigger string) string {
 	b.WriteString("### Commands\n\nWrite a command at the start of a line of a comment. Only the first command of a comment runs; commands in code blocks, code spans and quoted replies are ignored.\n\n")
 	b.WriteString("| command | what it does | who may use it |\n|---|---|---|\n")
 	var examples []string
-	for _, r := range routes() {
+	for _, r := range rt {
 		if r.Command == "" {
 			continue
 		}
@@ -234,7 +261,7 @@ func helpText(trigger string) string {
 		}
 	}
 	b.WriteString("\n### Reviews\n\nOn the pull request of a session waiting for approval:\n\n| review | what it does | who may use it |\n|---|---|---|\n")
-	for _, r := range routes() {
+	for _, r := range rt {
 		if r.Command != "" || r.Need == "" {
 			continue
 		}
@@ -261,13 +288,18 @@ func sameSource(a, b source) bool {
 // a code span.
 func cell(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
 
-// Events are the webhook events and actions some route takes, derived
-// from the route table: the webhook handler accepts these events (and
-// ping), the Processor acts on these actions; a new trigger is one edit
-// of Routes.
-func Events() webhook.Events {
+// Events are the webhook events and actions some route of the bot's route
+// table takes: the webhook handler (webhook.Config.Events) accepts these
+// events (and ping), bot/worker's Processor acts on these actions and the
+// reconciler redelivers failed deliveries of these events only; a new
+// trigger is one entry of routes.
+func Events() webhook.Events { return routes().events() }
+
+// events are the webhook events and actions some route of rt takes (see
+// Events).
+func (rt routeTable) events() webhook.Events {
 	ev := webhook.Events{}
-	for _, r := range routes() {
+	for _, r := range rt {
 		for _, s := range r.On {
 			acts, seen := ev[s.Event]
 			switch {

@@ -84,7 +84,7 @@ func (d *Dispatcher) startsRunOn(del queue.Delivery, repo github.Repo, number in
 	if p.Kind != command.Command || p.Command.Name != command.Run {
 		return "", false
 	}
-	r, ok, _ := lookup(t, command.Run)
+	r, ok, _ := d.routes.lookup(t, command.Run)
 	return t.Author, ok && r.Handler == "commands.startRun"
 }
 
