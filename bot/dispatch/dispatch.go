@@ -26,6 +26,7 @@ import (
 	"github.com/agentos/agentos/runtime/keylock"
 	"github.com/agentos/agentos/runtime/replay"
 	"github.com/agentos/agentos/runtime/run"
+	"github.com/agentos/agentos/runtime/store"
 	"github.com/agentos/agentos/runtime/untrusted"
 )
 
@@ -244,7 +245,13 @@ func (d *Dispatcher) Dispatch(ctx context.Context, t webhook.Trigger) error {
 		d.onResult(res)
 	}
 	if err != nil {
-		if !errors.Is(err, ErrPreflight) { // startRun logged it
+		switch {
+		case errors.Is(err, ErrPreflight): // startRun logged it
+		case errors.Is(err, store.ErrUnavailable) || errors.Is(err, webhook.ErrBusy):
+			// Not a failure: the delivery waits (for the store, or for
+			// the replica that works its session) and is retried.
+			d.log().Warn("dispatch waits", "delivery", t.DeliveryID, "repo", t.Repo, "number", t.Number, "session", res.SessionID, "err", err)
+		default:
 			d.log().Error("dispatch failed", "delivery", t.DeliveryID, "repo", t.Repo, "number", t.Number, "session", res.SessionID, "err", err)
 		}
 		if errors.Is(err, ErrTamperedLog) {

@@ -234,8 +234,48 @@ func (p *Processor) processIn(ctx, work context.Context, d queue.Delivery) {
 		p.Observer.Delivery(p.Events.Label(d.Event), outcome)
 	}
 	// Record the outcome even when ctx has ended, or the work is redone.
-	if err := p.Queue.Done(context.WithoutCancel(ctx), d.ID, outcome, msg); err != nil {
-		log.Error("webhook: record outcome", "err", err)
+	p.record(work, log, d.ID, outcome, msg)
+}
+
+// Retries of an outcome the queue could not record (its database was
+// unreachable): the first wait, the longest, and how long to keep trying.
+var (
+	recordFirstWait = 500 * time.Millisecond
+	recordMaxWait   = 10 * time.Second
+	recordGiveUp    = 10 * time.Minute
+)
+
+// record records a delivery's outcome, trying again while the queue
+// cannot be reached: a dispatch that handed its run back because the
+// database was down ends with a retry that must reach the queue once the
+// database answers, or the delivery stays claimed by this replica until
+// its claim expires (minutes), with nothing happening. It stops at once
+// when the claim is gone (another replica took the delivery over: its
+// outcome is that replica's) or the queue is closed, and at the end of a
+// graceful stop's drain (work ends): the claim then expires as a killed
+// process's would.
+func (p *Processor) record(work context.Context, log *slog.Logger, id, outcome, msg string) {
+	wait, start := recordFirstWait, time.Now()
+	for {
+		err := p.Queue.Done(context.WithoutCancel(work), id, outcome, msg)
+		switch {
+		case err == nil:
+			return
+		case errors.Is(err, queue.ErrUnknownDelivery) || errors.Is(err, queue.ErrQueueClosed):
+			log.Warn("webhook: record outcome", "err", err)
+			return
+		case work.Err() != nil || time.Since(start) > recordGiveUp:
+			log.Error("webhook: record outcome: giving up; the claim expires and the delivery is claimed again", "err", err)
+			return
+		}
+		log.Warn("webhook: record outcome: the queue is unreachable; trying again", "err", err, "in", wait)
+		t := time.NewTimer(wait)
+		select {
+		case <-work.Done():
+		case <-t.C:
+		}
+		t.Stop()
+		wait = min(2*wait, recordMaxWait)
 	}
 }
 
