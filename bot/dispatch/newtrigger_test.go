@@ -219,3 +219,41 @@ func serverPath(t *testing.T, table routeTable, authz Authorizer, body []byte) q
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestEveryRoutedCommandIsParsed: each command word of the route table is
+// one the parser gives back, and has its description for the help: a
+// route for a word bot/command does not know (its parse rule and
+// description are the other half of a new `/agent` word) fails here
+// instead of never being reached.
+func TestEveryRoutedCommandIsParsed(t *testing.T) {
+	descs := map[command.Name]bool{}
+	for _, d := range command.Descriptions() {
+		descs[d.Name] = d.Summary != ""
+	}
+	n := 0
+	for _, r := range routes() {
+		if r.Command == "" {
+			continue
+		}
+		n++
+		p := command.Parse(command.DefaultTrigger+" "+string(r.Command), "")
+		got := p.Name
+		if p.Kind == command.Command {
+			got = p.Command.Name
+		}
+		if got != r.Command || (p.Kind != command.Command && p.Kind != command.Help && p.Kind != command.Invalid) {
+			t.Errorf("route %s: `%s %s` parses as %v %q, not as its command", r.Handler, command.DefaultTrigger, r.Command, p.Kind, got)
+		}
+		if !descs[r.Command] {
+			t.Errorf("route %s: command %s has no description for the help", r.Handler, r.Command)
+		}
+	}
+	if n < 8 {
+		t.Errorf("the route table has %d commands", n)
+	}
+	// The check is not blind: a word the parser does not know is a
+	// request in free text.
+	if p := command.Parse(command.DefaultTrigger+" deploy", ""); p.Kind != command.Command || p.Command.Name != command.Run {
+		t.Errorf("`%s deploy` parses as %+v", command.DefaultTrigger, p)
+	}
+}
