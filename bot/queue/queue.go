@@ -4,7 +4,8 @@
 // directory, beside the SQLite event store: one process) and PGQueue (a
 // PostgreSQL table shared by replicas), checked by one suite of tests; a
 // Spool that keeps deliveries on local disk while the store cannot take
-// them; and the group commit both stores batch their writes with.
+// them. Both stores batch their writes with runtime/groupcommit, the
+// batcher the event stores use too.
 //
 // A claim on PostgreSQL lasts ClaimTTL and is renewed only while the
 // worker holding it shows progress (Beat): a replica whose run is stuck,
