@@ -25,6 +25,7 @@ import (
 	"github.com/agentos/agentos/runtime/event"
 	"github.com/agentos/agentos/runtime/provider/fakemodel"
 	"github.com/agentos/agentos/runtime/replay"
+	"github.com/agentos/agentos/runtime/run"
 	"github.com/agentos/agentos/runtime/store/postgres"
 	"github.com/agentos/agentos/runtime/store/postgres/pgtest"
 	"github.com/agentos/agentos/schemas"
@@ -153,6 +154,11 @@ func stopCase(t *testing.T, bin string, p stopPoint, sig syscall.Signal) matrixR
 
 	dbURL := pgtest.URL(t)
 	pool, err := pgxpool.New(ctx, dbURL)
+	// The replicas' pools are bounded below serve's default of 16 each:
+	// a shared test server's max_connections (100 by default) must also
+	// hold the other tests' databases and the killed replicas' sessions
+	// it has not noticed gone yet.
+	dbURL += "&pool_max_conns=8"
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -443,7 +449,11 @@ func stopCase(t *testing.T, bin string, p stopPoint, sig syscall.Signal) matrixR
 	}
 	var terminals []string
 	requested := map[string]bool{}
-	for _, e := range decodeLog(t, raw) {
+	evs := decodeLog(t, raw)
+	sum := summarize(evs)
+	t.Logf("the committed log: %s", sum)
+	checkStopRecord(t, p, sig, sum)
+	for _, e := range evs {
 		switch e.Type {
 		case event.TurnTerminal:
 			terminals = append(terminals, event.FieldString(e.Payload, "status"))
@@ -472,16 +482,24 @@ func stopCase(t *testing.T, bin string, p stopPoint, sig syscall.Signal) matrixR
 	if errs := fake.DeliveryErrors(); len(errs) != 0 {
 		t.Errorf("deliveries no replica accepted: %v", errs)
 	}
+	var trail strings.Builder
 	for _, d := range fake.Deliveries() {
 		var state, outcome string
-		if err := pool.QueryRow(ctx, `SELECT state, outcome FROM agentos_deliveries WHERE id = $1`, d.ID).Scan(&state, &outcome); err != nil {
+		var attempts, failures int
+		var took time.Duration
+		if err := pool.QueryRow(ctx, `SELECT state, outcome, attempts, failures, coalesce(extract(epoch FROM done_at - received_at), 0)*1e9 FROM agentos_deliveries WHERE id = $1`, d.ID).Scan(&state, &outcome, &attempts, &failures, &took); err != nil {
 			t.Errorf("delivery %s (%s %s) is not in the queue: %v", d.ID, d.Event, d.Action(), err)
 			continue
 		}
 		if state != "done" || outcome == "failed" {
 			t.Errorf("delivery %s (%s %s): %s, %s", d.ID, d.Event, d.Action(), state, outcome)
 		}
+		fmt.Fprintf(&trail, "\n  %s %s by %s: %s after %v, %d claims, %d failed dispatches", d.Event, d.Action(), d.Sender(), outcome, took.Round(time.Millisecond), attempts, failures)
 	}
+	rs.lb.mu.Lock()
+	refused := rs.lb.tries
+	rs.lb.mu.Unlock()
+	t.Logf("deliveries (the balancer retried %d times on another replica):%s", refused, trail.String())
 	if vs := fake.Violations(); len(vs) != 0 {
 		t.Errorf("GitHub would have refused: %v", vs)
 	}
@@ -527,5 +545,90 @@ func checkTrackingComment(t *testing.T, body string) {
 	}
 	if strings.Contains(body, "⚠️ interrupted") {
 		t.Logf("the tracking comment shows an interrupted command before its re-run")
+	}
+}
+
+// logSummary is what a stop left in a session's log.
+type logSummary struct {
+	interrupted int      // run.interrupted events (a SIGTERM's stop)
+	closed      []string // calls a takeover closed INTERRUPTED: "tool" or "tool (rerun)"
+	testRuns    []string // test.run results in order: "ran" (whatever its exit code) or the error code
+	requests    int      // llm.request events
+	responses   int      // llm.response events
+}
+
+func (s logSummary) String() string {
+	return fmt.Sprintf("%d run.interrupted, closed INTERRUPTED %v, test.run results %v, %d model requests / %d responses", s.interrupted, s.closed, s.testRuns, s.requests, s.responses)
+}
+
+func summarize(evs []event.Event) logSummary {
+	var s logSummary
+	for _, e := range evs {
+		switch e.Type {
+		case event.RunInterrupted:
+			s.interrupted++
+		case event.LLMRequest:
+			s.requests++
+		case event.LLMResponse:
+			s.responses++
+		case event.ToolResult:
+			tool := event.FieldString(e.Payload, "tool")
+			errObj := event.Field(e.Payload, "error")
+			code := event.FieldString(errObj, "code")
+			if code == run.CodeInterrupted {
+				c := tool
+				if event.FieldBool(event.Field(errObj, "details"), "rerun") {
+					c += " (rerun)"
+				}
+				s.closed = append(s.closed, c)
+			}
+			if tool == "test.run" {
+				switch {
+				case code != "":
+					s.testRuns = append(s.testRuns, code)
+				case event.FieldBool(e.Payload, "ok"):
+					s.testRuns = append(s.testRuns, "ran")
+				default:
+					s.testRuns = append(s.testRuns, "failed")
+				}
+			}
+		}
+	}
+	return s
+}
+
+// checkStopRecord: the log says what the stop did, as docs/graceful-stop.md
+// has it. After SIGTERM a run in progress (a model call, a test.run, the
+// resumed run) records run.interrupted once, its call let finish (no
+// call closed INTERRUPTED); a paused or finished run records none. After
+// SIGKILL nothing is recorded by the killed process: a test.run left open
+// is closed INTERRUPTED with rerun and run again; nothing else is left
+// open at the other points. Every model request has its response.
+func checkStopRecord(t *testing.T, p stopPoint, sig syscall.Signal, s logSummary) {
+	t.Helper()
+	running := p == atModelCall || p == atToolCall || p == atApproval
+	wantInterrupted := 0
+	if sig == syscall.SIGTERM && running {
+		wantInterrupted = 1
+	}
+	if s.interrupted != wantInterrupted {
+		t.Errorf("%d run.interrupted after %s at %s, want %d", s.interrupted, sigName(sig), p, wantInterrupted)
+	}
+	var wantClosed []string
+	if sig == syscall.SIGKILL && p == atToolCall {
+		wantClosed = []string{"test.run (rerun)"}
+	}
+	if !slices.Equal(s.closed, wantClosed) {
+		t.Errorf("calls closed INTERRUPTED %v after %s at %s, want %v", s.closed, sigName(sig), p, wantClosed)
+	}
+	// Every test.run the takeover closed was run again: the last result
+	// is a run, and the INTERRUPTED ones are each followed by a run.
+	for i, r := range s.testRuns {
+		if r != "ran" && (i == len(s.testRuns)-1 || s.testRuns[i+1] != "ran") {
+			t.Errorf("test.run results %v: %s not followed by a re-run", s.testRuns, r)
+		}
+	}
+	if s.requests != s.responses {
+		t.Errorf("%d model requests, %d responses", s.requests, s.responses)
 	}
 }
