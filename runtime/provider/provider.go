@@ -160,7 +160,7 @@ func (e *Error) Error() string {
 func (e *Error) Unwrap() error { return e.Err }
 
 // Checked wraps a provider with schema validation of every request before
-// it is sent and every response after it arrives (I-5).
+// it is sent and every response after it arrives.
 type Checked struct {
 	P   Provider
 	Reg *schemas.Registry
