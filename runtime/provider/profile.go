@@ -18,7 +18,7 @@ import (
 )
 
 // Profile is the RuntimeProfile: which provider and model, and the run's
-// limits. Changing provider is a profile change only (I-2).
+// limits. Changing provider is a profile change only.
 type Profile struct {
 	Provider string `yaml:"provider"`
 	Model    string `yaml:"model"`
