@@ -404,7 +404,7 @@ func TestReplayTurnStates(t *testing.T) {
 	}
 }
 
-// TestReplayWorkflowArtifactsCheckpoint folds the L8 workflow events,
+// TestReplayWorkflowArtifactsCheckpoint folds the workflow plane's events,
 // artifacts, a checkpoint and an amendment into the snapshot.
 func TestReplayWorkflowArtifactsCheckpoint(t *testing.T) {
 	sealer, err := event.NewSealer(schemas.MustDefault(), nil, nil)
