@@ -292,7 +292,7 @@ func (w *liveWorld) approve(first dispatch.Result) dispatch.Result {
 	return got[0]
 }
 
-// The call budget of issue 15: at most 16 REST + GraphQL calls for the
+// The call budget (docs/github.md): at most 16 REST + GraphQL calls for the
 // full flow in token mode, on a github.com-style URL and an Enterprise
 // Server one. In App mode (the installation token's mint included) the
 // session branch and the session log's commits on agent-sessions are
@@ -306,7 +306,7 @@ func (w *liveWorld) approve(first dispatch.Result) dispatch.Result {
 // process (appcalls_test.go counts the later flows). The per-endpoint table is
 // pinned exactly: a count that changes fails.
 func TestCallBudgetOfAFullFlow(t *testing.T) {
-	// The counts after issue 15: 10 with a token, 12 as an App (before: 16
+	// The counts since the budget was cut: 10 with a token, 12 as an App (before: 16
 	// in token mode; App mode was refused at the permission check, and with
 	// that check fixed alone made 36 calls, 19 of them GET
 	// /repos/{owner}/{repo}/installation). docs/github.md has the tables.
