@@ -46,7 +46,7 @@ const (
 	appID       = 4242
 	install     = 77
 	botUser     = "agentos-bot" // token mode: the token's user
-	budget      = 16            // REST + GraphQL calls per full flow (issue 15, item 4)
+	budget      = 16            // REST + GraphQL calls per full flow (docs/github.md, the call budget)
 	// appBudget is App mode's first flow on a new repository, in a new
 	// process (docs/measurements.md, "GitHub API calls of an App-mode
 	// /agent fix flow"): commits on an existing branch are one GraphQL
@@ -100,14 +100,13 @@ type scenario struct {
 	ignoreFormat bool
 }
 
-// TestServeAgainstRealCounterparts is issue 15's "done when": `agentos
-// serve` with OPENAI_BASE_URL, OPENAI_API_KEY, AGENTOS_PROVIDER and
-// AGENTOS_MODEL completes the whole flow (maintainer's `/agent fix …` →
-// draft PR and approval review → Approve review → run completed, PR ready,
-// log committed to agent-sessions) against the strict fake GitHub, in
-// token mode, App mode and with an Enterprise-style …/api/v3 URL, with the
-// model server honouring or ignoring response_format, within the call
-// budget.
+// TestServeAgainstRealCounterparts: `agentos serve` with OPENAI_BASE_URL,
+// OPENAI_API_KEY, AGENTOS_PROVIDER and AGENTOS_MODEL completes the whole
+// flow (maintainer's `/agent fix …` → draft PR and approval review →
+// Approve review → run completed, PR ready, log committed to
+// agent-sessions) against the strict fake GitHub, in token mode, App mode
+// and with an Enterprise-style …/api/v3 URL, with the model server
+// honouring or ignoring response_format, within the call budget.
 func TestServeAgainstRealCounterparts(t *testing.T) {
 	testenv.LookPath(t, "git")
 	bin := agentosBinary(t)
