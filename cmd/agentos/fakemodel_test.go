@@ -40,12 +40,12 @@ func openAIEnv(t *testing.T, baseURL, key, model string) {
 	}
 }
 
-// TestRunAgainstFakeModel is issue 15's "done when" for the CLI: `agentos
-// run` with OPENAI_BASE_URL, OPENAI_API_KEY, AGENTOS_PROVIDER and
-// AGENTOS_MODEL against the fake model server fixes the demo bug (the
-// patch approved with `agentos approve`), whether the server honours
-// response_format or ignores it; the repairs the second needs are events,
-// and `agentos verify` accepts the log.
+// TestRunAgainstFakeModel: `agentos run` with OPENAI_BASE_URL,
+// OPENAI_API_KEY, AGENTOS_PROVIDER and AGENTOS_MODEL against the fake
+// model server fixes the demo bug (the patch approved with `agentos
+// approve`), whether the server honours response_format or ignores it; the
+// repairs the second needs are events, and `agentos verify` accepts the
+// log.
 func TestRunAgainstFakeModel(t *testing.T) {
 	testenv.LookPath(t, "go") // test.run runs the sample's go test
 	for _, ignore := range []bool{false, true} {
