@@ -10,7 +10,7 @@ import (
 	"github.com/agentos/agentos/runtime/demo"
 )
 
-// The runner play-through of issue 33 as tests: each job a separate run on
+// The Action's runner play-through as tests: each job a separate run on
 // a fresh machine (a.run: new RUNNER_TEMP, only GitHub and the repository
 // carried over), against the strict fake GitHub.
 
