@@ -417,8 +417,9 @@ var (
 	// mdPath is a path ending in .md as comments write them.
 	mdPath = regexp.MustCompile(`[A-Za-z0-9_./-]*[A-Za-z0-9_-]\.md\b`)
 	// staleRef is a reference to what is not in the repository whatever
-	// its form: the documents the project was specified from.
-	staleRef = regexp.MustCompile(`(?i)\bseed \d{3}\b|\.\./shared\b|/work/shared\b|\bseeds/`)
+	// its form: the documents the project was specified from, and their
+	// invariant and layer numbers ("I-" or "L" and a number).
+	staleRef = regexp.MustCompile(`(?i)\bseed \d{3}\b|\.\./shared\b|/work/shared\b|\bseeds/|(?-i:\bI-\d+\b|\bL\d{1,2}\b)`)
 	// docName is a document cited by its bare name in capitals, as
 	// top-level documents are named.
 	docName = regexp.MustCompile(`^[A-Z][A-Z0-9_-]*\.md$`)
@@ -565,7 +566,7 @@ func TestCitedDocsAreFound(t *testing.T) {
 		}
 	}
 	src := []byte("package pkg\n\n// See docs/here.md and docs/gone.md, DESIGN.md, NOTES.md and SKILL.md.\n" +
-		"/* .agent/memory.md is the user's; ../shared/GITHUB.md and seed 003 are not ours */\n" +
+		"/* .agent/memory.md is the user's; ../shared/GITHUB.md and seed 003 are not ours, nor I-5 or L8 */\n" +
 		"var s = \"// docs/in-a-string.md\"\n")
 	lines, texts := goComments(src)
 	if len(texts) != 2 || lines[0] != 3 || lines[1] != 4 {
@@ -575,7 +576,7 @@ func TestCitedDocsAreFound(t *testing.T) {
 	for _, text := range texts {
 		got = append(got, citedDocs(root, "pkg/x.go", text)...)
 	}
-	want := []string{"docs/gone.md", "DESIGN.md", "../shared", "seed 003", "../shared/GITHUB.md"}
+	want := []string{"docs/gone.md", "DESIGN.md", "../shared", "seed 003", "I-5", "L8", "../shared/GITHUB.md"}
 	if strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Errorf("cited and missing: %q, want %q", got, want)
 	}
