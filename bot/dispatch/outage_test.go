@@ -172,11 +172,11 @@ func newOutageWorld(t *testing.T, d time.Duration, match func(event.Draft, bool)
 	w.opts.Result = func(r dispatch.Result) { w.mu.Lock(); w.results = append(w.results, r); w.mu.Unlock() }
 	w.login()
 
-	// The claim outlives a 10 s outage (it is renewed every 15 s while
-	// the run makes progress) and is let go 20 s after the run's last
-	// append: a handed-back delivery whose retry could not be recorded
-	// (the database was still down) is claimable again within 45 s.
-	pgq, err := queue.OpenPGQueue(ctx, pool, queue.PGQueueOptions{Owner: "replica-a", ClaimTTL: 45 * time.Second, StallTimeout: 20 * time.Second})
+	// The queue's default claim settings (ClaimTTL, StallTimeout): a
+	// handed-back delivery's retry is recorded by the processor once the
+	// database answers (it keeps trying), so the delivery is claimable
+	// again within seconds, not when its claim would expire.
+	pgq, err := queue.OpenPGQueue(ctx, pool, queue.PGQueueOptions{Owner: "replica-a"})
 	if err != nil {
 		t.Fatal(err)
 	}
