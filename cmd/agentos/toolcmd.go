@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"time"
 
 	"github.com/agentos/agentos/kernel"
 	"github.com/agentos/agentos/kernel/redact"
@@ -124,15 +123,12 @@ type discard struct{}
 
 func (discard) Record(context.Context, string, string, any, string) (string, error) { return "", nil }
 
-// toolKernel builds the kernel for agentos tool. The events file, when it
+// toolKernel builds the kernel for agentos tool and agentos mcp serve
+// with setup.Kernel, as a run's is built: the repository's hooks and
+// Claude Code permissions apply to every call. The events file, when it
 // lies inside the workspace, is excluded from it: the tools must not read
 // or rewrite the log, and its growth must not make an approval stale.
 func toolKernel(workspaceDir, policyFile, events string) (*kernel.Kernel, *workspace.Root, *redact.Redactor, error) {
-	base, err := loadPolicy(policyFile, nil)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	red := redact.New(base.Redaction.Keys)
 	var exclude []string
 	if events != "" {
 		abs, err := filepath.Abs(events)
@@ -150,47 +146,15 @@ func toolKernel(workspaceDir, policyFile, events string) (*kernel.Kernel, *works
 			}
 		}
 	}
-	sb, err := setup.Sandbox(context.Background(), os.Getenv)
+	env, err := setup.Kernel(context.Background(), setup.Options{Dir: workspaceDir, PolicyFile: policyFile, Exclude: exclude})
 	if err != nil {
-		return nil, nil, nil, usageErrorf("%v", err)
-	}
-	ws, err := workspace.Open(workspaceDir, workspace.Options{DenyPatterns: base.Workspace.DenyPatterns, EnvAllow: base.Execution.EnvAllow, SecretName: red.IsSecretName, Exclude: exclude})
-	if err != nil {
-		return nil, nil, nil, usageErrorf("%v", err)
-	}
-	pol, err := loadPolicy(policyFile, ws)
-	ws.Close()
-	if err != nil {
+		var ue *setup.UsageError
+		if errors.As(err, &ue) {
+			return nil, nil, nil, usageErrorf("%v", ue.Err)
+		}
 		return nil, nil, nil, err
 	}
-	// Again with the merged policy: deny patterns, environment, and the
-	// sandbox's network allow-list and limits.
-	ws, err = workspace.Open(workspaceDir, workspace.Options{DenyPatterns: pol.Workspace.DenyPatterns, EnvAllow: pol.Execution.EnvAllow, SecretName: red.IsSecretName, Exclude: exclude, Sandbox: sb, Network: pol.Network.Allow, Limits: pol.SandboxLimits()})
-	if err != nil {
-		return nil, nil, nil, usageErrorf("%v", err)
-	}
-	// The full kernel: the repository's PreToolUse/PostToolUse hooks
-	// (.agent/settings.json, .claude/settings.json) and the built-in ones,
-	// and the policy's per-capability timeouts, as in agentos run.
-	reg := hooks.NewRegistry()
-	reg.Builtins()
-	if _, err := reg.LoadSettings(ws.FS(), hookRunner{WS: ws}, ".agent/settings.json", ".claude/settings.json"); err != nil {
-		ws.Close()
-		return nil, nil, nil, &exitError{code: exitFailure, err: err}
-	}
-	k := kernel.New(pol, ws, hooks.ForKernel{R: reg, Cwd: ws.Root()})
-	k.Redact = red.String
-	timeouts := map[string]time.Duration{}
-	for _, name := range []string{"process.run", "test.run", "lint.run"} {
-		timeouts[name] = pol.Timeout(name)
-	}
-	for _, d := range tools.Defs(ws, tools.Options{AllowShell: pol.Execution.AllowShell, Timeouts: timeouts}) {
-		if err := k.Register(d); err != nil {
-			ws.Close()
-			return nil, nil, nil, err
-		}
-	}
-	return k, ws, red, nil
+	return env.Kernel, env.Workspace, env.Redactor, nil
 }
 
 func cmdTool(ctx context.Context, args []string, stdout, stderr io.Writer) error {

@@ -54,6 +54,9 @@ type Options struct {
 	// When it lies inside Dir, the kernel's repository tools cannot see it:
 	// the model must not read its own event logs or write into them.
 	DataDir string
+	// Exclude lists more paths (absolute) the kernel's repository tools
+	// cannot see: agentos mcp serve's events file and its directory.
+	Exclude []string
 	// UntrustedRepo skips the repository's own command hooks
 	// (.agent/settings.json, .claude/settings.json): set it when the
 	// working tree holds code from outside the repository (a fork's pull
@@ -175,8 +178,14 @@ func (h HookRunner) RunHook(ctx context.Context, dir, command string, env []stri
 	return []byte(res.Stdout), []byte(res.Stderr), res.ExitCode, nil
 }
 
-// Build assembles the runtime for o.Dir.
-func Build(ctx context.Context, o Options) (*Env, error) {
+// Kernel assembles the kernel of a session's working tree o.Dir, as
+// Build does for a run and without a model: the workspace jail (o.DataDir
+// and o.Exclude hidden from the tools), the layered policy, the
+// repository's Claude Code permissions, the hooks, and the capability
+// tools. agentos tool and agentos mcp serve call tools through it; Build
+// adds the rest of a run. o.Providers, Runs and RequireWorkflows are not
+// used. Close releases it.
+func Kernel(ctx context.Context, o Options) (*Env, error) {
 	if o.Dir == "" {
 		return nil, &UsageError{fmt.Errorf("a working tree is required")}
 	}
@@ -200,6 +209,7 @@ func Build(ctx context.Context, o Options) (*Env, error) {
 		}
 		exclude = append(exclude, abs)
 	}
+	exclude = append(exclude, o.Exclude...)
 	// Open once with the operator's policy to read the repository's, then
 	// again with the merged deny patterns, environment allow-list, network
 	// allow-list and process limits.
@@ -255,6 +265,18 @@ func Build(ctx context.Context, o Options) (*Env, error) {
 			return nil, err
 		}
 	}
+	return e, nil
+}
+
+// Build assembles the runtime for o.Dir: Kernel's kernel, then the
+// skills, the provider, the repository's MCP servers, the engine and
+// (with o.Runs) the workflow plane.
+func Build(ctx context.Context, o Options) (*Env, error) {
+	e, err := Kernel(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	pol, ws := e.Policy, e.Workspace
 	var toolNames []string
 	for _, d := range e.Kernel.Tools() {
 		toolNames = append(toolNames, d.Name)
