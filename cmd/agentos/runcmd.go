@@ -553,27 +553,12 @@ func cmdResume(ctx context.Context, args []string, stdout, stderr io.Writer) err
 }
 
 // takeOver continues session sid's run that a killed process left
-// running: the worktree (the repository itself, changed in place) loses
-// what the run's interrupted tool calls did to it (run.UndoInterrupted),
-// and the runtime's Takeover closes those calls as interrupted, never
-// repeating them, and goes on from the log. A worktree the log cannot
-// account for ends the run with its report_missing terminal report,
-// saying why.
+// running, in the repository itself (takeOverInPlace, shared with the
+// server's takeover of API runs). A worktree the log cannot account for
+// ends the run with its report_missing terminal report, saying why.
 func takeOver(ctx context.Context, env *runtimeEnv, sid string, evs []event.Event, runID string, stderr io.Writer) (agentrun.Outcome, error) {
-	n, err := agentrun.UndoInterrupted(env.ws.Root(), evs, runID)
-	var nr *agentrun.NotRebuildableError
-	if errors.As(err, &nr) {
-		fmt.Fprintf(stderr, "session %s: the run cannot continue: %v\n", sid, err)
-		return env.mgr.CloseOrphanReason(ctx, sid, nr.Error())
-	}
-	if err != nil {
-		return agentrun.Outcome{}, err
-	}
-	if n > 0 {
-		fmt.Fprintf(stderr, "session %s: undid the interrupted change to %d file(s)\n", sid, n)
-	}
-	fmt.Fprintf(stderr, "session %s: taking over run %s, whose process stopped\n", sid, runID)
-	return env.mgr.Takeover(ctx, env.engine, sid, env.ws.Root(), "", "taken over by agentos resume: the process running it stopped")
+	out, _, err := takeOverInPlace(ctx, env.mgr, env.engine, env.ws.Root(), sid, evs, runID, "taken over by agentos resume: the process running it stopped", func(s string) { fmt.Fprintln(stderr, s) })
+	return out, err
 }
 
 // interruptible runs a run-driving call so that SIGINT or SIGTERM (ctx

@@ -154,6 +154,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, d serveDeps) er
 		defer leases.Close()
 	}
 	var apiRuns api.Runs
+	var apiTakeovers *apiTakeover
 	if runs {
 		mgr := traceIDs(agentrun.NewManager(runStore))
 		mgr.Logs = agentrun.DirLogs(cfg.DataDir) // recovery from the exported logs
@@ -163,6 +164,9 @@ func serve(ctx context.Context, args []string, stderr io.Writer, d serveDeps) er
 			sr.leases = leases
 		}
 		apiRuns = sr
+		// API runs no process runs (this one stopped or was killed, or
+		// handed one back in a store outage) are taken over (apitakeover.go).
+		apiTakeovers = newAPITakeover(sr, cfg.MaxRuns, drain, log)
 	}
 	ck, err := vs.checkerWith(cfg.APIToken, cfg.GitHubAPIURL)
 	if err != nil {
@@ -213,6 +217,9 @@ func serve(ctx context.Context, args []string, stderr io.Writer, d serveDeps) er
 		ret.queue = q
 	}
 	opts.Actors = append(opts.Actors, ret.run)
+	if apiTakeovers != nil {
+		opts.Actors = append(opts.Actors, func(actx context.Context) error { return apiTakeovers.run(ctx, actx) })
+	}
 
 	if cfg.WebhookEnabled() {
 		secrets := make([][]byte, len(cfg.WebhookSecrets))
@@ -425,6 +432,9 @@ type serveRuns struct {
 	// leases, with replicas, make one replica at a time answer or run a
 	// session; nil: this process's Manager serialises runs.
 	leases dispatch.SessionLeases
+	// apiWork keeps the takeover of orphaned API runs off the sessions this
+	// process's API runs work (apitakeover.go).
+	apiWork
 }
 
 // lease takes the session's lease when replicas share the store; a
@@ -584,6 +594,13 @@ type serveRun struct {
 // Execute implements api.Run.
 func (s *serveRun) Execute(ctx context.Context) (agentrun.Outcome, error) {
 	var out agentrun.Outcome
+	// Marked before its lease and Start: from Start's run.started until
+	// the Manager registers the run, Manager.Running does not see it.
+	end, err := s.r.begin(s.sessionID)
+	if err != nil {
+		return out, err
+	}
+	defer end()
 	release, err := s.r.lease(ctx, s.sessionID)
 	if err != nil {
 		return out, err
