@@ -83,8 +83,8 @@ func (t Trigger) IsFork() bool { return t.IsPR && t.HeadSHA != "" && t.HeadRepo 
 
 // normalize turns a parsed event into a Trigger; ok is false for events
 // (and pull_request actions) it has no trigger kind for. Which actions the
-// bot acts on is the route table's to say (Events, dispatch.Lookup). The
-// error reports a payload that lacks what a trigger needs.
+// bot acts on is the route table's to say (Events, from bot/dispatch's
+// routes.go). The error reports a payload that lacks what a trigger needs.
 func normalize(d queue.Delivery, ev any) (t Trigger, ok bool, err error) {
 	t = Trigger{DeliveryID: d.ID, Event: d.Event, Attempt: d.Attempts}
 	switch e := ev.(type) {
@@ -232,8 +232,9 @@ func repoNames(rs []*github.Repository) []string {
 // Normalize decodes one event's payload (the X-GitHub-Event name and the
 // JSON body) into a Trigger exactly as bot/worker's Processor does, for
 // callers that get events another way (the GitHub Action reads
-// GITHUB_EVENT_PATH). ok is false for events it has no trigger for (which actions of them the bot
-// acts on is the route table's to say: dispatch.Lookup).
+// GITHUB_EVENT_PATH). ok is false for events it has no trigger for
+// (which actions of them the bot acts on is the route table's to say:
+// dispatch.Events).
 func Normalize(eventName, deliveryID string, body []byte) (Trigger, bool, error) {
 	if eventName == "ping" || github.EventForType(eventName) == nil {
 		return Trigger{Event: eventName, DeliveryID: deliveryID}, false, nil
