@@ -38,7 +38,7 @@ type Deps struct {
 	// the tracking comment's warning.
 	Sandbox string
 	// Reviewer and Triager, when set, replace the workflow plane's
-	// executor (dispatch.Plane) for the review and triage cycles.
+	// executor (the dispatcher's own) for the review and triage cycles.
 	Reviewer review.Reviewer
 	Triager  review.Triager
 }
