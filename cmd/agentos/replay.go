@@ -234,7 +234,7 @@ func scanJSONL(path string, fn func(*event.Event) error) error {
 }
 
 // scanStoreSession streams a stored session, a page at a time
-// (store.Scan): from PostgreSQL when AGENTOS_DATABASE_URL is set, else
+// (store.Store's Scan): from PostgreSQL when AGENTOS_DATABASE_URL is set, else
 // from the embedded store in dataDir. Memory stays bounded by a page, not
 // the session's length.
 func scanStoreSession(ctx context.Context, dataDir, sessionID, cmd string, fn func(*event.Event) error) error {
