@@ -250,7 +250,7 @@ func CheckLineHash(line []byte) (string, error) {
 }
 
 // ParseLine decodes one canonical line. It checks JSON shape only; use
-// CheckLineHash and the chain checks in replay.Verify for integrity.
+// CheckLineHash and the chain checks of replay.VerifyReader for integrity.
 func ParseLine(line []byte) (Event, error) {
 	var e Event
 	if err := json.Unmarshal(line, &e); err != nil {
