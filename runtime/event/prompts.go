@@ -30,7 +30,7 @@ import (
 //
 // The Sealer computes the references it writes over the redacted blocks
 // (sealPrompts), so the stored text is always the redacted text and its
-// reference the digest of what is stored. replay.Verify checks every
+// reference the digest of what is stored. replay's verify checks every
 // definition against its reference and that every reference was defined
 // at or before the request that uses it, in the same session's log.
 
@@ -322,7 +322,7 @@ type Prompts struct {
 
 // NewPrompts returns the table of the blocks defined by the llm.request
 // events among evs. A definition that does not hash to its reference is
-// left out (replay.Verify reports it), so a request that uses it does not
+// left out (replay's verify reports it), so a request that uses it does not
 // read back.
 func NewPrompts(evs []Event) *Prompts {
 	p := &Prompts{blocks: map[string]json.RawMessage{}}
