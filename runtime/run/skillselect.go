@@ -111,7 +111,7 @@ func (s *state) invokeSkill(ctx context.Context, sk *skills.Skill, by, scopeKind
 	}
 	rules, err := toolrule.ForScope(scopeEntries(loaded))
 	if err != nil {
-		// Skills keep only the entries ForScope reads (skills.Load).
+		// Skills keep only the entries ForScope reads (skills.Discover).
 		return fmt.Errorf("skill %s: %w", sk.Name, err)
 	}
 	if rules.Empty() {
