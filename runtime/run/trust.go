@@ -77,7 +77,7 @@ func (f *trustFold) add(evs []event.Event) {
 	}
 }
 
-// TrustFromStore returns a kernel.Trust function that folds every session
+// TrustFromStore returns a Kernel.Trust function that folds every session
 // in the store (the repository's history on this server). It folds each
 // session once and afterwards only the events appended since, so a trust
 // decision costs a session listing plus the new events, not the whole
