@@ -46,6 +46,9 @@ type serveDeps struct {
 	// dispatch receives the webhook Triggers; nil leaves the deliveries
 	// queued (durably) with no processor running.
 	dispatch worker.Dispatcher
+	// apiTakeoverEvery, when set, is the interval of the takeover of
+	// orphaned API runs instead of apiTakeoverEvery (tests).
+	apiTakeoverEvery time.Duration
 }
 
 func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -167,6 +170,9 @@ func serve(ctx context.Context, args []string, stderr io.Writer, d serveDeps) er
 		// API runs no process runs (this one stopped or was killed, or
 		// handed one back in a store outage) are taken over (apitakeover.go).
 		apiTakeovers = newAPITakeover(sr, cfg.MaxRuns, drain, log)
+		if d.apiTakeoverEvery > 0 {
+			apiTakeovers.every = d.apiTakeoverEvery
+		}
 	}
 	ck, err := vs.checkerWith(cfg.APIToken, cfg.GitHubAPIURL)
 	if err != nil {

@@ -1,0 +1,370 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/agentos/agentos/kernel/testenv"
+	"github.com/agentos/agentos/runtime/demo"
+	"github.com/agentos/agentos/runtime/event"
+	"github.com/agentos/agentos/runtime/replay"
+	agentrun "github.com/agentos/agentos/runtime/run"
+	"github.com/agentos/agentos/runtime/store/postgres/pgtest"
+	"github.com/agentos/agentos/schemas"
+)
+
+// takeoverChildData names the data directory of a takeover test's child:
+// `agentos serve --data DIR` in a process of its own, stopped by a real
+// signal.
+const takeoverChildData = "AGENTOS_APITAKEOVER_CHILD_DATA"
+
+// TestAPITakeoverServeChild is the child process of the API takeover
+// tests: `agentos serve --data DIR [--drain-timeout D]` with main's
+// signal handling; AGENTOS_APITAKEOVER_CHILD_EVERY sets the sweep's
+// interval (default apiTakeoverEvery).
+func TestAPITakeoverServeChild(t *testing.T) {
+	data := os.Getenv(takeoverChildData)
+	if data == "" {
+		t.Skip("API takeover test child only")
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Printf("LISTEN %s\n", ln.Addr())
+	args := []string{"--data", data}
+	if d := os.Getenv("AGENTOS_APITAKEOVER_CHILD_DRAIN"); d != "" {
+		args = append(args, "--drain-timeout", d)
+	}
+	d := serveDeps{getenv: os.Getenv, listener: ln}
+	if v := os.Getenv("AGENTOS_APITAKEOVER_CHILD_EVERY"); v != "" {
+		if d.apiTakeoverEvery, err = time.ParseDuration(v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	err = serve(ctx, args, os.Stderr, d)
+	fmt.Printf("SERVE RETURNED %v\n", err)
+}
+
+func startTakeoverChild(t *testing.T, data, drain string, env map[string]string) *gracefulChild {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestAPITakeoverServeChild$", "-test.v=false")
+	cmd.Env = append(os.Environ(), takeoverChildData+"="+data, "AGENTOS_APITAKEOVER_CHILD_DRAIN="+drain)
+	for k, v := range env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := &bytes.Buffer{}
+	cmd.Stderr = &lockedWriter{w: logs}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	c := &gracefulChild{cmd: cmd, logs: logs, done: make(chan struct{})}
+	addr := make(chan string, 1)
+	go func() {
+		lines := bufio.NewScanner(out)
+		for lines.Scan() {
+			if a, ok := strings.CutPrefix(lines.Text(), "LISTEN "); ok {
+				addr <- a
+			}
+		}
+		cmd.Wait()
+		close(c.done)
+	}()
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		<-c.done
+	})
+	select {
+	case a := <-addr:
+		c.url = "http://" + a
+	case <-c.done:
+		t.Fatalf("serve exited before listening:\n%s", logs)
+	case <-time.After(60 * time.Second):
+		t.Fatalf("serve did not start:\n%s", logs)
+	}
+	return c
+}
+
+// childLogs reads a child's log text (its writer is locked).
+func childLogs(c *gracefulChild) string {
+	lw := c.cmd.Stderr.(*lockedWriter)
+	lw.mu.Lock()
+	defer lw.mu.Unlock()
+	return c.logs.String()
+}
+
+func stopChild(t *testing.T, c *gracefulChild, sig syscall.Signal) {
+	t.Helper()
+	if err := c.cmd.Process.Signal(sig); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-c.done:
+	case <-time.After(2 * time.Minute):
+		t.Fatalf("serve did not exit after %v:\n%s", sig, childLogs(c))
+	}
+}
+
+// waitSnapshot polls the session's snapshot at c until ok says so.
+func waitSnapshot(t *testing.T, c *gracefulChild, sid, what string, ok func(replay.Snapshot) bool) replay.Snapshot {
+	t.Helper()
+	deadline := time.Now().Add(3 * time.Minute)
+	var last replay.Snapshot
+	for time.Now().Before(deadline) {
+		code, body := httpDo(t, http.MethodGet, c.url+"/v1/runs/"+sid, serveToken, "", nil)
+		if code == http.StatusOK && json.Unmarshal(body, &last) == nil && ok(last) {
+			return last
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("session %s: waited for %s; the run is %s:\n%s", sid, what, last.RunStatus, childLogs(c))
+	return last
+}
+
+// waitLog waits until c's log holds s.
+func waitLog(t *testing.T, c *gracefulChild, s string) {
+	t.Helper()
+	deadline := time.Now().Add(3 * time.Minute)
+	for time.Now().Before(deadline) {
+		if strings.Contains(childLogs(c), s) {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("the log never said %q:\n%s", s, childLogs(c))
+}
+
+func paused(s replay.Snapshot) bool { return s.RunStatus == replay.RunPaused }
+
+// approveAndComplete answers the run's pending approval at c and waits
+// for the run to complete.
+func approveAndComplete(t *testing.T, c *gracefulChild, sid string, snap replay.Snapshot) {
+	t.Helper()
+	if len(snap.PendingApprovals) != 1 {
+		t.Fatalf("pending approvals %+v, want the patch's", snap.PendingApprovals)
+	}
+	code, body := httpDo(t, http.MethodPost, c.url+"/v1/approvals/"+snap.PendingApprovals[0].ID, serveToken, `{"session_id": "`+sid+`", "decision": "approve", "by": "octocat"}`, nil)
+	if code != http.StatusAccepted {
+		t.Fatalf("approve: %d %s", code, body)
+	}
+	waitSnapshot(t, c, sid, "the run's end", func(s replay.Snapshot) bool { return s.RunStatus.Terminal() })
+}
+
+// checkTakenOverAPIRun: the session of an API run stopped during its
+// first test.run and taken over by agentos serve: its exported log and
+// its stored events verify strictly, hold no false reason, one takeover
+// (run.resumed), one terminal report (completed), and the interrupted
+// test.run ran again (when the stop cut it: closed INTERRUPTED with
+// rerun, then its real result).
+func checkTakenOverAPIRun(t *testing.T, evs []event.Event, exported string) {
+	t.Helper()
+	f, err := os.Open(exported)
+	if err != nil {
+		t.Fatalf("the exported log: %v", err)
+	}
+	defer f.Close()
+	rep, err := replay.VerifyReader(schemas.MustDefault(), f)
+	if err != nil || !rep.Valid {
+		t.Fatalf("the exported log does not verify strictly: %v %+v", err, rep.Problem)
+	}
+	if rep.LastSeq != evs[len(evs)-1].Seq {
+		t.Errorf("the exported log ends at seq %d, the store at %d", rep.LastSeq, evs[len(evs)-1].Seq)
+	}
+	if r := replay.VerifyEvents(schemas.MustDefault(), evs); !r.Valid {
+		t.Fatalf("the stored log does not verify: %v", r.Problem)
+	}
+	noFalseReasons(t, evs)
+	var takeovers, terminals int
+	var results []string
+	for _, e := range evs {
+		switch e.Type {
+		case event.RunResumed:
+			if strings.HasPrefix(event.FieldString(e.Payload, "reason"), "taken over by agentos serve") {
+				takeovers++
+			}
+		case event.TurnTerminal:
+			terminals++
+			if s := event.FieldString(e.Payload, "status"); s != string(agentrun.StatusCompleted) {
+				t.Errorf("terminal report %s: %s", s, e.Payload)
+			}
+		case event.ToolResult:
+			if event.FieldString(e.Payload, "tool") == "test.run" {
+				e := event.Field(e.Payload, "error")
+				results = append(results, fmt.Sprintf("%s/%v", event.FieldString(e, "code"), event.FieldBool(event.Field(e, "details"), "rerun")))
+			}
+		}
+	}
+	if takeovers != 1 || terminals != 1 {
+		t.Errorf("%d takeovers, %d terminal reports; want 1 and 1", takeovers, terminals)
+	}
+	if len(results) < 2 || results[0] != agentrun.CodeInterrupted+"/true" || results[1] != "/false" {
+		t.Errorf("test.run results %v: want the interrupted one closed INTERRUPTED with rerun, then run again", results)
+	}
+}
+
+// TestAPIRunTakenOverAfterStop: a run started through POST /v1/runs on
+// the embedded SQLite store, stopped during its sandboxed test.run by
+// SIGTERM (a 1 ms drain cuts the call) or SIGKILL; `agentos serve`
+// restarted on the same data directory takes the run over at start (no
+// delivery would ever retry it), re-runs the interrupted test.run, pauses
+// at the patch's approval, and completes once it is approved. The time
+// from the restart to the takeover is logged.
+func TestAPIRunTakenOverAfterStop(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs agentos serve as a process")
+	}
+	testenv.LookPath(t, "go")
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL} {
+		name := map[syscall.Signal]string{syscall.SIGTERM: "sigterm", syscall.SIGKILL: "sigkill"}[sig]
+		t.Run(name, func(t *testing.T) {
+			repo, env := demoSetup(t)
+			data := t.TempDir()
+			a := startTakeoverChild(t, data, "1ms", env)
+			sid := "apitakeover-" + name
+			code, body := httpDo(t, http.MethodPost, a.url+"/v1/runs", serveToken, `{"session_id": "`+sid+`", "repo_dir": "`+repo+`", "prompt": "`+demo.Prompt+`"}`, nil)
+			if code != http.StatusAccepted {
+				t.Fatalf("start: %d %s", code, body)
+			}
+			waitToolInFlight(t, a, sid, "test.run")
+			stopChild(t, a, sig)
+			evs := readSession(t, data, "", sid)
+			if sig == syscall.SIGTERM {
+				checkInterrupted(t, evs)
+			} else if snap, err := replay.Replay(evs); err != nil || snap.RunStatus != replay.RunRunning {
+				t.Fatalf("after SIGKILL the run is %s (%v), want running", snap.RunStatus, err)
+			}
+
+			restart := time.Now()
+			b := startTakeoverChild(t, data, "", env)
+			waitLog(t, b, "taking over an API run no process runs")
+			t.Logf("%v: restart to takeover: %v", sig, time.Since(restart))
+			snap := waitSnapshot(t, b, sid, "the patch's approval", paused)
+			t.Logf("%v: restart to the taken-over run paused at its approval: %v", sig, time.Since(restart))
+			approveAndComplete(t, b, sid, snap)
+			stopChild(t, b, syscall.SIGTERM)
+			checkTakenOverAPIRun(t, readSession(t, data, "", sid), filepath.Join(data, "sessions", sid, "events.jsonl"))
+			if n := strings.Count(childLogs(b), "API run taken over"); n != 1 {
+				t.Errorf("%d takeovers logged, want 1:\n%s", n, childLogs(b))
+			}
+		})
+	}
+}
+
+// TestAPIRunTakenOverByReplica: two replicas on PostgreSQL; replica A
+// runs an API run and is killed (SIGKILL) during test.run. Replica B
+// takes it over once A's session lease lapses (serve exposes no lease
+// TTL: the default 30 s), while a restarted A (the same replica id)
+// finds B holding the lease and leaves it: one takeover, one terminal
+// report.
+func TestAPIRunTakenOverByReplica(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs agentos serve as processes")
+	}
+	testenv.LookPath(t, "go")
+	repo, env := demoSetup(t)
+	db := pgtest.Schema(t, pgtest.URL(t)) // a fresh schema; a loud skip without PostgreSQL (a failure under CI=true)
+	envA, envB := maps.Clone(env), maps.Clone(env)
+	for _, e := range []map[string]string{envA, envB} {
+		e["AGENTOS_DATABASE_URL"], e["AGENTOS_APITAKEOVER_CHILD_EVERY"] = db, "1s"
+	}
+	envA["AGENTOS_REPLICA_ID"], envB["AGENTOS_REPLICA_ID"] = "takeover-a", "takeover-b"
+	dataA, dataB := t.TempDir(), t.TempDir()
+	a := startTakeoverChild(t, dataA, "", envA)
+	b := startTakeoverChild(t, dataB, "", envB)
+	const sid = "apitakeover-replicas"
+	code, body := httpDo(t, http.MethodPost, a.url+"/v1/runs", serveToken, `{"session_id": "`+sid+`", "repo_dir": "`+repo+`", "prompt": "`+demo.Prompt+`"}`, nil)
+	if code != http.StatusAccepted {
+		t.Fatalf("start: %d %s", code, body)
+	}
+	waitToolInFlight(t, a, sid, "test.run")
+	if strings.Contains(childLogs(b), "taking over an API run") {
+		t.Fatalf("B took over a run A was running:\n%s", childLogs(b))
+	}
+	killed := time.Now()
+	stopChild(t, a, syscall.SIGKILL)
+	waitLog(t, b, "taking over an API run no process runs")
+	t.Logf("SIGKILL of A to B's takeover: %v (the lease's TTL plus up to one sweep)", time.Since(killed))
+	// A comes back while B works the session: its start sweep finds the
+	// lease held and leaves the run.
+	a2 := startTakeoverChild(t, dataA, "", envA)
+	snap := waitSnapshot(t, b, sid, "the patch's approval", paused)
+	approveAndComplete(t, b, sid, snap)
+	time.Sleep(3 * time.Second) // a few more of A's and B's sweeps over the ended session
+	stopChild(t, a2, syscall.SIGTERM)
+	stopChild(t, b, syscall.SIGTERM)
+	if strings.Contains(childLogs(a2), "taking over an API run") {
+		t.Errorf("the restarted A took the run over too:\n%s", childLogs(a2))
+	}
+	checkTakenOverAPIRun(t, readSession(t, "", db, sid), filepath.Join(dataB, "sessions", sid, "events.jsonl"))
+}
+
+// TestAPIRunRepoGoneClosed: an API run whose repository directory was
+// deleted while no process ran it is closed by the restarted server with
+// its report_missing terminal report saying why, and its log verifies
+// strictly.
+func TestAPIRunRepoGoneClosed(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs agentos serve as a process")
+	}
+	testenv.LookPath(t, "go")
+	repo, env := demoSetup(t)
+	data := t.TempDir()
+	a := startTakeoverChild(t, data, "", env)
+	const sid = "apitakeover-gone"
+	code, body := httpDo(t, http.MethodPost, a.url+"/v1/runs", serveToken, `{"session_id": "`+sid+`", "repo_dir": "`+repo+`", "prompt": "`+demo.Prompt+`"}`, nil)
+	if code != http.StatusAccepted {
+		t.Fatalf("start: %d %s", code, body)
+	}
+	waitToolInFlight(t, a, sid, "test.run")
+	stopChild(t, a, syscall.SIGKILL)
+	if err := os.RemoveAll(repo); err != nil {
+		t.Fatal(err)
+	}
+	b := startTakeoverChild(t, data, "", env)
+	snap := waitSnapshot(t, b, sid, "the run's end", func(s replay.Snapshot) bool { return s.RunStatus.Terminal() })
+	stopChild(t, b, syscall.SIGTERM)
+	if snap.Terminal == nil || snap.Terminal.ErrorClass != string(agentrun.ClassReportMissing) || !strings.Contains(snap.Terminal.Reason, "repository directory "+repo+" is gone") {
+		t.Fatalf("terminal report %+v, want report_missing saying the repository is gone", snap.Terminal)
+	}
+	evs := readSession(t, data, "", sid)
+	if r := replay.VerifyEvents(schemas.MustDefault(), evs); !r.Valid {
+		t.Fatalf("the closed log does not verify: %v", r.Problem)
+	}
+	f, err := os.Open(filepath.Join(data, "sessions", sid, "events.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if rep, err := replay.VerifyReader(schemas.MustDefault(), f); err != nil || !rep.Valid || rep.LastSeq != evs[len(evs)-1].Seq {
+		t.Fatalf("the exported log: %v %+v", err, rep)
+	}
+	n := 0
+	for _, e := range evs {
+		if e.Type == event.TurnTerminal {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("%d terminal reports, want 1", n)
+	}
+}
