@@ -5,7 +5,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"maps"
 	"net"
 	"net/http"
@@ -14,15 +17,19 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/agentos/agentos/bot/webhook"
 	"github.com/agentos/agentos/kernel/testenv"
 	"github.com/agentos/agentos/runtime/demo"
 	"github.com/agentos/agentos/runtime/event"
+	"github.com/agentos/agentos/runtime/journal"
 	"github.com/agentos/agentos/runtime/replay"
 	agentrun "github.com/agentos/agentos/runtime/run"
+	"github.com/agentos/agentos/runtime/store"
 	"github.com/agentos/agentos/runtime/store/postgres/pgtest"
 	"github.com/agentos/agentos/schemas"
 )
@@ -366,5 +373,97 @@ func TestAPIRunRepoGoneClosed(t *testing.T) {
 	}
 	if n != 1 {
 		t.Errorf("%d terminal reports, want 1", n)
+	}
+}
+
+// TestAPITakeoverLeavesWhatThisProcessWorks: the sweep never touches a
+// session an API run of this process works (marked by Execute before
+// Start, so also in the window between Start's run.started and the
+// Manager registering the run), nor a run not started through the API;
+// once the mark is gone the orphaned API run is taken over (here: closed
+// report_missing, since it records no repository), exported, and an
+// Execute of a session being taken over is refused as busy.
+func TestAPITakeoverLeavesWhatThisProcessWorks(t *testing.T) {
+	ctx := context.Background()
+	sealer, err := newSealer(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := store.NewMemory(sealer)
+	started := func(sid, source string) {
+		j, err := journal.Open(ctx, st, sid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		runID := "run-" + sid
+		j.SetRun(runID)
+		if _, err := j.Append(ctx, event.SessionStart, "runtime", map[string]any{"prompt": "greet"}, ""); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := j.Append(ctx, event.RunStarted, "runtime", map[string]any{"run_id": runID, "prompt": "greet", "trigger": map[string]any{"source": source}}, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	started("api-orphan", "api")
+	started("bot-run", "github")
+	data := t.TempDir()
+	r := &serveRuns{store: st, mgr: agentrun.NewManager(st), dataDir: data}
+	tk := newAPITakeover(r, 2, time.Second, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	status := func(sid string) (replay.Snapshot, []event.Event) {
+		evs, err := st.Read(ctx, sid, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := replay.Replay(evs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s, evs
+	}
+	sweep := func() {
+		var wg sync.WaitGroup
+		if err := tk.sweep(ctx, ctx, &wg); err != nil {
+			t.Fatal(err)
+		}
+		wg.Wait()
+	}
+
+	end, err := r.begin("api-orphan")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sweep()
+	if s, _ := status("api-orphan"); s.RunStatus != replay.RunRunning {
+		t.Fatalf("the sweep touched a session an API run of this process works: %s", s.RunStatus)
+	}
+	end()
+
+	done, ok := r.claimTakeover("api-orphan")
+	if !ok {
+		t.Fatal("no claim on a session nobody works")
+	}
+	if _, err := r.begin("api-orphan"); !errors.Is(err, webhook.ErrBusy) {
+		t.Fatalf("Execute during the takeover: %v, want busy", err)
+	}
+	done()
+
+	sweep()
+	s, evs := status("api-orphan")
+	if s.RunStatus != replay.RunFailed || s.Terminal == nil || s.Terminal.ErrorClass != string(agentrun.ClassReportMissing) || !strings.Contains(s.Terminal.Reason, "records no repository") {
+		t.Fatalf("the orphaned API run: %s %+v", s.RunStatus, s.Terminal)
+	}
+	if r := replay.VerifyEvents(schemas.MustDefault(), evs); !r.Valid {
+		t.Fatalf("the closed log does not verify: %v", r.Problem)
+	}
+	if _, err := os.Stat(filepath.Join(data, "sessions", "api-orphan", "events.jsonl")); err != nil {
+		t.Errorf("the closed session's log was not exported: %v", err)
+	}
+	if s, _ := status("bot-run"); s.RunStatus != replay.RunRunning {
+		t.Fatalf("the sweep touched a run not started through the API: %s", s.RunStatus)
+	}
+	n := len(evs)
+	sweep() // ended now: left alone
+	if _, evs := status("api-orphan"); len(evs) != n {
+		t.Errorf("a second sweep appended %d events to the ended session", len(evs)-n)
 	}
 }
