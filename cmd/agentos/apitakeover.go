@@ -363,6 +363,17 @@ func (w *apiWork) begin(sid string) (func(), error) {
 	}, nil
 }
 
+// notTaken refuses to prepare a run of session sid while this process
+// takes its orphaned run over (the API answers cannot_start).
+func (w *apiWork) notTaken(sid string) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.taking[sid] {
+		return fmt.Errorf("session %s: its run, which a stopped process left running, is being taken over by this server; start again once it has paused or ended", sid)
+	}
+	return nil
+}
+
 // claimTakeover marks session sid as being taken over, unless an API run
 // of this process works it or another takeover has it.
 func (w *apiWork) claimTakeover(sid string) (func(), bool) {

@@ -22,6 +22,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentos/agentos/bot/api"
 	"github.com/agentos/agentos/bot/webhook"
 	"github.com/agentos/agentos/kernel/testenv"
 	"github.com/agentos/agentos/runtime/demo"
@@ -444,6 +445,9 @@ func TestAPITakeoverLeavesWhatThisProcessWorks(t *testing.T) {
 	}
 	if _, err := r.begin("api-orphan"); !errors.Is(err, webhook.ErrBusy) {
 		t.Fatalf("Execute during the takeover: %v, want busy", err)
+	}
+	if _, err := r.Prepare(ctx, api.StartRequest{SessionID: "api-orphan", Prompt: "greet", RepoDir: data}); err == nil || !strings.Contains(err.Error(), "being taken over") {
+		t.Fatalf("Prepare during the takeover: %v, want refused", err)
 	}
 	done()
 

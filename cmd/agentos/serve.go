@@ -459,6 +459,9 @@ func (r *serveRuns) lease(ctx context.Context, sessionID string) (func(), error)
 
 // Prepare implements api.Runs.
 func (r *serveRuns) Prepare(ctx context.Context, req api.StartRequest) (api.Run, error) {
+	if err := r.notTaken(req.SessionID); err != nil {
+		return nil, err
+	}
 	repo := req.RepoDir
 	if repo == "" {
 		var err error
