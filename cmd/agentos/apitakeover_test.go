@@ -28,6 +28,7 @@ import (
 	"github.com/agentos/agentos/runtime/demo"
 	"github.com/agentos/agentos/runtime/event"
 	"github.com/agentos/agentos/runtime/journal"
+	"github.com/agentos/agentos/runtime/provider"
 	"github.com/agentos/agentos/runtime/replay"
 	agentrun "github.com/agentos/agentos/runtime/run"
 	"github.com/agentos/agentos/runtime/store"
@@ -469,5 +470,94 @@ func TestAPITakeoverLeavesWhatThisProcessWorks(t *testing.T) {
 	sweep() // ended now: left alone
 	if _, evs := status("api-orphan"); len(evs) != n {
 		t.Errorf("a second sweep appended %d events to the ended session", len(evs)-n)
+	}
+}
+
+// outageStore fails the first append of a tool.result as the PostgreSQL
+// store does once its retry bound has passed (nothing stored); the
+// outage is over as soon as the error is returned.
+type outageStore struct {
+	store.Store
+	mu    sync.Mutex
+	fired bool
+}
+
+func (s *outageStore) Append(ctx context.Context, sid string, expected int64, drafts ...event.Draft) ([]event.Event, error) {
+	s.mu.Lock()
+	hit := !s.fired && len(drafts) > 0 && drafts[0].Type == event.ToolResult
+	s.fired = s.fired || hit
+	s.mu.Unlock()
+	if hit {
+		return nil, &store.UnavailableError{Op: "append", SessionID: sid, Attempts: 7, Elapsed: 30 * time.Second, Err: errors.New("dial tcp 127.0.0.1:5432: connect: connection refused")}
+	}
+	return s.Store.Append(ctx, sid, expected, drafts...)
+}
+
+// TestAPIRunTakenOverAfterStoreOutage: an API run whose tool result
+// cannot be written (the store unavailable past its retry bound) is
+// handed back with run.ErrStoreUnavailable, still running in its log;
+// the next sweep of the same process takes it over once the store
+// answers: the open call is closed INTERRUPTED and run again, and the run
+// goes on to the patch's approval with a log that verifies.
+func TestAPIRunTakenOverAfterStoreOutage(t *testing.T) {
+	testenv.LookPath(t, "go")
+	ctx := context.Background()
+	repo, env := demoSetup(t)
+	sealer, err := newSealer(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := &outageStore{Store: store.NewMemory(sealer)}
+	prof, err := provider.LoadProfile("", func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	r := &serveRuns{store: st, mgr: agentrun.NewManager(st), dataDir: t.TempDir(), profile: prof, log: log}
+	const sid = "api-outage"
+	run, err := r.Prepare(ctx, api.StartRequest{SessionID: sid, Prompt: demo.Prompt, RepoDir: repo})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = run.Execute(ctx)
+	run.Close()
+	if !errors.Is(err, agentrun.ErrStoreUnavailable) {
+		t.Fatalf("the run during the outage: %v, want handed back (ErrStoreUnavailable)", err)
+	}
+	evs, err := st.Read(ctx, sid, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, err := replay.Replay(evs); err != nil || s.RunStatus != replay.RunRunning {
+		t.Fatalf("the handed-back run is %s (%v), want running", s.RunStatus, err)
+	}
+	tk := newAPITakeover(r, 2, time.Second, log)
+	var wg sync.WaitGroup
+	if err := tk.sweep(ctx, ctx, &wg); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	if evs, err = st.Read(ctx, sid, 1); err != nil {
+		t.Fatal(err)
+	}
+	if rep := replay.VerifyEvents(schemas.MustDefault(), evs); !rep.Valid {
+		t.Fatalf("the taken-over log does not verify: %v", rep.Problem)
+	}
+	noFalseReasons(t, evs)
+	s, err := replay.Replay(evs)
+	if err != nil || s.RunStatus != replay.RunPaused {
+		t.Fatalf("after the takeover the run is %s (%v), want paused at the patch's approval", s.RunStatus, err)
+	}
+	takeovers, interrupted := 0, 0
+	for _, e := range evs {
+		if e.Type == event.RunResumed && strings.HasPrefix(event.FieldString(e.Payload, "reason"), "taken over by agentos serve") {
+			takeovers++
+		}
+		if e.Type == event.ToolResult && event.FieldString(event.Field(e.Payload, "error"), "code") == agentrun.CodeInterrupted {
+			interrupted++
+		}
+	}
+	if takeovers != 1 || interrupted != 1 {
+		t.Errorf("%d takeovers, %d calls closed INTERRUPTED; want 1 and 1", takeovers, interrupted)
 	}
 }
