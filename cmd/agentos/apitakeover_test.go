@@ -163,6 +163,21 @@ func waitLog(t *testing.T, c *gracefulChild, s string) {
 	t.Fatalf("the log never said %q:\n%s", s, childLogs(c))
 }
 
+// logChildSandbox logs which sandbox mechanism the child's commands ran in
+// (bwrap, or Landlock with bwrap hidden from the PATH).
+func logChildSandbox(t *testing.T, c *gracefulChild) {
+	t.Helper()
+	for _, l := range strings.Split(childLogs(c), "\n") {
+		if strings.Contains(l, "commands run in a sandbox") {
+			if _, m, ok := strings.Cut(l, "mechanism="); ok {
+				t.Logf("sandbox: %s", strings.Fields(m)[0])
+				return
+			}
+		}
+	}
+	t.Errorf("the child logged no sandbox:\n%s", childLogs(c))
+}
+
 func paused(s replay.Snapshot) bool { return s.RunStatus == replay.RunPaused }
 
 // approveAndComplete answers the run's pending approval at c and waits
@@ -267,6 +282,7 @@ func TestAPIRunTakenOverAfterStop(t *testing.T) {
 			b := startTakeoverChild(t, data, "", env)
 			waitLog(t, b, "taking over an API run no process runs")
 			t.Logf("%v: restart to takeover: %v", sig, time.Since(restart))
+			logChildSandbox(t, b)
 			snap := waitSnapshot(t, b, sid, "the patch's approval", paused)
 			t.Logf("%v: restart to the taken-over run paused at its approval: %v", sig, time.Since(restart))
 			approveAndComplete(t, b, sid, snap)
@@ -313,6 +329,7 @@ func TestAPIRunTakenOverByReplica(t *testing.T) {
 	stopChild(t, a, syscall.SIGKILL)
 	waitLog(t, b, "taking over an API run no process runs")
 	t.Logf("SIGKILL of A to B's takeover: %v (the lease's TTL plus up to one sweep)", time.Since(killed))
+	logChildSandbox(t, b)
 	// A comes back while B works the session: its start sweep finds the
 	// lease held and leaves the run.
 	a2 := startTakeoverChild(t, dataA, "", envA)
