@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"os/exec"
 	"slices"
 	"strings"
 	"sync"
@@ -390,5 +392,42 @@ func TestOptions(t *testing.T) {
 	var oe *OptionsError
 	if _, err := New(nil, Options[int]{MaxBatch: 1}); !errors.As(err, &oe) {
 		t.Errorf("no commit function: %v", err)
+	}
+}
+
+// TestPanicCrashes: a panic in commit or Then crashes the process with the
+// fault's stack, even if the sender recovers panics (as an HTTP handler's
+// recovery would): the batcher's state is unknown after it, and a sender
+// left waiting forever would be worse. The crash runs in a child process.
+func TestPanicCrashes(t *testing.T) {
+	if stage := os.Getenv("GROUPCOMMIT_PANIC_IN"); stage != "" {
+		o := Options[int]{MaxBatch: 4}
+		commit := func([]int) {
+			if stage == "commit" {
+				panic("boom in commit")
+			}
+		}
+		if stage == "then" {
+			o.Then = func([][]int) { panic("boom in then") }
+		}
+		b := mustNew(t, commit, o)
+		func() {
+			defer func() { _ = recover() }() // the sender's own recovery
+			_ = b.Send(context.Background(), 1)
+		}()
+		time.Sleep(5 * time.Second) // the crash comes from another goroutine
+		t.Fatal("still running after a panic in " + stage)
+	}
+	for _, stage := range []string{"commit", "then"} {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestPanicCrashes$")
+		cmd.Env = append(os.Environ(), "GROUPCOMMIT_PANIC_IN="+stage)
+		out, err := cmd.CombinedOutput()
+		if err == nil {
+			t.Errorf("%s: the process survived a panic: %s", stage, out)
+			continue
+		}
+		if !strings.Contains(string(out), "groupcommit: boom in "+stage) || !strings.Contains(string(out), "TestPanicCrashes") {
+			t.Errorf("%s: exit %v without the fault and its stack:\n%s", stage, err, out)
+		}
 	}
 }
