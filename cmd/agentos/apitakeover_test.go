@@ -286,6 +286,9 @@ func TestAPIRunTakenOverAfterStop(t *testing.T) {
 			snap := waitSnapshot(t, b, sid, "the patch's approval", paused)
 			t.Logf("%v: restart to the taken-over run paused at its approval: %v", sig, time.Since(restart))
 			approveAndComplete(t, b, sid, snap)
+			if _, m := httpDo(t, http.MethodGet, b.url+"/metrics", "", "", nil); !strings.Contains(string(m), "agentos_run_takeovers_total 1\n") {
+				t.Errorf("the takeover is not counted in agentos_run_takeovers_total:\n%s", m)
+			}
 			stopChild(t, b, syscall.SIGTERM)
 			checkTakenOverAPIRun(t, readSession(t, data, "", sid), filepath.Join(data, "sessions", sid, "events.jsonl"))
 			if n := strings.Count(childLogs(b), "API run taken over"); n != 1 {
