@@ -581,3 +581,73 @@ func TestAPIRunTakenOverAfterStoreOutage(t *testing.T) {
 		t.Errorf("%d takeovers, %d calls closed INTERRUPTED; want 1 and 1", takeovers, interrupted)
 	}
 }
+
+// TestAPITakeoverClosesWhatCannotContinue: an orphaned API run whose
+// repository is no longer under repo_roots, or whose worktree cannot be
+// made to match the log (a command was running when its process
+// stopped), is closed with its report_missing terminal report saying why,
+// and its log verifies; the run is not continued.
+func TestAPITakeoverClosesWhatCannotContinue(t *testing.T) {
+	ctx := context.Background()
+	repo, env := demoSetup(t)
+	prof, err := provider.LoadProfile("", func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name  string
+		roots []string
+		open  bool // a process.run call left open
+		why   string
+	}{
+		{"not-allowed", []string{t.TempDir()}, false, "no longer allowed: repo_dir " + repo + " is not under the server's repo_roots"},
+		{"not-rebuildable", nil, true, "process.run at seq 3 was running when the process stopped"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			sealer, err := newSealer(nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			st := store.NewMemory(sealer)
+			const sid = "api-stuck"
+			j, err := journal.Open(ctx, st, sid)
+			if err != nil {
+				t.Fatal(err)
+			}
+			j.SetRun("run-stuck")
+			must := func(_ any, err error) {
+				t.Helper()
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			must(j.Append(ctx, event.SessionStart, "runtime", map[string]any{"prompt": "greet"}, ""))
+			must(j.Append(ctx, event.RunStarted, "runtime", map[string]any{"run_id": "run-stuck", "prompt": "greet", "trigger": map[string]any{"source": "api", "repo_dir": repo}}, ""))
+			if c.open {
+				must(j.Append(ctx, event.ToolInvoke, "worker", map[string]any{"call_id": "c1", "tool": "process.run", "args": map[string]any{"command": "make"}}, ""))
+			}
+			r := &serveRuns{store: st, mgr: agentrun.NewManager(st), dataDir: t.TempDir(), profile: prof, roots: c.roots, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+			var wg sync.WaitGroup
+			if err := newAPITakeover(r, 1, time.Second, r.log).sweep(ctx, ctx, &wg); err != nil {
+				t.Fatal(err)
+			}
+			wg.Wait()
+			evs, err := st.Read(ctx, sid, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rep := replay.VerifyEvents(schemas.MustDefault(), evs); !rep.Valid {
+				t.Fatalf("the closed log does not verify: %v", rep.Problem)
+			}
+			s, err := replay.Replay(evs)
+			if err != nil || s.Terminal == nil || s.Terminal.ErrorClass != string(agentrun.ClassReportMissing) || !strings.Contains(s.Terminal.Reason, c.why) {
+				t.Fatalf("the run: %s %+v (%v); want report_missing saying %q", s.RunStatus, s.Terminal, err, c.why)
+			}
+			for _, e := range evs {
+				if e.Type == event.RunResumed || e.Type == event.LLMRequest {
+					t.Errorf("the run was continued: seq %d %s", e.Seq, e.Type)
+				}
+			}
+		})
+	}
+}
