@@ -221,6 +221,11 @@ func stopCase(t *testing.T, bin string, p stopPoint, sig syscall.Signal) matrixR
 		}
 		return fakegithub.PullRequest{}, 0
 	}
+	// idle: every delivery so far is done (no replica is working).
+	idle := func() bool {
+		var open int
+		return pool.QueryRow(ctx, `SELECT count(*) FROM agentos_deliveries WHERE state <> 'done'`).Scan(&open) == nil && open == 0
+	}
 	stopMaintainer := make(chan struct{})
 	maintainerDone := make(chan error, 1)
 	go func() {
@@ -237,6 +242,12 @@ func stopCase(t *testing.T, bin string, p stopPoint, sig syscall.Signal) matrixR
 				continue
 			}
 			prNumber.Store(int64(pr.Number))
+			if p == atApproval && !idle() {
+				// The approval must arrive at a bot that finished
+				// publishing the pause, so the first call the gate holds
+				// is the approval's handling, not the pause's tail.
+				continue
+			}
 			approving.Store(true)
 			if _, _, err := alice.GitHub().PullRequests.CreateReview(ctx, owner, name, pr.Number, &gh.PullRequestReviewRequest{CommitID: gh.String(pr.HeadSHA), Event: gh.String("APPROVE"), Body: gh.String("Looks right.")}); err != nil {
 				maintainerDone <- err
@@ -327,9 +338,12 @@ func stopCase(t *testing.T, bin string, p stopPoint, sig syscall.Signal) matrixR
 	sid, _ := events()
 	t.Logf("%s at %s (%s): %s works session %s", sigName(sig), p, res.held, wid, sid)
 
-	// The signal. The balancer stops sending to the replica (its listener
-	// closes on SIGTERM; a killed one has none).
-	rs.lb.set(wi, "")
+	// The signal. The balancer keeps the replica's address, as a load
+	// balancer does until its health check notices: deliveries sent there
+	// meanwhile are refused (the listener closes on SIGTERM; a killed
+	// process has none) and the balancer tries the next replica. The
+	// next delivery goes to the stopped replica first.
+	rs.lb.aim(wi)
 	sent := time.Now()
 	if err := proc.cmd.Process.Signal(sig); err != nil {
 		t.Fatal(err)

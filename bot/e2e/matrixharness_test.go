@@ -130,11 +130,9 @@ func startGatedGitHub(ctx context.Context, t *testing.T) (fake *fakegithub.Fake,
 // or GitHub's redelivery, does that), all within GitHub's 10 s.
 type balancer struct {
 	mu    sync.Mutex
-	addrs []string // replica i's base URL, "" while it is down
+	addrs []string // replica i's base URL ("" until it first listens); a stopped replica's stays until its restart
 	next  int
-	// sent records which replica accepted each delivery (by
-	// X-GitHub-Delivery), and tries counts the failed attempts.
-	sent  map[string]int
+	// tries counts the attempts a replica refused or did not answer.
 	tries int
 }
 
@@ -142,6 +140,13 @@ func (b *balancer) set(i int, url string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.addrs[i] = url
+}
+
+// aim sends the next delivery to replica i first.
+func (b *balancer) aim(i int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.next = i
 }
 
 func (b *balancer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -175,9 +180,6 @@ func (b *balancer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		resp, err := client.Do(req)
 		if err == nil && resp.StatusCode < 500 {
-			b.mu.Lock()
-			b.sent[r.Header.Get("X-GitHub-Delivery")] = i
-			b.mu.Unlock()
 			w.WriteHeader(resp.StatusCode)
 			_, _ = io.Copy(w, resp.Body)
 			resp.Body.Close()
@@ -215,7 +217,7 @@ type replicaSet struct {
 
 func startReplicas(ctx context.Context, t *testing.T, bin string, env map[string]string, n int) *replicaSet {
 	t.Helper()
-	rs := &replicaSet{bin: bin, env: env, lb: &balancer{addrs: make([]string, n), sent: map[string]int{}}}
+	rs := &replicaSet{bin: bin, env: env, lb: &balancer{addrs: make([]string, n)}}
 	for i := range n {
 		rs.ids = append(rs.ids, fmt.Sprintf("replica-%d", i))
 		rs.data = append(rs.data, t.TempDir())
