@@ -21,7 +21,8 @@ import (
 )
 
 // BenchmarkReplicasAccept measures intake as GitHub sees it: signed
-// issue_comment deliveries (a real payload, a fresh ID each) POSTed over
+// issue_comment deliveries (a real payload, a new comment and a fresh ID
+// each) POSTed over
 // HTTP by 32 concurrent senders, round-robin over 1 or 3 replicas (each
 // its own HTTP server, handler and PGQueue with its own pool) on one
 // PostgreSQL; every 202 is a committed row. Reported: deliveries/s, p99 of
@@ -32,8 +33,7 @@ import (
 //
 //	go test -run '^$' -bench BenchmarkReplicasAccept -benchtime 3000x ./bot/webhook/
 func BenchmarkReplicasAccept(b *testing.B) {
-	body := exampleOf(b, "issue_comment", "created", 0)
-	sig := Sign(testSecret, body)
+	comment := distinctComments(b)
 	db := pgtest.URL(b)
 	var run atomic.Int64
 	for _, c := range []struct {
@@ -80,6 +80,7 @@ func BenchmarkReplicasAccept(b *testing.B) {
 						if i >= b.N {
 							return
 						}
+						body, sig := comment(r<<32 | int64(i))
 						req, _ := http.NewRequest(http.MethodPost, urls[i%len(urls)], bytes.NewReader(body))
 						req.Header.Set("Content-Type", "application/json")
 						req.Header.Set(EventHeader, "issue_comment")
