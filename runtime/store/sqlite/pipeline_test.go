@@ -54,7 +54,7 @@ func TestUnsyncedEventsInvisible(t *testing.T) {
 		t.Fatalf("append acknowledged before its fsync returned (%v)", err)
 	case <-time.After(50 * time.Millisecond):
 	}
-	s.syncWAL = realSync // read by the syncer only after release
+	s.syncWAL = realSync // read by the batcher's sync stage only after release
 	close(release)
 	if err := <-done; err != nil {
 		t.Fatal(err)
