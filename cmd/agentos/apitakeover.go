@@ -334,25 +334,25 @@ func (a *apiTakeover) continueRun(ctx context.Context, sid string, o *orphan, lo
 // Manager registering the run, Manager.Running is still false).
 type apiWork struct {
 	mu      sync.Mutex
-	running map[string]int  // by the API's Execute
-	taking  map[string]bool // by the takeover
+	running map[string]int           // by the API's Execute (waiting or working)
+	taking  map[string]chan struct{} // by the takeover; closed when it ends
 }
 
 // begin marks session sid as worked by an API run until the returned
-// func is called; a session being taken over is webhook.ErrBusy (the
-// API answers 409: ask again once the takeover has paused or ended it).
-func (w *apiWork) begin(sid string) (func(), error) {
+// func is called. While this process takes the session's run over, it
+// waits for the takeover to end (the run paused or finished), as a second
+// run of one session waits for the first in this process; an answer to
+// the approval the taken-over run paused at is resumed then.
+func (w *apiWork) begin(ctx context.Context, sid string) (func(), error) {
 	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.taking[sid] {
-		return nil, fmt.Errorf("%w: session %s is being taken over by this process", webhook.ErrBusy, sid)
-	}
 	if w.running == nil {
 		w.running = map[string]int{}
 	}
-	w.running[sid]++
+	w.running[sid]++ // from now on no takeover of sid begins
+	taking := w.taking[sid]
+	w.mu.Unlock()
 	var once sync.Once
-	return func() {
+	end := func() {
 		once.Do(func() {
 			w.mu.Lock()
 			defer w.mu.Unlock()
@@ -360,35 +360,35 @@ func (w *apiWork) begin(sid string) (func(), error) {
 				delete(w.running, sid)
 			}
 		})
-	}, nil
-}
-
-// notTaken refuses to prepare a run of session sid while this process
-// takes its orphaned run over (the API answers cannot_start).
-func (w *apiWork) notTaken(sid string) error {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.taking[sid] {
-		return fmt.Errorf("session %s: its run, which a stopped process left running, is being taken over by this server; start again once it has paused or ended", sid)
 	}
-	return nil
+	if taking != nil {
+		select {
+		case <-taking:
+		case <-ctx.Done():
+			end()
+			return nil, fmt.Errorf("session %s: waiting for this server's takeover of its run: %w", sid, context.Cause(ctx))
+		}
+	}
+	return end, nil
 }
 
 // claimTakeover marks session sid as being taken over, unless an API run
-// of this process works it or another takeover has it.
+// of this process works it or waits to, or another takeover has it.
 func (w *apiWork) claimTakeover(sid string) (func(), bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.running[sid] > 0 || w.taking[sid] {
+	if w.running[sid] > 0 || w.taking[sid] != nil {
 		return nil, false
 	}
 	if w.taking == nil {
-		w.taking = map[string]bool{}
+		w.taking = map[string]chan struct{}{}
 	}
-	w.taking[sid] = true
+	ch := make(chan struct{})
+	w.taking[sid] = ch
 	return func() {
 		w.mu.Lock()
 		defer w.mu.Unlock()
 		delete(w.taking, sid)
+		close(ch)
 	}, true
 }

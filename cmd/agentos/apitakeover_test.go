@@ -23,7 +23,6 @@ import (
 	"time"
 
 	"github.com/agentos/agentos/bot/api"
-	"github.com/agentos/agentos/bot/webhook"
 	"github.com/agentos/agentos/kernel/testenv"
 	"github.com/agentos/agentos/runtime/demo"
 	"github.com/agentos/agentos/runtime/event"
@@ -404,7 +403,7 @@ func TestAPIRunRepoGoneClosed(t *testing.T) {
 // Manager registering the run), nor a run not started through the API;
 // once the mark is gone the orphaned API run is taken over (here: closed
 // report_missing, since it records no repository), exported, and an
-// Execute of a session being taken over is refused as busy.
+// Execute of a session being taken over waits for the takeover to end.
 func TestAPITakeoverLeavesWhatThisProcessWorks(t *testing.T) {
 	ctx := context.Background()
 	sealer, err := newSealer(nil)
@@ -450,7 +449,7 @@ func TestAPITakeoverLeavesWhatThisProcessWorks(t *testing.T) {
 		wg.Wait()
 	}
 
-	end, err := r.begin("api-orphan")
+	end, err := r.begin(ctx, "api-orphan")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -464,13 +463,25 @@ func TestAPITakeoverLeavesWhatThisProcessWorks(t *testing.T) {
 	if !ok {
 		t.Fatal("no claim on a session nobody works")
 	}
-	if _, err := r.begin("api-orphan"); !errors.Is(err, webhook.ErrBusy) {
-		t.Fatalf("Execute during the takeover: %v, want busy", err)
+	// An Execute during the takeover waits for it: given up when its
+	// context ends first, going on once the takeover has ended.
+	gone, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := r.begin(gone, "api-orphan"); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Execute during the takeover did not wait for it: %v", err)
 	}
-	if _, err := r.Prepare(ctx, api.StartRequest{SessionID: "api-orphan", Prompt: "greet", RepoDir: data}); err == nil || !strings.Contains(err.Error(), "being taken over") {
-		t.Fatalf("Prepare during the takeover: %v, want refused", err)
-	}
+	began := make(chan error, 1)
+	go func() {
+		end, err := r.begin(ctx, "api-orphan")
+		if err == nil {
+			end()
+		}
+		began <- err
+	}()
 	done()
+	if err := <-began; err != nil {
+		t.Fatalf("Execute after the takeover: %v", err)
+	}
 
 	sweep()
 	s, evs := status("api-orphan")

@@ -459,9 +459,6 @@ func (r *serveRuns) lease(ctx context.Context, sessionID string) (func(), error)
 
 // Prepare implements api.Runs.
 func (r *serveRuns) Prepare(ctx context.Context, req api.StartRequest) (api.Run, error) {
-	if err := r.notTaken(req.SessionID); err != nil {
-		return nil, err
-	}
 	repo := req.RepoDir
 	if repo == "" {
 		var err error
@@ -604,8 +601,9 @@ type serveRun struct {
 func (s *serveRun) Execute(ctx context.Context) (agentrun.Outcome, error) {
 	var out agentrun.Outcome
 	// Marked before its lease and Start: from Start's run.started until
-	// the Manager registers the run, Manager.Running does not see it.
-	end, err := s.r.begin(s.sessionID)
+	// the Manager registers the run, Manager.Running does not see it. A
+	// takeover of the session by this process is waited for.
+	end, err := s.r.begin(ctx, s.sessionID)
 	if err != nil {
 		return out, err
 	}
