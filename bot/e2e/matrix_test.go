@@ -61,10 +61,10 @@ type matrixResult struct {
 	total  time.Duration // the case's whole flow
 }
 
-// TestStopMatrix is issue 36's stop matrix: three `agentos serve --store
-// postgres://…` replicas (child processes on one fresh database per case)
-// behind a load-balancer stand-in, the strict fake GitHub and the fake
-// model, driven through the whole /agent fix flow. For each point — a
+// TestStopMatrix is the stop matrix (docs/reliability.md, "Stop matrix"):
+// three `agentos serve --store postgres://…` replicas (child processes on
+// one fresh database per case) behind a load-balancer stand-in, the strict
+// fake GitHub and the fake model, driven through the whole /agent fix flow. For each point — a
 // model call in flight, a test.run in flight, the pause (the approval
 // review being posted), the approval's arrival (its delivery being
 // handled) and publishing (the session branch's push after the run
@@ -234,6 +234,9 @@ func stopCase(t *testing.T, bin string, p stopPoint, sig syscall.Signal) matrixR
 			select {
 			case <-stopMaintainer:
 				maintainerDone <- nil
+				return
+			case <-ctx.Done(): // the case ended (or failed) without stopping it
+				maintainerDone <- ctx.Err()
 				return
 			case <-time.After(100 * time.Millisecond):
 			}
