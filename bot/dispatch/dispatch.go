@@ -247,10 +247,18 @@ func (d *Dispatcher) Dispatch(ctx context.Context, t webhook.Trigger) error {
 	if err != nil {
 		switch {
 		case errors.Is(err, ErrPreflight): // startRun logged it
-		case errors.Is(err, store.ErrUnavailable) || errors.Is(err, webhook.ErrBusy):
-			// Not a failure: the delivery waits (for the store, or for
-			// the replica that works its session) and is retried.
-			d.log().Warn("dispatch waits", "delivery", t.DeliveryID, "repo", t.Repo, "number", t.Number, "session", res.SessionID, "err", err)
+		case errors.Is(err, run.ErrInterrupted):
+			// This process is stopping: the run is handed back, for the
+			// process that takes the delivery over (not a failure).
+			d.log().Info("dispatch handed back", "delivery", t.DeliveryID, "repo", t.Repo, "number", t.Number, "session", res.SessionID, "reason", err)
+		case errors.Is(err, store.ErrUnavailable):
+			// Not a failure: the delivery waits for the store and is
+			// retried.
+			d.log().Warn("dispatch waits for the store", "delivery", t.DeliveryID, "repo", t.Repo, "number", t.Number, "session", res.SessionID, "err", err)
+		case errors.Is(err, webhook.ErrBusy):
+			// Not a failure: another replica works the session; retried
+			// every couple of seconds until it lets go.
+			d.log().Info("dispatch waits", "delivery", t.DeliveryID, "repo", t.Repo, "number", t.Number, "session", res.SessionID, "reason", err)
 		default:
 			d.log().Error("dispatch failed", "delivery", t.DeliveryID, "repo", t.Repo, "number", t.Number, "session", res.SessionID, "err", err)
 		}

@@ -224,8 +224,12 @@ func (p *Processor) processIn(ctx, work context.Context, d queue.Delivery) {
 		outcome = queue.OutcomeFailed
 		msg = fmt.Sprintf("%s (gave up after %d failed attempts)", msg, d.Failures+1)
 	}
-	switch outcome {
-	case queue.OutcomeFailed, queue.OutcomeRetry:
+	switch {
+	case outcome == queue.OutcomeRetry && strings.HasPrefix(msg, busyPrefix):
+		// Waiting for another replica, or for the store: retried, never
+		// given up on; not worth a warning every couple of seconds.
+		log.Info("webhook: delivery waits", "reason", msg)
+	case outcome == queue.OutcomeFailed || outcome == queue.OutcomeRetry:
 		log.Warn("webhook: delivery "+outcome, "err", msg)
 	default:
 		log.Debug("webhook: delivery "+outcome, "reason", msg)
