@@ -1,8 +1,9 @@
 // Package command owns the comment-command language of the bot: it turns
 // the body of a GitHub comment into at most one command (`/agent <prompt>`,
-// `/agent approve`, `/agent deny`, `/agent status`, `/agent cancel`,
-// `/agent help`, `/agent review`, `/agent triage`), and renders the help text from the commands' own
-// descriptions. It is pure: no I/O, no GitHub types, no authorization —
+// `/agent approve`, `/agent deny`, `/agent help`, and the bare command
+// words: by default `/agent status`, `/agent cancel`, `/agent review` and
+// `/agent triage`, or the caller's, see ParseWith), and describes the
+// commands for the help text. It is pure: no I/O, no GitHub types, no authorization —
 // who may run a command is described here and enforced by the caller.
 package command
 
@@ -111,15 +112,44 @@ type Result struct {
 	Name Name
 }
 
-// Parse finds the first command in a comment body. trigger is the command
-// word ("" means DefaultTrigger); it is matched case-insensitively and must
-// start a line (after optional whitespace) and be followed by whitespace or
-// the end of the line. The body is read as Markdown, the way GitHub renders
-// it (goldmark, CommonMark): a trigger in a code block (fenced or indented),
-// in a code span, in a block quote (lazy continuation lines included) or in
-// an HTML comment never holds a command. Only the first command of a
-// comment counts.
+// Parse finds the first command in a comment body, with the default bare
+// command words (status, cancel, review, triage): it is ParseWith with
+// those. trigger is the command word ("" means DefaultTrigger); it is
+// matched case-insensitively and must start a line (after optional
+// whitespace) and be followed by whitespace or the end of the line. The
+// body is read as Markdown, the way GitHub renders it (goldmark,
+// CommonMark): a trigger in a code block (fenced or indented), in a code
+// span, in a block quote (lazy continuation lines included) or in an HTML
+// comment never holds a command. Only the first command of a comment
+// counts.
 func Parse(body, trigger string) Result {
+	return ParseWith(body, trigger, defaultBare)
+}
+
+// defaultBare reports whether n is a bare command word of the default set:
+// the words bot/dispatch's route table routes without arguments.
+func defaultBare(n Name) bool {
+	switch n {
+	case Status, Cancel, Review, Triage:
+		return true
+	}
+	return false
+}
+
+// ParseWith is Parse with the caller's bare command words: bare reports
+// whether a word (lower-cased) is a command when it is written alone after
+// the trigger, as `/agent status` is. A bare word with more words after it
+// ("review the auth code") is a request in free text, as is a word bare
+// does not take; so the caller that routes commands (bot/dispatch's route
+// table) says which words are commands, and a new one needs no rule here.
+// The words with a grammar of their own are this package's and bare is
+// not asked about them: help (and a bare trigger) is Help, approve and
+// deny take their arguments (parseApprove, parseDeny), and run is never a
+// word: a request in free text is Run. A nil bare takes no word.
+func ParseWith(body, trigger string, bare func(Name) bool) Result {
+	if bare == nil {
+		bare = func(Name) bool { return false }
+	}
 	if trigger == "" {
 		trigger = DefaultTrigger
 	}
@@ -168,7 +198,7 @@ func Parse(body, trigger string) Result {
 			}
 			more = append(more, strings.TrimSpace(d.line(next.start)))
 		}
-		return parseCommand(rest, more, i+1, trigger)
+		return parseCommand(rest, more, i+1, trigger, bare)
 	}
 	return Result{Kind: Ignore, Reason: string(ignored)}
 }
@@ -306,27 +336,32 @@ func quoted(n ast.Node) bool {
 	return false
 }
 
-// parseCommand interprets the text after the trigger.
-func parseCommand(rest string, more []string, line int, trigger string) Result {
+// parseCommand interprets the text after the trigger; bare says which
+// words are commands alone (see ParseWith).
+func parseCommand(rest string, more []string, line int, trigger string, bare func(Name) bool) Result {
 	if rest == "" {
 		return Result{Kind: Help, Name: HelpCmd}
 	}
 	word, args := cutWord(rest)
-	switch Name(strings.ToLower(word)) {
+	switch n := Name(strings.ToLower(word)); n {
 	case HelpCmd:
 		if args == "" {
 			return Result{Kind: Help, Name: HelpCmd}
-		}
-	case Status, Cancel, Review, Triage:
-		// Bare, these are commands; with more words ("review the auth
-		// code") they stay a request in free text, as they always were.
-		if args == "" {
-			return Result{Kind: Command, Command: Cmd{Name: Name(strings.ToLower(word)), Line: line}}
 		}
 	case Approve:
 		return parseApprove(args, line, trigger)
 	case Deny:
 		return parseDeny(args, line, trigger)
+	case Run:
+		// "run" is not a command word: `/agent run the tests` is a
+		// request, and a bare `/agent run` asks for nothing to run.
+	default:
+		// Bare, the caller's words are commands; with more words
+		// ("review the auth code") they stay a request in free text, as
+		// they always were.
+		if args == "" && bare(n) {
+			return Result{Kind: Command, Command: Cmd{Name: n, Line: line}}
+		}
 	}
 	// Anything else, including "help me with X", is a request in free text.
 	prompt := rest

@@ -1,6 +1,7 @@
 package command
 
 import (
+	"slices"
 	"strings"
 	"testing"
 )
@@ -121,6 +122,87 @@ func TestParse(t *testing.T) {
 				t.Errorf("Parse(%.60q)\n got %+v\nwant %+v", tc.body, got, tc.want)
 			}
 		})
+	}
+}
+
+// TestParseWithTheCallersWords: the bare command words are the caller's.
+// A word bare takes is a command alone and a request with more words; a
+// word it does not take is a request, even one of the default set; help,
+// approve and deny keep their grammar whatever bare says, run is never a
+// word, and where a trigger holds no command (code, quotes) bare changes
+// nothing.
+func TestParseWithTheCallersWords(t *testing.T) {
+	const deploy Name = "deploy"
+	var asked []Name
+	words := func(n Name) bool {
+		asked = append(asked, n)
+		return n == deploy || n == Status
+	}
+	every := func(n Name) bool {
+		asked = append(asked, n)
+		return true
+	}
+	cases := []struct {
+		name  string
+		body  string
+		bare  func(Name) bool
+		want  Result
+		asked []Name // the words bare was asked about
+	}{
+		{"new word", "/agent deploy", words, cmd(deploy, 1), []Name{deploy}},
+		{"new word upper-case", "Thanks\n/agent DEPLOY  ", words, cmd(deploy, 2), []Name{deploy}},
+		{"new word with words is a prompt", "/agent deploy the staging site", words, run("deploy the staging site", 1), nil},
+		{"new word followed by a line", "/agent deploy\nplease", words, cmd(deploy, 1), []Name{deploy}},
+		{"default word the caller keeps", "/agent status", words, cmd(Status, 1), []Name{Status}},
+		{"default word the caller does not take", "/agent cancel", words, run("cancel", 1), []Name{Cancel}},
+		{"unknown word", "/agent rollback", words, run("rollback", 1), []Name{"rollback"}},
+		{"new word in code", "`/agent deploy`", words, ignore(InCode), nil},
+		{"new word quoted", "> /agent deploy", words, ignore(InQuote), nil},
+		{"new word in a fence", "```\n/agent deploy\n```", words, ignore(InCode), nil},
+		{"help is not asked", "/agent help", every, help, nil},
+		{"bare trigger is help", "/agent", every, help, nil},
+		{"approve keeps its grammar", "/agent approve", every, Result{Kind: Command, Command: Cmd{Name: Approve, All: true, Line: 1}}, nil},
+		{"deny keeps its grammar", "/agent deny", every, Result{Kind: Invalid, Name: Deny, Reason: "`deny` needs the id of the approval to deny", Usage: "/agent deny <id> [reason]"}, nil},
+		{"run is not a word", "/agent run", every, run("run", 1), nil},
+		{"run with words", "/agent run the tests", every, run("run the tests", 1), nil},
+		{"nil takes no word", "/agent status", nil, run("status", 1), nil},
+		{"nil keeps help", "/agent help", nil, help, nil},
+		{"nil keeps approve", "/agent approve ap-1", nil, Result{Kind: Command, Command: Cmd{Name: Approve, ApprovalID: "ap-1", Line: 1}}, nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			asked = nil
+			got := ParseWith(tc.body, "", tc.bare)
+			if got != tc.want {
+				t.Errorf("ParseWith(%q)\n got %+v\nwant %+v", tc.body, got, tc.want)
+			}
+			if !slices.Equal(asked, tc.asked) {
+				t.Errorf("bare was asked %v, want %v", asked, tc.asked)
+			}
+		})
+	}
+	// A custom trigger takes the caller's words too.
+	if got := ParseWith("/bot deploy", "/bot", words); got != cmd(deploy, 1) {
+		t.Errorf("custom trigger: %+v", got)
+	}
+}
+
+// TestParseIsParseWithTheDefaultWords: Parse's bare words are the default
+// set, and only they.
+func TestParseIsParseWithTheDefaultWords(t *testing.T) {
+	for _, body := range []string{"/agent status", "/agent cancel", "/agent review", "/agent triage", "/agent deploy", "/agent run", "/agent help", "/agent approve", "/agent review the code", "> /agent status"} {
+		if got, want := Parse(body, ""), ParseWith(body, "", defaultBare); got != want {
+			t.Errorf("%q: Parse %+v, ParseWith the default words %+v", body, got, want)
+		}
+	}
+	var words []Name
+	for _, n := range []Name{Run, Approve, Deny, Status, Cancel, HelpCmd, Review, Triage, "deploy"} {
+		if defaultBare(n) {
+			words = append(words, n)
+		}
+	}
+	if want := []Name{Status, Cancel, Review, Triage}; !slices.Equal(words, want) {
+		t.Errorf("default bare words %v, want %v", words, want)
 	}
 }
 

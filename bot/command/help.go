@@ -14,8 +14,11 @@ type Description struct {
 	Examples []string
 }
 
-// descriptions lists every command in help order. Each entry sits beside
-// the parse rule it documents (parseCommand, parseApprove, parseDeny).
+// descriptions lists the commands of this package's grammar (free text,
+// approve, deny, help) and of the default bare words (Parse), in help
+// order. Each entry sits beside the parse rule it documents (parseCommand,
+// parseApprove, parseDeny). A bare word a caller adds (ParseWith) is
+// described by that caller: bot/dispatch's route entry for it.
 var descriptions = []Description{
 	{
 		Name: Run, Args: "<what to do>",
@@ -54,7 +57,8 @@ var descriptions = []Description{
 	},
 }
 
-// Descriptions returns the descriptions of all commands, in help order.
+// Descriptions returns the descriptions of this package's commands, in
+// help order.
 func Descriptions() []Description {
 	out := make([]Description, len(descriptions))
 	copy(out, descriptions)
