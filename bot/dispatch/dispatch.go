@@ -351,7 +351,7 @@ func (d *Dispatcher) dispatch(ctx context.Context, t webhook.Trigger) (Result, e
 	}
 	var c command.Cmd
 	if isComment(t) {
-		p := command.Parse(t.Body, d.trigger())
+		p := d.parse(t.Body)
 		switch p.Kind {
 		case command.Ignore:
 			return Result{Outcome: "ignored", Reason: p.Reason}, nil

@@ -62,8 +62,12 @@ const (
 
 // route is one entry of the route table.
 type route struct {
-	On      []source
-	Command command.Name // comment sources: the command; "" for events
+	On []source
+	// Command is the command of a route on comment sources ("" for
+	// events): a lower-case word. Every word of the table but run, help,
+	// approve and deny (whose grammar is bot/command's) is a bare command
+	// word: `/agent <word>` alone is that command (Dispatcher.parse).
+	Command command.Name
 	// Need is what the author must be authorized for (auth.Authorizer:
 	// write access, within the allow-lists); "" means no check: help, and
 	// events GitHub sends about a session's own pull request.
@@ -73,7 +77,12 @@ type route struct {
 	// file relative to this package's folder), for readers, logs and the
 	// tests.
 	Handler string
-	handle  handler
+	// Summary and Examples describe a bare command word that bot/command
+	// does not describe, for `/agent help` (the examples written with
+	// "{trigger}"); bot/command describes its own words.
+	Summary  string
+	Examples []string
+	handle   handler
 }
 
 type handler func(d *Dispatcher, ctx context.Context, repo github.Repo, t webhook.Trigger, c command.Cmd) (Result, error)
@@ -93,11 +102,15 @@ type routeTable []route
 // installation_repositories; pull_request closed and synchronize): the
 // intake accepts its event, the worker acts on its action, the
 // reconciler redelivers it and the help lists it, all from this table
-// (TestNewTriggerIsOneRouteTableEntry). Two things are not routing and
-// are not here: a new event, or a pull_request action, needs its payload
-// decoded into a Trigger kind (webhook.Normalize); a new `/agent` word
-// needs its parse rule and its description (bot/command), which the help
-// renders and TestRouteTableIsWhole pairs with the word's one route.
+// (TestNewTriggerIsOneRouteTableEntry). A new bare `/agent <word>` (a
+// command without arguments, like status) is one entry too, on
+// commentSources with its Summary and Examples: the parser takes its
+// bare words from this table (Dispatcher.parse), and the help lists it
+// (TestNewCommandWordIsOneRouteTableEntry). Two things are not
+// routing and are not here: a new event, or a pull_request action, needs
+// its payload decoded into a Trigger kind (webhook.Normalize); a word
+// that takes arguments, as approve and deny do, needs its grammar and
+// its description in bot/command.
 func routes() routeTable {
 	return routeTable{
 		{On: commentSources, Command: command.Run, Need: auth.ActionRun, Handler: "commands.startRun",
@@ -178,6 +191,19 @@ func isComment(t webhook.Trigger) bool {
 	return slices.ContainsFunc(commentSources, func(s source) bool { return s.matches(t) })
 }
 
+// bare reports whether n is a command word of rt: ParseWith's bare words
+// (bot/command does not ask about run, help, approve and deny).
+func (rt routeTable) bare(n command.Name) bool {
+	return n != "" && slices.ContainsFunc(rt, func(r route) bool { return r.Command == n })
+}
+
+// parse finds the command of a comment body with the dispatcher's trigger
+// and its route table's bare words: what a comment asks is parsed the
+// same way wherever the dispatcher reads one.
+func (d *Dispatcher) parse(body string) command.Result {
+	return command.ParseWith(body, d.trigger(), d.routes.bare)
+}
+
 // lookup finds the route of t in the bot's route table; for a comment, c
 // is its parsed command. ok is false for a trigger no route takes: reason
 // says what it was.
@@ -253,7 +279,7 @@ func (rt routeTable) help(trigger string) string {
 		}
 		d, ok := descs[r.Command]
 		if !ok {
-			d = command.Description{Name: r.Command}
+			d = command.Description{Name: r.Command, Summary: r.Summary, Examples: r.Examples}
 		}
 		fmt.Fprintf(&b, "| `%s` | %s | %s |\n", cell(d.Usage(trigger)), cell(strings.ReplaceAll(d.Summary, "{trigger}", trigger)), r.who())
 		for _, e := range d.Examples {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"unicode"
 
 	"github.com/agentos/agentos/bot/auth"
 	"github.com/agentos/agentos/bot/command"
@@ -99,9 +100,31 @@ func TestRouteTableIsWhole(t *testing.T) {
 			t.Errorf("route %s has no source", r.Handler)
 		}
 	}
+	described := map[command.Name]bool{}
 	for _, d := range command.Descriptions() {
+		described[d.Name] = true
 		if perCommand[d.Name] != 1 {
 			t.Errorf("command %s has %d routes, want 1", d.Name, perCommand[d.Name])
+		}
+	}
+	// The table's own words (bare words bot/command does not describe)
+	// too: one route each, a word the parser can give back (lower-case,
+	// no space), described in the entry and only there.
+	for _, r := range dispatch.Routes() {
+		if r.Command == "" {
+			continue
+		}
+		if n := perCommand[r.Command]; n != 1 {
+			t.Errorf("command %s has %d routes, want 1", r.Command, n)
+		}
+		if w := string(r.Command); w != strings.ToLower(w) || strings.IndexFunc(w, unicode.IsSpace) >= 0 {
+			t.Errorf("route %s: command %q is not a lower-case word", r.Handler, w)
+		}
+		if described[r.Command] && (r.Summary != "" || len(r.Examples) > 0) {
+			t.Errorf("route %s: command %s is described by bot/command and by its entry", r.Handler, r.Command)
+		}
+		if !described[r.Command] && (r.Summary == "" || len(r.Examples) == 0) {
+			t.Errorf("route %s: command %s has no summary or example for the help", r.Handler, r.Command)
 		}
 	}
 }
