@@ -80,7 +80,7 @@ func (d *Dispatcher) startsRunOn(del queue.Delivery, repo github.Repo, number in
 		return "", false
 	}
 	body, _ := untrusted.GitHubText(t.Body, 0)
-	p := command.Parse(body, d.trigger())
+	p := d.parse(body)
 	if p.Kind != command.Command || p.Command.Name != command.Run {
 		return "", false
 	}
