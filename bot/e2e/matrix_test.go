@@ -3,12 +3,10 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
 	"fmt"
 	"net/http"
-	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -17,20 +15,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentos/agentos/bot/github"
 	"github.com/agentos/agentos/bot/internal/fakegithub"
-	"github.com/agentos/agentos/bot/tracking"
 	"github.com/agentos/agentos/kernel/testenv"
-	"github.com/agentos/agentos/runtime/demo"
 	"github.com/agentos/agentos/runtime/event"
-	"github.com/agentos/agentos/runtime/provider/fakemodel"
-	"github.com/agentos/agentos/runtime/replay"
 	"github.com/agentos/agentos/runtime/run"
-	"github.com/agentos/agentos/runtime/store/postgres"
-	"github.com/agentos/agentos/runtime/store/postgres/pgtest"
-	"github.com/agentos/agentos/schemas"
-	gh "github.com/google/go-github/v62/github"
-	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 const matrixBotTok = "ghp_matrixBotToken00000000000000000000"
@@ -142,123 +130,16 @@ func botAuth(r *http.Request) bool {
 func stopCase(t *testing.T, bin string, p stopPoint, sig syscall.Signal) matrixResult {
 	ctx, cancel := context.WithTimeout(context.Background(), 7*time.Minute)
 	defer cancel()
-	began := time.Now()
 	res := matrixResult{point: p, sig: sigName(sig)}
-
-	fake, ghURL, bare, ghGate := startGatedGitHub(ctx, t)
-	fake.AddToken(matrixBotTok, botUser)
-	fake.SetPermission(repoName, botUser, fakegithub.PermWrite)
-	model := fakemodel.New(fakemodel.Options{Key: modelKey, Model: modelName, Seed: 1})
-	modelGate := newGate(model)
-	modelURL := serveHandler(t, modelGate) + "/v1"
-
-	dbURL := pgtest.URL(t)
-	pool, err := pgxpool.New(ctx, dbURL)
-	// The replicas' pools are bounded below serve's default of 16 each:
-	// a shared test server's max_connections (100 by default) must also
-	// hold the other tests' databases and the killed replicas' sessions
-	// it has not noticed gone yet.
-	dbURL += "&pool_max_conns=8"
-	if err != nil {
-		t.Fatal(err)
+	f := startMatrixFlow(ctx, t, bin, false)
+	rs, pool, events, fail := f.rs, f.pool, f.events, f.fail
+	if p == atApproval {
+		// The approval must arrive at a bot that finished publishing the
+		// pause, so the first call the gate holds is the approval's
+		// handling, not the pause's tail.
+		f.holdApproval = func() bool { return !f.idle() }
 	}
-	defer pool.Close()
-	env := map[string]string{
-		"AGENTOS_PROVIDER": "openai", "AGENTOS_MODEL": modelName, "OPENAI_API_KEY": modelKey, "OPENAI_BASE_URL": modelURL,
-		"AGENTOS_WEBHOOK_SECRET": secret, "AGENTOS_GITHUB_API_URL": ghURL, "AGENTOS_GITHUB_TOKEN": matrixBotTok,
-		"AGENTOS_DATABASE_URL": dbURL,
-	}
-	rs := startReplicas(ctx, t, bin, env, 3)
-	lbURL := serveHandler(t, rs.lb)
-	fake.DeliverTo(lbURL+"/webhook", []byte(secret))
-
-	sealer, err := event.NewSealer(schemas.MustDefault(), nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := postgres.Open(ctx, pool, sealer, postgres.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	// events is the (only) session's log so far, and its ID.
-	events := func() (string, []event.Event) {
-		ss, err := st.Sessions(ctx)
-		if err != nil || len(ss) == 0 {
-			return "", nil
-		}
-		evs, err := st.Read(ctx, ss[0].SessionID, 1)
-		if err != nil {
-			return ss[0].SessionID, nil
-		}
-		return ss[0].SessionID, evs
-	}
-
-	fail := func(format string, args ...any) {
-		t.Helper()
-		keepMatrixLogs(t, rs.allLogs(), fake)
-		t.Fatalf(format, args...)
-	}
-
-	// The maintainer: asks once, then approves every approval request.
-	alice, err := github.New(github.Config{BaseURL: ghURL, Token: aliceTok})
-	if err != nil {
-		t.Fatal(err)
-	}
-	issue := fake.AddIssue(repoName, fakegithub.Issue{Title: demo.Prompt, User: maintainer, Body: "CheckToken accepts a prefix of the token."})
-	var approving atomic.Bool // set just before an approval is posted
-	var prNumber atomic.Int64
-	requests := func() (fakegithub.PullRequest, int) {
-		for _, pr := range fake.PRs(repoName) {
-			n := 0
-			for _, r := range fake.Reviews(repoName, pr.Number) {
-				if r.User == botUser && r.State == "COMMENTED" {
-					n++
-				}
-			}
-			if n > 0 {
-				return pr, n
-			}
-		}
-		return fakegithub.PullRequest{}, 0
-	}
-	// idle: every delivery so far is done (no replica is working).
-	idle := func() bool {
-		var open int
-		return pool.QueryRow(ctx, `SELECT count(*) FROM agentos_deliveries WHERE state <> 'done'`).Scan(&open) == nil && open == 0
-	}
-	stopMaintainer := make(chan struct{})
-	maintainerDone := make(chan error, 1)
-	go func() {
-		answered := 0
-		for {
-			select {
-			case <-stopMaintainer:
-				maintainerDone <- nil
-				return
-			case <-ctx.Done(): // the case ended (or failed) without stopping it
-				maintainerDone <- ctx.Err()
-				return
-			case <-time.After(100 * time.Millisecond):
-			}
-			pr, n := requests()
-			if n <= answered {
-				continue
-			}
-			prNumber.Store(int64(pr.Number))
-			if p == atApproval && !idle() {
-				// The approval must arrive at a bot that finished
-				// publishing the pause, so the first call the gate holds
-				// is the approval's handling, not the pause's tail.
-				continue
-			}
-			approving.Store(true)
-			if _, _, err := alice.GitHub().PullRequests.CreateReview(ctx, owner, name, pr.Number, &gh.PullRequestReviewRequest{CommitID: gh.String(pr.HeadSHA), Event: gh.String("APPROVE"), Body: gh.String("Looks right.")}); err != nil {
-				maintainerDone <- err
-				return
-			}
-			answered = n
-		}
-	}()
+	f.startMaintainer()
 
 	// Arm the point before the flow starts: a held request is the precise
 	// moment.
@@ -268,46 +149,30 @@ func stopCase(t *testing.T, bin string, p stopPoint, sig syscall.Signal) matrixR
 	case atModelCall:
 		// The second chat completion: the run is going (the first is
 		// the lead's), a model call is in flight.
-		var n atomic.Int64
-		g = modelGate
-		hit = g.arm(func(r *http.Request) bool {
-			return r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/chat/completions") && n.Add(1) == 2
-		})
+		g, hit = f.modelGate, armModelCall(f.modelGate)
 	case atPause:
 		// The bot posting its approval request (a review on the draft PR).
-		g = ghGate
+		g = f.ghGate
 		hit = g.arm(func(r *http.Request) bool {
 			return botAuth(r) && r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/reviews")
 		})
 	case atApproval:
 		// The bot's first call to GitHub once the approving review was
 		// posted: the replica that claimed its delivery is handling it.
-		g = ghGate
-		hit = g.arm(func(r *http.Request) bool { return approving.Load() && botAuth(r) })
+		g = f.ghGate
+		hit = g.arm(func(r *http.Request) bool { return f.approving.Load() && botAuth(r) })
 	case atPublish:
 		// The session branch's push after the approved run completed.
-		g = ghGate
+		g = f.ghGate
 		hit = g.arm(func(r *http.Request) bool {
-			if !approving.Load() || !botAuth(r) || r.Method != http.MethodPost || !strings.HasSuffix(r.URL.Path, "/git-receive-pack") {
+			if !f.approving.Load() || !botAuth(r) || r.Method != http.MethodPost || !strings.HasSuffix(r.URL.Path, "/git-receive-pack") {
 				return false
 			}
 			_, evs := events()
 			return slices.ContainsFunc(evs, func(e event.Event) bool { return e.Type == event.TurnTerminal })
 		})
 	case atToolCall:
-		// A test.run in flight: its tool.invoke is the log's last event.
-		c := make(chan struct{})
-		hit = c
-		go func() {
-			for ctx.Err() == nil {
-				_, evs := events()
-				if n := len(evs); n > 0 && evs[n-1].Type == event.ToolInvoke && event.FieldString(evs[n-1].Payload, "tool") == "test.run" {
-					close(c)
-					return
-				}
-				time.Sleep(5 * time.Millisecond)
-			}
-		}()
+		hit = f.testRunInFlight()
 	}
 	defer func() {
 		if g != nil {
@@ -315,9 +180,7 @@ func stopCase(t *testing.T, bin string, p stopPoint, sig syscall.Signal) matrixR
 		}
 	}()
 
-	if _, err := alice.CreateComment(ctx, github.Repo{Owner: owner, Name: name}, issue, "/agent "+demo.Prompt); err != nil {
-		t.Fatal(err)
-	}
+	f.ask()
 	select {
 	case <-hit:
 	case <-ctx.Done():
@@ -398,133 +261,39 @@ func stopCase(t *testing.T, bin string, p stopPoint, sig syscall.Signal) matrixR
 	// The stopped replica comes back under its name.
 	rs.start(ctx, t, wi)
 
-	// The flow ends: the PR ready, every delivery done, the tracking
-	// comment completed.
-	completed := func() bool {
-		n := prNumber.Load()
-		if n == 0 {
-			return false
-		}
-		pr, ok := fake.PR(repoName, int(n))
-		if !ok || pr.Draft {
-			return false
-		}
-		var open int
-		if err := pool.QueryRow(ctx, `SELECT count(*) FROM agentos_deliveries WHERE state <> 'done'`).Scan(&open); err != nil || open != 0 {
-			return false
-		}
-		for _, c := range fake.Comments(repoName, issue) {
-			if c.User == botUser && strings.Contains(c.Body, "### agentos · ✅ Completed") {
-				return true
-			}
-		}
-		return false
-	}
-	for !completed() {
-		select {
-		case err := <-maintainerDone:
-			fail("the maintainer could not approve: %v", err)
-		case <-ctx.Done():
-			fail("the flow did not finish after the %s at %s; delivery errors %v", sigName(sig), p, fake.DeliveryErrors())
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
-	close(stopMaintainer)
-	if err := <-maintainerDone; err != nil {
-		t.Errorf("maintainer: %v", err)
-	}
-	res.total = time.Since(began)
-
-	// The checks.
-	prs := fake.PRs(repoName)
-	if len(prs) != 1 {
-		t.Errorf("%d pull requests, want 1", len(prs))
-	}
-	var comments []fakegithub.Comment
-	for _, c := range fake.Comments(repoName, issue) {
-		if c.User == botUser {
-			comments = append(comments, c)
-		}
-	}
-	if len(comments) != 1 {
-		t.Errorf("%d bot comments on the issue, want 1 tracking comment", len(comments))
-	}
-	for _, c := range comments {
-		if s, ok := tracking.FindSessionID(c.Body); !ok || s != sid {
-			t.Errorf("the bot's comment is not the tracking comment of session %s: %.200q", sid, c.Body)
-		}
-		checkTrackingComment(t, c.Body)
-	}
-	raw := gitShow(ctx, t, bare, "agent-sessions:sessions/"+sid+"/events.jsonl")
-	if v, err := replay.VerifyReader(schemas.MustDefault(), bytes.NewReader(raw)); err != nil || !v.Valid {
-		t.Errorf("the committed log does not verify: %v %+v", err, v.Problem)
-	}
-	for _, bad := range []string{"TIMEOUT", "PROVIDER_ERROR", "NON_DETERMINISM"} {
-		if bytes.Contains(raw, []byte(bad)) {
-			t.Errorf("the committed log holds %s", bad)
-		}
-	}
-	var terminals []string
-	requested := map[string]bool{}
-	evs := decodeLog(t, raw)
-	sum := summarize(evs)
-	t.Logf("the committed log: %s", sum)
-	checkStopRecord(t, p, sig, sum)
-	for _, e := range evs {
-		switch e.Type {
-		case event.TurnTerminal:
-			terminals = append(terminals, event.FieldString(e.Payload, "status"))
-		case event.ApprovalRequested:
-			requested[event.FieldString(e.Payload, "approval_id")] = true
-		}
-	}
-	if !slices.Equal(terminals, []string{"completed"}) {
-		t.Errorf("terminal reports %v, want exactly one completed", terminals)
-	}
-	if len(prs) == 1 {
-		botReviews := 0
-		for _, r := range fake.Reviews(repoName, prs[0].Number) {
-			if r.User == botUser {
-				botReviews++
-			}
-		}
-		if botReviews != len(requested) || botReviews == 0 {
-			t.Errorf("%d approval reviews by the bot for %d approval requests", botReviews, len(requested))
-		}
-		if src := gitShow(ctx, t, bare, prs[0].Head+":auth.go"); !bytes.Contains(src, []byte("ConstantTimeCompare")) {
-			t.Error("the session branch's auth.go is not fixed")
-		}
-	}
-	// Deliveries: every one GitHub sent is stored and done, none failed.
-	if errs := fake.DeliveryErrors(); len(errs) != 0 {
-		t.Errorf("deliveries no replica accepted: %v", errs)
-	}
-	var trail strings.Builder
-	for _, d := range fake.Deliveries() {
-		var state, outcome string
-		var attempts, failures int
-		var took time.Duration
-		if err := pool.QueryRow(ctx, `SELECT state, outcome, attempts, failures, coalesce(extract(epoch FROM done_at - received_at), 0)*1e9 FROM agentos_deliveries WHERE id = $1`, d.ID).Scan(&state, &outcome, &attempts, &failures, &took); err != nil {
-			t.Errorf("delivery %s (%s %s) is not in the queue: %v", d.ID, d.Event, d.Action(), err)
-			continue
-		}
-		if state != "done" || outcome == "failed" {
-			t.Errorf("delivery %s (%s %s): %s, %s", d.ID, d.Event, d.Action(), state, outcome)
-		}
-		fmt.Fprintf(&trail, "\n  %s %s by %s: %s after %v, %d claims, %d failed dispatches", d.Event, d.Action(), d.Sender(), outcome, took.Round(time.Millisecond), attempts, failures)
-	}
-	rs.lb.mu.Lock()
-	refused := rs.lb.tries
-	rs.lb.mu.Unlock()
-	t.Logf("deliveries (the balancer retried %d times on another replica):%s", refused, trail.String())
-	if vs := fake.Violations(); len(vs) != 0 {
-		t.Errorf("GitHub would have refused: %v", vs)
-	}
-	if t.Failed() || os.Getenv("E2E_SHOW_LOG") != "" {
-		keepMatrixLogs(t, rs.allLogs(), fake)
-	}
+	f.waitCompleted("the " + sigName(sig) + " at " + string(p))
+	res.total = time.Since(f.began)
+	checkStopRecord(t, p, sig, f.check(sid))
+	f.keepIfFailed()
 	t.Logf("%s at %s: exit %v, taken over %v (%v), flow %v", sigName(sig), p, res.exit, res.over, res.taken, res.total)
 	return res
+}
+
+// armModelCall arms g (in front of the fake model) to hold the second
+// chat completion: the run is going (the first is the lead's), a model
+// call is in flight.
+func armModelCall(g *gate) <-chan struct{} {
+	var n atomic.Int64
+	return g.arm(func(r *http.Request) bool {
+		return r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/chat/completions") && n.Add(1) == 2
+	})
+}
+
+// testRunInFlight is closed once a test.run is in flight: its tool.invoke
+// is the log's last event.
+func (f *matrixFlow) testRunInFlight() <-chan struct{} {
+	c := make(chan struct{})
+	go func() {
+		for f.ctx.Err() == nil {
+			_, evs := f.events()
+			if n := len(evs); n > 0 && evs[n-1].Type == event.ToolInvoke && event.FieldString(evs[n-1].Payload, "tool") == "test.run" {
+				close(c)
+				return
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}()
+	return c
 }
 
 // keepMatrixLogs keeps a case's evidence as keepChaosLogs does.
