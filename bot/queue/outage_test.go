@@ -3,9 +3,6 @@ package queue
 import (
 	"context"
 	"errors"
-	"io"
-	"net"
-	"net/url"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -14,86 +11,6 @@ import (
 	"github.com/agentos/agentos/runtime/store/postgres/pgtest"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
-
-// tcpProxy forwards connections from a local port to a PostgreSQL server;
-// down closes the port and every connection through it (the database is
-// unreachable), up opens the same port again.
-type tcpProxy struct {
-	target string
-	addr   string
-	mu     sync.Mutex
-	ln     net.Listener
-	conns  map[net.Conn]bool
-	wg     sync.WaitGroup
-}
-
-func newTCPProxy(t *testing.T, target string) *tcpProxy {
-	t.Helper()
-	p := &tcpProxy{target: target, conns: map[net.Conn]bool{}}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.addr = ln.Addr().String()
-	p.serve(ln)
-	t.Cleanup(func() { p.down(); p.wg.Wait() })
-	return p
-}
-
-func (p *tcpProxy) serve(ln net.Listener) {
-	p.mu.Lock()
-	p.ln = ln
-	p.mu.Unlock()
-	p.wg.Add(1)
-	go func() {
-		defer p.wg.Done()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			s, err := net.Dial("tcp", p.target)
-			if err != nil {
-				c.Close()
-				continue
-			}
-			p.mu.Lock()
-			p.conns[c], p.conns[s] = true, true
-			p.mu.Unlock()
-			for _, pair := range [][2]net.Conn{{c, s}, {s, c}} {
-				p.wg.Add(1)
-				go func() {
-					defer p.wg.Done()
-					_, _ = io.Copy(pair[0], pair[1])
-					pair[0].Close()
-					pair[1].Close()
-				}()
-			}
-		}
-	}()
-}
-
-func (p *tcpProxy) down() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.ln != nil {
-		p.ln.Close()
-		p.ln = nil
-	}
-	for c := range p.conns {
-		c.Close()
-	}
-	clear(p.conns)
-}
-
-func (p *tcpProxy) up(t *testing.T) {
-	t.Helper()
-	ln, err := net.Listen("tcp", p.addr)
-	if err != nil {
-		t.Fatalf("proxy: listen again on %s: %v", p.addr, err)
-	}
-	p.serve(ln)
-}
 
 // TestClaimFollowsProgressThroughOutage: PostgreSQL is unreachable for
 // 10 s (every connection of both replicas cut) while replica A works two
@@ -108,13 +25,7 @@ func TestClaimFollowsProgressThroughOutage(t *testing.T) {
 		t.Skip("takes half a minute: a 10 s database outage")
 	}
 	direct := pgtest.Schema(t, pgtest.URL(t))
-	u, err := url.Parse(direct)
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy := newTCPProxy(t, u.Host)
-	u.Host = proxy.addr
-	viaProxy := u.String()
+	proxy, viaProxy := pgtest.Proxied(t, direct)
 	// The claim outlives the outage (renewals every 4 s fail during it);
 	// progress older than 3 s stops the renewals.
 	opts := PGQueueOptions{ClaimTTL: 12 * time.Second, StallTimeout: 3 * time.Second}
@@ -167,9 +78,11 @@ func TestClaimFollowsProgressThroughOutage(t *testing.T) {
 	t.Cleanup(func() { stopRuns(); runs.Wait() })
 
 	time.Sleep(time.Second)
-	proxy.down()
+	proxy.Down()
 	time.Sleep(10 * time.Second)
-	proxy.up(t)
+	if err := proxy.Up(); err != nil {
+		t.Fatal(err)
+	}
 	back := aliveBeats.Load()
 
 	// B takes "stuck" over once A's last renewal runs out.

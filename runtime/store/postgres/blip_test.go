@@ -4,10 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net"
 	"net/url"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,102 +17,16 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// proxy forwards TCP connections to PostgreSQL. down cuts every open
-// connection and refuses new ones, as a database restart or a network
-// blip does; up listens again on the same address.
-type proxy struct {
-	target, addr string
-
-	mu    sync.Mutex
-	ln    net.Listener
-	conns map[net.Conn]struct{}
-}
-
-func newProxy(t *testing.T, target string) *proxy {
-	t.Helper()
-	p := &proxy{target: target, conns: map[net.Conn]struct{}{}}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.addr = ln.Addr().String()
-	p.serve(ln)
-	t.Cleanup(p.down)
-	return p
-}
-
-func (p *proxy) serve(ln net.Listener) {
-	p.mu.Lock()
-	p.ln = ln
-	p.mu.Unlock()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go p.forward(c)
-		}
-	}()
-}
-
-func (p *proxy) forward(c net.Conn) {
-	s, err := net.Dial("tcp", p.target)
-	if err != nil {
-		c.Close()
-		return
-	}
-	p.mu.Lock()
-	if p.ln == nil { // went down meanwhile
-		p.mu.Unlock()
-		c.Close()
-		s.Close()
-		return
-	}
-	p.conns[c], p.conns[s] = struct{}{}, struct{}{}
-	p.mu.Unlock()
-	go func() { io.Copy(s, c); s.Close(); c.Close() }()
-	go func() { io.Copy(c, s); s.Close(); c.Close() }()
-}
-
-func (p *proxy) down() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.ln != nil {
-		p.ln.Close()
-		p.ln = nil
-	}
-	for c := range p.conns {
-		c.Close()
-	}
-	clear(p.conns)
-}
-
-func (p *proxy) up(t *testing.T) {
-	t.Helper()
-	var ln net.Listener
-	var err error
-	for i := 0; i < 50; i++ { // the port may take a moment to free
-		if ln, err = net.Listen("tcp", p.addr); err == nil {
-			p.serve(ln)
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatal(err)
-}
-
 // openProxied opens a store whose pool reaches the fresh schema only
 // through a proxy.
-func openProxied(t *testing.T, opts Options) (*Store, *proxy, string) {
+func openProxied(t *testing.T, opts Options) (*Store, *pgtest.Proxy, string) {
 	t.Helper()
 	schemaURL := pgtest.Schema(t, pgtest.URL(t))
-	u, err := url.Parse(schemaURL)
+	px, via := pgtest.Proxied(t, schemaURL)
+	u, err := url.Parse(via)
 	if err != nil {
 		t.Fatal(err)
 	}
-	px := newProxy(t, u.Host)
-	u.Host = px.addr
 	q := u.Query()
 	q.Set("connect_timeout", "2")
 	u.RawQuery = q.Encode()
@@ -182,9 +93,11 @@ func TestAppendsRideOutBlip(t *testing.T) {
 					break
 				}
 			}
-			px.down()
+			px.Down()
 			time.Sleep(3 * time.Second)
-			px.up(t)
+			if err := px.Up(); err != nil {
+				t.Fatal(err)
+			}
 			if err := <-errc; err != nil {
 				t.Fatal(err)
 			}
@@ -222,13 +135,15 @@ func TestAppendUnavailableAfterBound(t *testing.T) {
 			if _, err := s.Append(ctx, "away", 0, storetestMsg("one")); err != nil {
 				t.Fatal(err)
 			}
-			px.down()
+			px.Down()
 			_, err := s.Append(ctx, "away", 1, storetestMsg("two"))
 			var ue *store.UnavailableError
 			if !errors.As(err, &ue) || !errors.Is(err, store.ErrUnavailable) || ue.SessionID != "away" || ue.Attempts < 2 {
 				t.Fatalf("append while the database is away: %v", err)
 			}
-			px.up(t)
+			if err := px.Up(); err != nil {
+				t.Fatal(err)
+			}
 			var got []event.Event
 			for i := 0; i < 100; i++ { // the pool reconnects
 				if got, err = s.Read(ctx, "away", 1); err == nil {

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/url"
 	"sync"
+	"time"
 	"testing"
 )
 
@@ -109,10 +110,14 @@ func (p *Proxy) Up() error {
 	if up {
 		return nil
 	}
-	ln, err := net.Listen("tcp", p.addr)
-	if err != nil {
-		return fmt.Errorf("pgtest: proxy: listen again on %s: %w", p.addr, err)
+	var err error
+	for range 50 { // the port may take a moment to be free again
+		var ln net.Listener
+		if ln, err = net.Listen("tcp", p.addr); err == nil {
+			p.serve(ln)
+			return nil
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
-	p.serve(ln)
-	return nil
+	return fmt.Errorf("pgtest: proxy: listen again on %s: %w", p.addr, err)
 }
