@@ -6,8 +6,8 @@ import (
 	"net"
 	"net/url"
 	"sync"
-	"time"
 	"testing"
+	"time"
 )
 
 // Proxy forwards TCP connections to a PostgreSQL server, so that a test
