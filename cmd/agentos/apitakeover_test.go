@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,7 +11,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strings"
@@ -72,45 +69,7 @@ func TestAPITakeoverServeChild(t *testing.T) {
 
 func startTakeoverChild(t *testing.T, data, drain string, env map[string]string) *gracefulChild {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestAPITakeoverServeChild$", "-test.v=false")
-	cmd.Env = append(os.Environ(), takeoverChildData+"="+data, "AGENTOS_APITAKEOVER_CHILD_DRAIN="+drain)
-	for k, v := range env {
-		cmd.Env = append(cmd.Env, k+"="+v)
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	logs := &bytes.Buffer{}
-	cmd.Stderr = &lockedWriter{w: logs}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	c := &gracefulChild{cmd: cmd, logs: logs, done: make(chan struct{})}
-	addr := make(chan string, 1)
-	go func() {
-		lines := bufio.NewScanner(out)
-		for lines.Scan() {
-			if a, ok := strings.CutPrefix(lines.Text(), "LISTEN "); ok {
-				addr <- a
-			}
-		}
-		cmd.Wait()
-		close(c.done)
-	}()
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		<-c.done
-	})
-	select {
-	case a := <-addr:
-		c.url = "http://" + a
-	case <-c.done:
-		t.Fatalf("serve exited before listening:\n%s", logs)
-	case <-time.After(60 * time.Second):
-		t.Fatalf("serve did not start:\n%s", logs)
-	}
-	return c
+	return startServeChild(t, "^TestAPITakeoverServeChild$", env, takeoverChildData+"="+data, "AGENTOS_APITAKEOVER_CHILD_DRAIN="+drain)
 }
 
 // childLogs reads a child's log text (its writer is locked).

@@ -68,8 +68,17 @@ type gracefulChild struct {
 
 func startGracefulChild(t *testing.T, data, drain string, env map[string]string) *gracefulChild {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestGracefulServeChild$", "-test.v=false")
-	cmd.Env = append(os.Environ(), gracefulChildData+"="+data, "AGENTOS_GRACEFUL_CHILD_DRAIN="+drain)
+	return startServeChild(t, "^TestGracefulServeChild$", env, gracefulChildData+"="+data, "AGENTOS_GRACEFUL_CHILD_DRAIN="+drain)
+}
+
+// startServeChild runs the test function run (a child that prints
+// "LISTEN addr" and then serves) as a process of its own with the
+// environment plus env and extra, and waits for it to listen; it is
+// killed when the test ends.
+func startServeChild(t *testing.T, run string, env map[string]string, extra ...string) *gracefulChild {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run="+run, "-test.v=false")
+	cmd.Env = append(os.Environ(), extra...)
 	for k, v := range env {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
