@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"time"
@@ -297,6 +298,9 @@ func (p *Processor) handle(ctx context.Context, d queue.Delivery) (outcome, msg 
 	defer func() {
 		if r := recover(); r != nil {
 			outcome, msg = queue.OutcomeFailed, fmt.Sprintf("panic: %v", r)
+			// The stack is what a maintainer needs to fix it; the
+			// delivery's outcome keeps the one line.
+			p.logger().Error("webhook: a delivery's handling panicked", "delivery", d.ID, "event", d.Event, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
 		}
 	}()
 	// The bot's own events come first: nothing else is looked at.
