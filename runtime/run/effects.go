@@ -389,9 +389,17 @@ func (f *effects) tool(ctx context.Context, tools Tools, c Call) (ToolOutcome, e
 		// recorded re-run's, or, where the log ends, the re-run's now.
 		for rerunMarked(evs) && f.replaying() {
 			next := f.takeKernelEvents()
+			if len(next) > 0 && !f.replaying() && !hasType(next, event.ToolInvoke) {
+				// The log ends inside the re-run's dispatch, before its
+				// tool was invoked (the process that took the run over
+				// died after a PreToolUse decision): nothing ran, so the
+				// dispatch runs now, below.
+				evs = next
+				break
+			}
 			if len(next) == 0 || recordedCallID(next) != c.ID {
-				got := f.history[f.pos]
-				return ToolOutcome{}, &NonDeterminismError{Seq: got.Seq, Want: "tool call " + c.ID + " run again after its interruption", Got: got.Type}
+				seq, typ := f.recordedHere(next)
+				return ToolOutcome{}, &NonDeterminismError{Seq: seq, Want: "tool call " + c.ID + " run again after its interruption", Got: typ}
 			}
 			evs = next
 		}
@@ -412,6 +420,22 @@ func (f *effects) tool(ctx context.Context, tools Tools, c Call) (ToolOutcome, e
 		return ToolOutcome{}, err
 	}
 	return deriveOutcome(c, evs), nil
+}
+
+// recordedHere names what the log holds where a replayed step expected
+// something else: the first of the events taken, else the next recorded
+// event, else (the log ended) its last one.
+func (f *effects) recordedHere(taken []event.Event) (int64, string) {
+	switch {
+	case len(taken) > 0:
+		return taken[0].Seq, taken[0].Type
+	case f.pos < len(f.history):
+		return f.history[f.pos].Seq, f.history[f.pos].Type
+	case len(f.history) > 0:
+		last := f.history[len(f.history)-1]
+		return last.Seq, "the end of the log after " + last.Type
+	}
+	return 0, "an empty log"
 }
 
 // approved executes an approved pending call live.

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/agentos/agentos/runtime/event"
+	"github.com/agentos/agentos/runtime/journal"
 	"github.com/agentos/agentos/runtime/provider"
 	"github.com/agentos/agentos/runtime/replay"
 )
@@ -305,5 +306,65 @@ func TestPlainCancelAfterStopIsAnInterruption(t *testing.T) {
 	noFalseReason(t, evs)
 	if c := count(evs); c[event.RunInterrupted] != 1 || c[event.ToolResult] != 0 {
 		t.Fatalf("log: %v", c)
+	}
+}
+
+// TestRerunCutBeforeItsInvoke: the process that took a run over and was
+// running an interrupted call again died after the re-run's PreToolUse
+// decision was recorded and before the tool was invoked. The next
+// takeover finds the log ending inside the re-run's dispatch: nothing ran,
+// so the call is run now (it panicked with an index out of range here,
+// found by the crash chaos trials), and the run completes with a log that
+// verifies and re-executes.
+func TestRerunCutBeforeItsInvoke(t *testing.T) {
+	RerunTools["slow"] = true
+	defer delete(RerunTools, "slow")
+	f := newFixture(t, slowThenEcho, nil)
+	ctx, cut := context.WithCancelCause(context.Background())
+	done := startAsync(f, ctx, "rc")
+	<-f.kernel.started
+	cut(fmt.Errorf("%w: the drain time ran out", ErrStopping))
+	if r := <-done; !errors.Is(r.err, ErrInterrupted) {
+		t.Fatalf("Start returned %+v %v", r.out, r.err)
+	}
+	// A first takeover closes the call to run again, goes on, and dies
+	// right after the re-run's PreToolUse hook recorded its decision.
+	bg := context.Background()
+	j, err := journal.Open(bg, f.store, "rc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs := f.events(t, "rc")
+	snap, err := replay.Replay(evs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j.SetRun(snap.RunID)
+	if err := closeOpenTools(bg, j, evs, snap.RunID, interruptedMessage, true); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := j.Append(bg, event.RunResumed, "runtime", map[string]any{"reason": "taken over: a first takeover"}, ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := j.Record(bg, event.HookFired, "hooks", map[string]any{"hook": "PreToolUse", "handler": "audit", "decision": "allow", "tool": "slow"}, ""); err != nil {
+		t.Fatal(err)
+	}
+
+	f2 := newFixture(t, slowThenEcho, f.store)
+	f2.kernel.release <- struct{}{} // the re-run finishes
+	out, err := f2.mgr.Takeover(bg, f2.eng, "rc", "", "", "")
+	if err != nil || out.Status != StatusCompleted {
+		t.Fatalf("second takeover: %+v %v\n%s", out, err, types(f2.events(t, "rc")))
+	}
+	evs = f2.events(t, "rc")
+	verify(t, evs)
+	noFalseReason(t, evs)
+	if n := invokesOf(evs, "slow"); n != 2 {
+		t.Fatalf("slow invoked %d times, want 2 (cut, then run again by the second takeover)", n)
+	}
+	history, prompt, _, _ := runHistory(evs, out.RunID)
+	f3 := newFixture(t, slowThenEcho, nil)
+	if _, err := Reexecute(bg, f3.eng, prompt, history); err != nil {
+		t.Fatalf("re-execution of the final log: %v", err)
 	}
 }
