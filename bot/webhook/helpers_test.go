@@ -3,10 +3,8 @@ package webhook
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -105,74 +103,17 @@ type example struct {
 // webhookExamples loads the examples of the given events (all if none).
 func webhookExamples(t testing.TB, events ...string) []example {
 	t.Helper()
-	index := loadExampleIndex(t)
-	want := map[string]bool{}
-	for _, e := range events {
-		want[e] = true
-	}
 	var out []example
-	for _, ev := range index {
-		if len(want) > 0 && !want[ev.Name] {
-			continue
-		}
-		for _, b := range ev.Examples {
-			var head struct {
-				Action string `json:"action"`
-			}
-			if err := json.Unmarshal(b, &head); err != nil {
-				t.Fatalf("%s example: %v", ev.Name, err)
-			}
-			out = append(out, example{event: ev.Name, action: head.Action, body: []byte(b)})
-		}
-	}
-	if len(out) == 0 {
-		t.Fatalf("no examples of %v in the corpus", events)
+	for _, e := range corpus.Examples(t, events...) {
+		out = append(out, example{event: e.Event, action: e.Action, body: e.Body})
 	}
 	return out
-}
-
-type indexEntry struct {
-	Name     string            `json:"name"`
-	Examples []json.RawMessage `json:"examples"`
-}
-
-var (
-	indexMu    sync.Mutex
-	indexCache []indexEntry
-)
-
-// loadExampleIndex reads the examples index once per test binary.
-func loadExampleIndex(t testing.TB) []indexEntry {
-	t.Helper()
-	path := corpus.WebhookExamples(t)
-	indexMu.Lock()
-	defer indexMu.Unlock()
-	if indexCache != nil {
-		return indexCache
-	}
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(raw, &indexCache); err != nil {
-		t.Fatalf("webhooks-examples index: %v", err)
-	}
-	return indexCache
 }
 
 // exampleOf returns the n-th example of event with action.
 func exampleOf(t testing.TB, event, action string, n int) []byte {
 	t.Helper()
-	for _, e := range webhookExamples(t, event) {
-		if e.action == action {
-			if n == 0 {
-				return e.body
-			}
-			n--
-		}
-	}
-	t.Fatalf("no example %d of %s.%s", n, event, action)
-	return nil
+	return corpus.ExampleOf(t, event, action, n)
 }
 
 // openPGQueueAt opens a PGQueue (own pool) on the schema at u, closed
