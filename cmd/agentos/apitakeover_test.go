@@ -8,10 +8,8 @@ import (
 	"io"
 	"log/slog"
 	"maps"
-	"net"
 	"net/http"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -32,44 +30,11 @@ import (
 	"github.com/agentos/agentos/schemas"
 )
 
-// takeoverChildData names the data directory of a takeover test's child:
-// `agentos serve --data DIR` in a process of its own, stopped by a real
-// signal.
-const takeoverChildData = "AGENTOS_APITAKEOVER_CHILD_DATA"
-
-// TestAPITakeoverServeChild is the child process of the API takeover
-// tests: `agentos serve --data DIR [--drain-timeout D]` with main's
-// signal handling; AGENTOS_APITAKEOVER_CHILD_EVERY sets the sweep's
-// interval (default apiTakeoverEvery).
-func TestAPITakeoverServeChild(t *testing.T) {
-	data := os.Getenv(takeoverChildData)
-	if data == "" {
-		t.Skip("API takeover test child only")
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
-	defer stop()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	fmt.Printf("LISTEN %s\n", ln.Addr())
-	args := []string{"--data", data}
-	if d := os.Getenv("AGENTOS_APITAKEOVER_CHILD_DRAIN"); d != "" {
-		args = append(args, "--drain-timeout", d)
-	}
-	d := serveDeps{getenv: os.Getenv, listener: ln}
-	if v := os.Getenv("AGENTOS_APITAKEOVER_CHILD_EVERY"); v != "" {
-		if d.apiTakeoverEvery, err = time.ParseDuration(v); err != nil {
-			t.Fatal(err)
-		}
-	}
-	err = serve(ctx, args, os.Stderr, d)
-	fmt.Printf("SERVE RETURNED %v\n", err)
-}
-
+// startTakeoverChild is the graceful-stop tests' serve child (its sweep
+// interval from AGENTOS_GRACEFUL_CHILD_EVERY in env, if set).
 func startTakeoverChild(t *testing.T, data, drain string, env map[string]string) *gracefulChild {
 	t.Helper()
-	return startServeChild(t, "^TestAPITakeoverServeChild$", env, takeoverChildData+"="+data, "AGENTOS_APITAKEOVER_CHILD_DRAIN="+drain)
+	return startGracefulChild(t, data, drain, env)
 }
 
 // childLogs reads a child's log text (its writer is locked).
@@ -271,7 +236,7 @@ func TestAPIRunTakenOverByReplica(t *testing.T) {
 	db := pgtest.Schema(t, pgtest.URL(t)) // a fresh schema; a loud skip without PostgreSQL (a failure under CI=true)
 	envA, envB := maps.Clone(env), maps.Clone(env)
 	for _, e := range []map[string]string{envA, envB} {
-		e["AGENTOS_DATABASE_URL"], e["AGENTOS_APITAKEOVER_CHILD_EVERY"] = db, "1s"
+		e["AGENTOS_DATABASE_URL"], e["AGENTOS_GRACEFUL_CHILD_EVERY"] = db, "1s"
 	}
 	envA["AGENTOS_REPLICA_ID"], envB["AGENTOS_REPLICA_ID"] = "takeover-a", "takeover-b"
 	dataA, dataB := t.TempDir(), t.TempDir()

@@ -36,9 +36,10 @@ import (
 // SIGTERM as a deploy does.
 const gracefulChildData = "AGENTOS_GRACEFUL_CHILD_DATA"
 
-// TestGracefulServeChild is the child process of the graceful-stop tests:
-// `agentos serve --data DIR [--drain-timeout D]` with main's signal
-// handling, the environment from the parent.
+// TestGracefulServeChild is the child process of the graceful-stop and
+// API-takeover tests: `agentos serve --data DIR [--drain-timeout D]` with
+// main's signal handling, the environment from the parent;
+// AGENTOS_GRACEFUL_CHILD_EVERY sets the API run takeover's sweep interval.
 func TestGracefulServeChild(t *testing.T) {
 	data := os.Getenv(gracefulChildData)
 	if data == "" {
@@ -55,7 +56,14 @@ func TestGracefulServeChild(t *testing.T) {
 	if d := os.Getenv("AGENTOS_GRACEFUL_CHILD_DRAIN"); d != "" {
 		args = append(args, "--drain-timeout", d)
 	}
-	err = serve(ctx, args, os.Stderr, serveDeps{getenv: os.Getenv, listener: ln})
+	d := serveDeps{getenv: os.Getenv, listener: ln}
+	if v := os.Getenv("AGENTOS_GRACEFUL_CHILD_EVERY"); v != "" {
+		// The API run takeover's sweep interval (default apiTakeoverEvery).
+		if d.apiTakeoverEvery, err = time.ParseDuration(v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	err = serve(ctx, args, os.Stderr, d)
 	fmt.Printf("SERVE RETURNED %v\n", err)
 }
 
