@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/agentos/agentos/bot/internal/corpus"
 	"github.com/agentos/agentos/bot/queue"
 )
 
@@ -51,9 +52,9 @@ func (q *recordingQueue) take() []queue.Delivery {
 // the payload a JSON object, and then stores exactly the payload with the
 // top-level action encoding/json finds.
 func FuzzDelivery(f *testing.F) {
-	for i, ex := range webhookExamples(f, "issue_comment", "pull_request", "pull_request_review", "pull_request_review_comment", "installation", "ping") {
+	for i, ex := range corpus.Examples(f, "issue_comment", "pull_request", "pull_request_review", "pull_request_review_comment", "installation", "ping") {
 		if i%3 == 0 { // a third of them keeps the seed corpus quick to run
-			f.Add(ex.event, ex.body, uint8(0))
+			f.Add(ex.Event, ex.Body, uint8(0))
 		}
 	}
 	f.Add("issue_comment", []byte(`{"action":"created","comment":{"body":"/agent fix auth.go"}}`), uint8(3))

@@ -93,28 +93,13 @@ func (r *recorder) list() []string {
 	return append([]string(nil), r.calls...)
 }
 
-// example is one payload of @octokit/webhooks-examples.
-type example struct {
-	event  string
-	action string
-	body   []byte
-}
-
-// webhookExamples loads the examples of the given events (all if none).
-func webhookExamples(t testing.TB, events ...string) []example {
-	t.Helper()
-	var out []example
-	for _, e := range corpus.Examples(t, events...) {
-		out = append(out, example{event: e.Event, action: e.Action, body: e.Body})
-	}
-	return out
-}
-
-// exampleOf returns the n-th example of event with action.
-func exampleOf(t testing.TB, event, action string, n int) []byte {
-	t.Helper()
-	return corpus.ExampleOf(t, event, action, n)
-}
+// The example payloads and their editing, shared with the other intake
+// tests (bot/internal/corpus).
+var (
+	exampleOf = corpus.ExampleOf
+	mutate    = corpus.Mutate
+	obj       = corpus.Obj
+)
 
 // openPGQueueAt opens a PGQueue (own pool) on the schema at u, closed
 // when the test ends.

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/agentos/agentos/bot/internal/corpus"
 )
 
 func TestRouteAction(t *testing.T) {
@@ -55,10 +57,10 @@ func TestRouteAction(t *testing.T) {
 }
 
 func TestRouteActionCorpus(t *testing.T) {
-	for _, ex := range webhookExamples(t) {
-		got, err := routeAction(ex.body)
-		if err != nil || got != ex.action {
-			t.Errorf("%s: routeAction = %q, %v; want %q", ex.event, got, err, ex.action)
+	for _, ex := range corpus.Examples(t) {
+		got, err := routeAction(ex.Body)
+		if err != nil || got != ex.Action {
+			t.Errorf("%s: routeAction = %q, %v; want %q", ex.Event, got, err, ex.Action)
 		}
 	}
 }

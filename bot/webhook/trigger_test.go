@@ -1,7 +1,6 @@
 package webhook
 
 import (
-	"encoding/json"
 	"reflect"
 	"strings"
 	"testing"
@@ -9,26 +8,6 @@ import (
 	"github.com/agentos/agentos/bot/queue"
 	"github.com/google/go-github/v62/github"
 )
-
-// mutate decodes a real payload, lets f change it, and encodes it again.
-func mutate(t *testing.T, body []byte, f func(m map[string]any)) []byte {
-	t.Helper()
-	if f == nil {
-		return body
-	}
-	var m map[string]any
-	if err := json.Unmarshal(body, &m); err != nil {
-		t.Fatal(err)
-	}
-	f(m)
-	out, err := json.Marshal(m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
-func obj(m map[string]any, key string) map[string]any { return m[key].(map[string]any) }
 
 const (
 	sha    = "ec26c3e57ca3a959ca5aad62de7213c562f8c821"

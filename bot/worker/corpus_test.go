@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentos/agentos/bot/internal/corpus"
 	"github.com/agentos/agentos/bot/queue"
 	"github.com/agentos/agentos/bot/webhook"
 )
@@ -31,7 +32,7 @@ func wantActed(event, action string) bool {
 // the events below through the gin handler, signed as GitHub signs, then
 // processes what was accepted.
 func TestCorpus(t *testing.T) {
-	examples := webhookExamples(t, "issue_comment", "pull_request", "pull_request_review", "pull_request_review_comment",
+	examples := corpus.Examples(t, "issue_comment", "pull_request", "pull_request_review", "pull_request_review_comment",
 		"issues", "installation", "installation_repositories", "ping")
 	q, _ := openTestQueue(t)
 	e := newEngine(webhook.NewHandler(webhook.Config{Events: testEvents, Secrets: [][]byte{testSecret}}, q, nil))
@@ -41,18 +42,18 @@ func TestCorpus(t *testing.T) {
 	keys := map[string]bool{}
 	for i, ex := range examples {
 		id := fmt.Sprintf("corpus-%03d", i)
-		perEvent[ex.event]++
-		name := fmt.Sprintf("%s.%s#%d", ex.event, ex.action, i)
+		perEvent[ex.Event]++
+		name := fmt.Sprintf("%s.%s#%d", ex.Event, ex.Action, i)
 
-		bad := signed(ex.event, id+"-bad", ex.body)
-		bad.sig = webhook.Sign([]byte("not the secret"), ex.body)
+		bad := signed(ex.Event, id+"-bad", ex.Body)
+		bad.sig = webhook.Sign([]byte("not the secret"), ex.Body)
 		if w := post(t, e, bad); w.Code != http.StatusUnauthorized {
 			t.Errorf("%s with a wrong signature: %d %s, want 401", name, w.Code, w.Body)
 		}
 
-		w := post(t, e, signed(ex.event, id, ex.body))
+		w := post(t, e, signed(ex.Event, id, ex.Body))
 		want := http.StatusAccepted
-		switch ex.event {
+		switch ex.Event {
 		case "ping":
 			want = http.StatusOK
 		case "issues":
@@ -60,7 +61,7 @@ func TestCorpus(t *testing.T) {
 		}
 		// Examples that report the same comment, review or push as an
 		// earlier one are replays of it.
-		key := webhook.PayloadKey(ex.event, ex.action, ex.body)
+		key := webhook.PayloadKey(ex.Event, ex.Action, ex.Body)
 		replay := key != "" && keys[key]
 		keys[key] = true
 		if replay {
@@ -75,7 +76,7 @@ func TestCorpus(t *testing.T) {
 		}
 		if want == http.StatusAccepted {
 			wantOutcome[id] = queue.OutcomeIgnored
-			if wantActed(ex.event, ex.action) {
+			if wantActed(ex.Event, ex.Action) {
 				wantOutcome[id] = queue.OutcomeProcessed
 			}
 		}

@@ -3,7 +3,6 @@ package worker
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -157,28 +156,13 @@ func (r *recorder) list() []string {
 	return append([]string(nil), r.calls...)
 }
 
-// example is one payload of @octokit/webhooks-examples.
-type example struct {
-	event  string
-	action string
-	body   []byte
-}
-
-// webhookExamples loads the examples of the given events (all if none).
-func webhookExamples(t testing.TB, events ...string) []example {
-	t.Helper()
-	var out []example
-	for _, e := range corpus.Examples(t, events...) {
-		out = append(out, example{event: e.Event, action: e.Action, body: e.Body})
-	}
-	return out
-}
-
-// exampleOf returns the n-th example of event with action.
-func exampleOf(t testing.TB, event, action string, n int) []byte {
-	t.Helper()
-	return corpus.ExampleOf(t, event, action, n)
-}
+// The example payloads and their editing, shared with the other intake
+// tests (bot/internal/corpus).
+var (
+	exampleOf = corpus.ExampleOf
+	mutate    = corpus.Mutate
+	obj       = corpus.Obj
+)
 
 // openPGQueueAt opens a PGQueue (own pool) on the schema at u, closed
 // when the test ends; its clock is set with setNow.
@@ -230,23 +214,3 @@ var testEvents = webhook.Events{
 	"installation":                nil,
 	"installation_repositories":   nil,
 }
-
-// mutate decodes a real payload, lets f change it, and encodes it again.
-func mutate(t *testing.T, body []byte, f func(m map[string]any)) []byte {
-	t.Helper()
-	if f == nil {
-		return body
-	}
-	var m map[string]any
-	if err := json.Unmarshal(body, &m); err != nil {
-		t.Fatal(err)
-	}
-	f(m)
-	out, err := json.Marshal(m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
-func obj(m map[string]any, key string) map[string]any { return m[key].(map[string]any) }

@@ -89,3 +89,25 @@ func ExampleOf(tb TB, event, action string, n int) []byte {
 	tb.Fatal(fmt.Sprintf("no example %d of %s.%s", n, event, action))
 	return nil
 }
+
+// Mutate decodes a JSON payload (an example), lets f change it, and
+// encodes it again; a nil f returns body as it is.
+func Mutate(tb TB, body []byte, f func(m map[string]any)) []byte {
+	tb.Helper()
+	if f == nil {
+		return body
+	}
+	var m map[string]any
+	if err := json.Unmarshal(body, &m); err != nil {
+		tb.Fatal(err)
+	}
+	f(m)
+	out, err := json.Marshal(m)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return out
+}
+
+// Obj is the JSON object m[key] of a decoded payload.
+func Obj(m map[string]any, key string) map[string]any { return m[key].(map[string]any) }
