@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentos/agentos/bot/internal/fakegithub"
 	"github.com/agentos/agentos/bot/queue"
 	"github.com/agentos/agentos/runtime/store/postgres"
 	"github.com/agentos/agentos/runtime/store/postgres/pgtest"
@@ -77,19 +76,7 @@ func (c *countedHooks) counts() (passes int, asked []int64) {
 func TestReconcilersOneAtATime(t *testing.T) {
 	u := pgtest.Schema(t, pgtest.URL(t))
 	ctx := context.Background()
-	f := fakegithub.New(t)
-	f.AddRepo(fakegithub.Repo{Owner: "octo", Name: "app"})
-	f.AddToken("ghp_dev", "dev")
-	f.SetPermission("octo/app", "dev", fakegithub.PermWrite)
-	n := f.AddIssue("octo/app", fakegithub.Issue{Title: "bug", User: "dev"})
-	app, pemKey, err := fakegithub.NewApp(77, "agentos")
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.AddApp(app)
-	f.AddInstallation(9001, 77, "octo/app")
-	api := f.Serve(t)
-	t.Cleanup(f.Close)
+	f, api, n, pemKey := appDeliveryWorld(t)
 
 	type replica struct {
 		name  string

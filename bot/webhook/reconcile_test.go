@@ -32,6 +32,28 @@ func (q *downQueue) Enqueue(ctx context.Context, d queue.Delivery) (bool, error)
 	return q.LogQueue.Enqueue(ctx, d)
 }
 
+// appDeliveryWorld is the fake GitHub of the reconciler tests: octo/app
+// with an issue n that dev (write access, token ghp_dev) comments on, and
+// App 77 (its private key pemKey) installed there (installation 9001);
+// api is its URL.
+func appDeliveryWorld(t *testing.T) (f *fakegithub.Fake, api string, n int, pemKey []byte) {
+	t.Helper()
+	f = fakegithub.New(t)
+	f.AddRepo(fakegithub.Repo{Owner: "octo", Name: "app"})
+	f.AddToken("ghp_dev", "dev")
+	f.SetPermission("octo/app", "dev", fakegithub.PermWrite)
+	n = f.AddIssue("octo/app", fakegithub.Issue{Title: "bug", User: "dev"})
+	app, pemKey, err := fakegithub.NewApp(77, "agentos")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.AddApp(app)
+	f.AddInstallation(9001, 77, "octo/app")
+	api = f.Serve(t)
+	t.Cleanup(f.Close)
+	return f, api, n, pemKey
+}
+
 // TestReconcilerRedeliversWhatFailed: three comments are delivered while
 // the bot answers 503; GitHub does not retry them. The reconciler, as
 // the App (JWT), finds them in the App's delivery log and asks GitHub to
@@ -39,19 +61,7 @@ func (q *downQueue) Enqueue(ctx context.Context, d queue.Delivery) (bool, error)
 // stored) it asks for nothing more.
 func TestReconcilerRedeliversWhatFailed(t *testing.T) {
 	ctx := context.Background()
-	f := fakegithub.New(t)
-	f.AddRepo(fakegithub.Repo{Owner: "octo", Name: "app"})
-	f.AddToken("ghp_dev", "dev")
-	f.SetPermission("octo/app", "dev", fakegithub.PermWrite)
-	n := f.AddIssue("octo/app", fakegithub.Issue{Title: "bug", User: "dev"})
-	app, pemKey, err := fakegithub.NewApp(77, "agentos")
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.AddApp(app)
-	f.AddInstallation(9001, 77, "octo/app")
-	api := f.Serve(t)
-	t.Cleanup(f.Close)
+	f, api, n, pemKey := appDeliveryWorld(t)
 
 	q := &downQueue{LogQueue: openQueueAt(t, t.TempDir())}
 	q.down.Store(true)
