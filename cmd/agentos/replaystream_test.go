@@ -11,10 +11,7 @@ import (
 
 	"github.com/agentos/agentos/runtime/event"
 	"github.com/agentos/agentos/runtime/replay"
-	"github.com/agentos/agentos/runtime/store/postgres"
-	"github.com/agentos/agentos/runtime/store/postgres/pgtest"
 	"github.com/agentos/agentos/schemas"
-	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // liveHeap is the heap still reachable after a collection.
@@ -32,18 +29,8 @@ func liveHeap() uint64 {
 // events) stays under half of the whole read's. The figures are logged.
 func TestVerifyPostgresSessionStreams(t *testing.T) {
 	const pairs = 50_000 // + session.start: 100,001 events
-	u := pgtest.Schema(t, pgtest.URL(t))
 	ctx := context.Background()
-	pool, err := pgxpool.New(ctx, u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
-	sealer, _ := newSealer(nil)
-	st, err := postgres.Open(ctx, pool, sealer, postgres.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st, u := openPGStore(t)
 	const sid = "pg-stream-1"
 	evs, err := st.Append(ctx, sid, 0, event.Draft{RunID: "r1", Type: event.SessionStart, Actor: "user", Payload: map[string]any{"prompt": "a long session"}})
 	if err != nil {

@@ -176,21 +176,30 @@ func TestServeReplicasOnPostgres(t *testing.T) {
 	}
 }
 
+// openPGStore opens the PostgreSQL event store on a fresh schema (its pool
+// closed when the test ends; the caller closes the store) and returns it
+// with the schema's connection string, for the CLI's AGENTOS_DATABASE_URL.
+func openPGStore(t *testing.T) (*postgres.Store, string) {
+	t.Helper()
+	u := pgtest.Schema(t, pgtest.URL(t))
+	pool, err := pgxpool.New(context.Background(), u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	sealer, _ := newSealer(nil)
+	st, err := postgres.Open(context.Background(), pool, sealer, postgres.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st, u
+}
+
 // TestReplayFromPostgres: `agentos replay SESSION` reads the session from
 // PostgreSQL when AGENTOS_DATABASE_URL is set.
 func TestReplayFromPostgres(t *testing.T) {
-	u := pgtest.Schema(t, pgtest.URL(t))
 	ctx := context.Background()
-	pool, err := pgxpool.New(ctx, u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
-	sealer, _ := newSealer(nil)
-	st, err := postgres.Open(ctx, pool, sealer, postgres.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st, u := openPGStore(t)
 	if _, err := st.Append(ctx, "pg-session", 0,
 		event.Draft{RunID: "r1", Type: event.SessionStart, Actor: "user", Payload: map[string]any{"prompt": "hello from a replica"}},
 		event.Draft{RunID: "r1", Type: event.RunStarted, Actor: "runtime", Payload: map[string]any{"run_id": "r1", "prompt": "hello from a replica"}},
